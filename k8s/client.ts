@@ -1,0 +1,44 @@
+/**
+ * Kubernetes client helpers shared by activities, workers, scripts and tests. Never import this from
+ * workflow code: @kubernetes/client-node does I/O and is not deterministic.
+ */
+import * as k8s from '@kubernetes/client-node';
+
+export { k8s };
+
+/** From a kubeconfig path, else $KUBECONFIG / ~/.kube/config / the in-cluster service account. */
+export function loadKubeConfig(path?: string): k8s.KubeConfig {
+  const kc = new k8s.KubeConfig();
+  if (path) kc.loadFromFile(path);
+  else kc.loadFromDefault();
+  return kc;
+}
+
+export const FIELD_MANAGER = 'konfidence-activation';
+
+/** Server-side apply: creates or converges the fields we own, safe to repeat. */
+export async function apply<T extends k8s.KubernetesObject>(api: k8s.KubernetesObjectApi, object: T): Promise<T> {
+  return api.patch(object, undefined, undefined, FIELD_MANAGER, true, k8s.PatchStrategy.ServerSideApply);
+}
+
+/** The HTTP status of a failed apiserver call, or undefined for other errors. */
+export function apiStatus(err: unknown): number | undefined {
+  return err instanceof k8s.ApiException ? err.code : undefined;
+}
+
+/** The apiserver's own message for a failed call (what kubectl would print). */
+export function apiMessage(err: unknown): string {
+  if (err instanceof k8s.ApiException) {
+    const body = typeof err.body === 'string' ? safeJson(err.body) : err.body;
+    return (body as { message?: string } | undefined)?.message ?? `HTTP ${err.code}`;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return { message: text };
+  }
+}

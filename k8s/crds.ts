@@ -1,0 +1,61 @@
+/** Installs the project's CRDs (the committed crds/*.yaml) and waits until they are served. */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
+import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';
+import { apply, k8s } from './client.js';
+
+export const crdDir = fileURLToPath(new URL('../crds', import.meta.url));
+
+export function readCrdFiles(dir = crdDir): k8s.V1CustomResourceDefinition[] {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort()
+    .map((f) => parse(readFileSync(join(dir, f), 'utf8')) as k8s.V1CustomResourceDefinition);
+}
+
+function established(crd: k8s.V1CustomResourceDefinition): boolean {
+  const conditions = crd.status?.conditions ?? [];
+  const isTrue = (type: string) => conditions.some((c) => c.type === type && c.status === 'True');
+  return isTrue('Established') && isTrue('NamesAccepted');
+}
+
+/** Applies CRDs and waits (with a deadline) until each is Established and in discovery. */
+export async function applyCrds(
+  kc: k8s.KubeConfig,
+  crds: k8s.V1CustomResourceDefinition[],
+  timeoutMs = 60_000,
+): Promise<void> {
+  const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+  const ext = kc.makeApiClient(k8s.ApiextensionsV1Api);
+  for (const crd of crds) await apply(objects, crd);
+  const deadline = Date.now() + timeoutMs;
+  for (const crd of crds) {
+    const name = crd.metadata!.name!;
+    for (;;) {
+      const live = await ext.readCustomResourceDefinition({ name });
+      if (established(live)) break;
+      if (Date.now() > deadline) throw new Error(`CRD ${name} not established within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  // Established can precede discovery by a moment; clients that discover resources need both.
+  const apis = kc.makeApiClient(k8s.ApisApi);
+  for (;;) {
+    const groups = new Set((await apis.getAPIVersions()).groups.map((g) => g.name));
+    if (crds.every((c) => groups.has(c.spec.group))) break;
+    if (Date.now() > deadline) throw new Error(`CRD groups not in discovery within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export async function ensureNamespace(kc: k8s.KubeConfig, name: string): Promise<void> {
+  await apply(k8s.KubernetesObjectApi.makeApiClient(kc), { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+}
+
+/** What `npm run env:up` installs: every CRD and the system namespace. */
+export async function installProject(kc: k8s.KubeConfig): Promise<void> {
+  await applyCrds(kc, readCrdFiles());
+  await ensureNamespace(kc, DEFAULT_SYSTEM_NAMESPACE);
+}

@@ -1,0 +1,9 @@
+/** npm run env:up — starts (or reuses) the local control plane and prints how to reach it. */
+import { up } from './env/control-plane.js';
+
+const cp = await up();
+console.log(`control plane ${cp.started ? 'started' : 'already running'}:
+  Kubernetes API   https://127.0.0.1:${cp.ports.apiserver}   (KUBECONFIG=${cp.kubeconfig})
+  Temporal         ${cp.temporalAddress}   namespace ${cp.temporalNamespace}
+  Temporal UI      ${cp.temporalUiUrl}
+  source ${cp.envFile}   # exports KUBECONFIG, TEMPORAL_* and puts kubectl and temporal on PATH`);

@@ -1,0 +1,159 @@
+/**
+ * The three servers of the local control plane: how each starts and how to tell it is ready.
+ * Flags follow controller-runtime's envtest; the Temporal dev server is the CLI's `server start-dev`.
+ */
+import { readFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import { Connection } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import { searchAttributes } from '../../shared/search-attributes.js';
+import { pki } from './certs.js';
+import { binaries, stateDir } from './paths.js';
+import { startDetached } from './process.js';
+
+export interface Ports {
+  etcdClient: number;
+  etcdPeer: number;
+  apiserver: number;
+  temporal: number;
+  temporalUi: number;
+  temporalHttp: number;
+  temporalMetrics: number;
+}
+
+export const TEMPORAL_NAMESPACE = 'default';
+
+export const dataDir = join(stateDir, 'data');
+
+export function startEtcd(p: Ports): number {
+  const peer = `http://127.0.0.1:${p.etcdPeer}`;
+  const client = `http://127.0.0.1:${p.etcdClient}`;
+  return startDetached('etcd', binaries.etcd, [
+    '--name=konfidence',
+    `--data-dir=${join(dataDir, 'etcd')}`,
+    `--listen-client-urls=${client}`,
+    `--advertise-client-urls=${client}`,
+    `--listen-peer-urls=${peer}`,
+    `--initial-advertise-peer-urls=${peer}`,
+    `--initial-cluster=konfidence=${peer}`,
+    // A local development store: durability across power loss is not worth fsync's latency.
+    '--unsafe-no-fsync=true',
+    '--log-level=warn',
+  ]);
+}
+
+export async function etcdReady(p: Ports): Promise<boolean> {
+  const res = await fetch(`http://127.0.0.1:${p.etcdClient}/health`);
+  return res.ok && ((await res.json()) as { health?: string }).health === 'true';
+}
+
+export function startApiserver(p: Ports): number {
+  return startDetached('kube-apiserver', binaries.kubeApiserver, [
+    `--etcd-servers=http://127.0.0.1:${p.etcdClient}`,
+    '--bind-address=127.0.0.1',
+    '--advertise-address=127.0.0.1',
+    `--secure-port=${p.apiserver}`,
+    `--cert-dir=${join(stateDir, 'apiserver-certs')}`,
+    `--tls-cert-file=${pki.serverCert}`,
+    `--tls-private-key-file=${pki.serverKey}`,
+    `--client-ca-file=${pki.caCert}`,
+    '--authorization-mode=RBAC',
+    '--service-cluster-ip-range=10.0.0.0/24',
+    '--service-account-issuer=https://kubernetes.default.svc',
+    `--service-account-key-file=${pki.saPub}`,
+    `--service-account-signing-key-file=${pki.saKey}`,
+    '--allow-privileged=true',
+    // No controller-manager runs to create service-account tokens.
+    '--disable-admission-plugins=ServiceAccount',
+    '--profiling=false',
+    '--v=0',
+  ]);
+}
+
+/** GET a path of the apiserver as admin; resolves to the HTTP status code. */
+export function apiserverGet(p: Ports, path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: p.apiserver,
+        path,
+        ca: readFileSync(pki.caCert),
+        cert: readFileSync(pki.adminCert),
+        key: readFileSync(pki.adminKey),
+        timeout: 5_000,
+      },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+export async function apiserverReady(p: Ports): Promise<boolean> {
+  return (await apiserverGet(p, '/readyz')) === 200 && (await apiserverGet(p, '/api/v1/namespaces/default')) === 200;
+}
+
+const cliType: Record<string, string> = { KEYWORD: 'Keyword', TEXT: 'Text', INT: 'Int', BOOL: 'Bool' };
+
+export function startTemporal(p: Ports): number {
+  const attributes = searchAttributes.flatMap((a) => ['--search-attribute', `${a.name}=${cliType[a.type]}`]);
+  return startDetached('temporal', binaries.temporal, [
+    'server',
+    'start-dev',
+    '--ip=127.0.0.1',
+    `--port=${p.temporal}`,
+    `--ui-port=${p.temporalUi}`,
+    `--http-port=${p.temporalHttp}`,
+    `--metrics-port=${p.temporalMetrics}`,
+    `--db-filename=${join(dataDir, 'temporal.db')}`,
+    `--namespace=${TEMPORAL_NAMESPACE}`,
+    ...attributes,
+    '--log-level=warn',
+  ]);
+}
+
+// @temporalio/proto is CommonJS whose named exports Node's ESM loader cannot see.
+const { IndexedValueType } = proto.temporal.api.enums.v1;
+const indexedType: Record<string, proto.temporal.api.enums.v1.IndexedValueType> = {
+  KEYWORD: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  TEXT: IndexedValueType.INDEXED_VALUE_TYPE_TEXT,
+  INT: IndexedValueType.INDEXED_VALUE_TYPE_INT,
+  BOOL: IndexedValueType.INDEXED_VALUE_TYPE_BOOL,
+};
+
+/**
+ * Registers the project's search attributes that the namespace lacks. `start-dev --search-attribute`
+ * alone is not enough: on an existing database file it does not add attributes that are new.
+ */
+export async function ensureSearchAttributes(p: Ports): Promise<void> {
+  const connection = await Connection.connect({ address: `127.0.0.1:${p.temporal}` });
+  try {
+    const namespace = TEMPORAL_NAMESPACE;
+    const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
+    const missing = searchAttributes.filter((a) => !customAttributes || !(a.name in customAttributes));
+    if (missing.length === 0) return;
+    await connection.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: Object.fromEntries(missing.map((a) => [a.name, indexedType[a.type]!])),
+    });
+  } finally {
+    await connection.close();
+  }
+}
+
+export async function temporalReady(p: Ports): Promise<boolean> {
+  const connection = await Connection.connect({ address: `127.0.0.1:${p.temporal}`, connectTimeout: 2_000 });
+  try {
+    const info = await connection.workflowService.getSystemInfo({});
+    const ui = await fetch(`http://127.0.0.1:${p.temporalUi}/`);
+    return Boolean(info.serverVersion) && ui.ok;
+  } finally {
+    await connection.close();
+  }
+}

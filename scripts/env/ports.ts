@@ -1,0 +1,28 @@
+/** Free loopback ports: listen on port 0, take the port the kernel chose, close. */
+import { createServer } from 'node:net';
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export function isPortFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** Keeps a previously used port when it is still free, so URLs stay the same across restarts. */
+export async function reusePort(previous: number | undefined): Promise<number> {
+  if (previous && (await isPortFree(previous))) return previous;
+  return freePort();
+}

@@ -44,7 +44,6 @@ export const activationExecutionPlanSpec = rule(
       rule: 'self.steps.all(s, self.steps.exists_one(o, o.name == s.name))',
       message: 'step names must be unique',
       fieldPath: '.steps',
-      reason: 'FieldValueDuplicate',
     },
     (s) => new Set(s.steps.map((x) => x.name)).size === s.steps.length,
   ),
@@ -52,7 +51,6 @@ export const activationExecutionPlanSpec = rule(
     rule: 'self.steps.all(s, s.tasks.all(t, self.steps.exists_one(o, t in o.tasks)))',
     message: 'a task may appear in only one step of a plan',
     fieldPath: '.steps',
-    reason: 'FieldValueDuplicate',
   },
   (s) => {
     const tasks = s.steps.flatMap((x) => x.tasks);

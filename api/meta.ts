@@ -28,8 +28,9 @@ export const objectMeta = z.looseObject({
   uid: z.string().optional(),
   resourceVersion: z.string().optional(),
   generation: z.number().int().optional(),
-  creationTimestamp: z.string().optional(),
-  deletionTimestamp: z.string().optional(),
+  // @kubernetes/client-node turns metadata timestamps into Dates; raw JSON has strings.
+  creationTimestamp: z.union([z.string(), z.date()]).optional(),
+  deletionTimestamp: z.union([z.string(), z.date()]).optional(),
   labels: z.record(z.string(), z.string()).optional(),
   annotations: z.record(z.string(), z.string()).optional(),
   finalizers: z.array(z.string()).optional(),

@@ -6,12 +6,26 @@ import { objectName, rule, statusOf } from './meta.js';
 
 const labelValue = z.string().max(63).regex(LABEL_VALUE_PATTERN);
 
+// `[.]` rather than `\.`: the same text is a JavaScript and a CEL (RE2) regular expression.
+const LABEL_KEY = '^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$';
+const MAX_LABELS = 32;
+
+const matchLabels = z
+  .record(z.string(), labelValue)
+  .meta({ maxProperties: MAX_LABELS })
+  .refine((m) => Object.keys(m).length <= MAX_LABELS, { message: `at most ${MAX_LABELS} labels` })
+  .describe('Labels a StageVersion must all carry, e.g. konfidence.cloud/stage-name and konfidence.cloud/vector.');
+
 export const stageVersionSelector = rule(
-  z.object({
-    matchLabels: z
-      .record(z.string().min(1).max(317), labelValue)
-      .describe('Labels a StageVersion must all carry, e.g. konfidence.cloud/stage-name and konfidence.cloud/vector.'),
-  }),
+  rule(
+    z.object({ matchLabels }),
+    {
+      rule: `self.matchLabels.all(k, k.matches('${LABEL_KEY}'))`,
+      message: 'matchLabels keys must be label keys such as konfidence.cloud/stage-name',
+      fieldPath: '.matchLabels',
+    },
+    (s) => Object.keys(s.matchLabels).every((k) => new RegExp(LABEL_KEY).test(k)),
+  ),
   {
     rule: 'size(self.matchLabels) > 0',
     message: 'stageVersionSelector.matchLabels must name at least one label: an empty selector would hold every StageVersion',
@@ -20,6 +34,7 @@ export const stageVersionSelector = rule(
   },
   (s) => Object.keys(s.matchLabels).length > 0,
 );
+
 
 export const stageVersionUsageSpec = rule(
   z.object({

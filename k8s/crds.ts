@@ -2,17 +2,20 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parse } from 'yaml';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';
 import { apply, k8s } from './client.js';
 
 export const crdDir = fileURLToPath(new URL('../crds', import.meta.url));
 
+/**
+ * Reads CRD files into client-node's typed models. A plain parsed object would lose every
+ * `x-kubernetes-*` key on the way out: the client serializes CRDs by the model's camelCase names.
+ */
 export function readCrdFiles(dir = crdDir): k8s.V1CustomResourceDefinition[] {
   return readdirSync(dir)
     .filter((f) => f.endsWith('.yaml'))
     .sort()
-    .map((f) => parse(readFileSync(join(dir, f), 'utf8')) as k8s.V1CustomResourceDefinition);
+    .map((f) => k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(join(dir, f), 'utf8')));
 }
 
 function established(crd: k8s.V1CustomResourceDefinition): boolean {

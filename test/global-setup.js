@@ -1,0 +1,25 @@
+/**
+ * Starts the real local control plane once per jest run (or reuses the one `npm run env:up` left
+ * running) and hands its addresses to the test workers through the environment. jest loads this
+ * file with Node's own loader, which cannot run the TypeScript sources: it runs them through tsx,
+ * the same way `npm run env:up` does.
+ */
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+export default function globalSetup() {
+  const out = execFileSync('npx', ['tsx', 'scripts/env-up.ts', '--json'], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+  });
+  const cp = JSON.parse(out.trim().split('\n').pop());
+  process.env.KUBECONFIG = cp.kubeconfig;
+  process.env.TEMPORAL_ADDRESS = cp.temporalAddress;
+  process.env.TEMPORAL_NAMESPACE = cp.temporalNamespace;
+  process.env.TEMPORAL_UI_URL = cp.temporalUiUrl;
+  // Stop at the end only what this run started; a developer's running env stays up.
+  process.env.KONFIDENCE_TEST_STARTED_ENV = cp.started && !process.env.KONFIDENCE_KEEP_ENV ? '1' : '';
+}

@@ -1,0 +1,30 @@
+/** Process configuration from the environment, validated so a typo fails at start with a clear message. */
+import { z } from 'zod';
+import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';
+
+const configSchema = z.object({
+  TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_UI_URL: z.url().optional(),
+  /** Unset: ~/.kube/config, else the in-cluster service account. */
+  KUBECONFIG: z.string().min(1).optional(),
+  KONFIDENCE_SYSTEM_NAMESPACE: z.string().min(1).default(DEFAULT_SYSTEM_NAMESPACE),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = configSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`invalid configuration: ${problems}`);
+  }
+  return parsed.data;
+}
+
+/** Link to a workflow in the Temporal UI, or undefined when the UI address is not configured. */
+export function workflowUrl(config: Config, workflowId: string): string | undefined {
+  if (!config.TEMPORAL_UI_URL) return undefined;
+  const base = config.TEMPORAL_UI_URL.replace(/\/$/, '');
+  return `${base}/namespaces/${encodeURIComponent(config.TEMPORAL_NAMESPACE)}/workflows/${encodeURIComponent(workflowId)}`;
+}

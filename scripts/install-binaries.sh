@@ -19,7 +19,7 @@ exec 9>"$cache/.lock"
 flock 9
 
 export CGO_ENABLED=0
-export GOFLAGS="${GOFLAGS:-} -trimpath"
+export GOFLAGS="${GOFLAGS:-} -trimpath -buildvcs=false"
 
 # build NAME VERSION BINARY... -- COMMAND: runs COMMAND with $out set to a scratch folder that must
 # receive every BINARY, then moves the folder to $cache/NAME-VERSION in one step.

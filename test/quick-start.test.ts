@@ -1,0 +1,40 @@
+/** The README's first command: `npm start` prints what a newcomer needs and its workflow completes. */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { parse } from 'yaml';
+import { searchAttributes } from '../shared/search-attributes.js';
+import { temporalClient } from './support/temporal.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+describe('quick start', () => {
+  it('npm start brings up the system, runs a first workflow and prints where to look', async () => {
+    // --once: the same start, but exit after the first workflow instead of serving until Ctrl-C.
+    const { stdout } = await promisify(execFile)('npx', ['tsx', 'scripts/start.ts', '--once'], { cwd: root });
+    const field = (label: string) => stdout.match(new RegExp(`${label}\\s+(\\S+)`))?.[1];
+    expect(field('Temporal UI')).toBe(process.env.TEMPORAL_UI_URL);
+    expect(field('kubeconfig')).toBe(process.env.KUBECONFIG);
+    expect(stdout).toContain('kubectl get konfidence -A');
+
+    const link = field('first workflow')!;
+    expect(link.startsWith(`${process.env.TEMPORAL_UI_URL}/namespaces/default/workflows/`)).toBe(true);
+    const workflowId = decodeURIComponent(link.split('/').pop()!);
+    const { client, close } = await temporalClient();
+    try {
+      const description = await client.workflow.getHandle(workflowId).describe();
+      expect(description.status.name).toBe('COMPLETED');
+    } finally {
+      await close();
+    }
+    expect((await fetch(link)).status).toBe(200);
+  });
+
+  it('docker-compose.yml registers the same search attributes as the local dev server', () => {
+    const compose = parse(readFileSync(`${root}/docker-compose.yml`, 'utf8'));
+    const flags: string[] = compose.services.temporal.command;
+    const registered = flags.filter((f) => f.startsWith('--search-attribute=')).map((f) => f.split('=')[1]);
+    expect(registered.sort()).toEqual(searchAttributes.map((a) => a.name).sort());
+  });
+});

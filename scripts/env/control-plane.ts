@@ -231,14 +231,16 @@ async function stopAll(pids: Pids): Promise<void> {
 export function down(): Promise<boolean> {
   return withLock(async () => {
     const state = readState();
+    const wasRunning = Object.values(state?.pids ?? {}).some((pid) => isAlive(pid));
     if (!state) return false;
     await stopAll(state.pids);
-    rmSync(statePath, { force: true });
-    return true;
+    // Keep the ports: the next `up` serves on the same addresses (the UI link stays valid).
+    writeFileSync(statePath, JSON.stringify({ ports: state.ports, pids: {} }, null, 2));
+    return wasRunning;
   });
 }
 
-/** The running control plane as env:up left it, or undefined. */
+/** The control plane as env:up left it (pids are empty after env:down), or undefined. */
 export function current(): ControlPlane | undefined {
   const state = readState();
   return state ? describe(state.ports, state.pids) : undefined;

@@ -1,0 +1,44 @@
+/**
+ * env:up / env:down on a control plane of its own (a separate state folder), so the servers the
+ * other tests use are never restarted: data survives a restart, and a server that died is
+ * replaced by the next env:up.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ControlPlane } from '../scripts/env/control-plane.js';
+
+const stateDir = mkdtempSync(join(tmpdir(), 'konfidence-env-'));
+process.env.KONFIDENCE_ENV_DIR = stateDir;
+// Imported after the variable is set: paths.ts reads it once.
+const controlPlane = await import('../scripts/env/control-plane.js');
+const { kubectl } = await import('./support/cluster.js');
+
+const kubectlOn = (cp: ControlPlane, ...args: string[]) => kubectl('--kubeconfig', cp.kubeconfig, ...args);
+
+afterAll(async () => {
+  await controlPlane.down();
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+describe('control plane lifecycle', () => {
+  it('keeps objects across down and up, and replaces a server that was killed', async () => {
+    const first = await controlPlane.up(() => {});
+    expect(first.started).toBe(true);
+    await kubectlOn(first, 'create', 'configmap', 'survivor', '-n', 'default', '--from-literal=k=v');
+
+    expect(await controlPlane.down()).toBe(true);
+    const second = await controlPlane.up(() => {});
+    expect(second.started).toBe(true);
+    expect(second.ports).toEqual(first.ports);
+    expect(await kubectlOn(second, 'get', 'configmap', 'survivor', '-n', 'default', '-o', 'jsonpath={.data.k}')).toBe('v');
+
+    process.kill(second.pids.apiserver!, 'SIGKILL');
+    const third = await controlPlane.up(() => {});
+    expect(third.started).toBe(true);
+    expect(third.pids.apiserver).not.toBe(second.pids.apiserver);
+    expect(await kubectlOn(third, 'get', 'crd', 'vectoractivations.landscape.konfidence.cloud', '-o', 'name')).toContain(
+      'vectoractivations',
+    );
+  });
+});

@@ -31,3 +31,4 @@ export const allKinds: readonly KindDefinition[] = [
   StageVersion,
 ];
 export * from "./crd.js";
+export * from "./conditions.js";

@@ -1,18 +1,19 @@
 /**
  * npm start — the whole system on this machine: the local control plane (etcd, kube-apiserver, the
- * Temporal dev server with its UI) and the core worker, with a first workflow to look at in the UI.
- * Ctrl-C stops the worker; the control plane keeps running until `npm run env:down`.
- * --once: exit after the first workflow (used by the quick-start test).
+ * Temporal dev server with its UI), the core worker, the gateway-api and istio executor workers and
+ * the watcher, plus a sample Stage whose activation a newcomer can follow in the Temporal UI.
+ * Ctrl-C stops the workers; the control plane keeps running until `npm run env:down`.
+ * --once: exit once the sample activation has finished (used by the quick-start test).
  */
-import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { loadKubeConfig } from '../k8s/client.js';
+import { CustomObjects } from '../k8s/custom-objects.js';
+import { activationWorkflowId } from '../shared/activation.js';
 import { loadConfig, workflowUrl } from '../worker/config.js';
-import { createCoreWorker } from '../worker/core-worker.js';
-import { CORE_TASK_QUEUE } from '../shared/task-queues.js';
-import { controlPlaneCheck } from '../workflows/index.js';
+import { startSystem } from '../worker/system.js';
 import { up } from './env/control-plane.js';
+import { pollUntil } from './env/process.js';
+import { createSample, SAMPLE_NAMESPACE } from './sample.js';
 
 const once = process.argv.includes('--once');
 const cp = await up();
@@ -22,43 +23,52 @@ const config = loadConfig({
   TEMPORAL_UI_URL: cp.temporalUiUrl,
   KUBECONFIG: cp.kubeconfig,
 });
+const kubeConfig = loadKubeConfig(config.KUBECONFIG);
 
-Runtime.install({ logger: new DefaultLogger('WARN') });
-const workerConnection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
-const worker = await createCoreWorker({
-  connection: workerConnection,
-  namespace: config.TEMPORAL_NAMESPACE,
-  kubeConfig: loadKubeConfig(config.KUBECONFIG),
+// ERROR: an activation's failures are reported on its VectorActivation, not as worker log noise.
+Runtime.install({ logger: new DefaultLogger('ERROR') });
+const system = await startSystem({
+  temporalAddress: config.TEMPORAL_ADDRESS,
+  temporalNamespace: config.TEMPORAL_NAMESPACE,
+  kubeConfig,
+  uiUrl: config.TEMPORAL_UI_URL!,
+  systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE,
 });
-const running = worker.run();
 
-const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
-const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-const workflowId = `control-plane-check-${randomUUID().slice(0, 8)}`;
-const report = await client.workflow.execute(controlPlaneCheck, {
-  taskQueue: CORE_TASK_QUEUE,
-  workflowId,
-  staticSummary: 'Checks that Temporal, the core worker and the Kubernetes API work together',
-});
-await connection.close();
+const sample = await createSample(kubeConfig, config.KONFIDENCE_SYSTEM_NAMESPACE);
+const workflowId = activationWorkflowId(sample.activation);
+const link = workflowUrl(config, workflowId);
 
 console.log(`
-konfidence-activation is running.
+konfidence-activation is running: watcher, core worker, gateway-api and istio executors.
 
-  Temporal UI        ${config.TEMPORAL_UI_URL}
-  first workflow     ${workflowUrl(config, workflowId)}
-                     Kubernetes ${report.kubernetesVersion}, ${report.servedKinds.length} konfidence kinds served
-  kubeconfig         ${config.KUBECONFIG}
-  Temporal address   ${config.TEMPORAL_ADDRESS} (namespace ${config.TEMPORAL_NAMESPACE})
+  Temporal UI         ${config.TEMPORAL_UI_URL}
+  sample activation   ${link}
+                      VectorActivation ${SAMPLE_NAMESPACE}/${sample.activation.name} switches Stage ${sample.stage}
+                      from ${sample.from} to ${sample.to} (HTTPRoute, then VirtualService)
+  kubeconfig          ${config.KUBECONFIG}
+  Temporal address    ${config.TEMPORAL_ADDRESS} (namespace ${config.TEMPORAL_NAMESPACE})
 
 In another shell:
   source ${cp.envFile}
-  kubectl get crds
-  kubectl get konfidence -A
-  temporal workflow list
+  kubectl get konfidence -n ${SAMPLE_NAMESPACE}
+  kubectl get va,ae,svu,lease -n ${SAMPLE_NAMESPACE}
+  kubectl get httproute ${sample.route} -n ${SAMPLE_NAMESPACE} -o yaml
+  temporal workflow list --query 'Stage="${sample.stage}"'
+`);
 
-${once ? 'Stopping (--once).' : 'Ctrl-C stops the worker; npm run env:down stops the control plane.'}`);
+const objects = new CustomObjects(kubeConfig);
+const va = await pollUntil(
+  async () => {
+    const o = await objects.get('VectorActivation', SAMPLE_NAMESPACE, sample.activation.name);
+    return ['Succeeded', 'Failed', 'Skipped', 'Cancelled'].includes(o?.status?.phase) ? o : undefined;
+  },
+  120_000,
+  'the sample activation',
+  250,
+);
+console.log(`sample activation ${va!.status.phase}: ${va!.status.message}`);
+console.log(once ? 'Stopping (--once).' : 'Ctrl-C stops the workers; npm run env:down stops the control plane.');
 
-if (once) worker.shutdown();
-await running;
-await workerConnection.close();
+if (!once) await new Promise<void>((resolve) => ['SIGINT', 'SIGTERM'].forEach((s) => process.once(s, () => resolve())));
+await system.stop();

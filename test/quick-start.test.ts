@@ -10,15 +10,16 @@ import { temporalClient } from './support/temporal.js';
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 describe('quick start', () => {
-  it('npm start brings up the system, runs a first workflow and prints where to look', async () => {
+  it('npm start brings up the system, runs the sample activation and prints where to look', async () => {
     // --once: the same start, but exit after the first workflow instead of serving until Ctrl-C.
     const { stdout } = await promisify(execFile)('npx', ['tsx', 'scripts/start.ts', '--once'], { cwd: root });
     const field = (label: string) => stdout.match(new RegExp(`${label}\\s+(\\S+)`))?.[1];
     expect(field('Temporal UI')).toBe(process.env.TEMPORAL_UI_URL);
     expect(field('kubeconfig')).toBe(process.env.KUBECONFIG);
-    expect(stdout).toContain('kubectl get konfidence -A');
+    expect(stdout).toContain('kubectl get konfidence -n konfidence-sample');
+    expect(stdout).toMatch(/sample activation Succeeded: Stage shop now serves shop-\d+/);
 
-    const link = field('first workflow')!;
+    const link = field('sample activation')!;
     expect(link.startsWith(`${process.env.TEMPORAL_UI_URL}/namespaces/default/workflows/`)).toBe(true);
     const workflowId = decodeURIComponent(link.split('/').pop()!);
     const { client, close } = await temporalClient();

@@ -11,8 +11,8 @@ describe('Temporal', () => {
   it('runs the control-plane check workflow on the core worker against the real apiserver', async () => {
     const connection = await workerConnection();
     const taskQueue = `smoke-${randomUUID()}`;
-    const worker = await createCoreWorker({ connection, namespace: temporalNamespace(), kubeConfig: kubeConfig(), taskQueue });
     const { client, close } = await temporalClient();
+    const worker = await createCoreWorker({ connection, namespace: temporalNamespace(), kubeConfig: kubeConfig(), taskQueue, client });
     try {
       const report = await worker.runUntil(
         client.workflow.execute(controlPlaneCheck, { taskQueue, workflowId: `control-plane-check-${randomUUID()}` }),

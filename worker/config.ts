@@ -9,6 +9,7 @@ const configSchema = z.object({
   /** Unset: ~/.kube/config, else the in-cluster service account. */
   KUBECONFIG: z.string().min(1).optional(),
   KONFIDENCE_SYSTEM_NAMESPACE: z.string().min(1).default(DEFAULT_SYSTEM_NAMESPACE),
+  KONFIDENCE_WATCH_NAMESPACES: z.string().optional(),
 });
 
 export type Config = z.infer<typeof configSchema>;

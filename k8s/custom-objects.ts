@@ -1,0 +1,98 @@
+/**
+ * The project's custom resources as plain JSON, through CustomObjectsApi (no client-side models that
+ * could drop fields). Every helper is safe to repeat: create tolerates "exists", delete "gone".
+ */
+import { GROUP, VERSION } from '../api/group.js';
+import { allKinds } from '../api/index.js';
+import { apiStatus, k8s } from './client.js';
+
+export interface CustomObject {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    generation?: number;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean; blockOwnerDeletion?: boolean }[];
+    deletionTimestamp?: string;
+    creationTimestamp?: string;
+  };
+  spec?: any;
+  status?: any;
+}
+
+function plural(kind: string): string {
+  const def = allKinds.find((k) => k.kind === kind);
+  if (!def) throw new Error(`unknown kind ${kind}`);
+  return def.plural;
+}
+
+export class CustomObjects {
+  private readonly api: k8s.CustomObjectsApi;
+
+  constructor(kc: k8s.KubeConfig) {
+    this.api = kc.makeApiClient(k8s.CustomObjectsApi);
+  }
+
+  async get<T extends CustomObject = CustomObject>(kind: string, namespace: string, name: string): Promise<T | undefined> {
+    try {
+      return (await this.api.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: plural(kind), name })) as T;
+    } catch (err) {
+      if (apiStatus(err) === 404) return undefined;
+      throw err;
+    }
+  }
+
+  async list<T extends CustomObject = CustomObject>(kind: string, namespace: string, labelSelector?: string): Promise<T[]> {
+    const res = await this.api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: plural(kind), labelSelector });
+    return (res as { items: T[] }).items;
+  }
+
+  /** Creates the object, or returns the existing one of that name (a repeated create). */
+  async create<T extends CustomObject = CustomObject>(object: T): Promise<{ object: CustomObject & T; created: boolean }> {
+    const namespace = object.metadata.namespace!;
+    try {
+      const created = await this.api.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: plural(object.kind), body: object });
+      return { object: created as T, created: true };
+    } catch (err) {
+      if (apiStatus(err) !== 409) throw err;
+      const existing = await this.get<T>(object.kind, namespace, object.metadata.name);
+      if (!existing) throw err;
+      return { object: existing, created: false };
+    }
+  }
+
+  /** Replaces the spec with a JSON merge patch (used for objects whose spec may change). */
+  async mergeSpec(kind: string, namespace: string, name: string, spec: unknown): Promise<void> {
+    await this.api.patchNamespacedCustomObject(
+      { group: GROUP, version: VERSION, namespace, plural: plural(kind), name, body: { spec } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+  }
+
+  /** Merge-patches the status subresource; false when the object is gone. */
+  async patchStatus(kind: string, namespace: string, name: string, status: unknown): Promise<boolean> {
+    try {
+      await this.api.patchNamespacedCustomObjectStatus(
+        { group: GROUP, version: VERSION, namespace, plural: plural(kind), name, body: { status } },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      );
+      return true;
+    } catch (err) {
+      if (apiStatus(err) === 404) return false;
+      throw err;
+    }
+  }
+
+  async delete(kind: string, namespace: string, name: string): Promise<void> {
+    try {
+      await this.api.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: plural(kind), name });
+    } catch (err) {
+      if (apiStatus(err) !== 404) throw err;
+    }
+  }
+}

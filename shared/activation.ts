@@ -1,0 +1,74 @@
+/**
+ * The contract between the watcher, clients (Temporal UI/CLI, tests), the activation workflow and
+ * the per-Stage lock workflow: ids, signals, queries and the data they carry. Importable from
+ * workflow code and from Node code alike.
+ */
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+
+/** Identifies a VectorActivation; its spec is immutable, so the workflow reads it once. */
+export interface ActivationRef {
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
+/** Readable and unique per object: a VectorActivation re-created under the same name gets a new one. */
+export function activationWorkflowId(ref: ActivationRef): string {
+  return `vectoractivation/${ref.namespace}/${ref.name}/${ref.uid}`;
+}
+
+export function stageLockWorkflowId(namespace: string, stage: string): string {
+  return `stage-lock/${namespace}/${stage}`;
+}
+
+/** Annotations a kubectl user sets to act on an activation; the watcher relays them as signals. */
+export const ANNOTATION_CANCEL = 'konfidence.cloud/cancel';
+export const ANNOTATION_RETRY = 'konfidence.cloud/retry';
+
+/**
+ * Requests carry a token so that a relayed annotation (or a repeated CLI call) acts once: the
+ * workflow ignores a token it has seen. Without a token every signal acts.
+ */
+export interface ActionRequest {
+  token?: string;
+  reason?: string;
+}
+
+/** Stops an activation: a waiting one leaves the queue, a running one cancels its executions. */
+export const cancelSignal = defineSignal<[ActionRequest]>('cancel');
+/** Runs a Failed or Cancelled activation again, from its first unfinished step. */
+export const retrySignal = defineSignal<[ActionRequest]>('retry');
+
+export interface ActivationProgress {
+  phase: string;
+  reason?: string;
+  message?: string;
+  attempt: number;
+  steps: { name: string; phase: string; tasks: { registration: string; execution?: string; phase: string; message?: string }[] }[];
+}
+export const progressQuery = defineQuery<ActivationProgress>('progress');
+
+// --- per-Stage lock -------------------------------------------------------------------------
+
+export interface LockRequest {
+  /** Workflow id of the requesting activation. */
+  requester: string;
+  /** Revision of the StageVersion it activates: a newer waiting request supersedes older ones. */
+  revision: number;
+  /** namespace/name of the VectorActivation, for people reading the lock's state. */
+  activation: string;
+}
+
+export const requestLockSignal = defineSignal<[LockRequest]>('requestLock');
+/** Sent by the holder when done, or by a waiting requester that gives up. */
+export const releaseLockSignal = defineSignal<[{ requester: string }]>('releaseLock');
+
+/** Sent by the lock to the requester. */
+export const lockGrantedSignal = defineSignal<[{ lock: string }]>('lockGranted');
+export const lockSupersededSignal = defineSignal<[{ by: string; revision: number }]>('lockSuperseded');
+
+export interface LockState {
+  holder?: LockRequest;
+  waiting: LockRequest[];
+}
+export const lockStateQuery = defineQuery<LockState>('lockState');

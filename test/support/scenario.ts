@@ -1,0 +1,103 @@
+/**
+ * A Stage with StageVersions, two routes (an HTTPRoute and a VirtualService, each with rules and
+ * backends the activation must leave alone) and a two-step plan: Gateway API, then Istio.
+ */
+import { create, createOther, object, readOther, type TestSystem } from './system.js';
+
+export const HTTPROUTE = ['gateway.networking.k8s.io', 'v1', 'httproutes'] as const;
+export const VIRTUALSERVICE = ['networking.istio.io', 'v1', 'virtualservices'] as const;
+
+export async function seedStage(s: TestSystem, stage: string, revisions: number[]): Promise<void> {
+  await create(s, object('Stage', s.ns, stage, { vector: `example/vector:0.0.${Math.max(...revisions)}` }));
+  for (const r of revisions) await seedStageVersion(s, stage, r);
+}
+
+export async function seedStageVersion(s: TestSystem, stage: string, r: number): Promise<void> {
+  await create(
+    s,
+    object('StageVersion', s.ns, `${stage}-${r}`, {
+      stage,
+      vector: `example/vector:0.0.${r}`,
+      revision: r,
+      backend: { service: `${stage}-shop-v${r}`, port: 8080, subset: `v${r}` },
+    }),
+  );
+}
+
+/** Routes that send the Stage's traffic to revision `r`, next to backends nobody manages. */
+export async function seedRoutes(s: TestSystem, stage: string, r: number): Promise<void> {
+  await createOther(s.kc, ...HTTPROUTE, s.ns, {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'HTTPRoute',
+    metadata: { name: `${stage}-shop`, namespace: s.ns },
+    spec: {
+      parentRefs: [{ name: 'gateway' }],
+      rules: [
+        {
+          matches: [{ path: { type: 'PathPrefix', value: '/api' } }],
+          backendRefs: [
+            { name: 'mirror-sink', port: 9090, weight: 0 },
+            { name: `${stage}-shop-v${r}`, port: 8080, weight: 100 },
+          ],
+        },
+        { matches: [{ path: { type: 'PathPrefix', value: '/static' } }], backendRefs: [{ name: 'static-files', port: 80 }] },
+      ],
+    },
+  });
+  await createOther(s.kc, ...VIRTUALSERVICE, s.ns, {
+    apiVersion: 'networking.istio.io/v1',
+    kind: 'VirtualService',
+    metadata: { name: `${stage}-shop`, namespace: s.ns },
+    spec: {
+      hosts: ['shop'],
+      http: [
+        { name: 'primary', route: [{ destination: { host: 'shop', subset: `v${r}` }, weight: 100 }] },
+        { name: 'legacy', route: [{ destination: { host: 'legacy-shop' } }] },
+      ],
+    },
+  });
+}
+
+export async function seedPlan(s: TestSystem, stage: string, opts: { onFailure?: 'Stop' | 'Revert'; plan?: string } = {}): Promise<void> {
+  await create(
+    s,
+    object('ActivationTaskRegistration', s.systemNs, `${stage}-gateway`, {
+      type: 'gateway-api',
+      timeoutSeconds: 30,
+      spec: { routes: [{ name: `${stage}-shop`, namespace: s.ns, rules: [0] }] },
+    }),
+  );
+  await create(
+    s,
+    object('ActivationTaskRegistration', s.systemNs, `${stage}-mesh`, {
+      type: 'istio',
+      timeoutSeconds: 30,
+      spec: { virtualServices: [{ name: `${stage}-shop`, namespace: s.ns, routes: ['primary'] }], host: 'shop' },
+    }),
+  );
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, opts.plan ?? 'default', {
+      onFailure: opts.onFailure ?? 'Stop',
+      steps: [
+        { name: 'gateway', tasks: [`${stage}-gateway`] },
+        { name: 'mesh', tasks: [`${stage}-mesh`] },
+      ],
+    }),
+  );
+}
+
+export async function routes(s: TestSystem, stage: string) {
+  const route = await readOther(s.kc, ...HTTPROUTE, s.ns, `${stage}-shop`);
+  const vs = await readOther(s.kc, ...VIRTUALSERVICE, s.ns, `${stage}-shop`);
+  return {
+    api: route.spec.rules[0].backendRefs.map((b: any) => `${b.name}:${b.weight}`),
+    static: route.spec.rules[1].backendRefs.map((b: any) => b.name),
+    primary: vs.spec.http[0].route.map((d: any) => `${d.destination.host}/${d.destination.subset}:${d.weight}`),
+    legacy: vs.spec.http[1].route.map((d: any) => d.destination.host),
+  };
+}
+
+export async function activate(s: TestSystem, name: string, stage: string, r: number, extra: Record<string, unknown> = {}): Promise<void> {
+  await create(s, object('VectorActivation', s.ns, name, { stage, stageVersion: `${stage}-${r}`, ...extra }));
+}

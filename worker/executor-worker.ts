@@ -1,0 +1,24 @@
+/** A worker for one executor type, on its own task queue: it only runs that type's tasks. */
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { createExecutorActivities } from '../activities/execute-task.js';
+import type { Executor } from '../executors/types.js';
+import type { k8s } from '../k8s/client.js';
+import { executorTaskQueue } from '../shared/task-queues.js';
+
+export interface ExecutorWorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  kubeConfig: k8s.KubeConfig;
+  executor: Executor<any>;
+  /** Tests give each run its own queue; default konfidence-executor-<type>. */
+  taskQueue?: string;
+}
+
+export function createExecutorWorker(o: ExecutorWorkerOptions): Promise<Worker> {
+  return Worker.create({
+    connection: o.connection,
+    namespace: o.namespace,
+    taskQueue: o.taskQueue ?? executorTaskQueue(o.executor.type),
+    activities: createExecutorActivities(o.executor, o.kubeConfig),
+  });
+}

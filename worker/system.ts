@@ -1,0 +1,84 @@
+/**
+ * The whole system in one process: core worker, one worker per built-in executor type and the
+ * watcher. `npm start` and the end-to-end tests run it this way; in a cluster each part runs as
+ * its own process (worker/main.ts ROLE).
+ */
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, type Worker, type WorkerOptions } from '@temporalio/worker';
+import { builtInExecutors } from '../executors/index.js';
+import type { Executor } from '../executors/types.js';
+import type { k8s } from '../k8s/client.js';
+import { CORE_TASK_QUEUE, executorTaskQueue } from '../shared/task-queues.js';
+import { createCoreWorker } from './core-worker.js';
+import { createExecutorWorker } from './executor-worker.js';
+import { ActivationWatcher } from './watcher.js';
+
+export interface SystemOptions {
+  temporalAddress: string;
+  temporalNamespace: string;
+  kubeConfig: k8s.KubeConfig;
+  uiUrl?: string;
+  systemNamespace?: string;
+  /** Watch these namespaces only (default all). */
+  namespaces?: string[];
+  /** Appended to every task queue name: tests run systems side by side on one Temporal server. */
+  queueSuffix?: string;
+  executors?: readonly Executor<any>[];
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  log?: (message: string) => void;
+}
+
+export interface RunningSystem {
+  client: Client;
+  coreTaskQueue: string;
+  workers: Worker[];
+  watcher: ActivationWatcher;
+  stop(): Promise<void>;
+}
+
+export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
+  const suffix = o.queueSuffix ?? '';
+  const coreTaskQueue = CORE_TASK_QUEUE + suffix;
+  const connection = await Connection.connect({ address: o.temporalAddress });
+  const client = new Client({ connection, namespace: o.temporalNamespace });
+  const native = await NativeConnection.connect({ address: o.temporalAddress });
+  const common = { connection: native, namespace: o.temporalNamespace, kubeConfig: o.kubeConfig };
+  const workers = [
+    await createCoreWorker({
+      ...common,
+      client,
+      taskQueue: coreTaskQueue,
+      ...(o.systemNamespace ? { systemNamespace: o.systemNamespace } : {}),
+      ...(o.workflowBundle ? { workflowBundle: o.workflowBundle } : {}),
+    }),
+    ...(await Promise.all(
+      (o.executors ?? builtInExecutors).map((executor) =>
+        createExecutorWorker({ ...common, executor, taskQueue: executorTaskQueue(executor.type) + suffix }),
+      ),
+    )),
+  ];
+  const runs = workers.map((w) => w.run());
+  const watcher = new ActivationWatcher({
+    kubeConfig: o.kubeConfig,
+    client,
+    taskQueue: coreTaskQueue,
+    ...(o.namespaces ? { namespaces: o.namespaces } : {}),
+    ...(o.uiUrl ? { uiUrl: o.uiUrl } : {}),
+    ...(suffix ? { queueSuffix: suffix } : {}),
+    ...(o.log ? { log: o.log } : {}),
+  });
+  await watcher.start();
+  return {
+    client,
+    coreTaskQueue,
+    workers,
+    watcher,
+    async stop() {
+      await watcher.stop();
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+      await Promise.allSettled(runs);
+      await native.close();
+      await connection.close();
+    },
+  };
+}

@@ -1,0 +1,110 @@
+/**
+ * Running the tasks of one plan step: an ActivationExecution per task, the executor's activity on its
+ * own task queue with the registration's timeout, and the execution's status along the way.
+ */
+import { ActivityFailure, CancellationScope, isCancellation, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
+import type { ActivationActivities, PlannedTask } from '../activities/activation.js';
+import type { ExecutorActivities } from '../activities/execute-task.js';
+import type { StageVersionInfo, TaskInput } from '../executors/types.js';
+import type { ActivationRef } from '../shared/activation.js';
+import { executionName } from '../shared/names.js';
+import { executorTaskQueue } from '../shared/task-queues.js';
+
+export const k8sActivities = proxyActivities<ActivationActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds' },
+});
+
+export interface TaskContext {
+  ref: ActivationRef;
+  stage: string;
+  vectorDeployment?: string;
+  target: StageVersionInfo;
+  previous?: StageVersionInfo;
+  stageVersions: StageVersionInfo[];
+  attempt: number;
+  /** Appended to executor task queue names, so that parallel test runs do not share workers. */
+  queueSuffix?: string;
+}
+
+export interface TaskOutcome {
+  registration: string;
+  execution: string;
+  ok: boolean;
+  message: string;
+}
+
+const now = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+
+/** Bookkeeping must happen even while the step is being cancelled. */
+const record = <T>(fn: () => Promise<T>) => CancellationScope.nonCancellable(fn);
+
+function failureMessage(err: unknown, task: PlannedTask): string {
+  if (isCancellation(err)) return 'cancelled: the activation was cancelled';
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof TimeoutFailure) return `timed out after ${task.timeoutSeconds}s (the registration's timeoutSeconds); the executor was cancelled`;
+  return cause instanceof Error ? cause.message : String(cause);
+}
+
+export async function runTask(ctx: TaskContext, stepIndex: number, step: string, task: PlannedTask, action: 'Apply' | 'Revert'): Promise<TaskOutcome> {
+  const name = executionName(ctx.ref.name, stepIndex, task.registration, ctx.attempt, action === 'Revert');
+  const ns = ctx.ref.namespace;
+  await record(() =>
+    k8sActivities.createExecution({
+      name,
+      activation: ctx.ref,
+      registration: task.registration,
+      type: task.type,
+      step,
+      action,
+      stage: ctx.stage,
+      stageVersion: ctx.target.name,
+      ...(ctx.previous ? { previousStageVersion: ctx.previous.name } : {}),
+      ...(ctx.vectorDeployment ? { vectorDeployment: ctx.vectorDeployment } : {}),
+      config: task.config,
+      timeoutSeconds: task.timeoutSeconds,
+    }),
+  );
+  try {
+    let message: string;
+    if (task.executor === 'External') {
+      // The outside controller sets InProgress itself; we wait for its final phase.
+      const { awaitExternalExecution } = proxyActivities<ActivationActivities>({
+        scheduleToCloseTimeout: `${task.timeoutSeconds} seconds`,
+        heartbeatTimeout: '10 seconds',
+        retry: { initialInterval: '1 second' },
+        summary: `wait for the ${task.type} controller to finish ${name}`,
+      });
+      const result = await awaitExternalExecution(ns, name);
+      if (result.phase !== 'Succeeded') return { registration: task.registration, execution: name, ok: false, message: result.message || 'the external executor reported Error' };
+      return { registration: task.registration, execution: name, ok: true, message: result.message };
+    }
+    await record(() => k8sActivities.writeExecutionStatus(ns, name, 'InProgress', `running on ${executorTaskQueue(task.type)}${ctx.queueSuffix ?? ''}`, { startTime: now() }));
+    const { executeTask } = proxyActivities<ExecutorActivities>({
+      taskQueue: executorTaskQueue(task.type) + (ctx.queueSuffix ?? ''),
+      // The registration's timeout bounds the whole execution, retries included.
+      scheduleToCloseTimeout: `${task.timeoutSeconds} seconds`,
+      startToCloseTimeout: `${task.timeoutSeconds} seconds`,
+      heartbeatTimeout: `${task.heartbeatTimeoutSeconds ?? Math.min(30, task.timeoutSeconds)} seconds`,
+      retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
+      summary: `${action} ${task.registration} (${task.type}) for ${ctx.ref.name}`,
+    });
+    const input: TaskInput = {
+      execution: { namespace: ns, name },
+      action,
+      namespace: ns,
+      stage: ctx.stage,
+      stageVersion: ctx.target,
+      ...(ctx.previous ? { previousStageVersion: ctx.previous } : {}),
+      stageVersions: ctx.stageVersions,
+      config: task.config,
+    };
+    message = (await executeTask(input)).message;
+    await record(() => k8sActivities.writeExecutionStatus(ns, name, 'Succeeded', message, { completionTime: now() }));
+    return { registration: task.registration, execution: name, ok: true, message };
+  } catch (err) {
+    const message = failureMessage(err, task);
+    await record(() => k8sActivities.writeExecutionStatus(ns, name, 'Error', message, { completionTime: now() }));
+    return { registration: task.registration, execution: name, ok: false, message };
+  }
+}

@@ -3,7 +3,9 @@
  * system namespace, its own task queues, the real servers underneath.
  */
 import { fileURLToPath } from 'node:url';
-import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundle } from '@temporalio/worker';
+import { builtInExecutors } from '../../executors/index.js';
+import { failingExecutor, sleepyExecutor } from './executors.js';
 import { API_VERSION } from '../../api/group.js';
 import { applyCrds, readCrdFiles } from '../../k8s/crds.js';
 import { CustomObjects, type CustomObject } from '../../k8s/custom-objects.js';
@@ -13,6 +15,13 @@ import { workflowsPath } from '../../worker/core-worker.js';
 import { freshNamespace, kubeConfig } from './cluster.js';
 import { temporalAddress, temporalNamespace } from './temporal.js';
 import { pollUntil } from '../../scripts/env/process.js';
+
+try {
+  // Activity failures are what many tests provoke; their status on the objects is what they check.
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+} catch {
+  // installed already in this worker process
+}
 
 let bundle: Promise<WorkflowBundle> | undefined;
 /** Bundling takes seconds: once per test file. */
@@ -43,6 +52,7 @@ export async function startTestSystem(prefix: string, extra: Partial<SystemOptio
     queueSuffix: `-${ns}`,
     workflowBundle: await workflowBundle(),
     log: () => undefined,
+    executors: [...builtInExecutors, sleepyExecutor, failingExecutor],
     ...extra,
   });
   return { ...system, ns, systemNs, objects: new CustomObjects(kc), kc };

@@ -85,7 +85,8 @@ export async function runTask(ctx: TaskContext, stepIndex: number, step: string,
       // The registration's timeout bounds the whole execution, retries included.
       scheduleToCloseTimeout: `${task.timeoutSeconds} seconds`,
       startToCloseTimeout: `${task.timeoutSeconds} seconds`,
-      heartbeatTimeout: `${task.heartbeatTimeoutSeconds ?? Math.min(30, task.timeoutSeconds)} seconds`,
+      // Short by default: heartbeats (throttled to 80% of this) are how cancellation reaches the executor.
+      heartbeatTimeout: `${task.heartbeatTimeoutSeconds ?? Math.min(5, task.timeoutSeconds)} seconds`,
       retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
       summary: `${action} ${task.registration} (${task.type}) for ${ctx.ref.name}`,
     });

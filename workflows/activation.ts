@@ -71,6 +71,7 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
   const fresh = (r: ActionRequest) => (r.token === undefined ? true : !seen.has(r.token) && !!seen.add(r.token));
   setHandler(progressQuery, () => progress);
   setHandler(cancelSignal, (r) => {
+    // Cancelling a Failed or Cancelled activation closes its retry window.
     if (fresh(r) && !['Succeeded', 'Skipped'].includes(progress.phase)) cancelRequested = r;
   });
   setHandler(retrySignal, (r) => {
@@ -275,9 +276,11 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       const phase = await attempt();
       if (phase === 'Succeeded' || phase === 'Skipped') return progress;
       // Failed or Cancelled: stay open for a retry (signal, or the konfidence.cloud/retry annotation).
-      retryRequested = false;
+      // A retry that arrived while this attempt was still cleaning up counts; a cancel now ends it.
       cancelRequested = undefined;
-      if (!(await condition(() => retryRequested, RETRY_WINDOW))) return progress;
+      const woken = await condition(() => retryRequested || cancelRequested !== undefined, RETRY_WINDOW);
+      if (!woken || !retryRequested) return progress;
+      retryRequested = false;
       progress.attempt++;
     }
   } catch (err) {

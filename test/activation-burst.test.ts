@@ -1,0 +1,65 @@
+/**
+ * A burst of activations on one Stage: at no instant are two InProgress (checked on every status
+ * change by a watch), the newest ends active, and the older ones are Skipped rather than run.
+ */
+import { GROUP, VERSION } from '../api/group.js';
+import { k8s } from '../k8s/client.js';
+import { pollUntil } from '../scripts/env/process.js';
+import { activate, routes, seedPlan, seedRoutes, seedStage } from './support/scenario.js';
+import { startTestSystem, type TestSystem } from './support/system.js';
+
+let s: TestSystem;
+beforeAll(async () => {
+  s = await startTestSystem('burst');
+});
+afterAll(async () => {
+  await s?.stop();
+});
+
+const N = 10;
+const FINAL = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'];
+
+it(`runs a burst of ${N} activations on one Stage one at a time and ends with the newest active`, async () => {
+  const revisions = Array.from({ length: N }, (_, i) => i + 1);
+  await seedStage(s, 'hot', revisions);
+  await seedRoutes(s, 'hot', 1);
+  await seedPlan(s, 'hot');
+
+  // One watch stream sees every status change of the namespace in order.
+  const phases = new Map<string, string>();
+  const ran = new Set<string>();
+  let maxInProgress = 0;
+  const watch = new k8s.Watch(s.kc);
+  const request = await watch.watch(`/apis/${GROUP}/${VERSION}/namespaces/${s.ns}/vectoractivations`, {}, (_type, o: any) => {
+    phases.set(o.metadata.name, o.status?.phase ?? 'none');
+    const inProgress = [...phases.values()].filter((p) => p === 'InProgress').length;
+    if (o.status?.phase === 'InProgress') ran.add(o.metadata.name);
+    maxInProgress = Math.max(maxInProgress, inProgress);
+  }, () => undefined);
+
+  try {
+    // Created at once, in shuffled order, as a CI pipeline and a person racing each other might.
+    const order = [...revisions].sort((a, b) => ((a * 7919) % 13) - ((b * 7919) % 13));
+    await Promise.all(order.map((r) => activate(s, `hot-to-${r}`, 'hot', r)));
+    await pollUntil(() => revisions.every((r) => FINAL.includes(phases.get(`hot-to-${r}`) ?? '')), 90_000, 'every activation to finish', 100);
+  } finally {
+    request.abort();
+  }
+
+  expect(maxInProgress).toBe(1);
+  expect(phases.get(`hot-to-${N}`)).toBe('Succeeded');
+  expect((await s.objects.get('StageVersionUsage', s.ns, 'hot-active'))?.spec.stageVersionRef.name).toBe(`hot-${N}`);
+  expect((await routes(s, 'hot')).api).toEqual(['mirror-sink:0', `hot-shop-v${N}:100`]);
+  // O(1) runs: besides the newest, at most the one that held the Stage before the burst was complete.
+  expect(ran.size).toBeLessThanOrEqual(2);
+  for (const r of revisions.slice(0, -1)) {
+    const name = `hot-to-${r}`;
+    if (ran.has(name)) continue;
+    const va = await s.objects.get('VectorActivation', s.ns, name);
+    expect({ name, phase: va?.status.phase, reason: va?.status.reason }).toEqual({
+      name,
+      phase: 'Skipped',
+      reason: expect.stringMatching(/^(Superseded|OlderThanActive)$/),
+    });
+  }
+});

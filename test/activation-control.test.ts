@@ -1,0 +1,110 @@
+/** Cancel and retry, by annotation (kubectl) and by signal (Temporal UI/CLI). */
+import { LABEL_VECTOR_ACTIVATION } from '../api/group.js';
+import { pollUntil } from '../scripts/env/process.js';
+import { activationWorkflowId, cancelSignal, retrySignal } from '../shared/activation.js';
+import { kubectl } from './support/cluster.js';
+import { startedExecutions, stoppedExecutions } from './support/executors.js';
+import { activate, routes, seedPlan, seedRoutes, seedStage, VIRTUALSERVICE } from './support/scenario.js';
+import { create, object, phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
+import { k8s } from '../k8s/client.js';
+
+let s: TestSystem;
+beforeAll(async () => {
+  s = await startTestSystem('control');
+});
+afterAll(async () => {
+  await s?.stop();
+});
+
+async function sleepyPlan(stage: string, seconds: number) {
+  await create(s, object('ActivationTaskRegistration', s.systemNs, `${stage}-sleepy`, { type: 'sleepy', timeoutSeconds: 120, spec: { seconds } }));
+  await create(s, object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, { steps: [{ name: 'wait', tasks: [`${stage}-sleepy`] }] }));
+}
+
+async function workflowOf(name: string) {
+  const va = await s.objects.get('VectorActivation', s.ns, name);
+  return s.client.workflow.getHandle(activationWorkflowId({ namespace: s.ns, name, uid: va!.metadata.uid! }));
+}
+
+it('cancels an InProgress activation by annotation: the executor stops, the Stage is released', async () => {
+  await seedStage(s, 'cancel', [1, 2, 3]);
+  await sleepyPlan('cancel', 60);
+  await activate(s, 'cancel-to-2', 'cancel', 2, { executionPlan: 'cancel-plan' });
+  await waitFor(s, 'VectorActivation', 'cancel-to-2', phaseIs('InProgress'));
+  // Cancel once the executor is at work, so that the cancellation has something to stop.
+  await pollUntil(() => [...startedExecutions].some((n) => n.startsWith('cancel-to-2-')), 20_000, 'the executor to start');
+  await kubectl('annotate', 'va', 'cancel-to-2', '-n', s.ns, 'konfidence.cloud/cancel=please');
+
+  const va = await waitFor(s, 'VectorActivation', 'cancel-to-2', phaseIs('Cancelled', 'Failed', 'Succeeded'));
+  expect(va.status.phase).toBe('Cancelled');
+  expect(va.status.message).toContain('annotation konfidence.cloud/cancel');
+  const [execution] = await s.objects.list('ActivationExecution', s.ns, `${LABEL_VECTOR_ACTIVATION}=cancel-to-2`);
+  expect(execution?.status).toMatchObject({ phase: 'Error', message: expect.stringContaining('cancelled') });
+  await pollUntil(() => stoppedExecutions.has(execution!.metadata.name), 10_000, 'the executor to stop');
+
+  await create(s, object('ActivationExecutionPlan', s.systemNs, 'cancel-fast', { steps: [{ name: 'wait', tasks: ['cancel-sleepy-fast'] }] }));
+  await create(s, object('ActivationTaskRegistration', s.systemNs, 'cancel-sleepy-fast', { type: 'sleepy', spec: { seconds: 0 } }));
+  await activate(s, 'cancel-to-3', 'cancel', 3, { executionPlan: 'cancel-fast' });
+  await waitFor(s, 'VectorActivation', 'cancel-to-3', phaseIs('Succeeded'));
+});
+
+it('cancels a waiting activation by signal: it leaves the queue, the holder finishes', async () => {
+  await seedStage(s, 'queue', [1, 2, 3]);
+  await sleepyPlan('queue', 3);
+  await activate(s, 'queue-to-2', 'queue', 2, { executionPlan: 'queue-plan' });
+  await waitFor(s, 'VectorActivation', 'queue-to-2', phaseIs('InProgress'));
+  await activate(s, 'queue-to-3', 'queue', 3, { executionPlan: 'queue-plan' });
+  await waitFor(s, 'VectorActivation', 'queue-to-3', phaseIs('Waiting'));
+
+  await (await workflowOf('queue-to-3')).signal(cancelSignal, { reason: 'changed my mind' });
+  const cancelled = await waitFor(s, 'VectorActivation', 'queue-to-3', phaseIs('Cancelled'));
+  expect(cancelled.status.message).toBe('cancelled while waiting for Stage queue (changed my mind)');
+  await waitFor(s, 'VectorActivation', 'queue-to-2', phaseIs('Succeeded'));
+});
+
+it('retries a Failed activation by annotation from its first unfinished step', async () => {
+  await seedStage(s, 'retry', [1, 2]);
+  await seedRoutes(s, 'retry', 1);
+  await seedPlan(s, 'retry', { plan: 'retry-plan' });
+  // The mesh step fails: its VirtualService is missing.
+  await s.kc.makeApiClient(k8s.CustomObjectsApi).deleteNamespacedCustomObject({ group: VIRTUALSERVICE[0], version: VIRTUALSERVICE[1], plural: VIRTUALSERVICE[2], namespace: s.ns, name: 'retry-shop' });
+  await activate(s, 'retry-to-2', 'retry', 2, { executionPlan: 'retry-plan' });
+  const failed = await waitFor(s, 'VectorActivation', 'retry-to-2', phaseIs('Failed'));
+  expect(failed.status.firstError).toContain(`VirtualService ${s.ns}/retry-shop not found`);
+  expect(failed.status.message).toContain('steps left applied: gateway');
+
+  // Mend the cause, then ask for a retry with kubectl.
+  await k8s.KubernetesObjectApi.makeApiClient(s.kc).create({
+    apiVersion: 'networking.istio.io/v1',
+    kind: 'VirtualService',
+    metadata: { name: 'retry-shop', namespace: s.ns },
+    spec: { hosts: ['shop'], http: [{ name: 'primary', route: [{ destination: { host: 'shop', subset: 'v1' }, weight: 100 }] }, { name: 'legacy', route: [{ destination: { host: 'legacy-shop' } }] }] },
+  });
+  await kubectl('annotate', 'va', 'retry-to-2', '-n', s.ns, 'konfidence.cloud/retry=1');
+  const va = await waitFor(s, 'VectorActivation', 'retry-to-2', (o) => o.status?.attempt === 2 && o.status?.phase === 'Succeeded');
+  expect(va.status.firstError).toContain('not found'); // the first error is kept across retries
+  const executions = await s.objects.list('ActivationExecution', s.ns, `${LABEL_VECTOR_ACTIVATION}=retry-to-2`);
+  // The gateway step succeeded in attempt 1 and was not run again; the mesh step ran twice.
+  expect(executions.map((e) => [e.spec.registration, e.status?.phase]).sort()).toEqual([
+    ['retry-gateway', 'Succeeded'],
+    ['retry-mesh', 'Error'],
+    ['retry-mesh', 'Succeeded'],
+  ]);
+  expect(await routes(s, 'retry')).toMatchObject({ api: ['mirror-sink:0', 'retry-shop-v2:100'], primary: ['shop/v2:100'] });
+});
+
+it('retries a Cancelled activation by signal', async () => {
+  await seedStage(s, 'again', [1, 2]);
+  await sleepyPlan('again', 30);
+  await activate(s, 'again-to-2', 'again', 2, { executionPlan: 'again-plan' });
+  await waitFor(s, 'VectorActivation', 'again-to-2', phaseIs('InProgress'));
+  const handle = await workflowOf('again-to-2');
+  await handle.signal(cancelSignal, {});
+  await waitFor(s, 'VectorActivation', 'again-to-2', phaseIs('Cancelled'));
+
+  await create(s, object('ActivationTaskRegistration', s.systemNs, 'again-sleepy', { type: 'sleepy', spec: { seconds: 0 } })).catch(() => undefined);
+  await s.objects.mergeSpec('ActivationTaskRegistration', s.systemNs, 'again-sleepy', { spec: { seconds: 0 } });
+  await handle.signal(retrySignal, {});
+  const va = await waitFor(s, 'VectorActivation', 'again-to-2', (o) => o.status?.attempt === 2 && phaseIs('Succeeded')(o));
+  expect(va.status.reason).toBe('Activated');
+});

@@ -10,6 +10,8 @@ const configSchema = z.object({
   KUBECONFIG: z.string().min(1).optional(),
   KONFIDENCE_SYSTEM_NAMESPACE: z.string().min(1).default(DEFAULT_SYSTEM_NAMESPACE),
   KONFIDENCE_WATCH_NAMESPACES: z.string().optional(),
+  /** Appended to every task queue name: separate installations (or tests) on one Temporal namespace. */
+  KONFIDENCE_QUEUE_SUFFIX: z.string().default(''),
 });
 
 export type Config = z.infer<typeof configSchema>;

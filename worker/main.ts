@@ -5,13 +5,14 @@
  *   tsx worker/main.ts executor TYPE   one executor type (gateway-api, istio)
  *   tsx worker/main.ts all             everything in one process
  * Configuration: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_UI_URL, KUBECONFIG (or the
- * in-cluster service account), KONFIDENCE_SYSTEM_NAMESPACE, KONFIDENCE_WATCH_NAMESPACES (comma list).
+ * in-cluster service account), KONFIDENCE_SYSTEM_NAMESPACE, KONFIDENCE_WATCH_NAMESPACES (comma list),
+ * KONFIDENCE_QUEUE_SUFFIX.
  */
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { executorFor } from '../executors/index.js';
 import { loadKubeConfig } from '../k8s/client.js';
-import { CORE_TASK_QUEUE } from '../shared/task-queues.js';
+import { CORE_TASK_QUEUE, executorTaskQueue } from '../shared/task-queues.js';
 import { loadConfig } from './config.js';
 import { createCoreWorker } from './core-worker.js';
 import { createExecutorWorker } from './executor-worker.js';
@@ -27,16 +28,24 @@ const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS }
 const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
 const native = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
 const common = { connection: native, namespace: config.TEMPORAL_NAMESPACE, kubeConfig };
+const suffix = config.KONFIDENCE_QUEUE_SUFFIX;
 
 let worker: Worker | undefined;
 if (role === 'core') {
-  worker = await createCoreWorker({ ...common, client, systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE });
+  worker = await createCoreWorker({ ...common, client, systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE, taskQueue: CORE_TASK_QUEUE + suffix });
 } else if (role === 'executor') {
   const executor = type ? executorFor(type) : undefined;
   if (!executor) throw new Error(`usage: worker/main.ts executor TYPE; unknown type ${type ?? '(none)'}`);
-  worker = await createExecutorWorker({ ...common, executor });
+  worker = await createExecutorWorker({ ...common, executor, taskQueue: executorTaskQueue(executor.type) + suffix });
 } else if (role === 'watcher') {
-  const watcher = new ActivationWatcher({ kubeConfig, client, taskQueue: CORE_TASK_QUEUE, ...(namespaces ? { namespaces } : {}), ...(config.TEMPORAL_UI_URL ? { uiUrl: config.TEMPORAL_UI_URL } : {}) });
+  const watcher = new ActivationWatcher({
+    kubeConfig,
+    client,
+    taskQueue: CORE_TASK_QUEUE + suffix,
+    ...(suffix ? { queueSuffix: suffix } : {}),
+    ...(namespaces ? { namespaces } : {}),
+    ...(config.TEMPORAL_UI_URL ? { uiUrl: config.TEMPORAL_UI_URL } : {}),
+  });
   await watcher.start();
   await new Promise<void>((resolve) => ['SIGINT', 'SIGTERM'].forEach((s) => process.once(s, () => resolve())));
   await watcher.stop();
@@ -46,6 +55,7 @@ if (role === 'core') {
     temporalNamespace: config.TEMPORAL_NAMESPACE,
     kubeConfig,
     systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE,
+    ...(suffix ? { queueSuffix: suffix } : {}),
     ...(namespaces ? { namespaces } : {}),
     ...(config.TEMPORAL_UI_URL ? { uiUrl: config.TEMPORAL_UI_URL } : {}),
   });

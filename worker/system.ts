@@ -25,6 +25,8 @@ export interface SystemOptions {
   queueSuffix?: string;
   executors?: readonly Executor<any>[];
   workflowBundle?: WorkerOptions['workflowBundle'];
+  /** false: no core worker here (it runs in another process). */
+  core?: boolean;
   log?: (message: string) => void;
 }
 
@@ -44,13 +46,13 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
   const native = await NativeConnection.connect({ address: o.temporalAddress });
   const common = { connection: native, namespace: o.temporalNamespace, kubeConfig: o.kubeConfig };
   const workers = [
-    await createCoreWorker({
+    ...(o.core === false ? [] : [await createCoreWorker({
       ...common,
       client,
       taskQueue: coreTaskQueue,
       ...(o.systemNamespace ? { systemNamespace: o.systemNamespace } : {}),
       ...(o.workflowBundle ? { workflowBundle: o.workflowBundle } : {}),
-    }),
+    })]),
     ...(await Promise.all(
       (o.executors ?? builtInExecutors).map((executor) =>
         createExecutorWorker({ ...common, executor, taskQueue: executorTaskQueue(executor.type) + suffix }),

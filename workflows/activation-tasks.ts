@@ -42,7 +42,11 @@ const record = <T>(fn: () => Promise<T>) => CancellationScope.nonCancellable(fn)
 function failureMessage(err: unknown, task: PlannedTask): string {
   if (isCancellation(err)) return 'cancelled: the activation was cancelled';
   const cause = err instanceof ActivityFailure ? err.cause : err;
-  if (cause instanceof TimeoutFailure) return `timed out after ${task.timeoutSeconds}s (the registration's timeoutSeconds); the executor was cancelled`;
+  if (cause instanceof TimeoutFailure) {
+    return task.executor === 'External'
+      ? `timed out after ${task.timeoutSeconds}s (the registration's timeoutSeconds) without a final status from the external executor`
+      : `timed out after ${task.timeoutSeconds}s (the registration's timeoutSeconds); the executor was cancelled`;
+  }
   return cause instanceof Error ? cause.message : String(cause);
 }
 

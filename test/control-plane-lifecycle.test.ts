@@ -37,6 +37,9 @@ describe('control plane lifecycle', () => {
     const third = await controlPlane.up(() => {});
     expect(third.started).toBe(true);
     expect(third.pids.apiserver).not.toBe(second.pids.apiserver);
+    // Only what died was restarted: Temporal (and its workflows) kept running.
+    expect(third.pids.temporal).toBe(second.pids.temporal);
+    expect(third.pids.etcd).toBe(second.pids.etcd);
     expect(await kubectlOn(third, 'get', 'crd', 'vectoractivations.landscape.konfidence.cloud', '-o', 'name')).toContain(
       'vectoractivations',
     );

@@ -72,17 +72,6 @@ async function answers(check: () => Promise<boolean>): Promise<boolean> {
   }
 }
 
-async function running(ports: Ports, pids: Pids): Promise<boolean> {
-  return (
-    isAlive(pids.etcd) &&
-    isAlive(pids.apiserver) &&
-    isAlive(pids.temporal) &&
-    (await answers(() => etcdReady(ports))) &&
-    (await answers(() => apiserverReady(ports))) &&
-    (await answers(() => temporalReady(ports)))
-  );
-}
-
 /** Serializes `up` and `down` between processes (npm start and jest may run at once). */
 async function withLock<T>(fn: () => Promise<T>): Promise<T> {
   const lock = join(stateDir, 'lock');
@@ -155,43 +144,58 @@ export PATH=${dirname(binaries.kubectl)}:${dirname(binaries.temporal)}:$PATH
   );
 }
 
-async function start(previous: Ports | undefined, log: (line: string) => void): Promise<{ ports: Ports; pids: Pids }> {
-  const ports: Ports = {
-    etcdClient: await reusePort(previous?.etcdClient),
-    etcdPeer: await reusePort(previous?.etcdPeer),
-    apiserver: await reusePort(previous?.apiserver),
-    temporal: await reusePort(previous?.temporal),
-    temporalUi: await reusePort(previous?.temporalUi),
-    temporalHttp: await reusePort(previous?.temporalHttp),
-    temporalMetrics: await reusePort(previous?.temporalMetrics),
+type Component = 'etcd' | 'apiserver' | 'temporal';
+
+async function healthOf(ports: Ports, pids: Pids): Promise<Record<Component, boolean>> {
+  return {
+    etcd: isAlive(pids.etcd) && (await answers(() => etcdReady(ports))),
+    apiserver: isAlive(pids.apiserver) && (await answers(() => apiserverReady(ports))),
+    temporal: isAlive(pids.temporal) && (await answers(() => temporalReady(ports))),
   };
-  if (new Set(Object.values(ports)).size !== Object.keys(ports).length) return start(undefined, log);
+}
+
+const portsOf: Record<Component, (keyof Ports)[]> = {
+  etcd: ['etcdClient', 'etcdPeer'],
+  apiserver: ['apiserver'],
+  temporal: ['temporal', 'temporalUi', 'temporalHttp', 'temporalMetrics'],
+};
+
+async function ready(name: string, pid: number, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  await pollUntil(
+    async () => {
+      if (!isAlive(pid)) throw new GiveUp(`${name} exited`);
+      return check();
+    },
+    timeoutMs,
+    `${name} to become ready`,
+    200,
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}\n--- ${logFile(name)} ---\n${logTail(name)}`);
+  });
+}
+
+/**
+ * Starts the given components (the others keep running), on their previous ports when free.
+ * Callers include the apiserver whenever etcd restarts: it cannot outlive its store.
+ */
+async function start(restart: Set<Component>, previous: Ports | undefined, pids: Pids, log: (line: string) => void): Promise<Ports> {
+  const ports = { ...(previous ?? {}) } as Ports;
+  for (const c of restart) for (const key of portsOf[c]) ports[key] = await reusePort(previous?.[key]);
+  if (new Set(Object.values(ports)).size !== Object.keys(ports).length) return start(restart, undefined, pids, log);
   ensurePki();
   mkdirSync(dataDir, { recursive: true });
-  const pids: Pids = {};
-  const ready = async (name: string, pid: number, check: () => Promise<boolean>, timeoutMs: number) => {
-    await pollUntil(
-      async () => {
-        if (!isAlive(pid)) throw new GiveUp(`${name} exited`);
-        return check();
-      },
-      timeoutMs,
-      `${name} to become ready`,
-      200,
-    ).catch((err: Error) => {
-      throw new Error(`${err.message}\n--- ${logFile(name)} ---\n${logTail(name)}`);
-    });
-  };
-  log('starting etcd, kube-apiserver and the Temporal dev server...');
-  pids.temporal = startTemporal(ports);
-  pids.etcd = startEtcd(ports);
-  await ready('etcd', pids.etcd, () => etcdReady(ports), 30_000);
-  pids.apiserver = startApiserver(ports);
+  log(`starting ${[...restart].join(', ')}...`);
+  if (restart.has('temporal')) pids.temporal = startTemporal(ports);
+  if (restart.has('etcd')) {
+    pids.etcd = startEtcd(ports);
+    await ready('etcd', pids.etcd, () => etcdReady(ports), 30_000);
+  }
+  if (restart.has('apiserver')) pids.apiserver = startApiserver(ports);
   // Persist the pids at once so that `down` can stop what started even if readiness fails.
   writeFileSync(statePath, JSON.stringify({ ports, pids }, null, 2));
-  await ready('kube-apiserver', pids.apiserver, () => apiserverReady(ports), 90_000);
-  await ready('temporal', pids.temporal, () => temporalReady(ports), 90_000);
-  return { ports, pids };
+  if (restart.has('apiserver')) await ready('kube-apiserver', pids.apiserver!, () => apiserverReady(ports), 90_000);
+  if (restart.has('temporal')) await ready('temporal', pids.temporal!, () => temporalReady(ports), 90_000);
+  return ports;
 }
 
 export interface UpResult extends ControlPlane {
@@ -204,21 +208,25 @@ export function up(log: (line: string) => void = console.log): Promise<UpResult>
     ensureBinaries(log);
     mkdirSync(stateDir, { recursive: true });
     const state = readState();
-    let started = false;
+    const pids: Pids = { ...(state?.pids ?? {}) };
+    const health = state?.ports ? await healthOf(state.ports, pids) : { etcd: false, apiserver: false, temporal: false };
+    // Restart only what is down; the apiserver goes with etcd.
+    const restart = new Set<Component>((Object.keys(health) as Component[]).filter((c) => !health[c]));
+    if (restart.has('etcd')) restart.add('apiserver');
     let ports = state?.ports;
-    let pids = state?.pids ?? {};
-    if (!ports || !(await running(ports, pids))) {
-      await stopAll(pids);
-      ({ ports, pids } = await start(ports, log));
-      started = true;
+    if (restart.size > 0) {
+      // Stop leftovers of what restarts (clients first, storage last).
+      await Promise.all([restart.has('apiserver') && stopProcess(pids.apiserver), restart.has('temporal') && stopProcess(pids.temporal)]);
+      if (restart.has('etcd')) await stopProcess(pids.etcd);
+      ports = await start(restart, ports, pids, log);
     }
     writeFileSync(statePath, JSON.stringify({ ports, pids }, null, 2));
-    await ensureSearchAttributes(ports);
-    writeKubeconfig(ports);
-    const cp = describe(ports, pids);
+    await ensureSearchAttributes(ports!);
+    writeKubeconfig(ports!);
+    const cp = describe(ports!, pids);
     writeEnvFile(cp);
     await installCrds(kubeconfigPath);
-    return { ...cp, started };
+    return { ...cp, started: restart.size > 0 };
   });
 }
 

@@ -21,8 +21,17 @@ export function isPortFree(port: number): Promise<boolean> {
   });
 }
 
-/** Keeps a previously used port when it is still free, so URLs stay the same across restarts. */
-export async function reusePort(previous: number | undefined): Promise<number> {
-  if (previous && (await isPortFree(previous))) return previous;
+/**
+ * Keeps a previously used port when it is free, so URLs stay the same across restarts. A server
+ * that was just killed may hold its port for a moment: wait a little before choosing another.
+ */
+export async function reusePort(previous: number | undefined, waitMs = 5_000): Promise<number> {
+  if (previous) {
+    const deadline = Date.now() + waitMs;
+    do {
+      if (await isPortFree(previous)) return previous;
+      await new Promise((r) => setTimeout(r, 100));
+    } while (Date.now() < deadline);
+  }
   return freePort();
 }

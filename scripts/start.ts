@@ -68,6 +68,8 @@ const va = await pollUntil(
   250,
 );
 console.log(`sample activation ${va!.status.phase}: ${va!.status.message}`);
+// The workflow still releases the Stage after the status says Succeeded: let it finish first.
+await system.client.workflow.getHandle(workflowId).result();
 console.log(once ? 'Stopping (--once).' : 'Ctrl-C stops the workers; npm run env:down stops the control plane.');
 
 if (!once) await new Promise<void>((resolve) => ['SIGINT', 'SIGTERM'].forEach((s) => process.once(s, () => resolve())));

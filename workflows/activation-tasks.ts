@@ -2,7 +2,7 @@
  * Running the tasks of one plan step: an ActivationExecution per task, the executor's activity on its
  * own task queue with the registration's timeout, and the execution's status along the way.
  */
-import { ActivityFailure, CancellationScope, isCancellation, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
+import { ActivityFailure, CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, TimeoutFailure } from '@temporalio/workflow';
 import type { ActivationActivities, PlannedTask } from '../activities/activation.js';
 import type { ExecutorActivities } from '../activities/execute-task.js';
 import type { StageVersionInfo, TaskInput } from '../executors/types.js';
@@ -10,7 +10,11 @@ import type { ActivationRef } from '../shared/activation.js';
 import { executionName } from '../shared/names.js';
 import { executorTaskQueue } from '../shared/task-queues.js';
 
-export const k8sActivities = proxyActivities<ActivationActivities>({
+/**
+ * Kubernetes bookkeeping (reads, creates, status writes) takes milliseconds: local activities run
+ * it inside the workflow task instead of a round trip through a task queue each.
+ */
+export const k8sActivities = proxyLocalActivities<ActivationActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds' },
 });

@@ -151,7 +151,6 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     // The Stage is ours until releaseLock: mirror it into a Lease for kubectl users.
     const leaseScope = new CancellationScope();
     try {
-      await k8s.holdStageLease(ref.namespace, va!.stage, holder, LEASE_SECONDS);
       void leaseScope.run(async () => {
         for (;;) {
           await sleep(LEASE_RENEW);
@@ -161,10 +160,7 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       return await withStage(stage);
     } finally {
       leaseScope.cancel();
-      await CancellationScope.nonCancellable(async () => {
-        await k8s.releaseStageLease(ref.namespace, va!.stage, holder);
-        await releaseLock();
-      });
+      await CancellationScope.nonCancellable(() => Promise.all([k8s.releaseStageLease(ref.namespace, va!.stage, holder), releaseLock()]));
     }
   }
 
@@ -174,7 +170,15 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
   }
 
   async function withStage(stage: Awaited<ReturnType<typeof k8s.describeStage>>): Promise<Final> {
-    const activeName = await k8s.readActiveStageVersion(ref.namespace, va!.stage);
+    // Independent reads and the Lease go together: the handoff between activations is this long.
+    const [activeName, resolved] = await Promise.all([
+      k8s.readActiveStageVersion(ref.namespace, va!.stage),
+      k8s.resolvePlan(va!.executionPlan).then(
+        (plan) => ({ plan }),
+        (error: unknown) => ({ error }),
+      ),
+      k8s.holdStageLease(ref.namespace, va!.stage, holder, LEASE_SECONDS),
+    ]);
     const active = stage.stageVersions.find((sv) => sv.name === activeName);
     if (active && stage.target.revision < active.revision) {
       return finish('Skipped', 'OlderThanActive', `StageVersion ${stage.target.name} (revision ${stage.target.revision}) is older than the active ${active.name} (revision ${active.revision})`);
@@ -184,12 +188,8 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     }
     if (progress.attempt === 1 || !previous) previous = active;
 
-    let plan: ResolvedPlan;
-    try {
-      plan = await k8s.resolvePlan(va!.executionPlan);
-    } catch (err) {
-      return fail(err);
-    }
+    if ('error' in resolved) return fail(resolved.error);
+    const plan: ResolvedPlan = resolved.plan;
     if (progress.steps.length === 0) {
       progress.steps = plan.steps.map((s) => ({ name: s.name, phase: 'Pending', tasks: s.tasks.map((t) => ({ registration: t.registration, phase: 'Pending' })) }));
     }

@@ -108,3 +108,17 @@ it('retries a Cancelled activation by signal', async () => {
   const va = await waitFor(s, 'VectorActivation', 'again-to-2', (o) => o.status?.attempt === 2 && phaseIs('Succeeded')(o));
   expect(va.status.reason).toBe('Activated');
 });
+
+it('marks the VectorActivation Cancelled and frees the Stage when the workflow itself is cancelled in Temporal', async () => {
+  await seedStage(s, 'wfcancel', [1, 2, 3]);
+  await sleepyPlan('wfcancel', 60);
+  await activate(s, 'wfcancel-to-2', 'wfcancel', 2, { executionPlan: 'wfcancel-plan' });
+  await waitFor(s, 'VectorActivation', 'wfcancel-to-2', phaseIs('InProgress'));
+  await (await workflowOf('wfcancel-to-2')).cancel();
+  const va = await waitFor(s, 'VectorActivation', 'wfcancel-to-2', phaseIs('Cancelled'));
+  expect(va.status.reason).toBe('WorkflowCancelled');
+
+  await s.objects.mergeSpec('ActivationTaskRegistration', s.systemNs, 'wfcancel-sleepy', { type: 'sleepy', spec: { seconds: 0 } });
+  await activate(s, 'wfcancel-to-3', 'wfcancel', 3, { executionPlan: 'wfcancel-plan' });
+  await waitFor(s, 'VectorActivation', 'wfcancel-to-3', phaseIs('Succeeded'));
+});

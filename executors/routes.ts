@@ -30,14 +30,14 @@ export async function updateRoute(
   namespace: string,
   name: string,
   ctx: ExecutorContext,
-  edit: (spec: any) => string[],
+  edit: (spec: any) => string[] | Promise<string[]>,
 ): Promise<string[]> {
   const api = ctx.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
   for (let attempt = 1; ; attempt++) {
     ctx.signal.throwIfAborted();
     const route = await readRoute(kind, namespace, name, ctx);
     const before = JSON.stringify(route.spec);
-    const changes = edit(route.spec);
+    const changes = await edit(route.spec);
     if (JSON.stringify(route.spec) === before) return [];
     try {
       await api.replaceNamespacedCustomObject({ ...kind, namespace, name, body: route });

@@ -115,8 +115,11 @@ it('marks the VectorActivation Cancelled and frees the Stage when the workflow i
   await activate(s, 'wfcancel-to-2', 'wfcancel', 2, { executionPlan: 'wfcancel-plan' });
   await waitFor(s, 'VectorActivation', 'wfcancel-to-2', phaseIs('InProgress'));
   await (await workflowOf('wfcancel-to-2')).cancel();
-  const va = await waitFor(s, 'VectorActivation', 'wfcancel-to-2', phaseIs('Cancelled'));
-  expect(va.status.reason).toBe('WorkflowCancelled');
+  const va = await waitFor(s, 'VectorActivation', 'wfcancel-to-2', (o) => o.status?.reason === 'WorkflowCancelled');
+  expect(va.status.phase).toBe('Cancelled');
+  // Its execution was stopped and reached a final state before the workflow ended.
+  const [execution] = await s.objects.list('ActivationExecution', s.ns, `${LABEL_VECTOR_ACTIVATION}=wfcancel-to-2`);
+  expect(execution?.status).toMatchObject({ phase: 'Error', message: expect.stringContaining('cancelled') });
 
   await s.objects.mergeSpec('ActivationTaskRegistration', s.systemNs, 'wfcancel-sleepy', { type: 'sleepy', spec: { seconds: 0 } });
   await activate(s, 'wfcancel-to-3', 'wfcancel', 3, { executionPlan: 'wfcancel-plan' });

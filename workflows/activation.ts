@@ -219,7 +219,11 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
 
       const scope = new CancellationScope();
       const running = scope.run(() => Promise.all(step.tasks.map((t) => runTask(ctx, i, step.name, t, 'Apply'))));
-      await Promise.race([running, condition(() => cancelRequested !== undefined)]);
+      await Promise.race([running, condition(() => cancelRequested !== undefined)]).catch((err: unknown) => {
+        // The whole workflow was cancelled (Temporal UI/CLI): its executions are being cancelled too.
+        if (!isCancellation(err)) throw err;
+        cancelRequested ??= { reason: 'the workflow was cancelled in Temporal' };
+      });
       if (cancelRequested) scope.cancel();
       // Every execution reaches a final state before the activation does (ADR-0012).
       const outcomes = await running;
@@ -285,8 +289,11 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     }
   } catch (err) {
     if (isCancellation(err)) {
-      // The workflow itself was cancelled (Temporal UI/CLI): say so on the object.
-      await report('Cancelled', 'WorkflowCancelled', 'the workflow was cancelled in Temporal');
+      // The workflow itself was cancelled (Temporal UI/CLI): leave the queue, say so on the object.
+      await CancellationScope.nonCancellable(async () => {
+        if (lock === 'waiting') await releaseLock();
+        await report('Cancelled', 'WorkflowCancelled', 'the workflow was cancelled in Temporal');
+      });
     }
     throw err;
   }

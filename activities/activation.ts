@@ -4,7 +4,7 @@
  * Every activity is safe to repeat: creates tolerate "exists", deletes "gone", writes converge.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { API_VERSION, LABEL_REGISTRATION, LABEL_USAGE, LABEL_VECTOR_ACTIVATION } from '../api/group.js';
+import { ANNOTATION_ACTIVATED_BY, ANNOTATION_SERVING, API_VERSION, LABEL_REGISTRATION, LABEL_USAGE, LABEL_VECTOR_ACTIVATION } from '../api/group.js';
 import { setCondition, type Condition, type VectorActivationPhase } from '../api/index.js';
 import { apiStatus, k8s } from '../k8s/client.js';
 import { CustomObjects, type CustomObject } from '../k8s/custom-objects.js';
@@ -189,6 +189,29 @@ export function createActivationActivities({ kubeConfig, systemNamespace }: Acti
         },
         spec: { reason: `activation ${ref.name} switches Stage ${stage} to it`, stageVersionRef: { name: stageVersion } },
       });
+    },
+
+    /**
+     * Marks the StageVersion as in activation (the admission policy then refuses spec changes and
+     * deletion) and reports whether it was already being deleted. Mark first, then read: a delete
+     * before the mark shows in the read, a delete after it is refused.
+     */
+    async markStageVersion(namespace: string, name: string, holder: string): Promise<{ terminating: boolean }> {
+      await objects.mergeMetadata('StageVersion', namespace, name, { annotations: { [ANNOTATION_ACTIVATED_BY]: holder } });
+      const sv = await objects.get('StageVersion', namespace, name);
+      return { terminating: !sv || Boolean(sv.metadata.deletionTimestamp) };
+    },
+
+    /** Moves the serving mark (no deletion while serving) to `to`, or clears it from `from`. */
+    async markServing(namespace: string, name: string, stage: string | null): Promise<void> {
+      await objects.mergeMetadata('StageVersion', namespace, name, { annotations: { [ANNOTATION_SERVING]: stage } });
+    },
+
+    /** Clears the mark if it is still ours; a StageVersion deleted meanwhile is fine. */
+    async unmarkStageVersion(namespace: string, name: string, holder: string): Promise<void> {
+      const sv = await objects.get('StageVersion', namespace, name);
+      if (sv?.metadata.annotations?.[ANNOTATION_ACTIVATED_BY] !== holder) return;
+      await objects.mergeMetadata('StageVersion', namespace, name, { annotations: { [ANNOTATION_ACTIVATED_BY]: null } });
     },
 
     async releaseActivationUsage(ref: ActivationRef): Promise<void> {

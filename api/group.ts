@@ -14,3 +14,10 @@ export const LABEL_USAGE = 'konfidence.cloud/usage';
 /** ActivationExecution labels: the registration it runs and the activation it belongs to. */
 export const LABEL_REGISTRATION = 'konfidence.cloud/registration';
 export const LABEL_VECTOR_ACTIVATION = 'konfidence.cloud/vector-activation';
+
+/** Set on a StageVersion while an activation uses it (value: namespace/name of the activation). */
+export const ANNOTATION_ACTIVATED_BY = 'konfidence.cloud/activated-by';
+/** Finalizer that keeps a StageVersion while any StageVersionUsage references it (ADR-0013). */
+export const FINALIZER_IN_USE = 'konfidence.cloud/in-use-protection';
+/** Set on the StageVersion that a Stage's active usage names (value: the Stage): it cannot be deleted. */
+export const ANNOTATION_SERVING = 'konfidence.cloud/serving-stage';

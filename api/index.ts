@@ -32,3 +32,4 @@ export const allKinds: readonly KindDefinition[] = [
 ];
 export * from "./crd.js";
 export * from "./conditions.js";
+export * from "./admission.js";

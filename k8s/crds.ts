@@ -57,8 +57,17 @@ export async function ensureNamespace(kc: k8s.KubeConfig, name: string): Promise
   await apply(k8s.KubernetesObjectApi.makeApiClient(kc), { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
 }
 
-/** What `npm run env:up` installs: every CRD and the system namespace. */
+/** Applies the admission policies shipped with the CRDs (crds/admission/). */
+export async function applyAdmission(kc: k8s.KubeConfig, dir = join(crdDir, 'admission')): Promise<void> {
+  const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+  for (const f of readdirSync(dir).filter((x) => x.endsWith('.yaml')).sort()) {
+    for (const o of k8s.loadAllYaml(readFileSync(join(dir, f), 'utf8'))) await apply(objects, o as k8s.KubernetesObject);
+  }
+}
+
+/** What `npm run env:up` installs: every CRD, the admission policies and the system namespace. */
 export async function installProject(kc: k8s.KubeConfig): Promise<void> {
   await applyCrds(kc, readCrdFiles());
+  await applyAdmission(kc);
   await ensureNamespace(kc, DEFAULT_SYSTEM_NAMESPACE);
 }

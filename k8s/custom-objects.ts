@@ -17,6 +17,7 @@ export interface CustomObject {
     resourceVersion?: string;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
+    finalizers?: string[];
     ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean; blockOwnerDeletion?: boolean }[];
     deletionTimestamp?: string;
     creationTimestamp?: string;
@@ -52,6 +53,11 @@ export class CustomObjects {
     return (res as { items: T[] }).items;
   }
 
+  async listAllNamespaces<T extends CustomObject = CustomObject>(kind: string): Promise<T[]> {
+    const res = await this.api.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, plural: plural(kind) });
+    return (res as { items: T[] }).items;
+  }
+
   /** Creates the object, or returns the existing one of that name (a repeated create). */
   async create<T extends CustomObject = CustomObject>(object: T): Promise<{ object: CustomObject & T; created: boolean }> {
     const namespace = object.metadata.namespace!;
@@ -72,6 +78,20 @@ export class CustomObjects {
       { group: GROUP, version: VERSION, namespace, plural: plural(kind), name, body: { spec } },
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
     );
+  }
+
+  /** Merge-patches labels, annotations or finalizers (null removes a key); false when the object is gone. */
+  async mergeMetadata(kind: string, namespace: string, name: string, metadata: Record<string, unknown>): Promise<boolean> {
+    try {
+      await this.api.patchNamespacedCustomObject(
+        { group: GROUP, version: VERSION, namespace, plural: plural(kind), name, body: { metadata } },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      );
+      return true;
+    } catch (err) {
+      if (apiStatus(err) === 404) return false;
+      throw err;
+    }
   }
 
   /** Merge-patches the status subresource; false when the object is gone. */

@@ -3,7 +3,7 @@
  * when a committed file differs from what would be written.
  */
 import { readFileSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { allKinds } from '../api/index.js';
 import { renderCrds } from './crds.js';
 
@@ -16,7 +16,10 @@ for (const [file, text] of renderCrds(allKinds)) {
   const current = existsSync(path) ? readFileSync(path, 'utf8') : '';
   if (current === text) continue;
   if (check) stale.push(file);
-  else writeFileSync(path, text);
+  else {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, text);
+  }
 }
 if (stale.length > 0) {
   console.error(`crds/ is out of date with api/ (${stale.join(', ')}): run npm run crds:generate`);

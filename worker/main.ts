@@ -3,6 +3,7 @@
  *   tsx worker/main.ts core            workflows + Kubernetes activities (task queue konfidence-core)
  *   tsx worker/main.ts watcher         VectorActivation informer that starts workflows
  *   tsx worker/main.ts executor TYPE   one executor type (gateway-api, istio)
+ *   tsx worker/main.ts stage-controller  Stages, StageVersions and usages (ADR-0013)
  *   tsx worker/main.ts all             everything in one process
  * Configuration: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_UI_URL, KUBECONFIG (or the
  * in-cluster service account), KONFIDENCE_SYSTEM_NAMESPACE, KONFIDENCE_WATCH_NAMESPACES (comma list),
@@ -18,6 +19,7 @@ import { createCoreWorker } from './core-worker.js';
 import { createExecutorWorker } from './executor-worker.js';
 import { startSystem } from './system.js';
 import { ActivationWatcher } from './watcher.js';
+import { StageController } from '../controllers/stage-controller.js';
 
 const [role = 'all', type] = process.argv.slice(2);
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -49,6 +51,11 @@ if (role === 'core') {
   await watcher.start();
   await new Promise<void>((resolve) => ['SIGINT', 'SIGTERM'].forEach((s) => process.once(s, () => resolve())));
   await watcher.stop();
+} else if (role === 'stage-controller') {
+  const controller = new StageController({ kubeConfig, ...(namespaces ? { namespaces } : {}) });
+  await controller.start();
+  await new Promise<void>((resolve) => ['SIGINT', 'SIGTERM'].forEach((s) => process.once(s, () => resolve())));
+  await controller.stop();
 } else if (role === 'all') {
   const system = await startSystem({
     temporalAddress: config.TEMPORAL_ADDRESS,
@@ -62,7 +69,7 @@ if (role === 'core') {
   await new Promise<void>((resolve) => ['SIGINT', 'SIGTERM'].forEach((s) => process.once(s, () => resolve())));
   await system.stop();
 } else {
-  throw new Error(`unknown role ${role}: core, watcher, executor TYPE or all`);
+  throw new Error(`unknown role ${role}: core, watcher, executor TYPE, stage-controller or all`);
 }
 if (worker) {
   console.log(`${role}${type ? ` ${type}` : ''} worker polling ${config.TEMPORAL_ADDRESS} (${config.TEMPORAL_NAMESPACE})`);

@@ -1,6 +1,6 @@
 /**
- * The whole system in one process: core worker, one worker per built-in executor type and the
- * watcher. `npm start` and the end-to-end tests run it this way; in a cluster each part runs as
+ * The whole system in one process: core worker, one worker per built-in executor type, the
+ * watcher and the Stage controller. `npm start` and the end-to-end tests run it this way; in a cluster each part runs as
  * its own process (worker/main.ts ROLE).
  */
 import { Client, Connection } from '@temporalio/client';
@@ -12,6 +12,7 @@ import { CORE_TASK_QUEUE, executorTaskQueue } from '../shared/task-queues.js';
 import { createCoreWorker } from './core-worker.js';
 import { createExecutorWorker } from './executor-worker.js';
 import { ActivationWatcher } from './watcher.js';
+import { StageController } from '../controllers/stage-controller.js';
 
 export interface SystemOptions {
   temporalAddress: string;
@@ -27,6 +28,8 @@ export interface SystemOptions {
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** false: no core worker here (it runs in another process). */
   core?: boolean;
+  /** false: no Stage controller here. */
+  stageController?: boolean;
   log?: (message: string) => void;
 }
 
@@ -35,6 +38,7 @@ export interface RunningSystem {
   coreTaskQueue: string;
   workers: Worker[];
   watcher: ActivationWatcher;
+  stageController?: StageController;
   stop(): Promise<void>;
 }
 
@@ -70,12 +74,19 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
     ...(o.log ? { log: o.log } : {}),
   });
   await watcher.start();
+  const stageController =
+    o.stageController === false
+      ? undefined
+      : new StageController({ kubeConfig: o.kubeConfig, ...(o.namespaces ? { namespaces: o.namespaces } : {}), ...(o.log ? { log: o.log } : {}) });
+  await stageController?.start();
   return {
     client,
     coreTaskQueue,
     workers,
     watcher,
+    ...(stageController ? { stageController } : {}),
     async stop() {
+      await stageController?.stop();
       await watcher.stop();
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await Promise.allSettled(runs);

@@ -160,7 +160,13 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       return await withStage(stage);
     } finally {
       leaseScope.cancel();
-      await CancellationScope.nonCancellable(() => Promise.all([k8s.releaseStageLease(ref.namespace, va!.stage, holder), releaseLock()]));
+      await CancellationScope.nonCancellable(() =>
+        Promise.all([
+          k8s.unmarkStageVersion(ref.namespace, stage.target.name, holder),
+          k8s.releaseStageLease(ref.namespace, va!.stage, holder),
+          releaseLock(),
+        ]),
+      );
     }
   }
 
@@ -194,6 +200,9 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       progress.steps = plan.steps.map((s) => ({ name: s.name, phase: 'Pending', tasks: s.tasks.map((t) => ({ registration: t.registration, phase: 'Pending' })) }));
     }
     await k8s.holdActivationUsage(ref, va!.stage, stage.target.name);
+    if ((await k8s.markStageVersion(ref.namespace, stage.target.name, holder)).terminating) {
+      return finish('Failed', 'StageVersionTerminating', `StageVersion ${stage.target.name} is being deleted`);
+    }
     startTime ??= now();
     await report('InProgress', 'RunningPlan', `switching Stage ${va!.stage} to ${stage.target.name} with ${plan.source}`);
 
@@ -241,8 +250,11 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       if (cancelRequested) return finish('Cancelled', 'Cancelled', `cancelled in step ${step.name}${reasonOf(cancelRequested)}; ${state}`);
       return finish('Failed', 'TaskFailed', `${firstError}; ${state}`);
     }
-    // Success (ADR-0012 step 9): the active usage moves first, so the serving version is never unheld.
+    // Success (ADR-0012 step 9): the new version is marked serving and the active usage moves to it
+    // before anything is taken from the old one, so the serving version is never unheld.
+    await k8s.markServing(ref.namespace, stage.target.name, va!.stage);
     await k8s.pointActiveUsage(ref.namespace, va!.stage, stage.stageUid, stage.target.name);
+    if (previous && previous.name !== stage.target.name) await k8s.markServing(ref.namespace, previous.name, null);
     await k8s.releaseActivationUsage(ref);
     return finish('Succeeded', 'Activated', `Stage ${va!.stage} now serves ${stage.target.name}${previous ? ` (was ${previous.name})` : ''}`);
   }

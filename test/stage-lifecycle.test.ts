@@ -1,0 +1,114 @@
+/** ADR-0013 on the real apiserver: the Stage controller, target and active usages, protection. */
+import { ANNOTATION_SERVING, FINALIZER_IN_USE, LABEL_STAGE_NAME, LABEL_VECTOR, vectorLabelValue } from '../api/index.js';
+import { apiMessage } from '../k8s/client.js';
+import { pollUntil } from '../scripts/env/process.js';
+import { markReady, quickDefaultPlan } from './support/stages.js';
+import { create, object, phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
+
+let s: TestSystem;
+beforeAll(async () => {
+  s = await startTestSystem('stages');
+  await quickDefaultPlan(s);
+});
+afterAll(async () => {
+  await s?.stop();
+});
+
+const usageOf = (name: string) => s.objects.get('StageVersionUsage', s.ns, name);
+const refusal = (p: Promise<unknown>) => p.then(() => 'accepted', (err) => apiMessage(err));
+
+it('turns a vector change into a StageVersion, moves the target usage and ends with the active usage on it', async () => {
+  await create(s, object('Stage', s.ns, 'app', { vector: 'example/app:1.0.0' }));
+  const v1 = await waitFor(s, 'StageVersion', 'app-1', () => true);
+  expect(v1.metadata.labels).toEqual({ [LABEL_STAGE_NAME]: 'app', [LABEL_VECTOR]: vectorLabelValue('example/app:1.0.0') });
+  expect(v1.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'Stage', name: 'app', controller: true });
+  expect(v1.metadata.finalizers).toContain(FINALIZER_IN_USE);
+  expect(v1.spec).toMatchObject({ stage: 'app', vector: 'example/app:1.0.0', revision: 1 });
+  await waitFor(s, 'StageVersionUsage', 'app-target', (u) => u.spec.stageVersionRef?.name === 'app-1' && u.status?.phase === 'NotReady');
+
+  // Not Ready yet: no activation. The deployment reports Ready: the controller creates one.
+  expect(await s.objects.list('VectorActivation', s.ns)).toEqual([]);
+  await markReady(s, 'app-1');
+  const va1 = await waitFor(s, 'VectorActivation', 'activate-app-1', phaseIs('Succeeded'));
+  expect(va1.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'Stage', name: 'app' });
+  await waitFor(s, 'Stage', 'app', (st) => st.status?.phase === 'Ready' && st.status?.activeStageVersion === 'app-1');
+
+  await s.objects.mergeSpec('Stage', s.ns, 'app', { vector: 'example/app:1.1.0' });
+  await waitFor(s, 'StageVersionUsage', 'app-target', (u) => u.spec.stageVersionRef?.name === 'app-2');
+  await markReady(s, 'app-2');
+  await waitFor(s, 'VectorActivation', 'activate-app-2', phaseIs('Succeeded'));
+  const stage = await waitFor(s, 'Stage', 'app', (st) => st.status?.activeStageVersion === 'app-2' && st.status?.phase === 'Ready');
+  expect(stage.status).toMatchObject({ targetStageVersion: 'app-2', latestRevision: 2 });
+  const active = await usageOf('app-active');
+  expect(active?.spec.stageVersionRef).toEqual({ name: 'app-2' });
+  expect(active?.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'Stage', name: 'app' });
+  const target = await waitFor(s, 'StageVersionUsage', 'app-target', (u) => u.status?.phase === 'Ready');
+  expect(target.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'Stage', name: 'app' });
+  expect(target.status.conditions).toEqual([expect.objectContaining({ type: 'StageVersionReady', status: 'True', observedGeneration: target.metadata.generation })]);
+  // The serving mark moved with the active usage.
+  expect((await s.objects.get('StageVersion', s.ns, 'app-2'))?.metadata.annotations?.[ANNOTATION_SERVING]).toBe('app');
+  expect((await s.objects.get('StageVersion', s.ns, 'app-1'))?.metadata.annotations?.[ANNOTATION_SERVING]).toBeUndefined();
+});
+
+it('keeps a deleted StageVersion Terminating while a usage references it (by selector), then lets it go', async () => {
+  await create(s, object('Stage', s.ns, 'keep', { vector: 'example/keep:1', stageVersionHistoryLimit: 5 }));
+  await waitFor(s, 'StageVersion', 'keep-1', (sv) => (sv.metadata.finalizers ?? []).includes(FINALIZER_IN_USE));
+  await s.objects.mergeSpec('Stage', s.ns, 'keep', { vector: 'example/keep:2' });
+  await waitFor(s, 'StageVersionUsage', 'keep-target', (u) => u.spec.stageVersionRef?.name === 'keep-2');
+  await create(
+    s,
+    object('StageVersionUsage', s.ns, 'migration', {
+      reason: 'executing vector migrations',
+      stageVersionSelector: { matchLabels: { [LABEL_STAGE_NAME]: 'keep', [LABEL_VECTOR]: vectorLabelValue('example/keep:1') } },
+    }),
+  );
+  await waitFor(s, 'StageVersionUsage', 'migration', (u) => u.status?.stageVersions?.[0] === 'keep-1');
+
+  await s.objects.delete('StageVersion', s.ns, 'keep-1');
+  const terminating = await waitFor(s, 'StageVersion', 'keep-1', (sv) => Boolean(sv.status?.message));
+  expect(terminating.metadata.deletionTimestamp).toBeDefined();
+  expect(terminating.status.message).toBe('deletion waits: in use by StageVersionUsage migration');
+
+  await s.objects.delete('StageVersionUsage', s.ns, 'migration');
+  await pollUntil(async () => (await s.objects.get('StageVersion', s.ns, 'keep-1')) === undefined, 15_000, 'keep-1 to be gone');
+});
+
+it('refuses spec changes and deletion of a StageVersion under activation, and deletion of the serving one, saying why', async () => {
+  await s.objects.mergeSpec('ActivationTaskRegistration', s.systemNs, 'quick', { spec: { seconds: 4 } });
+  try {
+    await create(s, object('Stage', s.ns, 'guard', { vector: 'example/guard:1' }));
+    await waitFor(s, 'StageVersion', 'guard-1', (sv) => (sv.metadata.finalizers ?? []).includes(FINALIZER_IN_USE));
+    await markReady(s, 'guard-1');
+    const va = await waitFor(s, 'VectorActivation', 'activate-guard-1', phaseIs('InProgress'));
+    const sv = (await s.objects.get('StageVersion', s.ns, 'guard-1'))!;
+    const holder = `${s.ns}/${va.metadata.name}`;
+    expect(await refusal(s.objects.mergeSpec('StageVersion', s.ns, 'guard-1', { ...sv.spec, artifacts: [{ name: 'app', image: 'evil:1' }] }))).toContain(
+      `StageVersion guard-1 is in use by the activation ${holder}: its spec cannot change until that activation ends`,
+    );
+    expect(await refusal(s.objects.delete('StageVersion', s.ns, 'guard-1'))).toContain(`is in use by the activation ${holder}: it cannot be deleted`);
+    await waitFor(s, 'VectorActivation', 'activate-guard-1', phaseIs('Succeeded'));
+    // After the activation: the spec may change again, but the serving StageVersion cannot go.
+    expect(await refusal(s.objects.mergeSpec('StageVersion', s.ns, 'guard-1', { ...sv.spec, artifacts: [{ name: 'app', image: 'app:1.0.1' }] }))).toBe('accepted');
+    expect(await refusal(s.objects.delete('StageVersion', s.ns, 'guard-1'))).toContain(
+      'StageVersion guard-1 serves the traffic of Stage guard: activate another StageVersion before deleting it',
+    );
+  } finally {
+    await s.objects.mergeSpec('ActivationTaskRegistration', s.systemNs, 'quick', { spec: { seconds: 0 } });
+  }
+});
+
+it('cleans up unused StageVersions beyond the history limit, never the target or the active one', async () => {
+  await create(s, object('Stage', s.ns, 'trim', { vector: 'example/trim:1', stageVersionHistoryLimit: 1 }));
+  for (let v = 1; v <= 4; v++) {
+    if (v > 1) await s.objects.mergeSpec('Stage', s.ns, 'trim', { vector: `example/trim:${v}` });
+    await waitFor(s, 'StageVersion', `trim-${v}`, () => true);
+    if (v === 1) {
+      await markReady(s, 'trim-1');
+      await waitFor(s, 'VectorActivation', 'activate-trim-1', phaseIs('Succeeded'));
+    }
+  }
+  // trim-1 serves (active), trim-4 is the target, trim-3 is the one unused version kept; trim-2 goes.
+  await waitFor(s, 'StageVersionUsage', 'trim-target', (u) => u.spec.stageVersionRef?.name === 'trim-4');
+  const names = async () => (await s.objects.list('StageVersion', s.ns)).filter((x) => x.spec.stage === 'trim').map((x) => x.metadata.name).sort();
+  await pollUntil(async () => (await names()).join() === 'trim-1,trim-3,trim-4', 15_000, 'trim-2 to be cleaned up');
+});

@@ -1,0 +1,17 @@
+/** Helpers for Stage-level tests: the deployment's Ready signal and a fast default plan. */
+import type { TestSystem } from './system.js';
+import { create, object } from './system.js';
+
+/** What a deployment does when a StageVersion is rolled out: condition Ready=True. */
+export async function markReady(s: TestSystem, name: string): Promise<void> {
+  await s.objects.patchStatus('StageVersion', s.ns, name, {
+    phase: 'Ready',
+    conditions: [{ type: 'Ready', status: 'True', reason: 'RolledOut', message: 'deployment available', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }],
+  });
+}
+
+/** A default plan of one quick task (an executor that only waits), for Stages without routes. */
+export async function quickDefaultPlan(s: TestSystem, seconds = 0): Promise<void> {
+  await create(s, object('ActivationTaskRegistration', s.systemNs, 'quick', { type: 'sleepy', timeoutSeconds: 60, spec: { seconds } }));
+  await create(s, object('ActivationExecutionPlan', s.systemNs, 'default', { steps: [{ name: 'switch', tasks: ['quick'] }] }));
+}

@@ -67,6 +67,8 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
   let firstError: string | undefined;
   let startTime: string | undefined;
   let previous: StageVersionInfo | undefined;
+  /** The StageVersion this activation marked as in use (admission refuses changes to it). */
+  let marked: string | undefined;
 
   const fresh = (r: ActionRequest) => (r.token === undefined ? true : !seen.has(r.token) && !!seen.add(r.token));
   setHandler(progressQuery, () => progress);
@@ -200,6 +202,7 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       progress.steps = plan.steps.map((s) => ({ name: s.name, phase: 'Pending', tasks: s.tasks.map((t) => ({ registration: t.registration, phase: 'Pending' })) }));
     }
     await k8s.holdActivationUsage(ref, va!.stage, stage.target.name);
+    marked = stage.target.name;
     if ((await k8s.markStageVersion(ref.namespace, stage.target.name, holder)).terminating) {
       return finish('Failed', 'StageVersionTerminating', `StageVersion ${stage.target.name} is being deleted`);
     }
@@ -275,6 +278,8 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
 
   async function finish(phase: Final, reason: string, message: string): Promise<Final> {
     if (phase === 'Skipped') await k8s.releaseActivationUsage(ref);
+    // Whoever reads the final phase finds the StageVersion free to change again.
+    if (marked) await CancellationScope.nonCancellable(() => k8s.unmarkStageVersion(ref.namespace, marked!, holder));
     await report(phase, reason, message);
     return phase;
   }

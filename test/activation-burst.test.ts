@@ -41,7 +41,16 @@ it(`runs a burst of ${N} activations on one Stage one at a time and ends with th
     // Created at once, in shuffled order, as a CI pipeline and a person racing each other might.
     const order = [...revisions].sort((a, b) => ((a * 7919) % 13) - ((b * 7919) % 13));
     await Promise.all(order.map((r) => activate(s, `hot-to-${r}`, 'hot', r)));
-    await pollUntil(() => revisions.every((r) => FINAL.includes(phases.get(`hot-to-${r}`) ?? '')), 90_000, 'every activation to finish', 100);
+    // Fresh reads decide when all are done (the watch above only checks the InProgress rule).
+    await pollUntil(
+      async () => (await s.objects.list('VectorActivation', s.ns)).filter((va) => FINAL.includes(va.status?.phase)).length === N,
+      120_000,
+      'every activation to finish',
+      200,
+    ).catch(async (err: Error) => {
+      const left = (await s.objects.list('VectorActivation', s.ns)).filter((va) => !FINAL.includes(va.status?.phase));
+      throw new Error(`${err.message}; unfinished: ${JSON.stringify(left.map((va) => ({ name: va.metadata.name, status: va.status })))}`);
+    });
   } finally {
     request.abort();
   }

@@ -8,8 +8,9 @@ export const HTTPROUTE = ['gateway.networking.k8s.io', 'v1', 'httproutes'] as co
 export const VIRTUALSERVICE = ['networking.istio.io', 'v1', 'virtualservices'] as const;
 
 export async function seedStage(s: TestSystem, stage: string, revisions: number[]): Promise<void> {
-  await create(s, object('Stage', s.ns, stage, { vector: `example/vector:0.0.${Math.max(...revisions)}` }));
+  // StageVersions first: a Stage whose vector has none gets one from the Stage controller.
   for (const r of revisions) await seedStageVersion(s, stage, r);
+  await create(s, object('Stage', s.ns, stage, { vector: `example/vector:0.0.${Math.max(...revisions)}` }));
 }
 
 export async function seedStageVersion(s: TestSystem, stage: string, r: number): Promise<void> {

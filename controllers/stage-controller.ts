@@ -11,6 +11,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import {
+  ANNOTATION_SERVING,
   API_VERSION,
   FINALIZER_IN_USE,
   GROUP,
@@ -145,6 +146,14 @@ export class StageController {
     let changed = false;
     // Protection first: a StageVersion without the finalizer could be deleted under a usage.
     for (const sv of svs) changed = (await this.protect(sv, usages)) || changed;
+    // A Stage that is gone serves nothing: its StageVersions may go with it (garbage collection).
+    const living = new Set(stages.filter((st) => !st.metadata.deletionTimestamp).map((st) => st.metadata.name));
+    for (const sv of svs) {
+      if (sv.metadata.annotations?.[ANNOTATION_SERVING] && !living.has(sv.spec?.stage)) {
+        await this.objects.mergeMetadata('StageVersion', ns, sv.metadata.name, { annotations: { [ANNOTATION_SERVING]: null } });
+        changed = true;
+      }
+    }
     if (changed) return true;
     for (const stage of stages) changed = (await this.reconcileStage(stage, svs, usages, activations)) || changed;
     if (changed) return true;

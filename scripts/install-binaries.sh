@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local control plane from the Go module proxy, once per version:
-#   temporal (Temporal CLI dev server with the UI), etcd, kube-apiserver and kubectl.
+#   temporal (Temporal CLI dev server with the UI), etcd, kube-apiserver, kube-controller-manager
+#   (garbage collection) and kubectl.
 # Binaries land in $KONFIDENCE_BIN_CACHE (default ~/.cache/konfidence-activation/bin), outside any
 # clone, so that every checkout on a warm machine (CI clones afresh) skips the build.
 # Idempotent and safe to run concurrently: a lock serializes builds, each result is moved in whole.
@@ -62,9 +63,10 @@ build_kubernetes() {
   done
   (cd "$root/scripts/build/kubernetes" &&
     go build -ldflags "$ldflags" -o "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver &&
-    go build -ldflags "$ldflags" -o "$out/kubectl" k8s.io/kubernetes/cmd/kubectl)
+    go build -ldflags "$ldflags" -o "$out/kubectl" k8s.io/kubernetes/cmd/kubectl &&
+    go build -ldflags "$ldflags" -o "$out/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager)
 }
 
 build temporal "$TEMPORAL_CLI_VERSION" temporal -- build_temporal
 build etcd "$ETCD_VERSION" etcd -- build_etcd
-build kubernetes "$KUBERNETES_VERSION" kube-apiserver kubectl -- build_kubernetes
+build kubernetes "$KUBERNETES_VERSION" kube-apiserver kubectl kube-controller-manager -- build_kubernetes

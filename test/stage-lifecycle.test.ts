@@ -112,3 +112,26 @@ it('cleans up unused StageVersions beyond the history limit, never the target or
   const names = async () => (await s.objects.list('StageVersion', s.ns)).filter((x) => x.spec.stage === 'trim').map((x) => x.metadata.name).sort();
   await pollUntil(async () => (await names()).join() === 'trim-1,trim-3,trim-4', 15_000, 'trim-2 to be cleaned up');
 });
+
+it('takes everything of a Stage with it when the Stage is deleted (garbage collection by kube-controller-manager)', async () => {
+  await create(s, object('Stage', s.ns, 'gone', { vector: 'example/gone:1' }));
+  await waitFor(s, 'StageVersion', 'gone-1', (sv) => (sv.metadata.finalizers ?? []).includes(FINALIZER_IN_USE));
+  await markReady(s, 'gone-1');
+  await waitFor(s, 'VectorActivation', 'activate-gone-1', phaseIs('Succeeded'));
+  await s.objects.mergeSpec('Stage', s.ns, 'gone', { vector: 'example/gone:2' });
+  await waitFor(s, 'StageVersionUsage', 'gone-target', (u) => u.spec.stageVersionRef?.name === 'gone-2');
+
+  await s.objects.delete('Stage', s.ns, 'gone');
+  const leftovers = async () => {
+    const [svs, usages, vas, aes] = await Promise.all(['StageVersion', 'StageVersionUsage', 'VectorActivation', 'ActivationExecution'].map((k) => s.objects.list(k, s.ns)));
+    return [
+      ...svs!.filter((x) => x.spec.stage === 'gone'),
+      ...usages!.filter((x) => x.metadata.name.startsWith('gone-') || x.metadata.name.startsWith('activate-gone')),
+      ...vas!.filter((x) => x.spec.stage === 'gone'),
+      ...aes!.filter((x) => x.spec.stage === 'gone'),
+    ].map((x) => `${x.kind}/${x.metadata.name}`);
+  };
+  await pollUntil(async () => (await leftovers()).length === 0, 60_000, 'the Stage\'s objects to be collected').catch(async (err: Error) => {
+    throw new Error(`${err.message}; left: ${(await leftovers()).join(', ')}`);
+  });
+});

@@ -16,6 +16,7 @@ export interface Ports {
   etcdClient: number;
   etcdPeer: number;
   apiserver: number;
+  controllerManager: number;
   temporal: number;
   temporalUi: number;
   temporalHttp: number;
@@ -97,6 +98,37 @@ export function apiserverGet(p: Ports, path: string): Promise<number> {
 
 export async function apiserverReady(p: Ports): Promise<boolean> {
   return (await apiserverGet(p, '/readyz')) === 200 && (await apiserverGet(p, '/api/v1/namespaces/default')) === 200;
+}
+
+/**
+ * kube-controller-manager with the garbage collector and the namespace controller only: owner
+ * references cascade and namespaces finish deleting, as in a real cluster. No other controllers,
+ * so nothing else acts on the tests' objects.
+ */
+export function startControllerManager(p: Ports, kubeconfig: string): number {
+  return startDetached('kube-controller-manager', binaries.kubeControllerManager, [
+    `--kubeconfig=${kubeconfig}`,
+    '--controllers=garbagecollector,namespace',
+    '--leader-elect=false',
+    '--use-service-account-credentials=false',
+    '--bind-address=127.0.0.1',
+    `--secure-port=${p.controllerManager}`,
+    `--cert-dir=${join(stateDir, 'controller-manager-certs')}`,
+    '--v=0',
+  ]);
+}
+
+export function controllerManagerReady(p: Ports): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    // Its serving certificate is self-signed: only the answer matters here.
+    const req = request({ host: '127.0.0.1', port: p.controllerManager, path: '/healthz', rejectUnauthorized: false, timeout: 5_000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 const cliType: Record<string, string> = { KEYWORD: 'Keyword', TEXT: 'Text', INT: 'Int', BOOL: 'Bool' };

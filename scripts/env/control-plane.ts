@@ -9,11 +9,13 @@ import { dirname, join } from 'node:path';
 import { ensurePki, pki } from './certs.js';
 import {
   apiserverReady,
+  controllerManagerReady,
   dataDir,
   ensureSearchAttributes,
   etcdReady,
   type Ports,
   startApiserver,
+  startControllerManager,
   startEtcd,
   startTemporal,
   TEMPORAL_NAMESPACE,
@@ -27,6 +29,7 @@ import { installCrds } from './install-crds.js';
 export interface Pids {
   etcd?: number;
   apiserver?: number;
+  controllerManager?: number;
   temporal?: number;
 }
 
@@ -144,12 +147,13 @@ export PATH=${dirname(binaries.kubectl)}:${dirname(binaries.temporal)}:$PATH
   );
 }
 
-type Component = 'etcd' | 'apiserver' | 'temporal';
+type Component = 'etcd' | 'apiserver' | 'controllerManager' | 'temporal';
 
 async function healthOf(ports: Ports, pids: Pids): Promise<Record<Component, boolean>> {
   return {
     etcd: isAlive(pids.etcd) && (await answers(() => etcdReady(ports))),
     apiserver: isAlive(pids.apiserver) && (await answers(() => apiserverReady(ports))),
+    controllerManager: isAlive(pids.controllerManager) && (await answers(() => controllerManagerReady(ports))),
     temporal: isAlive(pids.temporal) && (await answers(() => temporalReady(ports))),
   };
 }
@@ -157,6 +161,7 @@ async function healthOf(ports: Ports, pids: Pids): Promise<Record<Component, boo
 const portsOf: Record<Component, (keyof Ports)[]> = {
   etcd: ['etcdClient', 'etcdPeer'],
   apiserver: ['apiserver'],
+  controllerManager: ['controllerManager'],
   temporal: ['temporal', 'temporalUi', 'temporalHttp', 'temporalMetrics'],
 };
 
@@ -194,6 +199,12 @@ async function start(restart: Set<Component>, previous: Ports | undefined, pids:
   // Persist the pids at once so that `down` can stop what started even if readiness fails.
   writeFileSync(statePath, JSON.stringify({ ports, pids }, null, 2));
   if (restart.has('apiserver')) await ready('kube-apiserver', pids.apiserver!, () => apiserverReady(ports), 90_000);
+  if (restart.has('controllerManager')) {
+    writeKubeconfig(ports);
+    pids.controllerManager = startControllerManager(ports, kubeconfigPath);
+    writeFileSync(statePath, JSON.stringify({ ports, pids }, null, 2));
+    await ready('kube-controller-manager', pids.controllerManager, () => controllerManagerReady(ports), 60_000);
+  }
   if (restart.has('temporal')) await ready('temporal', pids.temporal!, () => temporalReady(ports), 90_000);
   return ports;
 }
@@ -209,14 +220,21 @@ export function up(log: (line: string) => void = console.log): Promise<UpResult>
     mkdirSync(stateDir, { recursive: true });
     const state = readState();
     const pids: Pids = { ...(state?.pids ?? {}) };
-    const health = state?.ports ? await healthOf(state.ports, pids) : { etcd: false, apiserver: false, temporal: false };
+    const health = state?.ports
+      ? await healthOf(state.ports, pids)
+      : { etcd: false, apiserver: false, controllerManager: false, temporal: false };
     // Restart only what is down; the apiserver goes with etcd.
     const restart = new Set<Component>((Object.keys(health) as Component[]).filter((c) => !health[c]));
     if (restart.has('etcd')) restart.add('apiserver');
+    if (restart.has('apiserver')) restart.add('controllerManager');
     let ports = state?.ports;
     if (restart.size > 0) {
       // Stop leftovers of what restarts (clients first, storage last).
-      await Promise.all([restart.has('apiserver') && stopProcess(pids.apiserver), restart.has('temporal') && stopProcess(pids.temporal)]);
+      await Promise.all([
+        restart.has('controllerManager') && stopProcess(pids.controllerManager),
+        restart.has('apiserver') && stopProcess(pids.apiserver),
+        restart.has('temporal') && stopProcess(pids.temporal),
+      ]);
       if (restart.has('etcd')) await stopProcess(pids.etcd);
       ports = await start(restart, ports, pids, log);
     }
@@ -232,7 +250,7 @@ export function up(log: (line: string) => void = console.log): Promise<UpResult>
 
 async function stopAll(pids: Pids): Promise<void> {
   // Clients first, storage last, so the apiserver does not spin on a vanished etcd.
-  await Promise.all([stopProcess(pids.apiserver), stopProcess(pids.temporal)]);
+  await Promise.all([stopProcess(pids.controllerManager), stopProcess(pids.apiserver), stopProcess(pids.temporal)]);
   await stopProcess(pids.etcd);
 }
 

@@ -37,4 +37,5 @@ export const binaries = {
   etcd: join(binCache, `etcd-${version('ETCD_VERSION')}`, 'etcd'),
   kubeApiserver: join(binCache, `kubernetes-${version('KUBERNETES_VERSION')}`, 'kube-apiserver'),
   kubectl: join(binCache, `kubernetes-${version('KUBERNETES_VERSION')}`, 'kubectl'),
+  kubeControllerManager: join(binCache, `kubernetes-${version('KUBERNETES_VERSION')}`, 'kube-controller-manager'),
 };

@@ -16,7 +16,7 @@ import { pollUntil } from '../scripts/env/process.js';
 import { startSystem } from '../worker/system.js';
 
 const runsArg = process.argv.indexOf('--runs');
-const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 20;
+const RUNS = Math.min(runsArg > 0 ? Number(process.argv[runsArg + 1]) : 20, 33); // 3 StageVersions a run, history limit 100
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 const cp = await up(() => undefined);
@@ -33,10 +33,12 @@ const cr = (kind: string, namespace: string, name: string, spec: unknown) =>
   objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec });
 
 const total = RUNS * 3 + 1;
-await cr('Stage', ns, 'bench', { vector: `bench:${total}` });
+// StageVersions before the Stage (else the Stage controller makes one for its vector), and a history
+// limit that keeps them all until the runs have used them.
 for (let r = 1; r <= total; r++) {
   await cr('StageVersion', ns, `bench-${r}`, { stage: 'bench', vector: `bench:${r}`, revision: r, backend: { service: `bench-v${r}`, port: 8080, subset: `v${r}` } });
 }
+await cr('Stage', ns, 'bench', { vector: `bench:${total}`, stageVersionHistoryLimit: 100 });
 await generic.create({
   apiVersion: 'gateway.networking.k8s.io/v1',
   kind: 'HTTPRoute',

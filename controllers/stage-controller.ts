@@ -60,9 +60,9 @@ export class StageController {
 
   async start(): Promise<void> {
     for (const plural of KINDS) await this.watch(plural);
-    this.timer = setInterval(() => this.resyncAll(), RESYNC_MS);
+    this.timer = setInterval(() => void this.resyncAll(), RESYNC_MS);
     this.loop = this.run();
-    this.resyncAll();
+    void this.resyncAll();
   }
 
   async stop(): Promise<void> {
@@ -80,9 +80,14 @@ export class StageController {
     this.wake();
   }
 
+  /** Never throws: an apiserver that does not answer now is asked again at the next resync. */
   private async resyncAll(): Promise<void> {
-    const namespaces = this.o.namespaces ?? (await this.objects.listAllNamespaces('Stage')).map((s) => s.metadata.namespace!);
-    for (const ns of new Set(namespaces)) this.enqueue(ns);
+    try {
+      const namespaces = this.o.namespaces ?? (await this.objects.listAllNamespaces('Stage')).map((s) => s.metadata.namespace!);
+      for (const ns of new Set(namespaces)) this.enqueue(ns);
+    } catch (err) {
+      this.log(`resync: ${(err as Error).message}`);
+    }
   }
 
   /** A watch per kind; on any break it is started again (a re-list comes with the next resync). */
@@ -107,7 +112,7 @@ export class StageController {
         {},
         (_type, o: CustomObject) => this.enqueue(o.metadata.namespace!),
         () => {
-          this.resyncAll().catch(() => undefined);
+          void this.resyncAll();
           restart();
         },
       );

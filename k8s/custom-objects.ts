@@ -74,33 +74,25 @@ export class CustomObjects {
 
   /** Replaces the spec with a JSON merge patch (used for objects whose spec may change). */
   async mergeSpec(kind: string, namespace: string, name: string, spec: unknown): Promise<void> {
-    await this.api.patchNamespacedCustomObject(
-      { group: GROUP, version: VERSION, namespace, plural: plural(kind), name, body: { spec } },
-      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-    );
+    if (!(await this.mergePatch(kind, namespace, name, { spec }, false))) throw new Error(`${kind} ${namespace}/${name} not found`);
   }
 
   /** Merge-patches labels, annotations or finalizers (null removes a key); false when the object is gone. */
-  async mergeMetadata(kind: string, namespace: string, name: string, metadata: Record<string, unknown>): Promise<boolean> {
-    try {
-      await this.api.patchNamespacedCustomObject(
-        { group: GROUP, version: VERSION, namespace, plural: plural(kind), name, body: { metadata } },
-        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-      );
-      return true;
-    } catch (err) {
-      if (apiStatus(err) === 404) return false;
-      throw err;
-    }
+  mergeMetadata(kind: string, namespace: string, name: string, metadata: Record<string, unknown>): Promise<boolean> {
+    return this.mergePatch(kind, namespace, name, { metadata }, false);
   }
 
   /** Merge-patches the status subresource; false when the object is gone. */
-  async patchStatus(kind: string, namespace: string, name: string, status: unknown): Promise<boolean> {
+  patchStatus(kind: string, namespace: string, name: string, status: unknown): Promise<boolean> {
+    return this.mergePatch(kind, namespace, name, { status }, true);
+  }
+
+  private async mergePatch(kind: string, namespace: string, name: string, body: object, status: boolean): Promise<boolean> {
+    const params = { group: GROUP, version: VERSION, namespace, plural: plural(kind), name, body };
+    const options = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
     try {
-      await this.api.patchNamespacedCustomObjectStatus(
-        { group: GROUP, version: VERSION, namespace, plural: plural(kind), name, body: { status } },
-        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-      );
+      if (status) await this.api.patchNamespacedCustomObjectStatus(params, options);
+      else await this.api.patchNamespacedCustomObject(params, options);
       return true;
     } catch (err) {
       if (apiStatus(err) === 404) return false;

@@ -18,11 +18,15 @@ import { createSample, SAMPLE_NAMESPACE } from './sample.js';
 const once = process.argv.includes('--once');
 const cp = await up();
 const config = loadConfig({
+  ...process.env,
   TEMPORAL_ADDRESS: cp.temporalAddress,
   TEMPORAL_NAMESPACE: cp.temporalNamespace,
   TEMPORAL_UI_URL: cp.temporalUiUrl,
   KUBECONFIG: cp.kubeconfig,
 });
+// All namespaces unless KONFIDENCE_WATCH_NAMESPACES says otherwise (the quick-start test limits it,
+// so that its system does not take activations of the tests running beside it).
+const namespaces = config.KONFIDENCE_WATCH_NAMESPACES?.split(',').filter(Boolean);
 const kubeConfig = loadKubeConfig(config.KUBECONFIG);
 
 // ERROR: an activation's failures are reported on its VectorActivation, not as worker log noise.
@@ -33,6 +37,7 @@ const system = await startSystem({
   kubeConfig,
   uiUrl: config.TEMPORAL_UI_URL!,
   systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE,
+  ...(namespaces ? { namespaces } : {}),
 });
 
 const sample = await createSample(kubeConfig, config.KONFIDENCE_SYSTEM_NAMESPACE);

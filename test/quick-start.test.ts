@@ -12,7 +12,11 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 describe('quick start', () => {
   it('npm start brings up the system, runs the sample activation and prints where to look', async () => {
     // --once: the same start, but exit after the first workflow instead of serving until Ctrl-C.
-    const { stdout } = await promisify(execFile)('npx', ['tsx', 'scripts/start.ts', '--once'], { cwd: root });
+    const { stdout } = await promisify(execFile)('npx', ['tsx', 'scripts/start.ts', '--once'], {
+      cwd: root,
+      // Only the sample's namespace: the other test files' activations belong to their own systems.
+      env: { ...process.env, KONFIDENCE_WATCH_NAMESPACES: 'konfidence-sample' },
+    });
     const field = (label: string) => stdout.match(new RegExp(`${label}\\s+(\\S+)`))?.[1];
     expect(field('Temporal UI')).toBe(process.env.TEMPORAL_UI_URL);
     expect(field('kubeconfig')).toBe(process.env.KUBECONFIG);

@@ -1,4 +1,5 @@
 /** Condition bookkeeping as apimachinery's meta.SetStatusCondition does it. */
+import { kubeTime } from '../shared/format.js';
 import type { Condition } from './meta.js';
 
 export type ConditionInput = Pick<Condition, 'type' | 'status' | 'reason' | 'message'>;
@@ -17,7 +18,7 @@ export function setCondition(
   const i = list.findIndex((c) => c.type === next.type);
   const previous = i >= 0 ? list[i] : undefined;
   const lastTransitionTime =
-    previous && previous.status === next.status ? previous.lastTransitionTime : now.toISOString().replace(/\.\d+Z$/, 'Z');
+    previous && previous.status === next.status ? previous.lastTransitionTime : kubeTime(now);
   const condition: Condition = { ...next, lastTransitionTime, ...(observedGeneration !== undefined ? { observedGeneration } : {}) };
   if (i >= 0) list[i] = condition;
   else list.push(condition);

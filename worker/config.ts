@@ -1,6 +1,7 @@
 /** Process configuration from the environment, validated so a typo fails at start with a clear message. */
 import { z } from 'zod';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';
+import { temporalWorkflowUrl } from '../shared/format.js';
 
 const configSchema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
@@ -27,7 +28,5 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
 /** Link to a workflow in the Temporal UI, or undefined when the UI address is not configured. */
 export function workflowUrl(config: Config, workflowId: string): string | undefined {
-  if (!config.TEMPORAL_UI_URL) return undefined;
-  const base = config.TEMPORAL_UI_URL.replace(/\/$/, '');
-  return `${base}/namespaces/${encodeURIComponent(config.TEMPORAL_NAMESPACE)}/workflows/${encodeURIComponent(workflowId)}`;
+  return config.TEMPORAL_UI_URL ? temporalWorkflowUrl(config.TEMPORAL_UI_URL, config.TEMPORAL_NAMESPACE, workflowId) : undefined;
 }

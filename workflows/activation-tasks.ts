@@ -7,6 +7,7 @@ import type { ActivationActivities, PlannedTask } from '../activities/activation
 import type { ExecutorActivities } from '../activities/execute-task.js';
 import type { StageVersionInfo, TaskInput } from '../executors/types.js';
 import type { ActivationRef } from '../shared/activation.js';
+import { kubeTime as now } from '../shared/format.js';
 import { executionName } from '../shared/names.js';
 import { executorTaskQueue } from '../shared/task-queues.js';
 
@@ -37,8 +38,6 @@ export interface TaskOutcome {
   ok: boolean;
   message: string;
 }
-
-const now = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 
 /** Bookkeeping must happen even while the step is being cancelled. */
 const record = <T>(fn: () => Promise<T>) => CancellationScope.nonCancellable(fn);

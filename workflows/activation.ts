@@ -34,6 +34,7 @@ import {
   type ActivationProgress,
   type ActivationRef,
 } from '../shared/activation.js';
+import { kubeTime as now, temporalWorkflowUrl } from '../shared/format.js';
 import { ACTIVATION_PHASE, K8S_NAMESPACE, STAGE, STAGE_VERSION, VECTOR } from '../shared/search-attributes.js';
 import { k8sActivities as k8s, runTask, type TaskContext } from './activation-tasks.js';
 
@@ -53,8 +54,6 @@ export interface ActivationOptions {
 
 type LockPhase = 'none' | 'waiting' | 'granted' | 'superseded';
 type Final = Extract<VectorActivationPhase, 'Succeeded' | 'Failed' | 'Skipped' | 'Cancelled'>;
-
-const now = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 
 export async function vectorActivation(ref: ActivationRef, options: ActivationOptions = {}): Promise<ActivationProgress> {
   const info = workflowInfo();
@@ -89,9 +88,7 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     }
   });
 
-  const workflowUrl = options.uiUrl
-    ? `${options.uiUrl.replace(/\/$/, '')}/namespaces/${encodeURIComponent(info.namespace)}/workflows/${encodeURIComponent(info.workflowId)}`
-    : undefined;
+  const workflowUrl = options.uiUrl ? temporalWorkflowUrl(options.uiUrl, info.namespace, info.workflowId) : undefined;
 
   async function report(phase: VectorActivationPhase, reason: string, message: string): Promise<void> {
     progress.phase = phase;
@@ -164,7 +161,7 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       leaseScope.cancel();
       await CancellationScope.nonCancellable(() =>
         Promise.all([
-          k8s.unmarkStageVersion(ref.namespace, stage.target.name, holder),
+          unmark(), // normally done by finish(); here for an attempt that ended by an error
           k8s.releaseStageLease(ref.namespace, va!.stage, holder),
           releaseLock(),
         ]),
@@ -276,10 +273,16 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     }
   }
 
+  async function unmark(): Promise<void> {
+    const name = marked;
+    marked = undefined;
+    if (name) await CancellationScope.nonCancellable(() => k8s.unmarkStageVersion(ref.namespace, name, holder));
+  }
+
   async function finish(phase: Final, reason: string, message: string): Promise<Final> {
     if (phase === 'Skipped') await k8s.releaseActivationUsage(ref);
     // Whoever reads the final phase finds the StageVersion free to change again.
-    if (marked) await CancellationScope.nonCancellable(() => k8s.unmarkStageVersion(ref.namespace, marked!, holder));
+    await unmark();
     await report(phase, reason, message);
     return phase;
   }

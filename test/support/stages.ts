@@ -1,4 +1,5 @@
 /** Helpers for Stage-level tests: the deployment's Ready signal and a fast default plan. */
+import { kubeTime } from '../../shared/format.js';
 import type { TestSystem } from './system.js';
 import { create, object } from './system.js';
 
@@ -6,7 +7,7 @@ import { create, object } from './system.js';
 export async function markReady(s: TestSystem, name: string): Promise<void> {
   await s.objects.patchStatus('StageVersion', s.ns, name, {
     phase: 'Ready',
-    conditions: [{ type: 'Ready', status: 'True', reason: 'RolledOut', message: 'deployment available', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }],
+    conditions: [{ type: 'Ready', status: 'True', reason: 'RolledOut', message: 'deployment available', lastTransitionTime: kubeTime() }],
   });
 }
 

@@ -1,18 +1,40 @@
 /**
  * jest in ESM mode (npm test passes --experimental-vm-modules): @kubernetes/client-node 1.x is
  * ESM-only and jest's CommonJS loader cannot require it.
- * @type {import('jest').Config}
+ *
+ * Two projects, run together by `npm test`:
+ * - unit (`npm run test:unit`): test/unit/, pure tests and workflow tests on the time-skipping
+ *   test server that each file starts for itself; no etcd, kube-apiserver or Temporal dev server.
+ * - integration: every other test, against the real servers that its global setup starts once.
+ * jest runs a project's global setup only when at least one of its tests is selected.
  */
-export default {
+const common = {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   // Sources import './x.js' as Node's ESM resolution requires; jest resolves the .ts file.
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true }] },
-  testMatch: ['<rootDir>/test/**/*.test.ts'],
-  // Starts (or reuses) etcd, kube-apiserver and the Temporal dev server once per run.
-  globalSetup: '<rootDir>/test/global-setup.js',
-  globalTeardown: '<rootDir>/test/global-teardown.js',
+};
+
+/** @type {import('jest').Config} */
+export default {
+  projects: [
+    {
+      ...common,
+      displayName: 'unit',
+      testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
+    },
+    {
+      ...common,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/test/**/*.test.ts'],
+      testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/unit/'],
+      // Starts (or reuses) etcd, kube-apiserver and the Temporal dev server once per run.
+      globalSetup: '<rootDir>/test/global-setup.js',
+      globalTeardown: '<rootDir>/test/global-teardown.js',
+    },
+  ],
+  // jest reads the timeout from the top level only, not per project.
   testTimeout: 120_000,
   // Two cores: the servers need one; more test workers only make every test slower.
   maxWorkers: 2,

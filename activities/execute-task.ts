@@ -1,13 +1,42 @@
 /**
  * The activity every executor worker registers (`executeTask`, on konfidence-executor-<type>):
- * validates the configuration, routes traffic, verifies, and heartbeats so that a timeout or a
- * cancelled activation reaches the executor and stops it.
+ * validates the configuration, checks tenancy, routes traffic, verifies, and heartbeats so that a
+ * timeout or a cancelled activation reaches the executor and stops it.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { k8s } from '../k8s/client.js';
+import { apiStatus, type k8s } from '../k8s/client.js';
+import { apiError } from '../executors/routes.js';
 import { ExecutorError, type Executor, type ExecutorContext, type TaskInput, type TaskResult } from '../executors/types.js';
 
 const HEARTBEAT_MS = 1_000;
+
+/**
+ * Why this task may not run, or undefined when it may: executors write with cluster-wide rights, so
+ * a task that would write outside the activation's namespace needs the registration's consent (the
+ * core checks it too; this is the executor side of the same rule, before any write).
+ */
+export function crossNamespaceViolation<Config>(executor: Executor<Config>, config: Config, input: TaskInput): string | undefined {
+  if (input.crossNamespaceAllowed === true) return undefined;
+  const outside = executor.routeNamespaces(config, input.namespace).filter((ns) => ns !== input.namespace);
+  if (!outside.length) return undefined;
+  const registration = input.registration ? `ActivationTaskRegistration ${input.registration}` : 'the ActivationTaskRegistration';
+  return (
+    `refused: this ${executor.type} task of an activation in namespace ${input.namespace} would change routes in namespace ` +
+    `${outside.join(', ')}; only namespaces listed in spec.allowCrossNamespaceFrom of ${registration} may do that ` +
+    `(a platform administrator adds "${input.namespace}" there, or the registration names routes in ${input.namespace} only)`
+  );
+}
+
+/**
+ * What Temporal should do with an executor's error: an ExecutorError that says no retry can help,
+ * or a Kubernetes API refusal (4xx other than 409 conflict and 429 throttling), ends the task at
+ * once; anything else is retried within the registration's timeout.
+ */
+export function taskFailure(err: unknown): unknown {
+  const classified = apiStatus(err) !== undefined ? apiError(err, 'Kubernetes API') : err;
+  if (classified instanceof ExecutorError && !classified.retryable) return ApplicationFailure.nonRetryable(classified.message, 'ExecutorError');
+  return classified;
+}
 
 export function createExecutorActivities(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
   return {
@@ -18,6 +47,8 @@ export function createExecutorActivities(executor: Executor<any>, kubeConfig: k8
         const problems = parsed.error.issues.map((i) => `${['spec', ...i.path].join('.')}: ${i.message}`).join('; ');
         throw ApplicationFailure.nonRetryable(`invalid ${executor.type} spec: ${problems}`, 'InvalidExecutorSpec');
       }
+      const refused = crossNamespaceViolation(executor, parsed.data, input);
+      if (refused) throw ApplicationFailure.nonRetryable(refused, 'CrossNamespaceRefused');
       // Heartbeats carry cancellation to this activity; keep them flowing while the executor works.
       const ticker = setInterval(() => activity.heartbeat(), HEARTBEAT_MS);
       const ctx: ExecutorContext = { kubeConfig, signal: activity.cancellationSignal, heartbeat: (d) => activity.heartbeat(d) };
@@ -28,8 +59,7 @@ export function createExecutorActivities(executor: Executor<any>, kubeConfig: k8
         await executor.verify(input, from, to, parsed.data, ctx);
         return result;
       } catch (err) {
-        if (err instanceof ExecutorError && !err.retryable) throw ApplicationFailure.nonRetryable(err.message, 'ExecutorError');
-        throw err;
+        throw taskFailure(err);
       } finally {
         clearInterval(ticker);
       }

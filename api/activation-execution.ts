@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { defineKind, resourceSchema } from './kind.js';
-import { dnsLabel, freeform, immutable, objectName, statusOf, timestamp } from './meta.js';
+import { dnsLabel, freeform, immutable, objectName, statusOf, timestamp, transitionRule } from './meta.js';
 import { executionPhases } from './vector-activation.js';
 
 export const executionActions = ['Apply', 'Revert'] as const;
@@ -26,10 +26,22 @@ export const activationExecutionSpec = immutable(
   'spec of an ActivationExecution',
 );
 
-export const activationExecutionStatus = statusOf(executionPhases, {
-  startTime: timestamp.optional(),
-  completionTime: timestamp.optional(),
-});
+/**
+ * Reasons the core writes when it gives up on an execution; an External executor that sees one of
+ * them with phase Error stops (and undoes what it started). The final phase cannot change afterwards.
+ */
+export const ABANDONED_REASONS = ['TimedOut', 'Cancelled'] as const;
+
+export const activationExecutionStatus = transitionRule(
+  statusOf(executionPhases, {
+    startTime: timestamp.optional(),
+    completionTime: timestamp.optional(),
+  }),
+  {
+    rule: "!has(oldSelf.phase) || !(oldSelf.phase in ['Succeeded', 'Error']) || (has(self.phase) && self.phase == oldSelf.phase)",
+    message: 'status.phase is final once Succeeded or Error: the activation has already acted on it',
+  },
+);
 
 export const ActivationExecution = defineKind({
   kind: 'ActivationExecution',

@@ -24,6 +24,15 @@ export const activationTaskRegistrationSpec = rule(
       .max(86400)
       .default(300)
       .describe('Longest time one execution may take; past it the execution is aborted and ends Error.'),
+    allowCrossNamespaceFrom: z
+      .array(dnsLabel)
+      .max(64)
+      .meta({ 'x-kubernetes-list-type': 'set' })
+      .optional()
+      .describe(
+        'Namespaces whose VectorActivations may use this registration to change routes outside their own ' +
+          'namespace ("*": any). Without it, an activation changes routes in its own namespace only.',
+      ),
     heartbeatTimeoutSeconds: z
       .int()
       .min(1)

@@ -30,11 +30,16 @@ export type VectorActivationPhase = (typeof vectorActivationPhases)[number];
 
 export const executionPhases = ['Pending', 'InProgress', 'Succeeded', 'Error'] as const;
 
+/** A plan has at most 16 steps; without a plan every registration is a step of its own. */
+export const MAX_STATUS_STEPS = 64;
+/** Longest message kept per task, request and first error: status stays small and readable. */
+export const MAX_MESSAGE = 4096;
+
 export const taskProgress = z.object({
   registration: objectName,
   execution: objectName.optional(),
   phase: z.enum(executionPhases),
-  message: z.string().max(4096).optional(),
+  message: z.string().max(MAX_MESSAGE).optional(),
 });
 
 export const stepProgress = z.object({
@@ -43,15 +48,32 @@ export const stepProgress = z.object({
   tasks: z.array(taskProgress).max(16),
 });
 
+export const requestActions = ['cancel', 'retry'] as const;
+
+/** The answer to a cancel or retry asked for by annotation, so a kubectl user sees it. */
+export const handledRequest = z.object({
+  action: z.enum(requestActions),
+  token: z.string().max(1024).describe('<annotation>=<value> of the request.'),
+  outcome: z.enum(['Accepted', 'Refused']),
+  message: z.string().max(MAX_MESSAGE),
+  time: timestamp,
+});
+
 export const vectorActivationStatus = statusOf(vectorActivationPhases, {
   workflowId: z.string().max(1024).optional().describe('Temporal workflow that runs this activation.'),
   workflowUrl: z.string().max(2048).optional().describe('Link to the workflow in the Temporal UI.'),
   attempt: z.int().min(1).optional().describe('1 for the first run; raised by every retry.'),
   previousStageVersion: objectName.optional().describe('StageVersion that was active when this one started.'),
-  firstError: z.string().max(4096).optional().describe('The first error of this activation, kept across retries.'),
+  firstError: z.string().max(MAX_MESSAGE).optional().describe('The first error of this activation, kept across retries.'),
   startTime: timestamp.optional(),
   completionTime: timestamp.optional(),
-  steps: z.array(stepProgress).max(16).optional(),
+  steps: z.array(stepProgress).max(MAX_STATUS_STEPS).optional(),
+  requests: z
+    .array(handledRequest)
+    .max(2)
+    .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['action'] })
+    .optional()
+    .describe('The last cancel and the last retry request and what became of them.'),
 });
 
 export const VectorActivation = defineKind({

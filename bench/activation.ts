@@ -5,11 +5,11 @@
  * Times are when this process receives the watch events. Run: npm run bench:activation [-- --runs N]
  */
 import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { API_VERSION, GROUP, VERSION } from '../api/group.js';
 import { apply, k8s, loadKubeConfig } from '../k8s/client.js';
-import { applyCrds, readCrdFiles } from '../k8s/crds.js';
+import { applyCrds } from '../k8s/crds.js';
+import { routeCrds } from '../scripts/route-crds.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { up } from '../scripts/env/control-plane.js';
 import { pollUntil } from '../scripts/env/process.js';
@@ -26,7 +26,7 @@ const generic = k8s.KubernetesObjectApi.makeApiClient(kc);
 const id = randomBytes(3).toString('hex');
 const ns = `bench-${id}`;
 const systemNs = `bench-${id}-sys`;
-await applyCrds(kc, readCrdFiles(fileURLToPath(new URL('../test/fixtures/crds', import.meta.url))));
+await applyCrds(kc, routeCrds());
 for (const n of [ns, systemNs]) await apply(generic, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: n } });
 
 const cr = (kind: string, namespace: string, name: string, spec: unknown) =>

@@ -1,4 +1,4 @@
-/** Read-modify-write of a routing object with optimistic concurrency (resourceVersion) and retries. */
+/** Read-modify-write of routing objects with optimistic concurrency (resourceVersion) and retries. */
 import { apiMessage, apiStatus, k8s } from '../k8s/client.js';
 import { ExecutorError, type ExecutorContext } from './types.js';
 
@@ -11,15 +11,43 @@ export interface RouteKind {
 
 export type Route = { metadata: { name: string; namespace: string; resourceVersion?: string }; spec: any };
 
+/** What a person can do about a refused request, by status. */
+const REFUSED: Record<number, string> = {
+  400: 'the apiserver refused the request as malformed (400)',
+  401: "not authenticated (401): check the executor worker's credentials",
+  403: "forbidden (403): grant the executor worker's ServiceAccount this permission (see deploy/rbac.yaml)",
+  404: 'not found (404)',
+  422: 'the apiserver refused the change as invalid (422)',
+};
+
+/**
+ * Classifies a failed Kubernetes API call. Conflicts (409), throttling (429), server errors and
+ * network errors may pass: retryable. Any other 4xx repeats identically on every retry: not
+ * retryable, with the apiserver's own message (a 403 names the user, verb and resource).
+ */
+export function apiError(err: unknown, doing: string): ExecutorError {
+  if (err instanceof ExecutorError) return err;
+  const status = apiStatus(err);
+  const message = apiMessage(err);
+  if (status === undefined || status === 409 || status === 429 || status >= 500 || status < 400) {
+    return new ExecutorError(`${doing}: ${message}`, true);
+  }
+  return new ExecutorError(`${doing}: ${REFUSED[status] ?? `refused (${status})`}: ${message}`);
+}
+
 export async function readRoute(kind: RouteKind, namespace: string, name: string, ctx: ExecutorContext): Promise<Route> {
   const api = ctx.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
   try {
     return (await api.getNamespacedCustomObject({ ...kind, namespace, name })) as Route;
   } catch (err) {
-    if (apiStatus(err) === 404) throw new ExecutorError(`${kind.kind} ${namespace}/${name} not found`);
-    throw new ExecutorError(`reading ${kind.kind} ${namespace}/${name}: ${apiMessage(err)}`, true);
+    // A missing route is a registration that names the wrong object: no retry brings it back.
+    if (apiStatus(err) === 404) throw new ExecutorError(`${kind.kind} ${namespace}/${name} not found: create it or correct the registration's spec`);
+    throw apiError(err, `reading ${kind.kind} ${namespace}/${name}`);
   }
 }
+
+/** Describes a change of a route's spec (mutating it); throws ExecutorError when it cannot. */
+export type RouteEdit = (spec: any) => string[];
 
 /**
  * Applies `edit` to the route's current spec and writes it back if it changed; on a conflict
@@ -44,8 +72,25 @@ export async function updateRoute(
       return changes;
     } catch (err) {
       if (apiStatus(err) === 409 && attempt < 10) continue;
-      if (apiStatus(err) === 422) throw new ExecutorError(`${kind.kind} ${namespace}/${name} refused the change: ${apiMessage(err)}`);
-      throw new ExecutorError(`writing ${kind.kind} ${namespace}/${name}: ${apiMessage(err)}`, true);
+      throw apiError(err, `writing ${kind.kind} ${namespace}/${name}`);
     }
   }
+}
+
+/**
+ * Edits several routes, checking every one first (read, edit a copy) so that a missing route or an
+ * ambiguous rule stops the task before any route changed, not halfway through.
+ */
+export async function updateRoutes(
+  kind: RouteKind,
+  targets: { namespace: string; name: string; edit: RouteEdit }[],
+  ctx: ExecutorContext,
+): Promise<string[]> {
+  for (const t of targets) t.edit(structuredClone((await readRoute(kind, t.namespace, t.name, ctx)).spec));
+  const messages: string[] = [];
+  for (const t of targets) {
+    messages.push(...(await updateRoute(kind, t.namespace, t.name, ctx, t.edit)));
+    ctx.heartbeat();
+  }
+  return messages;
 }

@@ -28,6 +28,14 @@ export interface TaskInput {
   stageVersions: StageVersionInfo[];
   /** The registration's `spec`, validated by the executor's schema. */
   config: unknown;
+  /** Name of the ActivationTaskRegistration this task runs, for messages. */
+  registration?: string;
+  /**
+   * True only when the registration's `spec.allowCrossNamespaceFrom` lists `namespace`: then the
+   * task may change routes outside the activation's namespace. The core decides; the executor
+   * worker checks again before any write (executors act with cluster-wide rights).
+   */
+  crossNamespaceAllowed?: boolean;
 }
 
 export interface TaskResult {
@@ -45,6 +53,11 @@ export interface ExecutorContext {
 export interface Executor<Config = unknown> {
   type: string;
   config: z.ZodType<Config>;
+  /**
+   * The namespaces of every object `route` would write for this config (route namespaces default to
+   * the activation's). Pure: the core calls it to decide tenancy before any task runs.
+   */
+  routeNamespaces(config: Config, activationNamespace: string): string[];
   /** Points the managed routes at `from → to`; idempotent (a repeat finds nothing to change). */
   route(input: TaskInput, from: StageVersionInfo | undefined, to: StageVersionInfo, config: Config, ctx: ExecutorContext): Promise<TaskResult>;
   /** Reads the routes back and throws when they do not send traffic as `route` left them. */
@@ -73,6 +86,24 @@ export function replaceManaged<T>(items: readonly T[], isManaged: (item: T) => b
   const at = first < 0 ? kept.length : items.slice(0, first).filter((i) => !isManaged(i)).length;
   return [...kept.slice(0, at), ...desired, ...kept.slice(at)];
 }
+
+/**
+ * Throws, before anything is written, when a managed rule sends traffic to a backend that is neither
+ * a StageVersion's nor adopted: replacing the managed entries would leave it serving next to the new
+ * version at its weight (two backends at full weight). Weight 0 entries (mirrors, sinks) are fine.
+ */
+export function refuseAmbiguous<T>(
+  entries: readonly T[],
+  isManaged: (entry: T) => boolean,
+  weightOf: (entry: T) => number | undefined,
+  problem: (entry: T) => string,
+): void {
+  const stray = entries.find((e) => !isManaged(e) && weightOf(e) !== 0);
+  if (stray !== undefined) throw new ExecutorError(problem(stray));
+}
+
+/** Sorted distinct values: namespaces for routeNamespaces. */
+export const distinct = (values: string[]): string[] => [...new Set(values)].sort();
 
 /** Weights as percentages: all to `to`, or `weight` to `to` and the rest kept on `from`. */
 export function split<T>(from: T | undefined, to: T, weight: number): { item: T; weight: number }[] {

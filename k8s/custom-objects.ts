@@ -72,6 +72,21 @@ export class CustomObjects {
     }
   }
 
+  /**
+   * Creates an object owned by `ownerUid`. An object of that name owned by someone else is a
+   * predecessor's (a VectorActivation deleted and re-created under the same name, whose garbage
+   * has not been collected yet): it is deleted, by uid, and the create repeated, so nothing of the
+   * predecessor is ever adopted.
+   */
+  async createOwned<T extends CustomObject = CustomObject>(object: T, ownerUid: string): Promise<{ object: CustomObject & T; created: boolean }> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const result = await this.create(object);
+      if (result.created || result.object.metadata.ownerReferences?.some((o) => o.uid === ownerUid)) return result;
+      await this.delete(object.kind, object.metadata.namespace!, object.metadata.name, result.object.metadata.uid);
+    }
+    throw new Error(`${object.kind} ${object.metadata.namespace}/${object.metadata.name} of a predecessor is still there after five deletions`);
+  }
+
   /** Replaces the spec with a JSON merge patch (used for objects whose spec may change). */
   async mergeSpec(kind: string, namespace: string, name: string, spec: unknown): Promise<void> {
     if (!(await this.mergePatch(kind, namespace, name, { spec }, false))) throw new Error(`${kind} ${namespace}/${name} not found`);
@@ -100,11 +115,20 @@ export class CustomObjects {
     }
   }
 
-  async delete(kind: string, namespace: string, name: string): Promise<void> {
+  /** Deletes the object (only if it still has `uid`, when given); gone already is fine. */
+  async delete(kind: string, namespace: string, name: string, uid?: string): Promise<void> {
     try {
-      await this.api.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: plural(kind), name });
+      await this.api.deleteNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: plural(kind),
+        name,
+        ...(uid ? { body: { preconditions: { uid } } } : {}),
+      });
     } catch (err) {
-      if (apiStatus(err) !== 404) throw err;
+      // 409: the uid precondition failed, the object is another one by now.
+      if (apiStatus(err) !== 404 && !(uid && apiStatus(err) === 409)) throw err;
     }
   }
 }

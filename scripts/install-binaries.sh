@@ -70,3 +70,24 @@ build_kubernetes() {
 build temporal "$TEMPORAL_CLI_VERSION" temporal -- build_temporal
 build etcd "$ETCD_VERSION" etcd -- build_etcd
 build kubernetes "$KUBERNETES_VERSION" kube-apiserver kubectl kube-controller-manager -- build_kubernetes
+
+# --- Temporal time-skipping test server (unit tests) ------------------------------------------
+# Java jars from Maven Central, not a Go build: scripts/build/temporal-test-server/install.sh
+# resolves them with Maven into $cache/temporal-test-server-$TEMPORAL_TEST_SERVER_VERSION (its own
+# lock; this script's lock is held here). Needs java and mvn (.ci/run installs them); without
+# them the control plane still installs, and the unit tests say what is missing.
+if command -v java >/dev/null && command -v mvn >/dev/null; then
+  KONFIDENCE_BIN_CACHE=$cache bash "$root/scripts/build/temporal-test-server/install.sh"
+else
+  echo "install-binaries: java or mvn not found: skipping the Temporal test server (apt-get install default-jdk-headless maven)" >&2
+fi
+# --- end of the Temporal test server --------------------------------------------------------
+
+# The upstream route CRDs (Gateway API HTTPRoute, Istio VirtualService/DestinationRule) that tests
+# and the sample install, cached by version. Needs the npm packages; without them, the first test
+# run fetches them instead.
+if [ -x "$root/node_modules/.bin/tsx" ]; then
+  (cd "$root" && node_modules/.bin/tsx scripts/route-crds.ts)
+else
+  echo "install-binaries: npm packages not installed yet; route CRDs are fetched on first use"
+fi

@@ -3,11 +3,11 @@
  * VirtualService, a two-step plan (Gateway API, then Istio) and, on every run, a new StageVersion
  * and a VectorActivation that switches the Stage to it. Repeating a run is safe.
  */
-import { fileURLToPath } from 'node:url';
 import { API_VERSION } from '../api/group.js';
 import { vectorLabelValue } from '../api/labels.js';
 import { apiStatus, k8s } from '../k8s/client.js';
-import { applyCrds, ensureNamespace, readCrdFiles } from '../k8s/crds.js';
+import { applyCrds, ensureNamespace } from '../k8s/crds.js';
+import { routeCrds } from './route-crds.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import type { ActivationRef } from '../shared/activation.js';
 
@@ -17,8 +17,8 @@ const STAGE = 'shop';
 const backend = (r: number) => ({ service: `shop-v${r}`, port: 8080, subset: `v${r}` });
 
 export async function createSample(kc: k8s.KubeConfig, systemNamespace: string) {
-  // The sample routes with the Gateway API and Istio fixture CRDs the tests use.
-  await applyCrds(kc, readCrdFiles(fileURLToPath(new URL('../test/fixtures/crds', import.meta.url))));
+  // The sample routes with the upstream Gateway API and Istio CRDs the tests use.
+  await applyCrds(kc, routeCrds());
   await ensureNamespace(kc, SAMPLE_NAMESPACE);
   const objects = new CustomObjects(kc);
   const generic = k8s.KubernetesObjectApi.makeApiClient(kc);

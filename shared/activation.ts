@@ -3,7 +3,7 @@
  * the per-Stage lock workflow: ids, signals, queries and the data they carry. Importable from
  * workflow code and from Node code alike.
  */
-import { defineQuery, defineSignal } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 
 /** Identifies a VectorActivation; its spec is immutable, so the workflow reads it once. */
 export interface ActivationRef {
@@ -32,11 +32,24 @@ export const ANNOTATION_RETRY = 'konfidence.cloud/retry';
 export interface ActionRequest {
   token?: string;
   reason?: string;
+  /** The VectorActivation was deleted: stop, and close without waiting for a retry. */
+  deleted?: boolean;
 }
 
-/** Stops an activation: a waiting one leaves the queue, a running one cancels its executions. */
+/** What an accepted cancel or retry Update answers; a refused one fails with the reason. */
+export interface RequestResult {
+  outcome: 'Accepted';
+  message: string;
+}
+
+/**
+ * Stops an activation: a waiting one leaves the queue, a running one cancels its executions.
+ * Prefer the Update: it answers (accepted, or refused with the reason); the signal cannot.
+ */
+export const cancelUpdate = defineUpdate<RequestResult, [ActionRequest]>('cancel');
 export const cancelSignal = defineSignal<[ActionRequest]>('cancel');
 /** Runs a Failed or Cancelled activation again, from its first unfinished step. */
+export const retryUpdate = defineUpdate<RequestResult, [ActionRequest]>('retry');
 export const retrySignal = defineSignal<[ActionRequest]>('retry');
 
 export interface ActivationProgress {

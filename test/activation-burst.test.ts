@@ -5,7 +5,7 @@
 import { GROUP, VERSION } from '../api/group.js';
 import { k8s } from '../k8s/client.js';
 import { pollUntil } from '../scripts/env/process.js';
-import { activate, routes, seedPlan, seedRoutes, seedStage } from './support/scenario.js';
+import { activate, routes, seedActive, seedPlan, seedRoutes, seedStage } from './support/scenario.js';
 import { startTestSystem, type TestSystem } from './support/system.js';
 
 let s: TestSystem;
@@ -21,8 +21,11 @@ const FINAL = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'];
 
 it(`runs a burst of ${N} activations on one Stage one at a time and ends with the newest active`, async () => {
   const revisions = Array.from({ length: N }, (_, i) => i + 1);
-  await seedStage(s, 'hot', revisions);
+  // History enough for all: the Stage controller's cleanup of unused StageVersions is not under test here.
+  await seedStage(s, 'hot', revisions, { stageVersionHistoryLimit: N });
   await seedRoutes(s, 'hot', 1);
+  // Revision 1 serves: held by the active usage, it is not cleaned up while the burst runs.
+  await seedActive(s, 'hot', 1);
   await seedPlan(s, 'hot');
 
   // One watch stream sees every status change of the namespace in order.
@@ -56,7 +59,8 @@ it(`runs a burst of ${N} activations on one Stage one at a time and ends with th
   }
 
   expect(maxInProgress).toBe(1);
-  expect(phases.get(`hot-to-${N}`)).toBe('Succeeded');
+  const newest = await s.objects.get('VectorActivation', s.ns, `hot-to-${N}`);
+  expect({ phase: newest?.status.phase, reason: newest?.status.reason, error: newest?.status.firstError }).toEqual({ phase: 'Succeeded', reason: 'Activated', error: undefined });
   expect((await s.objects.get('StageVersionUsage', s.ns, 'hot-active'))?.spec.stageVersionRef.name).toBe(`hot-${N}`);
   expect((await routes(s, 'hot')).api).toEqual(['mirror-sink:0', `hot-shop-v${N}:100`]);
   // O(1) runs: besides the newest, at most the one that held the Stage before the burst was complete.

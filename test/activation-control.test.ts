@@ -1,7 +1,8 @@
 /** Cancel and retry, by annotation (kubectl) and by signal (Temporal UI/CLI). */
 import { LABEL_VECTOR_ACTIVATION } from '../api/group.js';
 import { pollUntil } from '../scripts/env/process.js';
-import { activationWorkflowId, cancelSignal, retrySignal } from '../shared/activation.js';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { activationWorkflowId, cancelSignal, cancelUpdate, retrySignal, retryUpdate } from '../shared/activation.js';
 import { kubectl } from './support/cluster.js';
 import { startedExecutions, stoppedExecutions } from './support/executors.js';
 import { activate, routes, seedPlan, seedRoutes, seedStage, VIRTUALSERVICE } from './support/scenario.js';
@@ -124,4 +125,64 @@ it('marks the VectorActivation Cancelled and frees the Stage when the workflow i
   await s.objects.mergeSpec('ActivationTaskRegistration', s.systemNs, 'wfcancel-sleepy', { type: 'sleepy', spec: { seconds: 0 } });
   await activate(s, 'wfcancel-to-3', 'wfcancel', 3, { executionPlan: 'wfcancel-plan' });
   await waitFor(s, 'VectorActivation', 'wfcancel-to-3', phaseIs('Succeeded'));
+});
+
+it('answers cancel and retry: a refused request says why, to a Temporal caller and to kubectl', async () => {
+  await seedStage(s, 'answer', [1, 2]);
+  await sleepyPlan('answer', 30);
+  await activate(s, 'answer-to-2', 'answer', 2, { executionPlan: 'answer-plan' });
+  await waitFor(s, 'VectorActivation', 'answer-to-2', phaseIs('InProgress'));
+  const handle = await workflowOf('answer-to-2');
+
+  const refused = await handle.executeUpdate(retryUpdate, { args: [{ reason: 'test' }] }).catch((err: unknown) => err);
+  expect(refused).toBeInstanceOf(WorkflowUpdateFailedError);
+  expect(((refused as WorkflowUpdateFailedError).cause as Error).message).toBe('refused: the activation is InProgress; only a Failed or Cancelled activation can be retried');
+
+  await kubectl('annotate', 'va', 'answer-to-2', '-n', s.ns, 'konfidence.cloud/retry=now');
+  const answered = await waitFor(s, 'VectorActivation', 'answer-to-2', (o) => o.status?.requests?.some((r: { action: string }) => r.action === 'retry'));
+  expect(answered.status.requests).toEqual([expect.objectContaining({ action: 'retry', token: 'konfidence.cloud/retry=now', outcome: 'Refused', message: expect.stringContaining('refused: the activation is InProgress') })]);
+  expect(await kubectl('describe', 'va', 'answer-to-2', '-n', s.ns)).toContain('RetryRefused');
+
+  expect(await handle.executeUpdate(cancelUpdate, { args: [{ reason: 'asked by a test' }] })).toMatchObject({ outcome: 'Accepted' });
+  const cancelled = await waitFor(s, 'VectorActivation', 'answer-to-2', phaseIs('Cancelled'));
+  expect(cancelled.status.message).toContain('asked by a test');
+  const late = await handle.executeUpdate(cancelUpdate, { args: [{}] }).then(
+    () => 'accepted',
+    (err: unknown) => ((err as WorkflowUpdateFailedError).cause as Error).message,
+  );
+  // A Cancelled activation can still be cancelled once more: that closes its retry window.
+  expect(late).toBe('accepted');
+});
+
+it('cancels a VectorActivation deleted while InProgress and closes its workflow promptly', async () => {
+  await seedStage(s, 'gone', [1, 2, 3]);
+  await sleepyPlan('gone', 60);
+  await activate(s, 'gone-to-2', 'gone', 2, { executionPlan: 'gone-plan' });
+  await waitFor(s, 'VectorActivation', 'gone-to-2', phaseIs('InProgress'));
+  await pollUntil(() => [...startedExecutions].some((n) => n.startsWith('gone-to-2-')), 20_000, 'the executor to start');
+  const handle = await workflowOf('gone-to-2');
+  await s.objects.delete('VectorActivation', s.ns, 'gone-to-2');
+  await pollUntil(async () => (await handle.describe()).status.name === 'COMPLETED', 30_000, 'the workflow to close');
+  await s.objects.mergeSpec('ActivationTaskRegistration', s.systemNs, 'gone-sleepy', { type: 'sleepy', spec: { seconds: 0 } });
+  await activate(s, 'gone-to-3', 'gone', 3, { executionPlan: 'gone-plan' });
+  await waitFor(s, 'VectorActivation', 'gone-to-3', phaseIs('Succeeded'));
+});
+
+it("never adopts a predecessor's executions or usage when a VectorActivation is re-created under the same name", async () => {
+  await seedStage(s, 'again2', [1, 2]);
+  await create(s, object('ActivationTaskRegistration', s.systemNs, 'again2-fail', { type: 'failing', spec: { message: 'first try fails' } }));
+  await create(s, object('ActivationExecutionPlan', s.systemNs, 'again2-plan', { steps: [{ name: 'only', tasks: ['again2-fail'] }] }));
+  await activate(s, 'again2-to-2', 'again2', 2, { executionPlan: 'again2-plan' });
+  const first = await waitFor(s, 'VectorActivation', 'again2-to-2', phaseIs('Failed'));
+  // Deleted, its dependents left behind (as before garbage collection gets to them), then re-created.
+  await s.kc.makeApiClient(k8s.CustomObjectsApi).deleteNamespacedCustomObject({
+    group: 'landscape.konfidence.cloud', version: 'v1alpha1', plural: 'vectoractivations', namespace: s.ns, name: 'again2-to-2', propagationPolicy: 'Orphan',
+  });
+  await pollUntil(async () => !(await s.objects.get('VectorActivation', s.ns, 'again2-to-2')), 10_000, 'the deletion');
+  await s.objects.mergeSpec('ActivationTaskRegistration', s.systemNs, 'again2-fail', { type: 'sleepy', spec: { seconds: 0 } });
+  await activate(s, 'again2-to-2', 'again2', 2, { executionPlan: 'again2-plan' });
+  const second = await waitFor(s, 'VectorActivation', 'again2-to-2', (o) => o.metadata.uid !== first.metadata.uid && phaseIs('Succeeded', 'Failed')(o));
+  expect(second.status).toMatchObject({ phase: 'Succeeded', attempt: 1 });
+  const executions = await s.objects.list('ActivationExecution', s.ns, `${LABEL_VECTOR_ACTIVATION}=again2-to-2`);
+  expect(executions.map((e) => [e.metadata.ownerReferences?.[0]?.uid, e.status?.phase])).toEqual([[second.metadata.uid, 'Succeeded']]);
 });

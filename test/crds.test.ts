@@ -1,7 +1,7 @@
 /** The CRDs as a kubectl user meets them on the real apiserver. */
 import { allKinds, crdName, GROUP } from '../api/index.js';
 import { readCrdFiles, applyCrds } from '../k8s/crds.js';
-import { fileURLToPath } from 'node:url';
+import { routeCrds } from '../scripts/route-crds.js';
 import { k8s } from '../k8s/client.js';
 import { freshNamespace, kubeConfig, kubectl, objectApi } from './support/cluster.js';
 import { sample } from './support/samples.js';
@@ -53,10 +53,9 @@ describe('CRDs', () => {
     expect(await kubectl('get', 'va', 'with-status', '-n', ns, '-o', 'jsonpath={.status.phase}')).toBe('Waiting');
   });
 
-  it('installs the Gateway API and Istio fixture CRDs that executor tests route with', async () => {
-    const fixtures = readCrdFiles(fileURLToPath(new URL('./fixtures/crds', import.meta.url)));
-    await applyCrds(kc, fixtures);
-    const ns = await freshNamespace('crd-fixtures');
+  it('installs the upstream Gateway API and Istio CRDs that executor tests route with', async () => {
+    await applyCrds(kc, routeCrds());
+    const ns = await freshNamespace('crd-routes');
     const api = objectApi(kc);
     await api.create({
       apiVersion: 'gateway.networking.k8s.io/v1',

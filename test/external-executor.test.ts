@@ -59,8 +59,18 @@ it('ends an External execution that gets no final status within the timeout in E
     const va = await waitFor(s, 'VectorActivation', 'stuck-to-2', phaseIs('Failed'), 30_000);
     expect(va.status.firstError).toContain('timed out after 2s');
     const [ae] = await s.objects.list('ActivationExecution', s.ns, `${LABEL_VECTOR_ACTIVATION}=stuck-to-2`);
-    expect(ae?.status).toMatchObject({ phase: 'Error', message: expect.stringContaining('timed out after 2s') });
+    // The core gave up on it, in a way the outside controller can see: Error, reason TimedOut.
+    expect(ae?.status).toMatchObject({ phase: 'Error', reason: 'TimedOut', message: expect.stringContaining('timed out after 2s') });
+    expect(ae?.status.conditions).toEqual([expect.objectContaining({ type: 'Complete', status: 'True', reason: 'TimedOut' })]);
     expect(controller.seen.size).toBe(1);
+
+    // A late final status from the outside cannot change what happened: the apiserver refuses it.
+    await expect(s.objects.patchStatus('ActivationExecution', s.ns, ae!.metadata.name, { phase: 'Succeeded', message: 'done at last' })).rejects.toMatchObject({
+      code: 422,
+      body: expect.stringContaining('status.phase is final'),
+    });
+    const after = await s.objects.get('VectorActivation', s.ns, 'stuck-to-2');
+    expect(after?.status).toMatchObject({ phase: 'Failed', firstError: va.status.firstError });
   } finally {
     controller.stop();
   }

@@ -2,6 +2,7 @@
 import { ANNOTATION_SERVING, FINALIZER_IN_USE, LABEL_STAGE_NAME, LABEL_VECTOR, vectorLabelValue } from '../api/index.js';
 import { apiMessage } from '../k8s/client.js';
 import { pollUntil } from '../scripts/env/process.js';
+import { joinName, labelValue } from '../shared/names.js';
 import { markReady, quickDefaultPlan } from './support/stages.js';
 import { create, object, phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
 
@@ -48,6 +49,21 @@ it('turns a vector change into a StageVersion, moves the target usage and ends w
   // The serving mark moved with the active usage.
   expect((await s.objects.get('StageVersion', s.ns, 'app-2'))?.metadata.annotations?.[ANNOTATION_SERVING]).toBe('app');
   expect((await s.objects.get('StageVersion', s.ns, 'app-1'))?.metadata.annotations?.[ANNOTATION_SERVING]).toBeUndefined();
+});
+
+it('a Stage with a 253-character name gets valid names and label values, and its activation runs', async () => {
+  const name = `${'l'.repeat(120)}.${'n'.repeat(132)}`;
+  const sv = joinName(name, 1);
+  await create(s, object('Stage', s.ns, name, { vector: 'example/long:1' }));
+  const v1 = await waitFor(s, 'StageVersion', sv, (x) => (x.metadata.finalizers ?? []).includes(FINALIZER_IN_USE));
+  expect(v1.metadata.labels?.[LABEL_STAGE_NAME]).toBe(labelValue(name));
+  const target = await waitFor(s, 'StageVersionUsage', joinName(name, 'target'), (u) => u.status?.phase === 'NotReady');
+  expect(target.metadata.labels?.[LABEL_STAGE_NAME]).toBe(labelValue(name));
+  // Selecting by the label finds exactly this Stage's StageVersion.
+  expect((await s.objects.list('StageVersion', s.ns, `${LABEL_STAGE_NAME}=${labelValue(name)}`)).map((x) => x.metadata.name)).toEqual([sv]);
+  await markReady(s, sv);
+  await waitFor(s, 'VectorActivation', joinName('activate', sv), phaseIs('Succeeded'));
+  await waitFor(s, 'Stage', name, (st) => st.status?.phase === 'Ready' && st.status?.activeStageVersion === sv);
 });
 
 it('keeps a deleted StageVersion Terminating while a usage references it (by selector), then lets it go', async () => {

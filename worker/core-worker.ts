@@ -5,7 +5,7 @@
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
-import { createActivationActivities } from '../activities/activation.js';
+import { createActivationActivities } from '../activities/core.js';
 import { createControlPlaneActivities } from '../activities/control-plane.js';
 import { createLockActivities } from '../activities/lock.js';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';

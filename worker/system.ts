@@ -30,6 +30,10 @@ export interface SystemOptions {
   core?: boolean;
   /** false: no Stage controller here. */
   stageController?: boolean;
+  /** How often the watcher checks unfinished activations' workflows for having closed. */
+  watcherCheckIntervalMs?: number;
+  /** How often a waiting activation asks its Stage's lock again (tests shorten it). */
+  lockAskAgainSeconds?: number;
   log?: (message: string) => void;
 }
 
@@ -71,6 +75,9 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
     ...(o.namespaces ? { namespaces: o.namespaces } : {}),
     ...(o.uiUrl ? { uiUrl: o.uiUrl } : {}),
     ...(suffix ? { queueSuffix: suffix } : {}),
+    ...(o.systemNamespace ? { systemNamespace: o.systemNamespace } : {}),
+    ...(o.watcherCheckIntervalMs ? { checkIntervalMs: o.watcherCheckIntervalMs } : {}),
+    ...(o.lockAskAgainSeconds ? { lockAskAgainSeconds: o.lockAskAgainSeconds } : {}),
     ...(o.log ? { log: o.log } : {}),
   });
   await watcher.start();

@@ -1,21 +1,30 @@
 /**
- * The watcher: an informer on VectorActivations that starts exactly one activation workflow per
- * object (workflow id from namespace, name and uid; Temporal refuses a second) and relays the
- * konfidence.cloud/cancel and konfidence.cloud/retry annotations as signals. Level-triggered: a
- * resync or a restart simply ensures again. A broken watch (410 Gone, apiserver restart) re-lists.
+ * The watcher: an informer on VectorActivations that keeps one activation workflow per unfinished
+ * object (workflow id from namespace, name and uid) and hands the konfidence.cloud/cancel and
+ * konfidence.cloud/retry annotations to it as Updates, writing the answer into the status and an
+ * Event. Level-triggered: what to do is decided from the object (decisions/watcher.ts), so a
+ * resync or a restart simply decides again. A finished object is never started again unless a
+ * retry is asked for, and a workflow that closed without finishing its object (terminated, timed
+ * out) is found on the periodic check and its objects are brought back to truth.
  */
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { closeOutActivation } from '../activities/close-out.js';
+import { activationRegarding, coreDeps, type CoreDeps } from '../activities/deps.js';
 import { GROUP, VERSION } from '../api/group.js';
+import { closedWorkflowEnding, watcherActions, type WatcherAction } from '../decisions/watcher.js';
+import type { RequestAction } from '../decisions/activation.js';
 import { k8s } from '../k8s/client.js';
+import { kubeTime } from '../shared/format.js';
 import {
   activationWorkflowId,
-  ANNOTATION_CANCEL,
-  ANNOTATION_RETRY,
   cancelSignal,
-  retrySignal,
+  cancelUpdate,
+  releaseLockSignal,
+  retryUpdate,
+  stageLockWorkflowId,
   type ActivationRef,
 } from '../shared/activation.js';
-import { vectorActivation } from '../workflows/activation.js';
+import { vectorActivation, type ActivationOptions } from '../workflows/activation.js';
 
 export interface WatcherOptions {
   kubeConfig: k8s.KubeConfig;
@@ -25,40 +34,49 @@ export interface WatcherOptions {
   namespaces?: string[];
   uiUrl?: string;
   queueSuffix?: string;
+  /** How often unfinished activations' workflows are checked for having closed (default 30 s). */
+  checkIntervalMs?: number;
+  /** Passed to the workflows: how often a waiting activation asks its Stage's lock again. */
+  lockAskAgainSeconds?: number;
+  systemNamespace?: string;
   log?: (message: string) => void;
 }
 
 const RESTART_DELAY_MS = 1_000;
 
-type Watched = k8s.KubernetesObject & { spec?: { stage?: string; stageVersion?: string } };
+type Watched = k8s.KubernetesObject & {
+  spec?: { stage?: string; stageVersion?: string };
+  status?: { phase?: string; requests?: { action: RequestAction; token: string; outcome: string; message: string; time: string }[] };
+};
 
 export class ActivationWatcher {
   private readonly informers: k8s.Informer<Watched>[] = [];
-  private readonly ensured = new Set<string>();
-  private readonly relayed = new Map<string, string>();
+  /** The latest of every watched object, by uid: what the periodic check walks. */
+  private readonly cache = new Map<string, Watched>();
+  /** Workflow ids known to run: a repeated event costs no Temporal call. */
+  private readonly running = new Set<string>();
+  private readonly inFlight = new Set<string>();
   private stopped = false;
+  private timer?: NodeJS.Timeout;
   private readonly log: (message: string) => void;
+  private readonly deps: CoreDeps;
 
   constructor(private readonly o: WatcherOptions) {
     this.log = o.log ?? ((m) => console.log(`[watcher] ${m}`));
+    this.deps = coreDeps(o.kubeConfig, o.systemNamespace ?? '', this.log);
   }
 
   async start(): Promise<void> {
     const api = this.o.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
-    const scopes = this.o.namespaces ?? [undefined];
-    for (const namespace of scopes) {
-      const path = namespace
-        ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/vectoractivations`
-        : `/apis/${GROUP}/${VERSION}/vectoractivations`;
+    for (const namespace of this.o.namespaces ?? [undefined]) {
+      const path = namespace ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/vectoractivations` : `/apis/${GROUP}/${VERSION}/vectoractivations`;
       const list = () =>
         (namespace
           ? api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'vectoractivations' })
-          : api.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, plural: 'vectoractivations' })) as Promise<
-          k8s.KubernetesListObject<Watched>
-        >;
+          : api.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, plural: 'vectoractivations' })) as Promise<k8s.KubernetesListObject<Watched>>;
       const informer = k8s.makeInformer<Watched>(this.o.kubeConfig, path, list);
-      informer.on('add', (o) => void this.reconcile(o));
-      informer.on('update', (o) => void this.reconcile(o));
+      informer.on('add', (o) => this.observe(o));
+      informer.on('update', (o) => this.observe(o));
       informer.on('delete', (o) => void this.deleted(o));
       informer.on('error', (err) => {
         if (this.stopped) return;
@@ -68,10 +86,12 @@ export class ActivationWatcher {
       this.informers.push(informer);
       await informer.start();
     }
+    this.timer = setInterval(() => void this.checkUnfinished(), this.o.checkIntervalMs ?? 30_000);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    clearInterval(this.timer);
     await Promise.all(this.informers.map((i) => i.stop()));
   }
 
@@ -79,60 +99,141 @@ export class ActivationWatcher {
     return { namespace: o.metadata!.namespace!, name: o.metadata!.name!, uid: o.metadata!.uid! };
   }
 
-  /** Ensures the workflow exists and relays annotations; safe to call any number of times. */
+  private observe(o: Watched): void {
+    this.cache.set(o.metadata!.uid!, o);
+    void this.reconcile(o);
+  }
+
+  /** Acts on what decisions/watcher.ts says for the object; safe to call any number of times. */
   private async reconcile(o: Watched): Promise<void> {
-    if (o.metadata?.deletionTimestamp) return;
     const ref = this.ref(o);
-    const workflowId = activationWorkflowId(ref);
-    try {
-      if (!this.ensured.has(workflowId)) {
-        await this.o.client.workflow.start(vectorActivation, {
-          workflowId,
-          taskQueue: this.o.taskQueue,
-          args: [ref, { ...(this.o.uiUrl ? { uiUrl: this.o.uiUrl } : {}), ...(this.o.queueSuffix ? { queueSuffix: this.o.queueSuffix } : {}) }],
-          // A repeated event, a resync or a restarted watcher finds the running workflow.
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          staticSummary: `Activate ${o.spec?.stageVersion} on Stage ${ref.namespace}/${o.spec?.stage}`,
-          staticDetails: `VectorActivation ${ref.namespace}/${ref.name} (uid ${ref.uid})`,
-        });
-        this.ensured.add(workflowId);
+    const actions = watcherActions({
+      phase: o.status?.phase,
+      deleting: Boolean(o.metadata?.deletionTimestamp),
+      annotations: o.metadata?.annotations ?? {},
+      answered: o.status?.requests ?? [],
+    });
+    for (const action of actions) {
+      const key = `${ref.uid}/${action.kind}/${'token' in action ? action.token : ''}`;
+      if (this.inFlight.has(key)) continue;
+      this.inFlight.add(key);
+      try {
+        await this.act(o, ref, action);
+      } catch (err) {
+        this.log(`VectorActivation ${ref.namespace}/${ref.name}: ${(err as Error).message}`);
+      } finally {
+        this.inFlight.delete(key);
       }
-      await this.relay(o, workflowId, ANNOTATION_CANCEL, (token) =>
-        this.o.client.workflow.getHandle(workflowId).signal(cancelSignal, { token, reason: `annotation ${ANNOTATION_CANCEL}` }),
-      );
-      await this.relay(o, workflowId, ANNOTATION_RETRY, (token) =>
-        this.o.client.workflow.getHandle(workflowId).signal(retrySignal, { token, reason: `annotation ${ANNOTATION_RETRY}` }),
-      );
-    } catch (err) {
-      if (err instanceof WorkflowExecutionAlreadyStartedError) {
-        this.ensured.add(workflowId); // it ran and finished: never start it again
-        return;
-      }
-      this.log(`VectorActivation ${ref.namespace}/${ref.name}: ${(err as Error).message}`);
     }
   }
 
-  /** Sends the annotation's value once per value; the workflow also ignores tokens it has seen. */
-  private async relay(o: Watched, workflowId: string, annotation: string, send: (token: string) => Promise<void>) {
-    const value = o.metadata?.annotations?.[annotation];
-    if (value === undefined) return;
-    const key = `${workflowId}#${annotation}`;
-    if (this.relayed.get(key) === value) return;
-    const token = `${annotation}=${value}`;
+  private async act(o: Watched, ref: ActivationRef, action: WatcherAction): Promise<void> {
+    if (action.kind === 'ensure') return this.ensure(o, ref);
+    if (action.kind === 'refuse') return this.answer(ref, action.action, action.token, 'Refused', action.message);
+    const handle = this.o.client.workflow.getHandle(activationWorkflowId(ref));
+    const update = action.action === 'cancel' ? cancelUpdate : retryUpdate;
     try {
-      await send(token);
+      const result = await handle.executeUpdate(update, { args: [{ token: action.token, reason: `annotation ${action.token.split('=')[0]}` }] });
+      return this.answer(ref, action.action, action.token, 'Accepted', result.message);
     } catch (err) {
-      if ((err as Error).name !== 'WorkflowNotFoundError') throw err;
+      if (err instanceof WorkflowUpdateFailedError) return this.answer(ref, action.action, action.token, 'Refused', (err.cause as Error | undefined)?.message ?? err.message);
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
     }
-    this.relayed.set(key, value);
+    // The workflow has closed (its retry window passed, or retention dropped it).
+    if (action.action === 'retry') {
+      await this.startWorkflow(o, ref, { resume: 'retry' }, 'ALLOW_DUPLICATE');
+      return this.answer(ref, 'retry', action.token, 'Accepted', 'retry started in a new workflow run (the previous run had closed)');
+    }
+    return this.answer(ref, 'cancel', action.token, 'Refused', `refused: the activation is ${o.status?.phase} and its workflow has closed; nothing to cancel`);
+  }
+
+  private startWorkflow(o: Watched, ref: ActivationRef, extra: Partial<ActivationOptions>, reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE') {
+    return this.o.client.workflow.start(vectorActivation, {
+      workflowId: activationWorkflowId(ref),
+      taskQueue: this.o.taskQueue,
+      args: [
+        ref,
+        {
+          ...(this.o.uiUrl ? { uiUrl: this.o.uiUrl } : {}),
+          ...(this.o.queueSuffix ? { queueSuffix: this.o.queueSuffix } : {}),
+          ...(this.o.lockAskAgainSeconds ? { lockAskAgainSeconds: this.o.lockAskAgainSeconds } : {}),
+          ...extra,
+        },
+      ],
+      // A repeated event, a resync or a restarted watcher finds the running workflow.
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: reuse,
+      staticSummary: `Activate ${o.spec?.stageVersion} on Stage ${ref.namespace}/${o.spec?.stage}`,
+      staticDetails: `VectorActivation ${ref.namespace}/${ref.name} (uid ${ref.uid})`,
+    });
+  }
+
+  /** Starts the workflow of an unfinished object, or finds it running, or closes the object out. */
+  private async ensure(o: Watched, ref: ActivationRef): Promise<void> {
+    const workflowId = activationWorkflowId(ref);
+    if (this.running.has(workflowId)) return;
+    try {
+      await this.startWorkflow(o, ref, {}, 'REJECT_DUPLICATE');
+      this.running.add(workflowId);
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      await this.checkClosed(o, ref); // a closed run exists, yet the object is unfinished
+    }
+  }
+
+  /** The periodic check: an unfinished object whose workflow closed is closed out. */
+  private async checkUnfinished(): Promise<void> {
+    for (const o of this.cache.values()) {
+      if (this.stopped) return;
+      const phase = o.status?.phase;
+      if (o.metadata?.deletionTimestamp || ['Succeeded', 'Failed', 'Skipped', 'Cancelled'].includes(phase ?? '')) continue;
+      await this.checkClosed(o, this.ref(o)).catch((err: unknown) => this.log(`check of ${o.metadata?.namespace}/${o.metadata?.name}: ${(err as Error).message}`));
+    }
+  }
+
+  private async checkClosed(o: Watched, ref: ActivationRef): Promise<void> {
+    const workflowId = activationWorkflowId(ref);
+    let status: string;
+    try {
+      status = (await this.o.client.workflow.getHandle(workflowId).describe()).status.name;
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+      this.running.delete(workflowId);
+      return this.ensure(o, ref); // gone (retention, deleted): an unfinished object gets a workflow
+    }
+    if (status === 'RUNNING' || status === 'CONTINUED_AS_NEW') {
+      this.running.add(workflowId);
+      return;
+    }
+    this.running.delete(workflowId);
+    if (await closeOutActivation(this.deps, ref, closedWorkflowEnding(status, workflowId))) {
+      this.log(`VectorActivation ${ref.namespace}/${ref.name}: workflow ${status.toLowerCase()}; closed out`);
+      // Free the Stage now rather than at the lock's next holder check.
+      await this.o.client.workflow
+        .getHandle(stageLockWorkflowId(ref.namespace, o.spec!.stage!))
+        .signal(releaseLockSignal, { requester: workflowId })
+        .catch(() => undefined);
+    }
+  }
+
+  /** Writes the answer to an annotation into status.requests (one entry per action) and an Event. */
+  private async answer(ref: ActivationRef, action: RequestAction, token: string, outcome: 'Accepted' | 'Refused', message: string): Promise<void> {
+    const va = await this.deps.objects.get('VectorActivation', ref.namespace, ref.name);
+    if (!va || va.metadata.uid !== ref.uid) return;
+    const entry = { action, token, outcome, message: message.slice(0, 4096), time: kubeTime() };
+    const requests = [...((va.status?.requests ?? []) as { action: string }[]).filter((r) => r.action !== action), entry];
+    await this.deps.objects.patchStatus('VectorActivation', ref.namespace, ref.name, { requests });
+    await this.deps.event(activationRegarding(ref), outcome === 'Accepted' ? 'Normal' : 'Warning', action === 'cancel' ? `Cancel${outcome}` : `Retry${outcome}`, `${token}: ${message}`);
   }
 
   private async deleted(o: Watched): Promise<void> {
+    this.cache.delete(o.metadata!.uid!);
     const workflowId = activationWorkflowId(this.ref(o));
+    this.running.delete(workflowId);
+    if (['Succeeded', 'Skipped'].includes(o.status?.phase ?? '')) return;
     await this.o.client.workflow
       .getHandle(workflowId)
-      .signal(cancelSignal, { token: 'deleted', reason: 'the VectorActivation was deleted' })
+      .signal(cancelSignal, { token: 'deleted', reason: 'the VectorActivation was deleted', deleted: true })
       .catch(() => undefined);
   }
 }

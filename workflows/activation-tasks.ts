@@ -3,7 +3,8 @@
  * own task queue with the registration's timeout, and the execution's status along the way.
  */
 import { ActivityFailure, CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, TimeoutFailure } from '@temporalio/workflow';
-import type { ActivationActivities, PlannedTask } from '../activities/activation.js';
+import type { ActivationActivities, PlannedTask } from '../activities/core.js';
+import type { TaskOutcome } from '../decisions/activation.js';
 import type { ExecutorActivities } from '../activities/execute-task.js';
 import type { StageVersionInfo, TaskInput } from '../executors/types.js';
 import type { ActivationRef } from '../shared/activation.js';
@@ -13,11 +14,14 @@ import { executorTaskQueue } from '../shared/task-queues.js';
 
 /**
  * Kubernetes bookkeeping (reads, creates, status writes) takes milliseconds: local activities run
- * it inside the workflow task instead of a round trip through a task queue each.
+ * it inside the workflow task instead of a round trip through a task queue each. Retries are
+ * bounded (about a minute and a half: an apiserver restart fits, a dead apiserver fails the
+ * activation instead of wedging it); a permanent refusal is not retried at all.
  */
 export const k8sActivities = proxyLocalActivities<ActivationActivities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds' },
+  scheduleToCloseTimeout: '3 minutes',
+  retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', maximumAttempts: 25 },
 });
 
 export interface TaskContext {
@@ -32,46 +36,49 @@ export interface TaskContext {
   queueSuffix?: string;
 }
 
-export interface TaskOutcome {
-  registration: string;
-  execution: string;
-  ok: boolean;
-  message: string;
-}
-
 /** Bookkeeping must happen even while the step is being cancelled. */
 const record = <T>(fn: () => Promise<T>) => CancellationScope.nonCancellable(fn);
 
-function failureMessage(err: unknown, task: PlannedTask): string {
-  if (isCancellation(err)) return 'cancelled: the activation was cancelled';
+/** Why a task failed, and the reason the ActivationExecution carries (TimedOut/Cancelled: the core gave up on it). */
+function failureOf(err: unknown, task: PlannedTask): { reason: string; message: string } {
+  if (isCancellation(err)) return { reason: 'Cancelled', message: 'cancelled: the activation was cancelled' };
   const cause = err instanceof ActivityFailure ? err.cause : err;
   if (cause instanceof TimeoutFailure) {
-    return task.executor === 'External'
-      ? `timed out after ${task.timeoutSeconds}s (the registration's timeoutSeconds) without a final status from the external executor`
-      : `timed out after ${task.timeoutSeconds}s (the registration's timeoutSeconds); the executor was cancelled`;
+    const message =
+      task.executor === 'External'
+        ? `timed out after ${task.timeoutSeconds}s (the registration's timeoutSeconds) without a final status from the external executor`
+        : `timed out after ${task.timeoutSeconds}s (the registration's timeoutSeconds); the executor was cancelled`;
+    return { reason: 'TimedOut', message };
   }
-  return cause instanceof Error ? cause.message : String(cause);
+  return { reason: 'Error', message: cause instanceof Error ? cause.message : String(cause) };
 }
+
+export type { TaskOutcome };
 
 export async function runTask(ctx: TaskContext, stepIndex: number, step: string, task: PlannedTask, action: 'Apply' | 'Revert'): Promise<TaskOutcome> {
   const name = executionName(ctx.ref.name, stepIndex, task.registration, ctx.attempt, action === 'Revert');
   const ns = ctx.ref.namespace;
-  await record(() =>
-    k8sActivities.createExecution({
-      name,
-      activation: ctx.ref,
-      registration: task.registration,
-      type: task.type,
-      step,
-      action,
-      stage: ctx.stage,
-      stageVersion: ctx.target.name,
-      ...(ctx.previous ? { previousStageVersion: ctx.previous.name } : {}),
-      ...(ctx.vectorDeployment ? { vectorDeployment: ctx.vectorDeployment } : {}),
-      config: task.config,
-      timeoutSeconds: task.timeoutSeconds,
-    }),
-  );
+  try {
+    await record(() =>
+      k8sActivities.createExecution({
+        name,
+        activation: ctx.ref,
+        registration: task.registration,
+        type: task.type,
+        step,
+        action,
+        stage: ctx.stage,
+        stageVersion: ctx.target.name,
+        ...(ctx.previous ? { previousStageVersion: ctx.previous.name } : {}),
+        ...(ctx.vectorDeployment ? { vectorDeployment: ctx.vectorDeployment } : {}),
+        config: task.config,
+        timeoutSeconds: task.timeoutSeconds,
+      }),
+    );
+  } catch (err) {
+    // Not even its ActivationExecution could be made (a refused write): the task failed, and says why.
+    return { registration: task.registration, execution: name, ok: false, message: `could not create ActivationExecution ${name}: ${failureOf(err, task).message}` };
+  }
   try {
     let message: string;
     if (task.executor === 'External') {
@@ -79,14 +86,14 @@ export async function runTask(ctx: TaskContext, stepIndex: number, step: string,
       const { awaitExternalExecution } = proxyActivities<ActivationActivities>({
         scheduleToCloseTimeout: `${task.timeoutSeconds} seconds`,
         heartbeatTimeout: '10 seconds',
-        retry: { initialInterval: '1 second' },
+        retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
         summary: `wait for the ${task.type} controller to finish ${name}`,
       });
       const result = await awaitExternalExecution(ns, name);
       if (result.phase !== 'Succeeded') return { registration: task.registration, execution: name, ok: false, message: result.message || 'the external executor reported Error' };
       return { registration: task.registration, execution: name, ok: true, message: result.message };
     }
-    await record(() => k8sActivities.writeExecutionStatus(ns, name, 'InProgress', `running on ${executorTaskQueue(task.type)}${ctx.queueSuffix ?? ''}`, { startTime: now() }));
+    await record(() => k8sActivities.writeExecutionStatus(ns, name, { phase: 'InProgress', message: `running on ${executorTaskQueue(task.type)}${ctx.queueSuffix ?? ''}`, startTime: now() }));
     const { executeTask } = proxyActivities<ExecutorActivities>({
       taskQueue: executorTaskQueue(task.type) + (ctx.queueSuffix ?? ''),
       // The registration's timeout bounds the whole execution, retries included.
@@ -106,13 +113,14 @@ export async function runTask(ctx: TaskContext, stepIndex: number, step: string,
       ...(ctx.previous ? { previousStageVersion: ctx.previous } : {}),
       stageVersions: ctx.stageVersions,
       config: task.config,
+      crossNamespaceAllowed: task.crossNamespaceAllowed,
     };
     message = (await executeTask(input)).message;
-    await record(() => k8sActivities.writeExecutionStatus(ns, name, 'Succeeded', message, { completionTime: now() }));
+    await record(() => k8sActivities.writeExecutionStatus(ns, name, { phase: 'Succeeded', message, completionTime: now() }));
     return { registration: task.registration, execution: name, ok: true, message };
   } catch (err) {
-    const message = failureMessage(err, task);
-    await record(() => k8sActivities.writeExecutionStatus(ns, name, 'Error', message, { completionTime: now() }));
+    const { reason, message } = failureOf(err, task);
+    await record(() => k8sActivities.writeExecutionStatus(ns, name, { phase: 'Error', reason, message, completionTime: now() }));
     return { registration: task.registration, execution: name, ok: false, message };
   }
 }

@@ -1,35 +1,47 @@
 /**
- * One workflow per VectorActivation (ADR-0012's decision, made durable): wait for the Stage's lock,
- * skip what is older than the active StageVersion, hold the StageVersion with an "activation"
- * usage, run the plan's steps in order (the tasks of a step together), then point the "active"
- * usage at the new StageVersion. Failed and Cancelled activations wait for a retry signal.
+ * One workflow per VectorActivation, reading like ADR-0012's sequence: load → acquire the Stage →
+ * decide (on the Stage's state read after the grant) → run the plan's steps → complete. Every
+ * decision is a pure function of decisions/activation.ts; this file observes, asks and acts.
+ * Failed and Cancelled activations stay open for a retry (Update or signal, or the annotation).
  */
 import {
+  ActivityFailure,
   ApplicationFailure,
   CancellationScope,
   condition,
-  getExternalWorkflowHandle,
   isCancellation,
-  proxyActivities,
   setCurrentDetails,
   setHandler,
-  sleep,
   upsertSearchAttributes,
   workflowInfo,
-  ActivityFailure,
 } from '@temporalio/workflow';
-import type { ResolvedPlan } from '../activities/activation.js';
-import type { LockActivities } from '../activities/lock.js';
+import type { ResolvedPlan, StageState } from '../activities/core.js';
 import type { VectorActivationPhase } from '../api/vector-activation.js';
+import {
+  answerRequest,
+  because,
+  failureEnding,
+  initialProgress,
+  isFinal,
+  isRetryable,
+  orderVerdict,
+  reasonOf,
+  revertOrder,
+  stepOutcome,
+  stepsToRun,
+  taskProgressOf,
+  activationStatus,
+  type Ending,
+  type RequestAction,
+  type StepProgress,
+} from '../decisions/activation.js';
 import type { StageVersionInfo } from '../executors/types.js';
 import {
   cancelSignal,
-  lockGrantedSignal,
-  lockSupersededSignal,
+  cancelUpdate,
   progressQuery,
-  releaseLockSignal,
   retrySignal,
-  stageLockWorkflowId,
+  retryUpdate,
   type ActionRequest,
   type ActivationProgress,
   type ActivationRef,
@@ -37,56 +49,63 @@ import {
 import { kubeTime as now, temporalWorkflowUrl } from '../shared/format.js';
 import { ACTIVATION_PHASE, K8S_NAMESPACE, STAGE, STAGE_VERSION, VECTOR } from '../shared/search-attributes.js';
 import { k8sActivities as k8s, runTask, type TaskContext } from './activation-tasks.js';
-
-const { requestStageLock } = proxyActivities<LockActivities>({ startToCloseTimeout: '30 seconds' });
+import { StageAccess } from './stage-access.js';
 
 /** How long a Failed or Cancelled activation stays open for a retry. */
 const RETRY_WINDOW = '7 days';
-const LEASE_SECONDS = 60;
-const LEASE_RENEW = '20 seconds';
 
 export interface ActivationOptions {
   /** Base URL of the Temporal UI, for the link in the VectorActivation's status. */
   uiUrl?: string;
   /** Appended to executor task queue names (tests isolate their workers this way). */
   queueSuffix?: string;
+  /**
+   * 'retry': the watcher started this workflow for a retry asked of a Failed or Cancelled object
+   * whose workflow had closed. Without it, an object in a final phase is never run again.
+   */
+  resume?: 'retry';
+  /** How often a waiting activation asks its Stage's lock again (default 120 s; tests shorten it). */
+  lockAskAgainSeconds?: number;
 }
-
-type LockPhase = 'none' | 'waiting' | 'granted' | 'superseded';
-type Final = Extract<VectorActivationPhase, 'Succeeded' | 'Failed' | 'Skipped' | 'Cancelled'>;
 
 export async function vectorActivation(ref: ActivationRef, options: ActivationOptions = {}): Promise<ActivationProgress> {
   const info = workflowInfo();
-  const progress: ActivationProgress = { phase: 'Pending', attempt: 1, steps: [] };
+  const holder = `${ref.namespace}/${ref.name}`;
+  const progress: ActivationProgress & { steps: StepProgress[] } = { phase: 'Pending', attempt: 1, steps: [] };
   const seen = new Set<string>();
   let cancelRequested: ActionRequest | undefined;
   let retryRequested = false;
-  let lock: LockPhase = 'none';
-  let supersededBy = '';
+  let closeRequested = false;
   let firstError: string | undefined;
   let startTime: string | undefined;
   let previous: StageVersionInfo | undefined;
-  /** The StageVersion this activation marked as in use (admission refuses changes to it). */
+  /** The StageVersion this activation marked as in activation (admission refuses changes to it). */
   let marked: string | undefined;
 
-  const fresh = (r: ActionRequest) => (r.token === undefined ? true : !seen.has(r.token) && !!seen.add(r.token));
-  setHandler(progressQuery, () => progress);
-  setHandler(cancelSignal, (r) => {
-    // Cancelling a Failed or Cancelled activation closes its retry window.
-    if (fresh(r) && !['Succeeded', 'Skipped'].includes(progress.phase)) cancelRequested = r;
-  });
-  setHandler(retrySignal, (r) => {
-    if (fresh(r) && (progress.phase === 'Failed' || progress.phase === 'Cancelled')) retryRequested = true;
-  });
-  setHandler(lockGrantedSignal, () => {
-    if (lock === 'waiting') lock = 'granted';
-  });
-  setHandler(lockSupersededSignal, ({ by, revision }) => {
-    if (lock === 'waiting') {
-      lock = 'superseded';
-      supersededBy = `${by} (revision ${revision})`;
+  // --- requests: Updates answer (accepted, or refused with the reason); signals cannot --------
+  const answer = (action: RequestAction, r: ActionRequest) => (r.token && seen.has(`${action}:${r.token}`) ? { accepted: true as const } : answerRequest(action, progress.phase));
+  const apply = (action: RequestAction, r: ActionRequest): string => {
+    if (r.token && seen.has(`${action}:${r.token}`)) return `already handled (${r.token})`;
+    if (r.token) seen.add(`${action}:${r.token}`);
+    if (action === 'retry') retryRequested = true;
+    else {
+      cancelRequested = r;
+      closeRequested ||= r.deleted === true;
     }
-  });
+    return `${action} accepted while ${progress.phase}`;
+  };
+  const handle = (action: RequestAction, r: ActionRequest) => (answer(action, r).accepted ? apply(action, r) : undefined);
+  setHandler(progressQuery, () => progress);
+  setHandler(cancelSignal, (r) => void handle('cancel', r));
+  setHandler(retrySignal, (r) => void handle('retry', r));
+  for (const [update, action] of [[cancelUpdate, 'cancel'], [retryUpdate, 'retry']] as const) {
+    setHandler(update, (r) => ({ outcome: 'Accepted' as const, message: apply(action, r) }), {
+      validator: (r) => {
+        const a = answer(action, r);
+        if (!a.accepted) throw new Error(a.message);
+      },
+    });
+  }
 
   const workflowUrl = options.uiUrl ? temporalWorkflowUrl(options.uiUrl, info.namespace, info.workflowId) : undefined;
 
@@ -96,112 +115,98 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     progress.message = message;
     upsertSearchAttributes([{ key: ACTIVATION_PHASE, value: phase }]);
     setCurrentDetails(`**${phase}** (${reason}): ${message}`);
-    const final = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'].includes(phase);
-    await CancellationScope.nonCancellable(() =>
-      k8s.writeActivationStatus(ref, {
-        phase,
-        reason,
-        message,
-        workflowId: info.workflowId,
-        ...(workflowUrl ? { workflowUrl } : {}),
-        attempt: progress.attempt,
-        ...(previous ? { previousStageVersion: previous.name } : {}),
-        ...(firstError ? { firstError } : {}),
-        ...(startTime ? { startTime } : {}),
-        ...(final ? { completionTime: now() } : {}),
-        steps: progress.steps,
-      }),
-    );
+    const status = activationStatus({
+      phase,
+      reason,
+      message,
+      workflowId: info.workflowId,
+      ...(workflowUrl ? { workflowUrl } : {}),
+      attempt: progress.attempt,
+      ...(previous ? { previousStageVersion: previous.name } : {}),
+      ...(firstError ? { firstError } : {}),
+      ...(startTime ? { startTime } : {}),
+      ...(isFinal(phase) ? { completionTime: now() } : {}),
+      steps: progress.steps,
+    });
+    await CancellationScope.nonCancellable(() => k8s.writeActivationStatus(ref, status));
   }
 
+  // --- load -------------------------------------------------------------------------------
   const va = await k8s.loadActivation(ref);
   if (!va) return progress; // deleted before we started: nothing to do, nothing to report to
+  // The object's status is the record of what ran, not Temporal's retention: a final one is not
+  // run again unless a retry was asked for.
+  const recorded = va.status;
+  if (isFinal(recorded.phase) && !(options.resume === 'retry' && isRetryable(recorded.phase))) {
+    return { ...progress, phase: recorded.phase!, steps: recorded.steps ?? [] };
+  }
+  progress.attempt = (recorded.attempt ?? 1) + (options.resume === 'retry' ? 1 : 0);
+  progress.steps = recorded.steps ?? [];
+  firstError = recorded.firstError;
+  startTime = recorded.startTime;
+  /** An earlier run may have switched traffic already: order it as a retry, not as a fresh start. */
+  const resumed = options.resume === 'retry' || recorded.phase === 'InProgress';
   upsertSearchAttributes([
     { key: STAGE, value: va.stage },
     { key: STAGE_VERSION, value: va.stageVersion },
     { key: K8S_NAMESPACE, value: ref.namespace },
     ...(va.vector ? [{ key: VECTOR, value: va.vector }] : []),
   ]);
-  const lockId = stageLockWorkflowId(ref.namespace, va.stage);
-  const holder = `${ref.namespace}/${ref.name}`;
+  const access = new StageAccess(ref.namespace, va.stage, holder, options.lockAskAgainSeconds);
 
-  /** One attempt: from the lock to a final phase. */
-  async function attempt(): Promise<Final> {
+  /** One attempt: from the Stage's lock to a final phase. */
+  async function attempt(retry: boolean): Promise<Ending> {
     await report('Pending', 'Validating', `checking Stage ${va!.stage} and StageVersion ${va!.stageVersion}`);
-    let stage: Awaited<ReturnType<typeof k8s.describeStage>>;
+    let before: StageState;
     try {
-      stage = await k8s.describeStage(ref.namespace, va!.stage, va!.stageVersion);
+      before = await k8s.describeStage(ref.namespace, va!.stage, va!.stageVersion);
     } catch (err) {
       return fail(err);
     }
-    lock = 'waiting';
-    await requestStageLock(ref.namespace, va!.stage, { requester: info.workflowId, revision: stage.target.revision, activation: holder });
-    await report('Waiting', 'WaitingForStage', `waiting for Stage ${va!.stage} (lock ${lockId})`);
-    await condition(() => lock !== 'waiting' || cancelRequested !== undefined);
-    // Signal handlers changed `lock` meanwhile; TypeScript cannot know.
-    const outcome = lock as LockPhase;
-    if (outcome === 'superseded') {
-      return finish('Skipped', 'Superseded', `superseded while waiting by the newer activation ${supersededBy}`);
-    }
-    if (outcome !== 'granted') {
-      await releaseLock();
-      return finish('Cancelled', 'Cancelled', `cancelled while waiting for Stage ${va!.stage}${reasonOf(cancelRequested)}`);
-    }
-    // The Stage is ours until releaseLock: mirror it into a Lease for kubectl users.
-    const leaseScope = new CancellationScope();
+    const lock = await access.acquire(
+      before.target.revision,
+      () => cancelRequested !== undefined,
+      () => report('Waiting', 'WaitingForStage', `waiting for Stage ${va!.stage} (lock ${access.lockId})`),
+    );
+    if (lock === 'superseded') return finish({ phase: 'Skipped', reason: 'Superseded', message: `superseded while waiting by the newer activation ${access.supersededBy}` });
+    if (lock === 'cancelled') return finish({ phase: 'Cancelled', reason: 'Cancelled', message: `cancelled while waiting for Stage ${va!.stage}${because(cancelRequested?.reason)}` });
     try {
-      void leaseScope.run(async () => {
-        for (;;) {
-          await sleep(LEASE_RENEW);
-          await k8s.holdStageLease(ref.namespace, va!.stage, holder, LEASE_SECONDS);
-        }
-      }).catch(() => undefined);
-      return await withStage(stage);
+      return await withStage(retry, before.stageUid);
+    } catch (err) {
+      // Bookkeeping that failed for good (a refused write, retries exhausted): say so and let go.
+      if (isCancellation(err)) throw err;
+      return fail(err);
     } finally {
-      leaseScope.cancel();
-      await CancellationScope.nonCancellable(() =>
-        Promise.all([
-          unmark(), // normally done by finish(); here for an attempt that ended by an error
-          k8s.releaseStageLease(ref.namespace, va!.stage, holder),
-          releaseLock(),
-        ]),
-      );
+      await CancellationScope.nonCancellable(() => Promise.all([unmark(), access.release()]));
     }
   }
 
-  async function releaseLock(): Promise<void> {
-    lock = 'none';
-    await getExternalWorkflowHandle(lockId).signal(releaseLockSignal, { requester: info.workflowId }).catch(() => undefined);
-  }
+  async function withStage(retry: boolean, stageUid: string): Promise<Ending> {
+    // ADR-0012 steps 2–3: the Lease, then the Stage's state read now, after the grant; never what
+    // was read while waiting (a newer version may have become active meanwhile).
+    let stage: StageState, activeName: string | undefined, plan: ResolvedPlan;
+    try {
+      await access.takeLease(stageUid);
+      [stage, activeName, plan] = await Promise.all([
+        k8s.describeStage(ref.namespace, va!.stage, va!.stageVersion),
+        k8s.readActiveStageVersion(ref.namespace, va!.stage),
+        k8s.resolvePlan(va!.executionPlan, ref.namespace),
+      ]);
+    } catch (err) {
+      return fail(err);
+    }
+    const verdict = orderVerdict({ stage: va!.stage, target: stage.target, activeName, stageVersions: stage.stageVersions, retry, ...(previous ? { recordedPrevious: previous } : {}) });
+    if (!verdict.run) return finish(verdict);
+    previous = verdict.previous;
 
-  async function withStage(stage: Awaited<ReturnType<typeof k8s.describeStage>>): Promise<Final> {
-    // Independent reads and the Lease go together: the handoff between activations is this long.
-    const [activeName, resolved] = await Promise.all([
-      k8s.readActiveStageVersion(ref.namespace, va!.stage),
-      k8s.resolvePlan(va!.executionPlan).then(
-        (plan) => ({ plan }),
-        (error: unknown) => ({ error }),
-      ),
-      k8s.holdStageLease(ref.namespace, va!.stage, holder, LEASE_SECONDS),
-    ]);
-    const active = stage.stageVersions.find((sv) => sv.name === activeName);
-    if (active && stage.target.revision < active.revision) {
-      return finish('Skipped', 'OlderThanActive', `StageVersion ${stage.target.name} (revision ${stage.target.revision}) is older than the active ${active.name} (revision ${active.revision})`);
-    }
-    if (active && active.name === stage.target.name && progress.attempt === 1) {
-      return finish('Skipped', 'AlreadyActive', `StageVersion ${stage.target.name} already serves Stage ${va!.stage}`);
-    }
-    if (progress.attempt === 1 || !previous) previous = active;
+    const toRun = stepsToRun(plan, progress.steps);
+    if ('error' in toRun) return finish({ phase: 'Failed', reason: 'PlanChanged', message: toRun.error });
+    if (progress.steps.length === 0) progress.steps = initialProgress(plan);
 
-    if ('error' in resolved) return fail(resolved.error);
-    const plan: ResolvedPlan = resolved.plan;
-    if (progress.steps.length === 0) {
-      progress.steps = plan.steps.map((s) => ({ name: s.name, phase: 'Pending', tasks: s.tasks.map((t) => ({ registration: t.registration, phase: 'Pending' })) }));
-    }
     await k8s.holdActivationUsage(ref, va!.stage, stage.target.name);
     marked = stage.target.name;
     if ((await k8s.markStageVersion(ref.namespace, stage.target.name, holder)).terminating) {
-      return finish('Failed', 'StageVersionTerminating', `StageVersion ${stage.target.name} is being deleted`);
+      return finish({ phase: 'Failed', reason: 'StageVersionTerminating', message: `StageVersion ${stage.target.name} is being deleted` });
     }
     startTime ??= now();
     await report('InProgress', 'RunningPlan', `switching Stage ${va!.stage} to ${stage.target.name} with ${plan.source}`);
@@ -216,61 +221,62 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       attempt: progress.attempt,
       ...(options.queueSuffix ? { queueSuffix: options.queueSuffix } : {}),
     };
-    for (const [i, step] of plan.steps.entries()) {
-      const stepProgress = progress.steps[i];
-      if (!stepProgress || stepProgress.name !== step.name) {
-        return finish('Failed', 'PlanChanged', `the plan changed since the first attempt (step ${i} is now ${step.name}); create a new VectorActivation`);
-      }
-      if (stepProgress.phase === 'Succeeded') continue; // done in an earlier attempt
-      stepProgress.phase = 'InProgress';
-      stepProgress.tasks = step.tasks.map((t) => ({ registration: t.registration, phase: 'InProgress' }));
-      await report('InProgress', 'RunningPlan', `step ${i + 1}/${plan.steps.length} (${step.name}) of ${plan.source}`);
-
-      const scope = new CancellationScope();
-      const running = scope.run(() => Promise.all(step.tasks.map((t) => runTask(ctx, i, step.name, t, 'Apply'))));
-      await Promise.race([running, condition(() => cancelRequested !== undefined)]).catch((err: unknown) => {
-        // The whole workflow was cancelled (Temporal UI/CLI): its executions are being cancelled too.
-        if (!isCancellation(err)) throw err;
-        cancelRequested ??= { reason: 'the workflow was cancelled in Temporal' };
-      });
-      if (cancelRequested) scope.cancel();
-      // Every execution reaches a final state before the activation does (ADR-0012).
-      const outcomes = await running;
-      stepProgress.tasks = outcomes.map((o) => ({ registration: o.registration, execution: o.execution, phase: o.ok ? 'Succeeded' : 'Error', message: o.message }));
-      if (outcomes.every((o) => o.ok) && !cancelRequested) {
-        stepProgress.phase = 'Succeeded';
-        continue;
-      }
-      stepProgress.phase = 'Failed';
-      const failed = outcomes.find((o) => !o.ok);
-      firstError ??= failed ? `step ${step.name}, task ${failed.registration}: ${failed.message}` : undefined;
-      if (plan.onFailure === 'Revert') await revert(plan, ctx, i);
-      const applied = progress.steps.filter((s) => s.phase === 'Succeeded').map((s) => s.name);
-      const state = plan.onFailure === 'Revert' ? 'succeeded tasks were reverted' : applied.length ? `steps left applied: ${applied.join(', ')}` : 'no step was applied';
-      if (cancelRequested) return finish('Cancelled', 'Cancelled', `cancelled in step ${step.name}${reasonOf(cancelRequested)}; ${state}`);
-      return finish('Failed', 'TaskFailed', `${firstError}; ${state}`);
+    for (const i of toRun.run) {
+      const ending = await runStep(plan, ctx, i);
+      if (ending) return ending;
     }
-    // Success (ADR-0012 step 9): the new version is marked serving and the active usage moves to it
-    // before anything is taken from the old one, so the serving version is never unheld.
+    // ADR-0012 step 9: the new version is marked serving and the active usage moves to it before
+    // anything is taken from the old one, so the serving version is never unheld.
     await k8s.markServing(ref.namespace, stage.target.name, va!.stage);
     await k8s.pointActiveUsage(ref.namespace, va!.stage, stage.stageUid, stage.target.name);
     if (previous && previous.name !== stage.target.name) await k8s.markServing(ref.namespace, previous.name, null);
     await k8s.releaseActivationUsage(ref);
-    return finish('Succeeded', 'Activated', `Stage ${va!.stage} now serves ${stage.target.name}${previous ? ` (was ${previous.name})` : ''}`);
+    return finish({ phase: 'Succeeded', reason: 'Activated', message: `Stage ${va!.stage} now serves ${stage.target.name}${previous ? ` (was ${previous.name})` : ''}` });
+  }
+
+  /** Runs step i (its tasks together); undefined when it succeeded, else how the activation ends. */
+  async function runStep(plan: ResolvedPlan, ctx: TaskContext, i: number): Promise<Ending | undefined> {
+    const step = plan.steps[i]!;
+    const stepProgress = progress.steps[i]!;
+    stepProgress.phase = 'InProgress';
+    stepProgress.tasks = step.tasks.map((t) => ({ registration: t.registration, phase: 'InProgress' }));
+    await report('InProgress', 'RunningPlan', `step ${i + 1}/${plan.steps.length} (${step.name}) of ${plan.source}`);
+
+    const scope = new CancellationScope();
+    const running = scope.run(() => Promise.all(step.tasks.map((t) => runTask(ctx, i, step.name, t, 'Apply'))));
+    await Promise.race([running, condition(() => cancelRequested !== undefined)]).catch((err: unknown) => {
+      // The whole workflow was cancelled (Temporal UI/CLI): its executions are being cancelled too.
+      if (!isCancellation(err)) throw err;
+      cancelRequested ??= { reason: 'the workflow was cancelled in Temporal' };
+    });
+    if (cancelRequested) scope.cancel();
+    // Every execution reaches a final state before the activation does (ADR-0012).
+    const outcomes = await running;
+    stepProgress.tasks = taskProgressOf(outcomes);
+    stepProgress.phase = stepOutcome(outcomes, cancelRequested !== undefined);
+    if (stepProgress.phase === 'Succeeded') return undefined;
+    const failed = outcomes.find((o) => !o.ok);
+    if (failed) firstError ??= `step ${step.name}, task ${failed.registration}: ${failed.message}`;
+    const revert = plan.onFailure === 'Revert' ? await revertSteps(plan, ctx, i) : undefined;
+    return finish(failureEnding({ step: step.name, ...(firstError ? { firstError } : {}), ...(cancelRequested ? { cancelled: cancelRequested } : {}), onFailure: plan.onFailure, ...(revert ? { revert } : {}), progress: progress.steps }));
   }
 
   /** Undoes the succeeded tasks of steps [0..failedStep], newest step first. */
-  async function revert(plan: ResolvedPlan, ctx: TaskContext, failedStep: number): Promise<void> {
-    for (let i = failedStep; i >= 0; i--) {
+  async function revertSteps(plan: ResolvedPlan, ctx: TaskContext, failedStep: number): Promise<'done' | 'partial' | 'noPrevious'> {
+    // Without a previous StageVersion there is nowhere to send the traffic back to.
+    if (!previous) return 'noPrevious';
+    let all = true;
+    for (const { step: i, registrations } of revertOrder(progress.steps, failedStep)) {
       const step = plan.steps[i]!;
-      const stepProgress = progress.steps[i]!;
-      const done = step.tasks.filter((t) => stepProgress.tasks.find((p) => p.registration === t.registration)?.phase === 'Succeeded');
-      if (done.length === 0) continue;
       await report('InProgress', 'Reverting', `reverting step ${step.name}`);
-      const outcomes = await CancellationScope.nonCancellable(() => Promise.all(done.map((t) => runTask(ctx, i, step.name, t, 'Revert'))));
-      stepProgress.phase = outcomes.every((o) => o.ok) ? 'Reverted' : 'Failed';
+      const tasks = step.tasks.filter((t) => registrations.includes(t.registration));
+      const outcomes = await CancellationScope.nonCancellable(() => Promise.all(tasks.map((t) => runTask(ctx, i, step.name, t, 'Revert'))));
+      const ok = outcomes.every((o) => o.ok);
+      progress.steps[i]!.phase = ok ? 'Reverted' : 'Failed';
+      all &&= ok;
       for (const o of outcomes.filter((x) => !x.ok)) firstError ??= `revert of ${o.registration}: ${o.message}`;
     }
+    return all ? 'done' : 'partial';
   }
 
   async function unmark(): Promise<void> {
@@ -279,31 +285,35 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     if (name) await CancellationScope.nonCancellable(() => k8s.unmarkStageVersion(ref.namespace, name, holder));
   }
 
-  async function finish(phase: Final, reason: string, message: string): Promise<Final> {
-    if (phase === 'Skipped') await k8s.releaseActivationUsage(ref);
-    // Whoever reads the final phase finds the StageVersion free to change again.
-    await unmark();
-    await report(phase, reason, message);
-    return phase;
+  async function finish(ending: Ending): Promise<Ending> {
+    await CancellationScope.nonCancellable(async () => {
+      // A Failed or Cancelled activation keeps its usage: steps left applied may still send traffic to it.
+      if (ending.phase === 'Skipped') await k8s.releaseActivationUsage(ref);
+      // Whoever reads the final phase finds the StageVersion free to change again and the Lease free.
+      await Promise.all([unmark(), access.releaseLease()]);
+      await report(ending.phase, ending.reason, ending.message);
+      await k8s.recordActivationEvent(ref, ending.phase === 'Failed' ? 'Warning' : 'Normal', reasonOf(ending.reason), ending.message);
+    });
+    return ending;
   }
 
-  function fail(err: unknown): Promise<Final> {
-    const cause = err instanceof ActivityFailure ? err.cause : err;
+  function fail(err: unknown): Promise<Ending> {
+    const cause = err instanceof ActivityFailure && err.cause ? err.cause : err;
     const reason = cause instanceof ApplicationFailure && cause.type ? cause.type : 'Error';
     const message = cause instanceof Error ? cause.message : String(cause);
     firstError ??= message;
-    return finish('Failed', reason, message);
+    return finish({ phase: 'Failed', reason, message });
   }
 
   try {
-    for (;;) {
-      const phase = await attempt();
-      if (phase === 'Succeeded' || phase === 'Skipped') return progress;
-      // Failed or Cancelled: stay open for a retry (signal, or the konfidence.cloud/retry annotation).
-      // A retry that arrived while this attempt was still cleaning up counts; a cancel now ends it.
+    for (let retry = resumed; ; retry = true) {
+      const ending = await attempt(retry);
+      if (ending.phase === 'Succeeded' || ending.phase === 'Skipped' || closeRequested) return progress;
+      // Failed or Cancelled: stay open for a retry. A retry that arrived while this attempt was
+      // still cleaning up counts; a cancel now closes the window.
       cancelRequested = undefined;
-      const woken = await condition(() => retryRequested || cancelRequested !== undefined, RETRY_WINDOW);
-      if (!woken || !retryRequested) return progress;
+      const woken = await condition(() => retryRequested || cancelRequested !== undefined || closeRequested, RETRY_WINDOW);
+      if (!woken || !retryRequested || closeRequested) return progress;
       retryRequested = false;
       progress.attempt++;
     }
@@ -311,14 +321,10 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     if (isCancellation(err)) {
       // The workflow itself was cancelled (Temporal UI/CLI): leave the queue, say so on the object.
       await CancellationScope.nonCancellable(async () => {
-        if (lock === 'waiting') await releaseLock();
+        await Promise.all([unmark(), access.release()]);
         await report('Cancelled', 'WorkflowCancelled', 'the workflow was cancelled in Temporal');
       });
     }
     throw err;
   }
-}
-
-function reasonOf(r: ActionRequest | undefined): string {
-  return r?.reason ? ` (${r.reason})` : '';
 }

@@ -8,6 +8,7 @@
  * executions still run, whatever happens to the Kubernetes Lease that mirrors it.
  */
 import {
+  allHandlersFinished,
   condition,
   continueAsNew,
   getExternalWorkflowHandle,
@@ -15,7 +16,6 @@ import {
   proxyActivities,
   setHandler,
   workflowInfo,
-  allHandlersFinished,
 } from '@temporalio/workflow';
 import type { LockActivities } from '../activities/lock.js';
 import {
@@ -28,19 +28,51 @@ import {
   type LockState,
 } from '../shared/activation.js';
 
+/**
+ * A check that fails (Temporal unreachable, say) gives up after a few attempts instead of retrying
+ * for ever: the lock logs it and checks again at the next period.
+ */
 const { isWorkflowOpen } = proxyActivities<LockActivities>({
-  startToCloseTimeout: '30 seconds',
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 5 },
   summary: 'check that the lock holder still runs',
 });
 
 /** How often the lock checks that its holder's workflow is still open. */
-const HOLDER_CHECK = '1 minute';
+export const HOLDER_CHECK_MS = 60_000;
+
+/**
+ * Continue-as-new past this many history events when the server has not suggested it before (the
+ * real server suggests it much earlier; the time-skipping test server never does).
+ */
+const DEFAULT_HISTORY_LIMIT = 10_000;
+
+/**
+ * How many superseded requesters the lock remembers: a waiting activation asks again now and then,
+ * and an ask sent just before it was superseded must not queue it again (it would win an equal
+ * revision and supersede the activation that superseded it).
+ */
+const SUPERSEDED_MEMORY = 256;
+
+export interface StageLockOptions {
+  /** Continue-as-new once the history has this many events (default 10,000). */
+  historyLimit?: number;
+}
 
 type Notice = { to: string; granted: true } | { to: string; granted: false; by: LockRequest };
 
-export async function stageLock(initial: LockState = { waiting: [] }): Promise<void> {
+export async function stageLock(initial: LockState = { waiting: [] }, options: StageLockOptions = {}): Promise<void> {
   const state: LockState = { holder: initial.holder, waiting: [...initial.waiting] };
   const outbox: Notice[] = [];
+  const superseded = new Map<string, LockRequest>();
+  const historyLimit = options.historyLimit ?? DEFAULT_HISTORY_LIMIT;
+
+  // The holder check runs on its own schedule, however busy the lock is: waking up for every
+  // signal must not postpone it (under steady traffic a timed-out wait would never happen).
+  // Date.now() is the workflow's deterministic clock.
+  let nextCheck = Date.now() + HOLDER_CHECK_MS;
+  let checking = false;
+  let checksFinished = 0;
 
   setHandler(lockStateQuery, () => state);
 
@@ -51,13 +83,13 @@ export async function stageLock(initial: LockState = { waiting: [] }): Promise<v
       return;
     }
     if (state.waiting.some((w) => w.requester === req.requester)) return;
-    const newer = state.waiting.find((w) => w.revision > req.revision);
-    if (newer) {
-      outbox.push({ to: req.requester, granted: false, by: newer });
+    const winner = superseded.get(req.requester) ?? state.waiting.find((w) => w.revision > req.revision);
+    if (winner) {
+      supersede(req, winner);
       return;
     }
     // Equal revisions: the later request wins, as a later kubectl apply would.
-    for (const older of state.waiting) outbox.push({ to: older.requester, granted: false, by: req });
+    for (const older of state.waiting) supersede(older, req);
     state.waiting = [req];
   });
 
@@ -66,28 +98,68 @@ export async function stageLock(initial: LockState = { waiting: [] }): Promise<v
     state.waiting = state.waiting.filter((w) => w.requester !== requester);
   });
 
+  function supersede(loser: LockRequest, by: LockRequest): void {
+    outbox.push({ to: loser.requester, granted: false, by });
+    superseded.delete(loser.requester);
+    superseded.set(loser.requester, by);
+    if (superseded.size > SUPERSEDED_MEMORY) superseded.delete(superseded.keys().next().value!);
+  }
+
+  function idle(): boolean {
+    return !state.holder && state.waiting.length === 0 && outbox.length === 0;
+  }
+
+  /** Looks at the holder's workflow in the background; the lock keeps answering meanwhile. */
+  function checkHolder(holder: LockRequest): void {
+    checking = true;
+    nextCheck = Date.now() + HOLDER_CHECK_MS;
+    isWorkflowOpen(holder.requester)
+      .then(
+        (open) => {
+          if (open || state.holder?.requester !== holder.requester) return;
+          log.warn('lock holder closed without releasing the Stage; taking the lock back', { holder });
+          state.holder = undefined;
+        },
+        (err: unknown) => {
+          log.warn('could not check that the lock holder still runs; checking again at the next period', {
+            holder,
+            error: String(err),
+          });
+        },
+      )
+      .finally(() => {
+        checking = false;
+        checksFinished++;
+      });
+  }
+
   for (;;) {
-    const woke = await condition(() => outbox.length > 0 || !state.holder, HOLDER_CHECK);
     await deliver(outbox.splice(0), state);
     if (!state.holder && state.waiting.length > 0) {
       state.holder = state.waiting.shift();
       outbox.push({ to: state.holder!.requester, granted: true });
       continue;
     }
-    if (!state.holder && state.waiting.length === 0 && outbox.length === 0) {
-      // Idle: finish. The next request starts a new run (signal-with-start).
-      await condition(allHandlersFinished);
-      if (!state.holder && state.waiting.length === 0 && outbox.length === 0) return;
+    if (idle()) {
+      // Idle: finish, once a check still running is done (a request meanwhile is served at once).
+      // The next request starts a new run (signal-with-start).
+      await condition(() => (allHandlersFinished() && !checking) || !idle());
+      if (idle()) return;
       continue;
     }
-    if (!woke && state.holder && !(await isWorkflowOpen(state.holder.requester))) {
-      log.warn('lock holder closed without releasing the Stage; taking the lock back', { holder: state.holder });
-      state.holder = undefined;
-    }
-    if (workflowInfo().continueAsNewSuggested && outbox.length === 0) {
+    if (state.holder && !checking && Date.now() >= nextCheck) checkHolder(state.holder);
+    const info = workflowInfo();
+    if (outbox.length === 0 && !checking && (info.continueAsNewSuggested || info.historyLength >= historyLimit)) {
       await condition(allHandlersFinished);
-      await continueAsNew<typeof stageLock>(state);
+      if (outbox.length === 0) await continueAsNew<typeof stageLock>(state, options);
+      continue;
     }
+    // Wake for a notice to send, a Stage to hand on, a finished check, or the next check's time.
+    const finished = checksFinished;
+    const untilCheck = state.holder && !checking ? Math.max(nextCheck - Date.now(), 1) : undefined;
+    const wake = () => outbox.length > 0 || !state.holder || checksFinished !== finished;
+    if (untilCheck === undefined) await condition(wake);
+    else await condition(wake, untilCheck);
   }
 }
 
@@ -98,7 +170,7 @@ async function deliver(notices: Notice[], state: LockState): Promise<void> {
       if (n.granted) await target.signal(lockGrantedSignal, { lock: workflowInfo().workflowId });
       else await target.signal(lockSupersededSignal, { by: n.by.activation, revision: n.by.revision });
     } catch (err) {
-      // The requester's workflow is gone: a grant to it must not block the Stage.
+      // The requester's workflow is closed or gone: the Stage is never left granted to it.
       log.warn('lock notice not delivered', { to: n.to, error: String(err) });
       if (n.granted && state.holder?.requester === n.to) state.holder = undefined;
     }

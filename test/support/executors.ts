@@ -13,6 +13,7 @@ export const startedExecutions = new Set<string>();
 export const sleepyExecutor: Executor<{ seconds: number }> = {
   type: 'sleepy',
   config: z.object({ seconds: z.number().min(0) }),
+  routeNamespaces: () => [],
   async route(input, _from, to, config, ctx) {
     startedExecutions.add(input.execution.name);
     const until = Date.now() + config.seconds * 1000;
@@ -32,6 +33,7 @@ export const sleepyExecutor: Executor<{ seconds: number }> = {
 export const failingExecutor: Executor<{ message?: string }> = {
   type: 'failing',
   config: z.object({ message: z.string().optional() }),
+  routeNamespaces: () => [],
   async route(_input, _from, _to, config) {
     throw new ExecutorError(config.message ?? 'the backend refused the change');
   },

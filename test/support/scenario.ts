@@ -7,10 +7,10 @@ import { create, createOther, object, readOther, type TestSystem } from './syste
 export const HTTPROUTE = ['gateway.networking.k8s.io', 'v1', 'httproutes'] as const;
 export const VIRTUALSERVICE = ['networking.istio.io', 'v1', 'virtualservices'] as const;
 
-export async function seedStage(s: TestSystem, stage: string, revisions: number[]): Promise<void> {
+export async function seedStage(s: TestSystem, stage: string, revisions: number[], spec: Record<string, unknown> = {}): Promise<void> {
   // StageVersions first: a Stage whose vector has none gets one from the Stage controller.
   for (const r of revisions) await seedStageVersion(s, stage, r);
-  await create(s, object('Stage', s.ns, stage, { vector: `example/vector:0.0.${Math.max(...revisions)}` }));
+  await create(s, object('Stage', s.ns, stage, { vector: `example/vector:0.0.${Math.max(...revisions)}`, ...spec }));
 }
 
 export async function seedStageVersion(s: TestSystem, stage: string, r: number): Promise<void> {
@@ -101,4 +101,9 @@ export async function routes(s: TestSystem, stage: string) {
 
 export async function activate(s: TestSystem, name: string, stage: string, r: number, extra: Record<string, unknown> = {}): Promise<void> {
   await create(s, object('VectorActivation', s.ns, name, { stage, stageVersion: `${stage}-${r}`, ...extra }));
+}
+
+/** Revision `r` serves the Stage, as if activated earlier: its "active" usage holds it. */
+export async function seedActive(s: TestSystem, stage: string, r: number): Promise<void> {
+  await create(s, object('StageVersionUsage', s.ns, `${stage}-active`, { reason: `serves the traffic of Stage ${stage}`, stageVersionRef: { name: `${stage}-${r}` } }));
 }

@@ -11,6 +11,17 @@ export async function markReady(s: TestSystem, name: string): Promise<void> {
   });
 }
 
+/**
+ * What a deployment does with a StageVersion the Stage controller created: fills in where it
+ * receives traffic, then reports it rolled out.
+ */
+export async function rollOut(s: TestSystem, name: string, backend: { service: string; port?: number; subset?: string }): Promise<void> {
+  const sv = await s.objects.get('StageVersion', s.ns, name);
+  if (!sv) throw new Error(`StageVersion ${s.ns}/${name} does not exist`);
+  await s.objects.mergeSpec('StageVersion', s.ns, name, { ...sv.spec, backend });
+  await markReady(s, name);
+}
+
 /** A default plan of one quick task (an executor that only waits), for Stages without routes. */
 export async function quickDefaultPlan(s: TestSystem, seconds = 0): Promise<void> {
   await create(s, object('ActivationTaskRegistration', s.systemNs, 'quick', { type: 'sleepy', timeoutSeconds: 60, spec: { seconds } }));

@@ -2,12 +2,12 @@
  * An isolated konfidence-activation system for one test file: its own Kubernetes namespace and
  * system namespace, its own task queues, the real servers underneath.
  */
-import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundle } from '@temporalio/worker';
 import { builtInExecutors } from '../../executors/index.js';
 import { failingExecutor, sleepyExecutor } from './executors.js';
 import { API_VERSION } from '../../api/group.js';
-import { applyCrds, readCrdFiles } from '../../k8s/crds.js';
+import { applyCrds } from '../../k8s/crds.js';
+import { routeCrds } from '../../scripts/route-crds.js';
 import { CustomObjects, type CustomObject } from '../../k8s/custom-objects.js';
 import { k8s } from '../../k8s/client.js';
 import { startSystem, type RunningSystem, type SystemOptions } from '../../worker/system.js';
@@ -39,7 +39,7 @@ export interface TestSystem extends RunningSystem {
 
 export async function startTestSystem(prefix: string, extra: Partial<SystemOptions> = {}): Promise<TestSystem> {
   const kc = kubeConfig();
-  await applyCrds(kc, readCrdFiles(fileURLToPath(new URL('../fixtures/crds', import.meta.url))));
+  await applyCrds(kc, routeCrds());
   const ns = await freshNamespace(prefix);
   const systemNs = await freshNamespace(`${prefix}-sys`);
   const system = await startSystem({

@@ -1,0 +1,47 @@
+/**
+ * Bringing the objects back to truth when an activation's workflow closed without finishing it
+ * (terminated, timed out, failed, or lost to retention): the activation usage and the StageVersion
+ * mark go, the Stage's Lease is released, and the VectorActivation gets its final status (Failed,
+ * saying why). Each step is idempotent; the status is written last, so whoever reads the final
+ * phase finds everything released. The watcher runs it.
+ */
+import { ANNOTATION_ACTIVATED_BY } from '../api/group.js';
+import { setCondition, type Condition } from '../api/index.js';
+import { activationConditions, isFinal } from '../decisions/activation.js';
+import { kubeTime } from '../shared/format.js';
+import type { ActivationRef } from '../shared/activation.js';
+import { activationRegarding, holderOf, type CoreDeps } from './deps.js';
+import { releaseStageLease } from './lease.js';
+import { usageActivities } from './usages.js';
+
+export interface CloseOut {
+  reason: string;
+  message: string;
+}
+
+/** True when it closed the activation out; false when it was gone or had ended already. */
+export async function closeOutActivation(deps: CoreDeps, ref: ActivationRef, why: CloseOut): Promise<boolean> {
+  const { objects } = deps;
+  const va = await objects.get('VectorActivation', ref.namespace, ref.name);
+  if (!va || va.metadata.uid !== ref.uid || isFinal(va.status?.phase)) return false;
+  const holder = holderOf(ref);
+  await usageActivities(deps).releaseActivationUsage(ref);
+  const sv = await objects.get('StageVersion', ref.namespace, va.spec.stageVersion);
+  if (sv?.metadata.annotations?.[ANNOTATION_ACTIVATED_BY] === holder) {
+    await objects.mergeMetadata('StageVersion', ref.namespace, sv.metadata.name, { annotations: { [ANNOTATION_ACTIVATED_BY]: null } });
+  }
+  await releaseStageLease(deps, ref.namespace, va.spec.stage, holder);
+  let conditions: Condition[] = va.status?.conditions ?? [];
+  for (const c of activationConditions('Failed', why.reason, why.message)) conditions = setCondition(conditions, c, va.metadata.generation);
+  await objects.patchStatus('VectorActivation', ref.namespace, ref.name, {
+    phase: 'Failed',
+    reason: why.reason,
+    message: why.message,
+    firstError: va.status?.firstError ?? why.message,
+    completionTime: kubeTime(),
+    observedGeneration: va.metadata.generation,
+    conditions,
+  });
+  await deps.event(activationRegarding(ref), 'Warning', why.reason, why.message);
+  return true;
+}

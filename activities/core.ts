@@ -1,0 +1,36 @@
+/**
+ * Every activity of the core worker, grouped by concern in the files beside this one, each safe
+ * to repeat. Permanent apiserver refusals fail fast (see k8s-errors.ts); the workflow bounds the rest.
+ */
+import type { k8s } from '../k8s/client.js';
+import { activationStatusActivities } from './activation-status.js';
+import { coreDeps } from './deps.js';
+import { executionActivities } from './executions.js';
+import { failFastOnPermanentErrors } from './k8s-errors.js';
+import { leaseActivities } from './lease.js';
+import { planActivities } from './plan.js';
+import { stageVersionActivities } from './stage-versions.js';
+import { usageActivities } from './usages.js';
+
+export interface CoreActivityOptions {
+  kubeConfig: k8s.KubeConfig;
+  systemNamespace: string;
+  log?: (message: string) => void;
+}
+
+export function createActivationActivities({ kubeConfig, systemNamespace, log }: CoreActivityOptions) {
+  const deps = coreDeps(kubeConfig, systemNamespace, log);
+  return failFastOnPermanentErrors({
+    ...activationStatusActivities(deps),
+    ...planActivities(deps),
+    ...usageActivities(deps),
+    ...executionActivities(deps),
+    ...stageVersionActivities(deps),
+    ...leaseActivities(deps),
+  });
+}
+
+export type ActivationActivities = ReturnType<typeof createActivationActivities>;
+export type { PlannedTask, ResolvedPlan } from './plan.js';
+export type { LoadedActivation } from './activation-status.js';
+export type { StageState } from './stage-versions.js';

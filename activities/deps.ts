@@ -1,0 +1,35 @@
+/** What the core activities share: clients made once per worker, the system namespace, Events. */
+import { k8s } from '../k8s/client.js';
+import { CustomObjects } from '../k8s/custom-objects.js';
+import { eventRecorder, type EventRecorder } from '../k8s/events.js';
+import { API_VERSION } from '../api/group.js';
+import type { ActivationRef } from '../shared/activation.js';
+
+export interface CoreDeps {
+  kubeConfig: k8s.KubeConfig;
+  systemNamespace: string;
+  objects: CustomObjects;
+  leases: k8s.CoordinationV1Api;
+  event: EventRecorder;
+  log: (message: string) => void;
+}
+
+export function coreDeps(kubeConfig: k8s.KubeConfig, systemNamespace: string, log: (m: string) => void = (m) => console.warn(m)): CoreDeps {
+  return {
+    kubeConfig,
+    systemNamespace,
+    objects: new CustomObjects(kubeConfig),
+    leases: kubeConfig.makeApiClient(k8s.CoordinationV1Api),
+    event: eventRecorder(kubeConfig, log),
+    log,
+  };
+}
+
+export function ownerRef(kind: string, name: string, uid: string) {
+  return { apiVersion: API_VERSION, kind, name, uid, blockOwnerDeletion: true };
+}
+
+export const activationRegarding = (ref: ActivationRef) => ({ apiVersion: API_VERSION, kind: 'VectorActivation', namespace: ref.namespace, name: ref.name, uid: ref.uid });
+
+/** Who holds a Stage or marks a StageVersion: the activation, as people read it. */
+export const holderOf = (ref: Pick<ActivationRef, 'namespace' | 'name'>) => `${ref.namespace}/${ref.name}`;

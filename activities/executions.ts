@@ -1,0 +1,112 @@
+/**
+ * ActivationExecutions (ADR-0012): one per task and attempt, owned by the VectorActivation; their
+ * status as the core sees it, and the wait for an External executor's final status.
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { API_VERSION, LABEL_REGISTRATION, LABEL_VECTOR_ACTIVATION } from '../api/group.js';
+import { setCondition } from '../api/index.js';
+import { apiStatus } from '../k8s/client.js';
+import { labelValue } from '../shared/names.js';
+import type { ActivationRef } from '../shared/activation.js';
+import { ownerRef, type CoreDeps } from './deps.js';
+
+export interface ExecutionToCreate {
+  name: string;
+  activation: ActivationRef;
+  registration: string;
+  type: string;
+  step: string;
+  action: 'Apply' | 'Revert';
+  stage: string;
+  stageVersion: string;
+  previousStageVersion?: string;
+  vectorDeployment?: string;
+  config: unknown;
+  timeoutSeconds: number;
+}
+
+export interface ExecutionStatusWrite {
+  phase: 'Pending' | 'InProgress' | 'Succeeded' | 'Error';
+  message: string;
+  /** Why it ended, e.g. TimedOut or Cancelled when the core gave up on it. */
+  reason?: string;
+  startTime?: string;
+  completionTime?: string;
+}
+
+const isFinal = (phase: unknown) => phase === 'Succeeded' || phase === 'Error';
+
+export function executionActivities({ objects }: CoreDeps) {
+  return {
+    async createExecution(e: ExecutionToCreate): Promise<void> {
+      const { created } = await objects.createOwned(
+        {
+          apiVersion: API_VERSION,
+          kind: 'ActivationExecution',
+          metadata: {
+            name: e.name,
+            namespace: e.activation.namespace,
+            labels: { [LABEL_REGISTRATION]: labelValue(e.registration), [LABEL_VECTOR_ACTIVATION]: labelValue(e.activation.name) },
+            ownerReferences: [ownerRef('VectorActivation', e.activation.name, e.activation.uid)],
+          },
+          spec: {
+            type: e.type,
+            registration: e.registration,
+            vectorActivation: e.activation.name,
+            ...(e.vectorDeployment ? { vectorDeployment: e.vectorDeployment } : {}),
+            stage: e.stage,
+            stageVersion: e.stageVersion,
+            ...(e.previousStageVersion ? { previousStageVersion: e.previousStageVersion } : {}),
+            step: e.step,
+            action: e.action,
+            spec: e.config,
+            timeoutSeconds: e.timeoutSeconds,
+          },
+        },
+        e.activation.uid,
+      );
+      if (created) await objects.patchStatus('ActivationExecution', e.activation.namespace, e.name, { phase: 'Pending', message: 'waiting for its executor' });
+    },
+
+    /**
+     * Writes the core's view of an execution. A final phase is final (the CRD refuses to change it):
+     * whoever wrote it first, the core or an External executor, decided it.
+     */
+    async writeExecutionStatus(namespace: string, name: string, w: ExecutionStatusWrite): Promise<void> {
+      const ae = await objects.get('ActivationExecution', namespace, name);
+      if (!ae || isFinal(ae.status?.phase)) return;
+      const done = isFinal(w.phase);
+      const reason = w.reason ?? w.phase;
+      const conditions = setCondition(ae.status?.conditions, { type: 'Complete', status: done ? 'True' : 'False', reason, message: w.message }, ae.metadata.generation);
+      const { startTime, completionTime } = w;
+      try {
+        await objects.patchStatus('ActivationExecution', namespace, name, {
+          phase: w.phase,
+          reason,
+          message: w.message,
+          conditions,
+          observedGeneration: ae.metadata.generation,
+          ...(startTime ? { startTime } : {}),
+          ...(completionTime ? { completionTime } : {}),
+        });
+      } catch (err) {
+        // 422: an External executor finished it between our read and our write.
+        if (apiStatus(err) === 422 && isFinal((await objects.get('ActivationExecution', namespace, name))?.status?.phase)) return;
+        throw err;
+      }
+    },
+
+    /** Waits for an outside controller to finish an External execution; heartbeats so cancel reaches it. */
+    async awaitExternalExecution(namespace: string, name: string): Promise<{ phase: string; message: string }> {
+      const ctx = Context.current();
+      for (;;) {
+        const ae = await objects.get('ActivationExecution', namespace, name);
+        if (!ae) throw ApplicationFailure.nonRetryable(`ActivationExecution ${namespace}/${name} was deleted`, 'ExecutionDeleted');
+        const phase = ae.status?.phase;
+        if (isFinal(phase)) return { phase, message: ae.status?.message ?? '' };
+        ctx.heartbeat(phase);
+        await ctx.sleep(250);
+      }
+    },
+  };
+}

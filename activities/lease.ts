@@ -1,0 +1,163 @@
+/**
+ * The Stage's coordination.k8s.io Lease (ADR-0012's lock, as kubectl shows it). The per-Stage lock
+ * workflow serializes activations; the Lease is taken after its grant, and only when it is free,
+ * expired or already ours: another live holder (a second installation, a stale activation) is
+ * never overwritten, the activation waits for it within bounded retries. Owned by the Stage.
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { API_VERSION, LABEL_STAGE_NAME } from '../api/group.js';
+import { apiMessage, apiStatus, k8s } from '../k8s/client.js';
+import { labelValue, stageLeaseName } from '../shared/names.js';
+import { kubeTime } from '../shared/format.js';
+import { permanent } from './k8s-errors.js';
+import type { CoreDeps } from './deps.js';
+
+export const LEASE_SECONDS = 60;
+
+const stageRegarding = (namespace: string, stage: string) => ({ apiVersion: API_VERSION, kind: 'Stage', namespace, name: stage });
+
+function expired(spec: k8s.V1LeaseSpec, now: Date): boolean {
+  const renewed = spec.renewTime ?? spec.acquireTime;
+  if (!spec.holderIdentity || !renewed) return true;
+  return new Date(renewed).getTime() + (spec.leaseDurationSeconds ?? 0) * 1000 < now.getTime();
+}
+
+type Outcome = { ok: true } | { ok: false; heldBy: string; until: string };
+
+/** Takes (or renews) the Lease for `holder` if free, expired or ours; conditional on resourceVersion. */
+export async function takeStageLease(deps: CoreDeps, namespace: string, stage: string, stageUid: string | undefined, holder: string, durationSeconds: number, renewOnly = false): Promise<Outcome> {
+  const name = stageLeaseName(stage);
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const now = new Date();
+    let lease: k8s.V1Lease | undefined;
+    try {
+      lease = await deps.leases.readNamespacedLease({ name, namespace });
+    } catch (err) {
+      if (apiStatus(err) !== 404) throw err;
+    }
+    const micro = new k8s.V1MicroTime(now.getTime());
+    if (!lease) {
+      if (renewOnly) return { ok: false, heldBy: '(nobody: the Lease was deleted)', until: kubeTime(now) };
+      try {
+        await deps.leases.createNamespacedLease({
+          namespace,
+          body: {
+            metadata: {
+              name,
+              namespace,
+              labels: { [LABEL_STAGE_NAME]: labelValue(stage) },
+              ...(stageUid ? { ownerReferences: [{ apiVersion: API_VERSION, kind: 'Stage', name: stage, uid: stageUid }] } : {}),
+            },
+            spec: { holderIdentity: holder, leaseDurationSeconds: durationSeconds, acquireTime: micro, renewTime: micro, leaseTransitions: 0 },
+          },
+        });
+        return { ok: true };
+      } catch (err) {
+        if (apiStatus(err) === 409) continue;
+        throw err;
+      }
+    }
+    const spec = lease.spec ?? {};
+    const ours = spec.holderIdentity === holder;
+    if (!ours && (renewOnly || !expired(spec, now))) {
+      const renewed = new Date(spec.renewTime ?? spec.acquireTime ?? now);
+      return { ok: false, heldBy: spec.holderIdentity ?? '(nobody)', until: kubeTime(new Date(renewed.getTime() + (spec.leaseDurationSeconds ?? 0) * 1000)) };
+    }
+    lease.spec = {
+      ...spec,
+      holderIdentity: holder,
+      leaseDurationSeconds: durationSeconds,
+      renewTime: micro,
+      ...(ours ? {} : { acquireTime: micro, leaseTransitions: (spec.leaseTransitions ?? 0) + 1 }),
+    };
+    if (stageUid && !lease.metadata?.ownerReferences?.length) {
+      lease.metadata = { ...lease.metadata, ownerReferences: [{ apiVersion: API_VERSION, kind: 'Stage', name: stage, uid: stageUid }] };
+    }
+    try {
+      await deps.leases.replaceNamespacedLease({ name, namespace, body: lease });
+      return { ok: true };
+    } catch (err) {
+      if (apiStatus(err) !== 409) throw err;
+    }
+  }
+  throw new Error(`Lease ${namespace}/${name} kept changing under us`);
+}
+
+/** Clears the Lease's holder if it is still ours; a later holder's claim is left alone. */
+export async function releaseStageLease(deps: CoreDeps, namespace: string, stage: string, holder: string): Promise<void> {
+  const name = stageLeaseName(stage);
+  for (let attempt = 0; attempt < 5; attempt++) {
+    let lease: k8s.V1Lease;
+    try {
+      lease = await deps.leases.readNamespacedLease({ name, namespace });
+    } catch (err) {
+      if (apiStatus(err) === 404) return;
+      throw err;
+    }
+    if (lease.spec?.holderIdentity !== holder) return;
+    lease.spec = { ...lease.spec, holderIdentity: undefined, renewTime: undefined };
+    try {
+      await deps.leases.replaceNamespacedLease({ name, namespace, body: lease });
+      return;
+    } catch (err) {
+      if (apiStatus(err) !== 409) throw err;
+    }
+  }
+}
+
+export function leaseActivities(deps: CoreDeps) {
+  return {
+    /**
+     * Takes the Stage's Lease. Held by another live holder: a retryable failure saying who and
+     * until when, so the activity's bounded retries wait for it to be released or to expire.
+     */
+    async acquireStageLease(namespace: string, stage: string, stageUid: string, holder: string, durationSeconds = LEASE_SECONDS): Promise<void> {
+      const outcome = await takeStageLease(deps, namespace, stage, stageUid, holder, durationSeconds);
+      if (!outcome.ok) {
+        throw ApplicationFailure.retryable(
+          `Lease ${namespace}/${stageLeaseName(stage)} of Stage ${stage} is held by ${outcome.heldBy} until ${outcome.until}; waiting for it to be released or to expire`,
+          'StageLeaseHeld',
+        );
+      }
+    },
+
+    /**
+     * Renews the Lease until cancelled, in one long activity that heartbeats: an activation that runs
+     * for a day adds two events to its history, not one per renewal. Renewal failures are logged and
+     * become Events on the Stage; losing the Lease to another holder ends the renewal.
+     */
+    async keepStageLease(namespace: string, stage: string, holder: string, durationSeconds = LEASE_SECONDS): Promise<string> {
+      const ctx = Context.current();
+      const renewEvery = (durationSeconds * 1000) / 3;
+      let failing = false;
+      for (let next = Date.now() + renewEvery; ; next += renewEvery) {
+        while (Date.now() < next) {
+          ctx.heartbeat();
+          await ctx.sleep(Math.min(1_000, Math.max(0, next - Date.now())));
+        }
+        try {
+          const outcome = await takeStageLease(deps, namespace, stage, undefined, holder, durationSeconds, true);
+          if (!outcome.ok) {
+            const note = `activation ${holder} lost the Lease of Stage ${stage} to ${outcome.heldBy}; the Stage's lock workflow still serializes activations`;
+            deps.log(note);
+            await deps.event(stageRegarding(namespace, stage), 'Warning', 'StageLeaseLost', note);
+            return note;
+          }
+          if (failing) await deps.event(stageRegarding(namespace, stage), 'Normal', 'StageLeaseRenewed', `activation ${holder} renews the Lease again`);
+          failing = false;
+        } catch (err) {
+          const note = `activation ${holder} could not renew the Lease of Stage ${stage}: ${apiMessage(err)}`;
+          deps.log(note);
+          if (!failing) await deps.event(stageRegarding(namespace, stage), 'Warning', 'StageLeaseRenewFailed', note);
+          failing = true;
+          // A refusal (RBAC, say) will not mend itself: stop renewing and say so instead of retrying forever.
+          if (permanent(err)) return note;
+        }
+      }
+    },
+
+    async releaseStageLease(namespace: string, stage: string, holder: string): Promise<void> {
+      await releaseStageLease(deps, namespace, stage, holder);
+    },
+  };
+}

@@ -1,0 +1,97 @@
+/**
+ * Resolving what an activation runs: its ActivationExecutionPlan (or every registration), each
+ * task's registration read and checked before any route is touched: it exists, its executor spec
+ * is valid for its type, and it writes only in the activation's namespace unless the registration
+ * allows the activation's namespace to reach further (tenancy: executors act with cluster rights).
+ */
+import { ApplicationFailure } from '@temporalio/activity';
+import { MAX_STATUS_STEPS } from '../api/vector-activation.js';
+import { executorFor } from '../executors/index.js';
+import { getTyped, listTyped, type Typed } from '../k8s/typed.js';
+import { dnsLabelOf } from '../shared/names.js';
+import type { CoreDeps } from './deps.js';
+
+export interface PlannedTask {
+  registration: string;
+  type: string;
+  executor: 'Worker' | 'External';
+  config: unknown;
+  timeoutSeconds: number;
+  heartbeatTimeoutSeconds?: number;
+  /** The registration lets this activation's namespace change routes in other namespaces. */
+  crossNamespaceAllowed: boolean;
+}
+
+export interface ResolvedPlan {
+  /** For people: "plan konfidence-system/default" or "every registration (no plan)". */
+  source: string;
+  onFailure: 'Stop' | 'Revert';
+  steps: { name: string; tasks: PlannedTask[] }[];
+}
+
+const invalid = (type: string, message: string) => ApplicationFailure.nonRetryable(message, type);
+
+/** Checks one registration for an activation in `namespace`; throws what a person must fix. */
+export function plannedTask(reg: Typed<'ActivationTaskRegistration'>, namespace: string): PlannedTask {
+  const where = `ActivationTaskRegistration ${reg.metadata.namespace}/${reg.metadata.name}`;
+  const spec = reg.spec;
+  const allowed = spec.allowCrossNamespaceFrom ?? [];
+  const crossNamespaceAllowed = allowed.includes('*') || allowed.includes(namespace);
+  const executor = executorFor(spec.type);
+  if (spec.executor !== 'External' && executor) {
+    const parsed = executor.config.safeParse(spec.spec ?? {});
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((i) => `${['spec', ...i.path].join('.')}: ${i.message}`).join('; ');
+      throw invalid('InvalidExecutorSpec', `${where} (type ${spec.type}) has an invalid spec: ${problems}`);
+    }
+    const foreign = executor.routeNamespaces(parsed.data, namespace).filter((ns) => ns !== namespace);
+    if (foreign.length > 0 && !crossNamespaceAllowed) {
+      throw invalid(
+        'CrossNamespaceRefused',
+        `${where} changes routes in namespace ${[...new Set(foreign)].join(', ')}, but activations of namespace ${namespace} may only change routes in their own namespace; ` +
+          `the platform team can allow it with spec.allowCrossNamespaceFrom: [${namespace}] on the registration`,
+      );
+    }
+  }
+  return {
+    registration: reg.metadata.name!,
+    type: spec.type,
+    executor: spec.executor,
+    config: spec.spec ?? {},
+    timeoutSeconds: spec.timeoutSeconds,
+    ...(spec.heartbeatTimeoutSeconds ? { heartbeatTimeoutSeconds: spec.heartbeatTimeoutSeconds } : {}),
+    crossNamespaceAllowed,
+  };
+}
+
+export function planActivities({ objects, systemNamespace }: CoreDeps) {
+  async function registration(name: string, namespace: string): Promise<PlannedTask> {
+    const reg = await getTyped(objects, 'ActivationTaskRegistration', systemNamespace, name);
+    if (!reg) throw invalid('InvalidPlan', `ActivationTaskRegistration ${systemNamespace}/${name} does not exist`);
+    return plannedTask(reg, namespace);
+  }
+
+  return {
+    /** The steps an activation in `namespace` runs; refuses anything that would fail or overreach. */
+    async resolvePlan(planName: string | undefined, namespace: string): Promise<ResolvedPlan> {
+      const name = planName ?? 'default';
+      const plan = await getTyped(objects, 'ActivationExecutionPlan', systemNamespace, name);
+      if (!plan && planName) throw invalid('InvalidPlan', `ActivationExecutionPlan ${systemNamespace}/${planName} does not exist`);
+      if (plan) {
+        const steps = await Promise.all(
+          plan.spec.steps.map(async (step) => ({ name: step.name, tasks: await Promise.all(step.tasks.map((t) => registration(t, namespace))) })),
+        );
+        return { source: `plan ${systemNamespace}/${name}`, onFailure: plan.spec.onFailure, steps };
+      }
+      // No plan: every registration, one per step, in name order (routing order matters; make it known).
+      const regs = (await listTyped(objects, 'ActivationTaskRegistration', systemNamespace)).sort((a, b) => a.metadata.name!.localeCompare(b.metadata.name!));
+      if (regs.length === 0) throw invalid('InvalidPlan', `no ActivationExecutionPlan and no ActivationTaskRegistration in ${systemNamespace}`);
+      if (regs.length > MAX_STATUS_STEPS) {
+        throw invalid('InvalidPlan', `${regs.length} ActivationTaskRegistrations in ${systemNamespace} and no plan: at most ${MAX_STATUS_STEPS} run without one; write an ActivationExecutionPlan`);
+      }
+      const tasks = regs.map((r) => plannedTask(r, namespace));
+      // Registration names may have dots and 253 characters; step names are DNS labels.
+      return { source: 'every registration, in name order (no plan)', onFailure: 'Stop', steps: tasks.map((t) => ({ name: dnsLabelOf(t.registration), tasks: [t] })) };
+    },
+  };
+}

@@ -1,0 +1,62 @@
+/**
+ * The Stage and its StageVersions as an activation sees them, and the two marks it sets on a
+ * StageVersion: in activation (the admission policy then refuses changes and deletion) and serving.
+ */
+import { ApplicationFailure } from '@temporalio/activity';
+import { ANNOTATION_ACTIVATED_BY, ANNOTATION_SERVING } from '../api/group.js';
+import type { StageVersionInfo } from '../executors/types.js';
+import { getTyped, listTyped, type Typed } from '../k8s/typed.js';
+import type { CoreDeps } from './deps.js';
+
+export interface StageState {
+  stageUid: string;
+  /** Oldest first. */
+  stageVersions: StageVersionInfo[];
+  target: StageVersionInfo;
+}
+
+function toInfo(sv: Typed<'StageVersion'>): StageVersionInfo {
+  return { name: sv.metadata.name!, revision: sv.spec.revision, vector: sv.spec.vector, ...(sv.spec.backend ? { backend: sv.spec.backend } : {}) };
+}
+
+export function stageVersionActivities({ objects }: CoreDeps) {
+  return {
+    /** The Stage's StageVersions; throws (non-retryable) when the Stage or the StageVersion is missing. */
+    async describeStage(namespace: string, stage: string, stageVersion: string): Promise<StageState> {
+      const [st, all] = await Promise.all([getTyped(objects, 'Stage', namespace, stage), listTyped(objects, 'StageVersion', namespace)]);
+      if (!st) throw ApplicationFailure.nonRetryable(`Stage ${namespace}/${stage} does not exist`, 'StageNotFound');
+      const stageVersions = all.filter((sv) => sv.spec.stage === stage).map(toInfo).sort((a, b) => a.revision - b.revision);
+      const target = stageVersions.find((sv) => sv.name === stageVersion);
+      if (!target) {
+        const other = all.find((sv) => sv.metadata.name === stageVersion);
+        throw ApplicationFailure.nonRetryable(
+          other ? `StageVersion ${namespace}/${stageVersion} belongs to Stage ${other.spec.stage}, not ${stage}` : `StageVersion ${namespace}/${stageVersion} does not exist`,
+          'StageVersionNotFound',
+        );
+      }
+      return { stageUid: st.metadata.uid!, stageVersions, target };
+    },
+
+    /**
+     * Marks the StageVersion as in activation and reports whether it was already being deleted.
+     * Mark first, then read: a delete before the mark shows in the read, a delete after it is refused.
+     */
+    async markStageVersion(namespace: string, name: string, holder: string): Promise<{ terminating: boolean }> {
+      await objects.mergeMetadata('StageVersion', namespace, name, { annotations: { [ANNOTATION_ACTIVATED_BY]: holder } });
+      const sv = await objects.get('StageVersion', namespace, name);
+      return { terminating: !sv || Boolean(sv.metadata.deletionTimestamp) };
+    },
+
+    /** Sets the serving mark (no deletion while serving) to `stage`, or clears it (null). */
+    async markServing(namespace: string, name: string, stage: string | null): Promise<void> {
+      await objects.mergeMetadata('StageVersion', namespace, name, { annotations: { [ANNOTATION_SERVING]: stage } });
+    },
+
+    /** Clears the in-activation mark if it is still ours; a StageVersion deleted meanwhile is fine. */
+    async unmarkStageVersion(namespace: string, name: string, holder: string): Promise<void> {
+      const sv = await objects.get('StageVersion', namespace, name);
+      if (sv?.metadata.annotations?.[ANNOTATION_ACTIVATED_BY] !== holder) return;
+      await objects.mergeMetadata('StageVersion', namespace, name, { annotations: { [ANNOTATION_ACTIVATED_BY]: null } });
+    },
+  };
+}

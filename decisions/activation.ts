@@ -1,0 +1,234 @@
+/**
+ * Every decision of an activation, as pure functions over typed inputs: whether it runs or is
+ * Skipped, which steps a retry runs, what a step's outcome is, the final phase with its reason and
+ * message, whether a cancel or retry is accepted, and the status to write. The workflow only
+ * observes, asks these functions and acts. Pure and deterministic: workflow code imports it.
+ * A rule changes here, with a row in test/unit/activation-decisions.test.ts.
+ */
+import type { Condition } from '../api/meta.js';
+import type { VectorActivationPhase } from '../api/vector-activation.js';
+import type { StageVersionInfo } from '../executors/types.js';
+
+export const FINAL_PHASES = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'] as const;
+export type FinalPhase = (typeof FINAL_PHASES)[number];
+export const isFinal = (phase: string | undefined): phase is FinalPhase => FINAL_PHASES.includes(phase as FinalPhase);
+/** Phases a retry may start from. */
+export const isRetryable = (phase: string | undefined) => phase === 'Failed' || phase === 'Cancelled';
+
+// Mirrors of the api/ maxima (api/ itself cannot be imported at run time by workflow code).
+const MAX_MESSAGE = 4096;
+const MAX_TOP_MESSAGE = 32768;
+
+/** Cuts a text to a status field's maximum, saying so. */
+export function clip(text: string, max = MAX_MESSAGE): string {
+  return text.length <= max ? text : `${text.slice(0, max - 20)}… (${text.length - max + 20} more)`;
+}
+
+/** A condition reason (CamelCase identifier) from any error type; "Error" when nothing is left. */
+export function reasonOf(type: string | undefined): string {
+  const cleaned = (type ?? '').replace(/[^A-Za-z0-9_]/g, '').replace(/^[^A-Za-z]+/, '').slice(0, 128);
+  return cleaned || 'Error';
+}
+
+// --- order ---------------------------------------------------------------------------------
+
+export type Verdict = { run: true; previous?: StageVersionInfo } | { run: false; phase: 'Skipped' | 'Failed'; reason: string; message: string };
+
+export interface OrderInput {
+  stage: string;
+  /** The StageVersion this activation switches to, read after the Stage was granted. */
+  target: StageVersionInfo;
+  /** What the Stage's "active" usage names, read after the grant; undefined: no usage (first activation). */
+  activeName: string | undefined;
+  /** The Stage's StageVersions, read after the grant. */
+  stageVersions: readonly StageVersionInfo[];
+  /** A retry runs again what an earlier attempt started, even onto the active StageVersion. */
+  retry: boolean;
+  /** The previous StageVersion an earlier attempt recorded: a retry reverts to it, not to itself. */
+  recordedPrevious?: StageVersionInfo;
+}
+
+/**
+ * ADR-0012 step 3 on fresh state: an older version never overwrites a newer one. Fails closed: an
+ * active usage naming a StageVersion that cannot be found means we cannot tell which is newer.
+ */
+export function orderVerdict(i: OrderInput): Verdict {
+  if (i.activeName === undefined) return { run: true, ...(i.recordedPrevious ? { previous: i.recordedPrevious } : {}) };
+  const active = i.stageVersions.find((sv) => sv.name === i.activeName);
+  if (!active) {
+    return {
+      run: false,
+      phase: 'Failed',
+      reason: 'ActiveStageVersionUnknown',
+      message: `the active usage of Stage ${i.stage} names StageVersion ${i.activeName}, which does not exist: cannot tell whether ${i.target.name} is newer, so no route was changed`,
+    };
+  }
+  if (i.target.revision < active.revision) {
+    return {
+      run: false,
+      phase: 'Skipped',
+      reason: 'OlderThanActive',
+      message: `StageVersion ${i.target.name} (revision ${i.target.revision}) is older than the active ${active.name} (revision ${active.revision})`,
+    };
+  }
+  if (active.name === i.target.name && !i.retry) {
+    return { run: false, phase: 'Skipped', reason: 'AlreadyActive', message: `StageVersion ${i.target.name} already serves Stage ${i.stage}` };
+  }
+  const previous = i.retry && i.recordedPrevious ? i.recordedPrevious : active.name === i.target.name ? undefined : active;
+  return { run: true, ...(previous ? { previous } : {}) };
+}
+
+// --- steps ---------------------------------------------------------------------------------
+
+export type TaskPhase = 'Pending' | 'InProgress' | 'Succeeded' | 'Error';
+export type StepPhase = 'Pending' | 'InProgress' | 'Succeeded' | 'Failed' | 'Reverted';
+export interface TaskProgress {
+  registration: string;
+  execution?: string;
+  phase: TaskPhase;
+  message?: string;
+}
+export interface StepProgress {
+  name: string;
+  phase: StepPhase;
+  tasks: TaskProgress[];
+}
+export interface PlanShape {
+  steps: { name: string; tasks: { registration: string }[] }[];
+}
+
+export function initialProgress(plan: PlanShape): StepProgress[] {
+  return plan.steps.map((s) => ({ name: s.name, phase: 'Pending', tasks: s.tasks.map((t) => ({ registration: t.registration, phase: 'Pending' })) }));
+}
+
+/**
+ * The steps an attempt runs: all of them the first time; on a retry, every step that did not
+ * succeed before (a succeeded step stays applied). A plan whose steps changed since cannot resume.
+ */
+export function stepsToRun(plan: PlanShape, progress: readonly StepProgress[]): { run: number[] } | { error: string } {
+  if (progress.length === 0) return { run: plan.steps.map((_, i) => i) };
+  const names = plan.steps.map((s) => s.name).join(',');
+  if (names !== progress.map((s) => s.name).join(',')) {
+    return { error: `the plan's steps changed since the first attempt (now ${names}, then ${progress.map((s) => s.name).join(',')}); create a new VectorActivation` };
+  }
+  return { run: progress.flatMap((s, i) => (s.phase === 'Succeeded' ? [] : [i])) };
+}
+
+export interface TaskOutcome {
+  registration: string;
+  execution: string;
+  ok: boolean;
+  message: string;
+}
+
+/** A step succeeds when every task did and nobody cancelled meanwhile. */
+export function stepOutcome(outcomes: readonly TaskOutcome[], cancelled: boolean): StepProgress['phase'] {
+  return outcomes.every((o) => o.ok) && !cancelled ? 'Succeeded' : 'Failed';
+}
+
+export function taskProgressOf(outcomes: readonly TaskOutcome[]): TaskProgress[] {
+  return outcomes.map((o) => ({ registration: o.registration, execution: o.execution, phase: o.ok ? 'Succeeded' : 'Error', message: clip(o.message) }));
+}
+
+/** The succeeded tasks a Revert undoes, newest step first (steps 0..failedStep). */
+export function revertOrder(progress: readonly StepProgress[], failedStep: number): { step: number; registrations: string[] }[] {
+  const out: { step: number; registrations: string[] }[] = [];
+  for (let i = failedStep; i >= 0; i--) {
+    const done = progress[i]!.tasks.filter((t) => t.phase === 'Succeeded').map((t) => t.registration);
+    if (done.length > 0) out.push({ step: i, registrations: done });
+  }
+  return out;
+}
+
+// --- the end -------------------------------------------------------------------------------
+
+export interface Ending {
+  phase: FinalPhase;
+  reason: string;
+  message: string;
+}
+
+export interface FailureInput {
+  step: string;
+  firstError?: string;
+  cancelled?: { reason?: string };
+  onFailure: 'Stop' | 'Revert';
+  /** What the revert did: Reverted steps, or why there was none to do. */
+  revert?: 'done' | 'partial' | 'noPrevious';
+  progress: readonly StepProgress[];
+}
+
+/** ADR-0012 failure rule, Kargo's lesson: a failed activation says exactly what stayed applied. */
+export function failureEnding(i: FailureInput): Ending {
+  const applied = i.progress.filter((s) => s.phase === 'Succeeded' || (s.phase === 'Failed' && s.tasks.some((t) => t.phase === 'Succeeded'))).map((s) => s.name);
+  const left = applied.length ? `steps left applied: ${applied.join(', ')}` : 'no step was applied';
+  let state: string;
+  if (i.onFailure !== 'Revert') state = left;
+  else if (i.revert === 'noPrevious') state = `could not revert: the Stage had no active StageVersion before this activation; ${left}`;
+  else if (i.revert === 'partial') state = `the revert failed for some tasks; ${left}`;
+  else state = 'succeeded tasks were reverted';
+  if (i.cancelled) return { phase: 'Cancelled', reason: 'Cancelled', message: `cancelled in step ${i.step}${because(i.cancelled.reason)}; ${state}` };
+  return { phase: 'Failed', reason: 'TaskFailed', message: `${i.firstError ?? `step ${i.step} failed`}; ${state}` };
+}
+
+export function because(reason: string | undefined): string {
+  return reason ? ` (${reason})` : '';
+}
+
+// --- cancel and retry ----------------------------------------------------------------------
+
+export type RequestAction = 'cancel' | 'retry';
+export type RequestAnswer = { accepted: true } | { accepted: false; message: string };
+
+/**
+ * Cancel stops anything that has not ended well (a Failed or Cancelled one closes its retry
+ * window); retry runs a Failed or Cancelled activation again. Everything else is refused, saying why.
+ */
+export function answerRequest(action: RequestAction, phase: string): RequestAnswer {
+  if (action === 'cancel') {
+    if (phase === 'Succeeded' || phase === 'Skipped') return { accepted: false, message: `refused: the activation is ${phase}; nothing to cancel` };
+    return { accepted: true };
+  }
+  if (isRetryable(phase)) return { accepted: true };
+  return { accepted: false, message: `refused: the activation is ${phase}; only a Failed or Cancelled activation can be retried` };
+}
+
+// --- status --------------------------------------------------------------------------------
+
+export type ConditionInput = Pick<Condition, 'type' | 'status' | 'reason' | 'message'>;
+
+/** Progressing while it runs; Succeeded True, False or Unknown (still running). */
+export function activationConditions(phase: VectorActivationPhase, reason: string, message: string): ConditionInput[] {
+  const final = isFinal(phase);
+  const r = reasonOf(reason);
+  const m = clip(message, MAX_TOP_MESSAGE);
+  return [
+    { type: 'Progressing', status: final ? 'False' : 'True', reason: r, message: m },
+    { type: 'Succeeded', status: phase === 'Succeeded' ? 'True' : final ? 'False' : 'Unknown', reason: r, message: m },
+  ];
+}
+
+export interface ActivationReport {
+  phase: VectorActivationPhase;
+  reason: string;
+  message: string;
+  workflowId: string;
+  workflowUrl?: string;
+  attempt: number;
+  previousStageVersion?: string;
+  firstError?: string;
+  startTime?: string;
+  completionTime?: string;
+  steps: StepProgress[];
+}
+
+/** The status fields the workflow owns, each within its schema maximum. */
+export function activationStatus(r: ActivationReport): ActivationReport {
+  return {
+    ...r,
+    reason: reasonOf(r.reason),
+    message: clip(r.message, MAX_TOP_MESSAGE),
+    ...(r.firstError ? { firstError: clip(r.firstError) } : {}),
+    steps: r.steps.map((s) => ({ ...s, tasks: s.tasks.map((t) => (t.message ? { ...t, message: clip(t.message) } : t)) })),
+  };
+}

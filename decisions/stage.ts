@@ -1,0 +1,330 @@
+/**
+ * What the Stage controller decides (ADR-0013, ADR-0012 step 1), as pure functions: given what one
+ * pass read of a namespace, the objects to create, the metadata and spec patches, the deletes, and
+ * the status patch of each object whose status should change. No I/O and no clock: the controller
+ * (controllers/stage-controller.ts) lists, calls planNamespace, acts, so every rule is tested as a
+ * table row (test/unit/stage-plan.test.ts) without a cluster.
+ */
+import {
+  ANNOTATION_ACTIVATED_BY,
+  ANNOTATION_SERVING,
+  API_VERSION,
+  FINALIZER_IN_USE,
+  LABEL_STAGE_NAME,
+  LABEL_USAGE,
+  LABEL_VECTOR,
+} from '../api/group.js';
+import { setCondition, type ConditionInput } from '../api/conditions.js';
+import { vectorLabelValue } from '../api/labels.js';
+import type { StageResource } from '../api/stage.js';
+import type { StageVersionResource } from '../api/stage-version.js';
+import type { StageVersionUsageResource } from '../api/stage-version-usage.js';
+import type { VectorActivationResource } from '../api/vector-activation.js';
+import { activeUsageName, joinName, labelValue, targetUsageName } from '../shared/names.js';
+
+type Stage = StageResource;
+type StageVersion = StageVersionResource;
+type Usage = StageVersionUsageResource;
+type Activation = VectorActivationResource;
+
+/** What a pass read of one namespace. */
+export interface Observed {
+  namespace: string;
+  stages: Stage[];
+  stageVersions: StageVersion[];
+  usages: Usage[];
+  activations: Activation[];
+}
+
+export interface Create {
+  object: StageVersion | Usage | Activation;
+  why: string;
+}
+/** Finalizers and annotations (null removes one); with resourceVersion, the patch is conditional. */
+export interface MetadataPatch {
+  kind: 'StageVersion';
+  name: string;
+  metadata: { finalizers?: string[]; annotations?: Record<string, string | null> };
+  resourceVersion?: string;
+  why: string;
+}
+export interface SpecPatch {
+  kind: 'StageVersionUsage';
+  name: string;
+  spec: Record<string, unknown>;
+  why: string;
+}
+/** Deletes the object only while it has this uid: a re-created namesake is not the one decided on. */
+export interface Delete {
+  kind: 'StageVersion';
+  name: string;
+  uid?: string;
+  why: string;
+}
+/** A JSON merge patch of the status: only the fields that change (null removes one). */
+export interface StatusPatch {
+  kind: 'Stage' | 'StageVersion' | 'StageVersionUsage';
+  name: string;
+  patch: Record<string, unknown>;
+}
+
+/** Act in this order: protection first, a StageVersion exists before a usage points at it. */
+export interface Plan {
+  metadata: MetadataPatch[];
+  creates: Create[];
+  specs: SpecPatch[];
+  deletes: Delete[];
+  /** At most one per object, none when nothing changes. */
+  statuses: StatusPatch[];
+}
+
+const FINAL = new Set(['Succeeded', 'Failed', 'Skipped', 'Cancelled']);
+const nameOf = (o: { metadata: { name?: string } }) => o.metadata.name ?? '';
+const deleting = (o: { metadata: { deletionTimestamp?: unknown } }) => Boolean(o.metadata.deletionTimestamp);
+const byRevisionDesc = (a: StageVersion, b: StageVersion) => b.spec.revision - a.spec.revision || nameOf(a).localeCompare(nameOf(b));
+
+export const isReady = (sv: StageVersion) =>
+  !deleting(sv) && (sv.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+
+/** A selector holds every StageVersion of its namespace that carries all of its labels. */
+export function selects(usage: Usage, sv: StageVersion): boolean {
+  const wanted = usage.spec.stageVersionSelector?.matchLabels ?? {};
+  const labels = sv.metadata.labels ?? {};
+  return Object.keys(wanted).length > 0 && Object.entries(wanted).every(([k, v]) => labels[k] === v);
+}
+
+export function references(usage: Usage, sv: StageVersion): boolean {
+  if (deleting(usage)) return false;
+  const ref = usage.spec.stageVersionRef?.name;
+  return ref !== undefined ? ref === nameOf(sv) : selects(usage, sv);
+}
+
+/** The StageVersions a usage resolves to, newest first. */
+export const resolve = (usage: Usage, svs: StageVersion[]) => svs.filter((sv) => references(usage, sv)).sort(byRevisionDesc);
+export const usersOf = (sv: StageVersion, usages: Usage[]) => usages.filter((u) => references(u, sv));
+
+/**
+ * StageVersions of a Stage that may be deleted: not referenced by any usage, not the target, not in
+ * or named by an unfinished activation, not serving, and beyond the `keep` newest of such unused ones.
+ */
+export function cleanupCandidates(stage: string, svs: StageVersion[], usages: Usage[], activations: Activation[], keep: number, target?: string): StageVersion[] {
+  const pending = new Set(activations.filter((va) => va.spec.stage === stage && !FINAL.has(va.status?.phase ?? '')).map((va) => va.spec.stageVersion));
+  const held = (sv: StageVersion) =>
+    nameOf(sv) === target || pending.has(nameOf(sv)) || Boolean(sv.metadata.annotations?.[ANNOTATION_ACTIVATED_BY] || sv.metadata.annotations?.[ANNOTATION_SERVING]);
+  const unused = svs
+    .filter((sv) => sv.spec.stage === stage && !deleting(sv) && !held(sv) && usersOf(sv, usages).length === 0)
+    .sort(byRevisionDesc);
+  return unused.slice(keep);
+}
+
+/** Highest revision the Stage ever had: its status remembers the revisions of deleted StageVersions. */
+export function latestRevision(stage: Stage, svs: StageVersion[]): number {
+  const own = svs.filter((sv) => sv.spec.stage === nameOf(stage)).map((sv) => sv.spec.revision);
+  return Math.max(stage.status?.latestRevision ?? 0, ...own);
+}
+
+const ownerRef = (stage: Stage) => ({ apiVersion: API_VERSION, kind: 'Stage', name: nameOf(stage), uid: stage.metadata.uid ?? '', controller: true, blockOwnerDeletion: true });
+
+/**
+ * The Stage's target StageVersion. The newest one (highest revision, not being deleted) when it has
+ * spec.vector; otherwise a new one with revision latest + 1, even if an older StageVersion has that
+ * vector: a rollback (v1 → v2 → v1) then activates something newer than the active one, as the
+ * activation requires. Names taken by other objects are skipped.
+ */
+export function decideTarget(stage: Stage, svs: StageVersion[], namespace: string): { target: StageVersion; create: boolean; latestRevision: number } {
+  const name = nameOf(stage);
+  const latest = latestRevision(stage, svs);
+  const newest = svs.filter((sv) => sv.spec.stage === name && !deleting(sv)).sort(byRevisionDesc)[0];
+  if (newest && newest.spec.vector === stage.spec.vector) return { target: newest, create: false, latestRevision: latest };
+  const taken = new Set(svs.map(nameOf));
+  let revision = latest + 1;
+  while (taken.has(joinName(name, revision))) revision++;
+  const target: StageVersion = {
+    apiVersion: API_VERSION,
+    kind: 'StageVersion',
+    metadata: {
+      name: joinName(name, revision),
+      namespace,
+      labels: { [LABEL_STAGE_NAME]: labelValue(name), [LABEL_VECTOR]: vectorLabelValue(stage.spec.vector) },
+      finalizers: [FINALIZER_IN_USE],
+      ownerReferences: [ownerRef(stage)],
+    },
+    spec: { stage: name, vector: stage.spec.vector, revision },
+  };
+  return { target, create: true, latestRevision: revision };
+}
+
+/** The "target" usage follows the target; the old target stays held by the active usage if it serves. */
+export function targetUsage(stage: Stage, target: string, usages: Usage[], namespace: string): Create | SpecPatch | undefined {
+  const name = targetUsageName(nameOf(stage));
+  const spec = { reason: `target vector of Stage ${nameOf(stage)}`, stageVersionRef: { name: target } };
+  const existing = usages.find((u) => nameOf(u) === name);
+  if (!existing) {
+    const labels = { [LABEL_USAGE]: 'target', [LABEL_STAGE_NAME]: labelValue(nameOf(stage)) };
+    const object: Usage = { apiVersion: API_VERSION, kind: 'StageVersionUsage', metadata: { name, namespace, labels, ownerReferences: [ownerRef(stage)] }, spec };
+    return { object, why: `creating the target usage of Stage ${nameOf(stage)} on ${target}` };
+  }
+  if (existing.spec.stageVersionRef?.name === target) return undefined;
+  return { kind: 'StageVersionUsage', name, spec: { ...spec, stageVersionSelector: null }, why: `moving the target usage of Stage ${nameOf(stage)} to ${target}` };
+}
+
+/** A Ready target that does not serve yet gets one VectorActivation (ADR-0012 step 1), unless one exists. */
+export function activationFor(stage: Stage, target: StageVersion, active: string | undefined, activations: Activation[], namespace: string): Create | undefined {
+  if (!isReady(target) || active === nameOf(target)) return undefined;
+  if (activations.some((va) => va.spec.stage === nameOf(stage) && va.spec.stageVersion === nameOf(target))) return undefined;
+  const object: Activation = {
+    apiVersion: API_VERSION,
+    kind: 'VectorActivation',
+    metadata: { name: joinName('activate', nameOf(target)), namespace, ownerReferences: [ownerRef(stage)] },
+    spec: { stage: nameOf(stage), stageVersion: nameOf(target), vector: target.spec.vector },
+  };
+  return { object, why: `StageVersion ${nameOf(target)} is Ready, activating it on Stage ${nameOf(stage)}` };
+}
+
+/** Stage status: Ready when the target serves, Degraded when its activation ended without it, else Progressing. */
+export function stageStatus(stage: Stage, s: { latestRevision: number; target: StageVersion; active?: string; activations: Activation[] }, now: Date) {
+  const target = nameOf(s.target);
+  const ended = s.activations.filter((va) => va.spec.stage === nameOf(stage) && va.spec.stageVersion === target && FINAL.has(va.status?.phase ?? ''));
+  const failed = ended.length > 0 && ended.every((va) => va.status?.phase !== 'Succeeded') ? ended[ended.length - 1] : undefined;
+  const [phase, condition]: [string, ConditionInput] =
+    s.active === target
+      ? ['Ready', { type: 'Ready', status: 'True', reason: 'TargetActive', message: `StageVersion ${target} serves the traffic` }]
+      : failed
+        ? ['Degraded', { type: 'Ready', status: 'False', reason: 'ActivationFailed', message: `activation ${nameOf(failed)} of ${target} ended ${failed.status?.phase}: ${failed.status?.message ?? ''}`.trim() }]
+        : isReady(s.target)
+          ? ['Progressing', { type: 'Ready', status: 'False', reason: 'Activating', message: `switching traffic to ${target}${s.active ? ` from ${s.active}` : ''}` }]
+          : ['Progressing', { type: 'Ready', status: 'False', reason: 'WaitingForStageVersion', message: `waiting for StageVersion ${target} to become Ready` }];
+  const generation = stage.metadata.generation;
+  return {
+    phase,
+    reason: condition.reason,
+    message: condition.message,
+    observedGeneration: generation,
+    latestRevision: s.latestRevision,
+    targetStageVersion: target,
+    activeStageVersion: s.active,
+    conditions: setCondition(stage.status?.conditions, condition, generation, now),
+  };
+}
+
+/** Usage status: what it resolves to and the StageVersionReady / StageVersionNotFound conditions. */
+export function usageStatus(usage: Usage, svs: StageVersion[], now: Date) {
+  const resolved = resolve(usage, svs);
+  const found = resolved.length > 0;
+  const notReady = resolved.filter((sv) => !isReady(sv));
+  const generation = usage.metadata.generation;
+  // StageVersionNotFound is present only while True.
+  let conditions = (usage.status?.conditions ?? []).filter((c) => c.type !== 'StageVersionNotFound' || !found);
+  if (!found) {
+    const what = usage.spec.stageVersionRef ? `StageVersion ${usage.spec.stageVersionRef.name}` : 'no StageVersion matches the selector';
+    conditions = setCondition(conditions, { type: 'StageVersionNotFound', status: 'True', reason: 'StageVersionNotFound', message: `${what} not found` }, generation, now);
+  }
+  const ready: ConditionInput = !found
+    ? { type: 'StageVersionReady', status: 'False', reason: 'StageVersionNotFound', message: 'no StageVersion to be ready' }
+    : notReady.length > 0
+      ? { type: 'StageVersionReady', status: 'False', reason: 'StageVersionNotReady', message: `not Ready: ${notReady.map(nameOf).join(', ')}` }
+      : { type: 'StageVersionReady', status: 'True', reason: 'StageVersionReady', message: 'StageVersion is rolled out and ready for traffic' };
+  return {
+    phase: !found ? 'NotFound' : notReady.length > 0 ? 'NotReady' : 'Ready',
+    stageVersions: resolved.map(nameOf),
+    observedGeneration: generation,
+    conditions: setCondition(conditions, ready, generation, now),
+  };
+}
+
+/**
+ * Protection of one StageVersion: the in-use finalizer while it lives; on deletion, removed once no
+ * usage references it (conditional on resourceVersion: a concurrent change makes the next pass
+ * decide again), else the status says who holds it. The serving mark of a Stage that is gone is
+ * cleared so that garbage collection can take the StageVersion.
+ */
+export function protection(sv: StageVersion, usages: Usage[], livingStages: Set<string>): { patch?: MetadataPatch; waitMessage?: string } {
+  const metadata: MetadataPatch['metadata'] = {};
+  const why: string[] = [];
+  const finalizers = sv.metadata.finalizers ?? [];
+  const users = usersOf(sv, usages);
+  let waitMessage: string | undefined;
+  if (!deleting(sv) && !finalizers.includes(FINALIZER_IN_USE)) {
+    metadata.finalizers = [...finalizers, FINALIZER_IN_USE];
+    why.push('adding the in-use finalizer');
+  } else if (deleting(sv) && finalizers.includes(FINALIZER_IN_USE)) {
+    if (users.length === 0) {
+      metadata.finalizers = finalizers.filter((f) => f !== FINALIZER_IN_USE);
+      why.push('no usage left, removing the in-use finalizer');
+    } else {
+      waitMessage = `deletion waits: in use by StageVersionUsage ${users.map(nameOf).sort().join(', ')}`;
+    }
+  }
+  if (sv.metadata.annotations?.[ANNOTATION_SERVING] && !livingStages.has(sv.spec.stage)) {
+    metadata.annotations = { [ANNOTATION_SERVING]: null };
+    why.push(`Stage ${sv.spec.stage} is gone, clearing the serving mark`);
+  }
+  if (why.length === 0) return { waitMessage };
+  const conditional = metadata.finalizers ? { resourceVersion: sv.metadata.resourceVersion } : {};
+  return { patch: { kind: 'StageVersion', name: nameOf(sv), metadata, ...conditional, why: `StageVersion ${nameOf(sv)}: ${why.join('; ')}` }, waitMessage };
+}
+
+/** Canonical JSON: the apiserver may return keys in another order. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v && typeof v === 'object' && !(v instanceof Date)) {
+    const entries = Object.entries(v).filter(([, x]) => x !== undefined).sort(([a], [b]) => a.localeCompare(b));
+    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonical(x)}`).join(',')}}`;
+  }
+  return JSON.stringify(v) ?? 'null';
+}
+
+/** The merge patch from `observed` to `desired` over the fields `desired` names; undefined if none changes. */
+export function statusPatch(observed: Record<string, unknown> | undefined, desired: Record<string, unknown>): Record<string, unknown> | undefined {
+  const patch: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(desired)) {
+    if (canonical(observed?.[key] ?? null) !== canonical(value ?? null)) patch[key] = value ?? null;
+  }
+  return Object.keys(patch).length > 0 ? patch : undefined;
+}
+
+/** Everything one pass over a namespace should do. */
+export function planNamespace(o: Observed, now: Date): Plan {
+  const plan: Plan = { metadata: [], creates: [], specs: [], deletes: [], statuses: [] };
+  const status = (kind: StatusPatch['kind'], name: string, observed: object | undefined, desired: Record<string, unknown>) => {
+    const patch = statusPatch(observed as Record<string, unknown> | undefined, desired);
+    if (patch) plan.statuses.push({ kind, name, patch });
+  };
+
+  const living = new Set(o.stages.filter((st) => !deleting(st)).map(nameOf));
+  for (const sv of o.stageVersions) {
+    const { patch, waitMessage } = protection(sv, o.usages, living);
+    if (patch) plan.metadata.push(patch);
+    if (waitMessage) status('StageVersion', nameOf(sv), sv.status, { message: waitMessage });
+  }
+
+  const targets = new Map<string, string>();
+  for (const stage of o.stages.filter((st) => !deleting(st))) {
+    const decision = decideTarget(stage, o.stageVersions, o.namespace);
+    const target = nameOf(decision.target);
+    targets.set(nameOf(stage), target);
+    if (decision.create) plan.creates.push({ object: decision.target, why: `Stage ${nameOf(stage)}: StageVersion revision ${decision.latestRevision} for ${stage.spec.vector}` });
+    const usage = targetUsage(stage, target, o.usages, o.namespace);
+    if (usage && 'object' in usage) plan.creates.push(usage);
+    else if (usage) plan.specs.push(usage);
+    const active = o.usages.find((u) => nameOf(u) === activeUsageName(nameOf(stage)))?.spec.stageVersionRef?.name;
+    const activation = activationFor(stage, decision.target, active, o.activations, o.namespace);
+    if (activation) plan.creates.push(activation);
+    const desired = stageStatus(stage, { latestRevision: decision.latestRevision, target: decision.target, active, activations: o.activations }, now);
+    status('Stage', nameOf(stage), stage.status, desired);
+  }
+
+  // A usage whose spec changes in this pass gets its status in the next one, from fresh reads.
+  const respecced = new Set(plan.specs.map((p) => p.name));
+  for (const usage of o.usages.filter((u) => !deleting(u) && !respecced.has(nameOf(u)))) {
+    status('StageVersionUsage', nameOf(usage), usage.status, usageStatus(usage, o.stageVersions, now));
+  }
+
+  for (const stage of o.stages.filter((st) => !deleting(st))) {
+    const limit = stage.spec.stageVersionHistoryLimit ?? 3;
+    for (const sv of cleanupCandidates(nameOf(stage), o.stageVersions, o.usages, o.activations, limit, targets.get(nameOf(stage)))) {
+      plan.deletes.push({ kind: 'StageVersion', name: nameOf(sv), uid: sv.metadata.uid, why: `StageVersion ${nameOf(sv)} is unused and beyond the history limit ${limit} of Stage ${nameOf(stage)}` });
+    }
+  }
+  return plan;
+}

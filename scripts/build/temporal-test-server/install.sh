@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Installs the Temporal time-skipping test server (Java, io.temporal:temporal-test-server from Maven
+# Central) into $KONFIDENCE_BIN_CACHE/temporal-test-server-<version>/ (default
+# ~/.cache/konfidence-activation/bin), once per version:
+#   lib/*.jar              the server and its runtime dependencies, resolved by Maven (pom.xml)
+#   temporal-test-server   the wrapper the unit tests give @temporalio/testing (exec java ...)
+# The SDK cannot download its own test server here (no internet beyond package registries).
+# Called by scripts/install-binaries.sh and, when the server is missing, by the unit tests' setup.
+# Idempotent and safe to run concurrently: a lock of its own (install-binaries.sh may hold the
+# cache's main lock while it calls this), and the result is moved in whole.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+# shellcheck source=../../versions.env
+source "$root/scripts/versions.env"
+version=$TEMPORAL_TEST_SERVER_VERSION
+cache=${KONFIDENCE_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/konfidence-activation/bin}
+dest="$cache/temporal-test-server-$version"
+mkdir -p "$cache"
+
+done_already() { [ -x "$dest/temporal-test-server" ] && [ -f "$dest/lib/temporal-test-server-$version.jar" ]; }
+if done_already; then echo "install-binaries: temporal-test-server $version cached in $dest"; exit 0; fi
+
+for tool in java mvn; do
+  command -v "$tool" >/dev/null ||
+    { echo "install-binaries: $tool is required for the Temporal test server (Debian: apt-get install default-jdk-headless maven)" >&2; exit 1; }
+done
+grep -q "<temporal-test-server.version>$version</temporal-test-server.version>" "$here/pom.xml" ||
+  { echo "install-binaries: scripts/build/temporal-test-server/pom.xml does not pin $version (see versions.env)" >&2; exit 1; }
+
+exec 8>"$cache/.lock-temporal-test-server"
+flock 8
+if done_already; then echo "install-binaries: temporal-test-server $version cached in $dest"; exit 0; fi
+
+echo "install-binaries: fetching temporal-test-server $version and its dependencies with Maven"
+started=$SECONDS
+out=$(mktemp -d "$cache/.build-temporal-test-server-XXXXXX")
+trap 'rm -rf "$out"' EXIT
+# Runtime scope: what the server needs to run. Maven's output (Debian's prints stray colour codes
+# even with -q -B) is shown only when it fails.
+mkdir "$out/lib"
+if ! mvn -q -B -f "$here/pom.xml" dependency:copy-dependencies \
+  -DincludeScope=runtime -DoutputDirectory="$out/lib" >"$out/mvn.log" 2>&1; then
+  cat "$out/mvn.log" >&2
+  echo "install-binaries: Maven could not resolve temporal-test-server $version (output above)" >&2
+  exit 1
+fi
+rm "$out/mvn.log"
+cp "$here/temporal-test-server" "$out/temporal-test-server"
+chmod +x "$out/temporal-test-server"
+[ -f "$out/lib/temporal-test-server-$version.jar" ] ||
+  { echo "install-binaries: Maven did not fetch temporal-test-server-$version.jar" >&2; exit 1; }
+rm -rf "$dest"
+mv "$out" "$dest"
+trap - EXIT
+echo "install-binaries: installed temporal-test-server $version in $((SECONDS - started))s"

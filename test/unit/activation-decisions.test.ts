@@ -1,0 +1,133 @@
+/** The activation's decisions, a table row per rule (decisions/activation.ts). No servers. */
+import {
+  activationConditions,
+  activationStatus,
+  answerRequest,
+  clip,
+  failureEnding,
+  initialProgress,
+  orderVerdict,
+  reasonOf,
+  revertOrder,
+  stepOutcome,
+  stepsToRun,
+  type StepProgress,
+} from '../../decisions/activation.js';
+import type { StageVersionInfo } from '../../executors/types.js';
+
+const sv = (r: number): StageVersionInfo => ({ name: `dev-${r}`, revision: r, vector: `v${r}` });
+const all = [sv(1), sv(2), sv(3)];
+
+describe('orderVerdict: an older version never overwrites a newer one, decided on fresh state', () => {
+  it.each([
+    ['first activation of a Stage runs', { target: sv(2), activeName: undefined, retry: false }, { run: true }],
+    ['newer than the active one runs, previous = active', { target: sv(3), activeName: 'dev-2', retry: false }, { run: true, previous: sv(2) }],
+    ['older than the active one is Skipped', { target: sv(1), activeName: 'dev-2', retry: false }, { run: false, phase: 'Skipped', reason: 'OlderThanActive' }],
+    ['the active one itself is Skipped', { target: sv(2), activeName: 'dev-2', retry: false }, { run: false, phase: 'Skipped', reason: 'AlreadyActive' }],
+    ['a retry onto the active one runs again (an earlier attempt switched it)', { target: sv(2), activeName: 'dev-2', retry: true }, { run: true }],
+    ['a retry keeps the previous version its first attempt recorded', { target: sv(3), activeName: 'dev-3', retry: true, recordedPrevious: sv(2) }, { run: true, previous: sv(2) }],
+    ['an older one is Skipped on a retry too', { target: sv(1), activeName: 'dev-3', retry: true }, { run: false, phase: 'Skipped', reason: 'OlderThanActive' }],
+    ['fails closed when the active StageVersion cannot be identified', { target: sv(3), activeName: 'dev-9', retry: false }, { run: false, phase: 'Failed', reason: 'ActiveStageVersionUnknown' }],
+  ])('%s', (_name, input, expected) => {
+    const verdict = orderVerdict({ stage: 'dev', stageVersions: all, ...input });
+    expect(verdict).toMatchObject(expected);
+    if (!expected.run) expect((verdict as { message: string }).message).toMatch(/dev-\d/);
+    if (expected.run && !('previous' in expected)) expect(verdict).not.toHaveProperty('previous');
+  });
+});
+
+const plan = { steps: [{ name: 'gateway', tasks: [{ registration: 'gw' }] }, { name: 'mesh', tasks: [{ registration: 'mesh' }, { registration: 'dr' }] }] };
+const progressWith = (...phases: StepProgress['phase'][]): StepProgress[] => initialProgress(plan).map((s, i) => ({ ...s, phase: phases[i] ?? 'Pending' }));
+
+describe('stepsToRun: a retry resumes at the first unfinished step', () => {
+  it.each([
+    ['first attempt runs every step', [], { run: [0, 1] }],
+    ['a retry skips the succeeded steps', progressWith('Succeeded', 'Failed'), { run: [1] }],
+    ['a retry after a revert runs everything again', progressWith('Reverted', 'Failed'), { run: [0, 1] }],
+  ])('%s', (_n, progress, expected) => expect(stepsToRun(plan, progress)).toEqual(expected));
+
+  it('refuses to resume when the plan changed its steps', () => {
+    const changed = { steps: [{ name: 'other', tasks: [{ registration: 'x' }] }] };
+    expect(stepsToRun(changed, progressWith('Succeeded', 'Failed'))).toEqual({ error: expect.stringContaining('create a new VectorActivation') });
+  });
+});
+
+describe('stepOutcome and revertOrder', () => {
+  const ok = { registration: 'a', execution: 'e', ok: true, message: '' };
+  const bad = { ...ok, ok: false };
+  it.each([
+    ['all tasks succeeded', [ok, ok], false, 'Succeeded'],
+    ['one task failed', [ok, bad], false, 'Failed'],
+    ['cancelled although every task finished', [ok], true, 'Failed'],
+  ] as const)('%s → %s', (_n, outcomes, cancelled, phase) => expect(stepOutcome(outcomes, cancelled)).toBe(phase));
+
+  it('reverts the succeeded tasks newest step first, skipping steps with nothing done', () => {
+    const p = progressWith('Succeeded', 'Failed');
+    p[1]!.tasks = [{ registration: 'mesh', phase: 'Succeeded' }, { registration: 'dr', phase: 'Error' }];
+    expect(revertOrder(p, 1)).toEqual([{ step: 1, registrations: ['mesh'] }]);
+    p[0]!.tasks = [{ registration: 'gw', phase: 'Succeeded' }];
+    expect(revertOrder(p, 1)).toEqual([{ step: 1, registrations: ['mesh'] }, { step: 0, registrations: ['gw'] }]);
+  });
+});
+
+describe('failureEnding: a failed activation says exactly what stayed applied', () => {
+  const p = progressWith('Succeeded', 'Failed');
+  it.each([
+    ['Stop names the steps left applied', { onFailure: 'Stop' as const }, 'Failed', /boom; steps left applied: gateway$/],
+    ['Revert that worked says so', { onFailure: 'Revert' as const, revert: 'done' as const }, 'Failed', /succeeded tasks were reverted/],
+    ['Revert without a previous version says it could not', { onFailure: 'Revert' as const, revert: 'noPrevious' as const }, 'Failed', /could not revert: the Stage had no active StageVersion.*steps left applied: gateway/],
+    ['a cancel after some steps names the steps left applied', { onFailure: 'Stop' as const, cancelled: { reason: 'annotation' } }, 'Cancelled', /cancelled in step mesh \(annotation\); steps left applied: gateway/],
+  ])('%s', (_n, extra, phase, message) => {
+    const ending = failureEnding({ step: 'mesh', firstError: 'boom', progress: p, ...extra });
+    expect(ending.phase).toBe(phase);
+    expect(ending.message).toMatch(message);
+  });
+});
+
+describe('answerRequest: cancel and retry are accepted or refused with the reason', () => {
+  it.each([
+    ['cancel', 'Waiting', true],
+    ['cancel', 'InProgress', true],
+    ['cancel', 'Failed', true],
+    ['cancel', 'Succeeded', false],
+    ['cancel', 'Skipped', false],
+    ['retry', 'Failed', true],
+    ['retry', 'Cancelled', true],
+    ['retry', 'InProgress', false],
+    ['retry', 'Succeeded', false],
+  ] as const)('%s while %s → accepted %s', (action, phase, accepted) => {
+    const answer = answerRequest(action, phase);
+    expect(answer.accepted).toBe(accepted);
+    if (!answer.accepted) expect(answer.message).toMatch(new RegExp(`^refused: the activation is ${phase}`));
+  });
+});
+
+describe('status within the schema', () => {
+  it('clips long messages and turns any error type into a valid condition reason', () => {
+    const long = 'x'.repeat(50_000);
+    const status = activationStatus({
+      phase: 'Failed',
+      reason: 'my-error.type!',
+      message: long,
+      workflowId: 'w',
+      attempt: 1,
+      firstError: long,
+      steps: [{ name: 's', phase: 'Failed', tasks: [{ registration: 'r', phase: 'Error', message: long }] }],
+    });
+    expect(status.reason).toBe('myerrortype');
+    expect(status.message.length).toBeLessThanOrEqual(32768);
+    expect(status.firstError!.length).toBeLessThanOrEqual(4096);
+    expect(status.steps[0]!.tasks[0]!.message!.length).toBeLessThanOrEqual(4096);
+    expect(reasonOf('123')).toBe('Error');
+    expect(clip('short')).toBe('short');
+  });
+
+  it.each([
+    ['InProgress', 'True', 'Unknown'],
+    ['Succeeded', 'False', 'True'],
+    ['Failed', 'False', 'False'],
+  ] as const)('conditions while %s: Progressing %s, Succeeded %s', (phase, progressing, succeeded) => {
+    const [p, s] = activationConditions(phase, 'R', 'm');
+    expect([p!.status, s!.status]).toEqual([progressing, succeeded]);
+  });
+});

@@ -1,0 +1,279 @@
+/**
+ * The per-Stage lock workflow (workflows/stage-lock.ts) on the time-skipping test server: the real
+ * `stageLock` and `requestStageLock`, with test requesters (test/unit/support/lock-workflows.ts)
+ * in place of activations. Minutes of lock time pass in milliseconds.
+ */
+import { Context } from '@temporalio/activity';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import proto from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { createLockActivities, type LockActivities } from '../../activities/lock.js';
+import { pollUntil } from '../../scripts/env/process.js';
+import { lockStateQuery, requestLockSignal, stageLockWorkflowId, type LockState } from '../../shared/activation.js';
+import { HOLDER_CHECK_MS, stageLock } from '../../workflows/stage-lock.js';
+import { createTestActivities } from './support/activities.js';
+import { finishSignal, lockRequester, lockTraffic, requesterQuery } from './support/lock-workflows.js';
+import { testWorkflowBundle, timeSkippingEnv } from './support/temporal.js';
+
+let env: TestWorkflowEnvironment;
+
+beforeAll(async () => {
+  [env] = await Promise.all([timeSkippingEnv(), testWorkflowBundle()]);
+});
+
+afterAll(async () => {
+  await env?.teardown();
+});
+
+const namespace = 'unit';
+let stages = 0;
+
+/** Each test: a Stage (so a lock workflow) and a task queue of its own. */
+function newStage(): { stage: string; taskQueue: string; lockId: string } {
+  const stage = `stage-${++stages}`;
+  return { stage, taskQueue: `stage-lock-${stage}`, lockId: stageLockWorkflowId(namespace, stage) };
+}
+
+/** Runs `body` with a worker for the project's and the test's workflows and activities. */
+async function withWorker<T>(taskQueue: string, body: () => Promise<T>, activities: Partial<LockActivities> = {}): Promise<T> {
+  const worker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: await testWorkflowBundle(),
+    activities: { ...createLockActivities(env.client, taskQueue), ...createTestActivities(env.client), ...activities },
+  });
+  return worker.runUntil(body);
+}
+
+function startRequester(taskQueue: string, stage: string, id: string, revision: number, hold = false) {
+  return env.client.workflow.start(lockRequester, {
+    taskQueue,
+    workflowId: `${stage}/${id}`,
+    args: [{ namespace, stage, revision, hold }],
+  });
+}
+
+/** Polls the lock's state (real time; nothing here needs workflow time to pass) until `ok`. */
+function waitForLock(lockId: string, ok: (s: LockState) => boolean, what: string): Promise<LockState> {
+  return pollUntil(
+    async () => {
+      const state = await env.client.workflow
+        .getHandle(lockId)
+        .query(lockStateQuery)
+        .catch(() => undefined);
+      return state && ok(state) ? state : undefined;
+    },
+    10_000,
+    what,
+    50,
+  );
+}
+
+// @temporalio/proto is CommonJS whose named exports Node's ESM loader cannot see.
+const events = proto.temporal.api.enums.v1.EventType;
+
+/**
+ * Waits until the lock has nothing left to do: its last workflow task completed and every notice
+ * it sent was delivered. The test server loses a signal that arrives while a run continues as new
+ * (temporalio/sdk-java#1538); the real server makes the workflow handle it first. So a test that
+ * makes the lock continue as new sends its next request only to a quiet lock.
+ */
+function waitForQuietLock(lockId: string): Promise<true> {
+  return pollUntil(
+    async () => {
+      const history = (await env.client.workflow.getHandle(lockId).fetchHistory()).events ?? [];
+      const count = (type: number) => history.filter((e) => e.eventType === type).length;
+      const sent = count(events.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED);
+      const answered = count(events.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_SIGNALED) + count(events.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED);
+      const last = history.at(-1)?.eventType;
+      const quiet = [events.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, events.EVENT_TYPE_TIMER_STARTED, events.EVENT_TYPE_TIMER_CANCELED];
+      return sent === answered && last !== undefined && last !== null && quiet.includes(last) ? true : undefined;
+    },
+    10_000,
+    'the lock is quiet',
+    20,
+  );
+}
+
+/** Waits until a requester's ask (signal-with-start by its activity) has reached the lock. */
+function waitForAsk(requester: { fetchHistory(): Promise<{ events?: { eventType?: number | null }[] | null }> }): Promise<true> {
+  return pollUntil(
+    async () => ((await requester.fetchHistory()).events ?? []).some((e) => e.eventType === events.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) || undefined,
+    10_000,
+    'the request reached the lock',
+    20,
+  );
+}
+
+const holderIs = (id: string) => (s: LockState) => s.holder?.requester === id;
+const waitingAre = (...ids: string[]) => (s: LockState) => s.waiting.map((w) => w.requester).join() === ids.join();
+
+test('a holder terminated under steady traffic is found within two check periods, and the newest waiter gets the Stage', async () => {
+  const { stage, taskQueue, lockId } = newStage();
+  await withWorker(taskQueue, async () => {
+    const holder = await startRequester(taskQueue, stage, 'holder', 1, true);
+    await waitForLock(lockId, holderIs(holder.workflowId), 'the first requester holds the Stage');
+
+    // A new (newer) requester every 30 s: the lock is never quiet for a whole check period. Before
+    // the fix, only a quiet period led to a check, so the Stage stayed with the terminated holder.
+    const traffic = await env.client.workflow.execute(lockTraffic, {
+      taskQueue,
+      workflowId: `${stage}/traffic`,
+      args: [{ namespace, stage, holder: holder.workflowId, terminateAfterMs: 45_000, everyMs: 30_000, firstRevision: 2, maxRequests: 16 }],
+    });
+
+    expect(traffic.terminatedAt).toBeDefined();
+    expect(traffic.granted).toBeDefined();
+    const { id: grantedId, at: grantedAt } = traffic.granted!;
+    // Not before the holder was gone, and within two check periods of it.
+    expect(grantedAt).toBeGreaterThanOrEqual(traffic.terminatedAt!);
+    expect(grantedAt - traffic.terminatedAt!).toBeLessThanOrEqual(2 * HOLDER_CHECK_MS);
+    // Requests really kept coming, at most 30 s apart, from before the termination up to the grant.
+    const asked = traffic.requests.filter((r) => r.at <= grantedAt);
+    expect(asked[0]!.at).toBeLessThan(traffic.terminatedAt!);
+    // (30 s of workflow time plus the few real milliseconds each step takes)
+    asked.slice(1).forEach((r, i) => expect(r.at - asked[i]!.at).toBeLessThan(31_000));
+    expect(grantedAt - asked.at(-1)!.at).toBeLessThan(31_000);
+    // The Stage went to the newest request; every earlier one was superseded by its successor.
+    expect(grantedId).toBe(asked.at(-1)!.id);
+    asked.slice(0, -1).forEach((r, i) => {
+      expect(traffic.outcomes[r.id]).toMatchObject({ outcome: 'superseded', by: asked[i + 1]!.id, notices: [expect.any(String)] });
+    });
+  });
+});
+
+test('supersede rules: the newest revision wins, on equal revisions the later request wins, older requests are told', async () => {
+  const { stage, taskQueue, lockId } = newStage();
+  await withWorker(taskQueue, async () => {
+    const holder = await startRequester(taskQueue, stage, 'holder', 10, true);
+    await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
+
+    const a = await startRequester(taskQueue, stage, 'a', 5);
+    await waitForLock(lockId, waitingAre(a.workflowId), 'a waits');
+    const b = await startRequester(taskQueue, stage, 'b', 7);
+    await waitForLock(lockId, waitingAre(b.workflowId), 'b (newer) replaces a');
+    const c = await startRequester(taskQueue, stage, 'c', 6);
+    const cResult = await c.result();
+    const d = await startRequester(taskQueue, stage, 'd', 7);
+    await waitForLock(lockId, waitingAre(d.workflowId), 'd (same revision, later) replaces b');
+
+    expect(await a.result()).toEqual(expect.objectContaining({ outcome: 'superseded', by: b.workflowId, byRevision: 7, notices: [`superseded by ${b.workflowId} (7)`] }));
+    expect(cResult).toEqual(expect.objectContaining({ outcome: 'superseded', by: b.workflowId, byRevision: 7, notices: [`superseded by ${b.workflowId} (7)`] }));
+    expect(await b.result()).toEqual(expect.objectContaining({ outcome: 'superseded', by: d.workflowId, byRevision: 7, notices: [`superseded by ${d.workflowId} (7)`] }));
+
+    // b asks again, as a waiting activation does now and then, after it was superseded (its ask was
+    // on its way): it must not come back and supersede d with the same revision.
+    await env.client.workflow.getHandle(lockId).signal(requestLockSignal, { requester: b.workflowId, revision: 7, activation: b.workflowId });
+    // The holder releases after that ask (signals reach the lock in order): d gets the Stage.
+    await holder.signal(finishSignal);
+    expect(await holder.result()).toEqual(expect.objectContaining({ outcome: 'granted', notices: ['granted'] }));
+    expect(await d.result()).toEqual(expect.objectContaining({ outcome: 'granted', notices: ['granted'] }));
+  });
+});
+
+test('the Stage is never granted to a requester whose workflow has closed', async () => {
+  const { stage, taskQueue, lockId } = newStage();
+  const checks: string[] = [];
+  const real = createLockActivities(env.client, taskQueue);
+  const isWorkflowOpen = (workflowId: string) => {
+    checks.push(workflowId);
+    return real.isWorkflowOpen(workflowId);
+  };
+  await withWorker(
+    taskQueue,
+    async () => {
+      const holder = await startRequester(taskQueue, stage, 'holder', 1, true);
+      await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
+      const gone = await startRequester(taskQueue, stage, 'gone', 2);
+      await waitForLock(lockId, waitingAre(gone.workflowId), 'a second requester waits');
+      await gone.terminate('the activation was terminated while it waited');
+
+      await holder.signal(finishSignal);
+      // The grant cannot reach the closed requester: the lock drops it at once (no holder check
+      // needed to take the Stage back) and, idle, finishes.
+      await env.client.workflow.getHandle(lockId).result();
+      expect(checks).toEqual([]);
+      // The next requester is served by a new lock run.
+      const next = await startRequester(taskQueue, stage, 'next', 1);
+      expect(await next.result()).toEqual(expect.objectContaining({ outcome: 'granted', notices: ['granted'] }));
+    },
+    { isWorkflowOpen },
+  );
+});
+
+test('a failing holder check is tried at most 5 times, does not end the lock, and a later check hands the Stage on', async () => {
+  const { stage, taskQueue, lockId } = newStage();
+  const attempts: number[] = [];
+  const real = createLockActivities(env.client, taskQueue);
+  // The first check fails on every attempt (Temporal unreachable, say); later ones work.
+  const isWorkflowOpen = async (workflowId: string): Promise<boolean> => {
+    attempts.push(Context.current().info.attempt);
+    if (attempts.length <= 5) throw new Error('Temporal frontend unreachable');
+    return real.isWorkflowOpen(workflowId);
+  };
+  await withWorker(
+    taskQueue,
+    async () => {
+      const holder = await startRequester(taskQueue, stage, 'holder', 1, true);
+      await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
+      const waiter = await startRequester(taskQueue, stage, 'waiter', 2);
+      await waitForLock(lockId, waitingAre(waiter.workflowId), 'a second requester waits');
+      await holder.terminate('the activation was terminated while it held the Stage');
+      const terminated = await env.currentTimeMs();
+
+      const answer = await waiter.result();
+      expect(answer).toEqual(expect.objectContaining({ outcome: 'granted', notices: ['granted'] }));
+      // One check with its 5 attempts, given up; the next check (attempt 1 again) found the holder closed.
+      expect(attempts.slice(0, 6)).toEqual([1, 2, 3, 4, 5, 1]);
+      expect(answer.at - terminated).toBeGreaterThan(HOLDER_CHECK_MS);
+      expect(answer.at - terminated).toBeLessThanOrEqual(2 * HOLDER_CHECK_MS + 30_000);
+    },
+    { isWorkflowOpen },
+  );
+});
+
+test('continue-as-new keeps the holder and the waiter', async () => {
+  const { stage, taskQueue, lockId } = newStage();
+  await withWorker(taskQueue, async () => {
+    // Started by the test with a small history limit (the test server never suggests
+    // continue-as-new) and with a holder in its initial state, as a continued run is.
+    const holderId = `${stage}/holder`;
+    const lock = await env.client.workflow.start(stageLock, {
+      taskQueue,
+      workflowId: lockId,
+      args: [{ holder: { requester: holderId, revision: 1, activation: holderId }, waiting: [] }, { historyLimit: 30 }],
+    });
+    // The holder asks (again, as far as the lock knows): the lock confirms.
+    const holder = await startRequester(taskQueue, stage, 'holder', 1, true);
+    await pollUntil(() => holder.query(requesterQuery), 10_000, 'the holder is told it holds the Stage', 50);
+    await waitForQuietLock(lockId);
+
+    // Each newer request supersedes the one before: a dozen events of history each. This test
+    // watches the lock through its history, not queries: on the test server, a query that meets a
+    // run just continued can stall that run's next workflow task.
+    const waiters = [];
+    for (let revision = 2; revision <= 7; revision++) {
+      const waiter = await startRequester(taskQueue, stage, `waiter-${revision}`, revision);
+      await waitForAsk(waiter);
+      await waitForQuietLock(lockId);
+      waiters.push(waiter);
+    }
+    const last = waiters.at(-1)!;
+    const current = await env.client.workflow.getHandle(lockId).describe();
+    expect(current.runId).not.toBe(lock.firstExecutionRunId);
+    expect(current.status.name).toBe('RUNNING');
+    // The first run continued as new (it did not finish idle and get restarted).
+    const firstRun = await env.client.workflow.getHandle(lockId, lock.firstExecutionRunId).describe();
+    expect(firstRun.status.name).toBe('CONTINUED_AS_NEW');
+    // The new run kept the holder: with the lock quiet, the newest waiter has no answer yet.
+    expect(await last.query(requesterQuery)).toBeUndefined();
+
+    // And it kept the waiter: once the holder releases, the newest waiter gets the Stage.
+    await holder.signal(finishSignal);
+    expect(await holder.result()).toEqual(expect.objectContaining({ outcome: 'granted', notices: ['granted'] }));
+    expect(await last.result()).toEqual(expect.objectContaining({ outcome: 'granted', notices: ['granted'] }));
+    for (const [i, w] of waiters.slice(0, -1).entries()) {
+      expect(await w.result()).toEqual(expect.objectContaining({ outcome: 'superseded', by: waiters[i + 1]!.workflowId }));
+    }
+  });
+});

@@ -1,0 +1,44 @@
+/** What the watcher does per VectorActivation (decisions/watcher.ts), a row per rule. No servers. */
+import { closedWorkflowEnding, requestToken, watcherActions, type ObservedActivation } from '../../decisions/watcher.js';
+
+const observed = (o: Partial<ObservedActivation>): ObservedActivation => ({ deleting: false, annotations: {}, answered: [], ...o });
+const RETRY = 'konfidence.cloud/retry';
+const CANCEL = 'konfidence.cloud/cancel';
+
+describe('watcherActions: the status is the record of what ran', () => {
+  it.each([
+    ['a new object gets its workflow', {}, [{ kind: 'ensure' }]],
+    ['an unfinished one is ensured (a lost workflow is started again)', { phase: 'InProgress' }, [{ kind: 'ensure' }]],
+    ['a Succeeded one is left alone', { phase: 'Succeeded' }, []],
+    ['a Skipped one is left alone', { phase: 'Skipped' }, []],
+    ['a Failed one without a retry request is left alone', { phase: 'Failed' }, []],
+    ['a deleting one is left alone', { phase: 'InProgress', deleting: true }, []],
+    ['a retry of a Failed one is handed to its workflow', { phase: 'Failed', annotations: { [RETRY]: '1' } }, [{ kind: 'relay', action: 'retry', token: `${RETRY}=1` }]],
+    ['an answered retry is not asked again', { phase: 'Failed', annotations: { [RETRY]: '1' }, answered: [{ action: 'retry' as const, token: `${RETRY}=1` }] }, []],
+    ['a new value is a new request', { phase: 'Failed', annotations: { [RETRY]: '2' }, answered: [{ action: 'retry' as const, token: `${RETRY}=1` }] }, [{ kind: 'relay', action: 'retry', token: `${RETRY}=2` }]],
+    ['a cancel of a running one is relayed after ensuring', { phase: 'Waiting', annotations: { [CANCEL]: 'x' } }, [{ kind: 'ensure' }, { kind: 'relay', action: 'cancel', token: `${CANCEL}=x` }]],
+  ])('%s', (_n, o, expected) => expect(watcherActions(observed(o))).toEqual(expected));
+
+  it.each([
+    ['retry', 'Succeeded', RETRY],
+    ['cancel', 'Skipped', CANCEL],
+  ] as const)('a %s of a %s activation is refused without Temporal, saying why', (action, phase, annotation) => {
+    const [a] = watcherActions(observed({ phase, annotations: { [annotation]: 'now' } }));
+    expect(a).toEqual({ kind: 'refuse', action, token: requestToken(action, 'now'), message: expect.stringMatching(new RegExp(`^refused: the activation is ${phase}`)) });
+  });
+});
+
+describe('closedWorkflowEnding: why an unfinished activation was closed out', () => {
+  it.each([
+    ['TERMINATED', 'WorkflowTerminated', 'was terminated'],
+    ['TIMED_OUT', 'WorkflowTimedOut', 'timed out'],
+    ['FAILED', 'WorkflowFailed', 'failed'],
+    ['COMPLETED', 'WorkflowCompleted', 'without writing a final status'],
+    ['SOMETHING_NEW', 'WorkflowClosed', 'closed (SOMETHING_NEW)'],
+  ])('%s → %s', (status, reason, text) => {
+    const ending = closedWorkflowEnding(status, 'wf-1');
+    expect(ending.reason).toBe(reason);
+    expect(ending.message).toContain(text);
+    expect(ending.message).toContain('wf-1');
+  });
+});

@@ -1,0 +1,132 @@
+/**
+ * The one client of a Stage's lock an activation uses: ask the Stage's lock workflow for the
+ * Stage and wait for the grant (or to be superseded, or cancelled), take the Stage's Lease and keep
+ * it renewed, and give everything back. All lock state of an activation lives here.
+ */
+import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, proxyActivities, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { ActivationActivities } from '../activities/core.js';
+import type { LockActivities } from '../activities/lock.js';
+import { lockGrantedSignal, lockSupersededSignal, releaseLockSignal, stageLockWorkflowId } from '../shared/activation.js';
+
+const { requestStageLock } = proxyActivities<LockActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10 },
+});
+
+/**
+ * Taking and clearing the Lease are bookkeeping on the handoff's path: local activities. Taking it
+ * waits, within bounded attempts, for a live foreign holder's Lease to expire (60 s at most).
+ */
+const { acquireStageLease } = proxyLocalActivities<ActivationActivities>({
+  startToCloseTimeout: '30 seconds',
+  scheduleToCloseTimeout: '3 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 1.5, maximumInterval: '10 seconds', maximumAttempts: 20 },
+  summary: "take the Stage's Lease",
+});
+const { releaseStageLease } = proxyLocalActivities<ActivationActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', maximumAttempts: 10 },
+});
+
+/** One long activity renews the Lease: history stays O(1) however long the activation runs. */
+const { keepStageLease } = proxyActivities<ActivationActivities>({
+  startToCloseTimeout: '30 days',
+  heartbeatTimeout: '10 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
+  summary: "keep the Stage's Lease renewed",
+});
+
+/**
+ * How often a waiting activation asks its lock again. Asking is idempotent; it matters when the lock
+ * workflow is gone (terminated by someone): the next ask starts a new one that queues us again.
+ */
+const ASK_AGAIN_SECONDS = 120;
+
+export type LockOutcome = 'granted' | 'superseded' | 'cancelled';
+type LockState = 'none' | 'waiting' | 'granted' | 'superseded';
+
+export class StageAccess {
+  readonly lockId: string;
+  private state: LockState = 'none';
+  supersededBy = '';
+  private keeping?: CancellationScope;
+  private leaseHeld = false;
+
+  constructor(
+    private readonly namespace: string,
+    private readonly stage: string,
+    /** namespace/name of the activation: the Lease holder and the lock's label for people. */
+    readonly holder: string,
+    private readonly askAgainSeconds = ASK_AGAIN_SECONDS,
+  ) {
+    this.lockId = stageLockWorkflowId(namespace, stage);
+    setHandler(lockGrantedSignal, () => {
+      if (this.state === 'waiting') this.state = 'granted';
+    });
+    setHandler(lockSupersededSignal, ({ by, revision }) => {
+      if (this.state !== 'waiting') return;
+      this.state = 'superseded';
+      this.supersededBy = `${by} (revision ${revision})`;
+    });
+  }
+
+  get waiting(): boolean {
+    return this.state === 'waiting';
+  }
+
+  /** Queues at the lock and waits for its answer, asking again now and then, until `stop()` is true. */
+  async acquire(revision: number, stop: () => boolean, onQueued: () => Promise<void>): Promise<LockOutcome> {
+    this.state = 'waiting';
+    const request = { requester: workflowInfo().workflowId, revision, activation: this.holder };
+    await requestStageLock(this.namespace, this.stage, request);
+    await onQueued();
+    while (!(await condition(() => this.state !== 'waiting' || stop(), `${this.askAgainSeconds} seconds`))) {
+      await requestStageLock(this.namespace, this.stage, request);
+    }
+    // Signal handlers changed the state meanwhile; TypeScript cannot know.
+    const state = this.state as LockState;
+    if (state === 'granted') return 'granted';
+    if (state === 'superseded') return 'superseded';
+    await this.releaseLock();
+    return 'cancelled';
+  }
+
+  /** Takes the Lease (after the grant), then renews it in the background until `release()`. */
+  async takeLease(stageUid: string): Promise<void> {
+    await acquireStageLease(this.namespace, this.stage, stageUid, this.holder);
+    this.leaseHeld = true;
+    this.keeping = new CancellationScope();
+    void this.keeping
+      .run(() => keepStageLease(this.namespace, this.stage, this.holder))
+      .catch((err: unknown) => {
+        if (!isCancellation(err)) throw err;
+      })
+      .catch(() => undefined); // renewal problems are reported by the activity itself (log, Event)
+  }
+
+  /**
+   * Stops renewing and clears the Lease if ours. Done before the final status is written, so that
+   * whoever reads the final phase finds the Lease free; the lock is left after it (release()), so
+   * that the next activation cannot be InProgress while this one still says it is.
+   */
+  async releaseLease(): Promise<void> {
+    this.keeping?.cancel();
+    this.keeping = undefined;
+    if (!this.leaseHeld) return;
+    this.leaseHeld = false;
+    await CancellationScope.nonCancellable(() => releaseStageLease(this.namespace, this.stage, this.holder));
+  }
+
+  /** Gives the Stage back: the Lease (if still held), then the lock. */
+  async release(): Promise<void> {
+    await this.releaseLease();
+    await CancellationScope.nonCancellable(() => this.releaseLock());
+  }
+
+  private async releaseLock(): Promise<void> {
+    this.state = 'none';
+    await getExternalWorkflowHandle(this.lockId)
+      .signal(releaseLockSignal, { requester: workflowInfo().workflowId })
+      .catch(() => undefined); // no lock workflow: nothing is held
+  }
+}

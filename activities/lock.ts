@@ -16,6 +16,10 @@ export function createLockActivities(client: Client, taskQueue: string) {
       });
     },
 
+    /**
+     * Whether the workflow (its latest run) still runs: false when it closed or is unknown. Other
+     * errors throw; the lock retries a few times and otherwise checks again at its next period.
+     */
     async isWorkflowOpen(workflowId: string): Promise<boolean> {
       try {
         const description = await client.workflow.getHandle(workflowId).describe();

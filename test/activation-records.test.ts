@@ -124,7 +124,7 @@ it('never runs a finished activation again after Temporal dropped its workflow a
 
   // What Temporal's retention does to a closed workflow, done now.
   await run(binaries.temporal, ['workflow', 'delete', '--workflow-id', activationWorkflowId(ref), '--address', temporalAddress(), '--namespace', temporalNamespace()]);
-  await pollUntil(async () => !(await workflowExists(ref)), 20_000, 'Temporal to forget the closed workflow');
+  await pollUntil(async () => !(await workflowExists(ref)), 60_000, 'Temporal to forget the closed workflow');
 
   await s.watcher.stop();
   const watcher = watcherFor(s.ns);

@@ -186,11 +186,11 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     // was read while waiting (a newer version may have become active meanwhile).
     let stage: StageState, activeName: string | undefined, plan: ResolvedPlan;
     try {
-      await access.takeLease(stageUid);
-      [stage, activeName, plan] = await Promise.all([
+      // The plan is not the Stage's state: it resolves while the Lease is taken.
+      [, plan] = await Promise.all([access.takeLease(stageUid), k8s.resolvePlan(va!.executionPlan, ref.namespace)]);
+      [stage, activeName] = await Promise.all([
         k8s.describeStage(ref.namespace, va!.stage, va!.stageVersion),
         k8s.readActiveStageVersion(ref.namespace, va!.stage),
-        k8s.resolvePlan(va!.executionPlan, ref.namespace),
       ]);
     } catch (err) {
       return fail(err);
@@ -291,8 +291,10 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       if (ending.phase === 'Skipped') await k8s.releaseActivationUsage(ref);
       // Whoever reads the final phase finds the StageVersion free to change again and the Lease free.
       await Promise.all([unmark(), access.releaseLease()]);
-      await report(ending.phase, ending.reason, ending.message);
-      await k8s.recordActivationEvent(ref, ending.phase === 'Failed' ? 'Warning' : 'Normal', reasonOf(ending.reason), ending.message);
+      await Promise.all([
+        report(ending.phase, ending.reason, ending.message),
+        k8s.recordActivationEvent(ref, ending.phase === 'Failed' ? 'Warning' : 'Normal', reasonOf(ending.reason), ending.message),
+      ]);
     });
     return ending;
   }

@@ -3,7 +3,17 @@
  * Stage and wait for the grant (or to be superseded, or cancelled), take the Stage's Lease and keep
  * it renewed, and give everything back. All lock state of an activation lives here.
  */
-import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, proxyActivities, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  condition,
+  getExternalWorkflowHandle,
+  isCancellation,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { ActivationActivities } from '../activities/core.js';
 import type { LockActivities } from '../activities/lock.js';
 import { lockGrantedSignal, lockSupersededSignal, releaseLockSignal, stageLockWorkflowId } from '../shared/activation.js';
@@ -28,13 +38,20 @@ const { releaseStageLease } = proxyLocalActivities<ActivationActivities>({
   retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', maximumAttempts: 10 },
 });
 
-/** One long activity renews the Lease: history stays O(1) however long the activation runs. */
+/**
+ * One long activity renews the Lease: history stays O(1) however long the activation runs. It starts
+ * only when the activation is still running at the first renewal: most activations end sooner, and
+ * then nothing runs beside them.
+ */
 const { keepStageLease } = proxyActivities<ActivationActivities>({
   startToCloseTimeout: '30 days',
   heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
   summary: "keep the Stage's Lease renewed",
 });
+
+/** When the first renewal is due: well inside the Lease's duration (60 s, activities/lease.ts). */
+const FIRST_RENEWAL = '20 seconds';
 
 /**
  * How often a waiting activation asks its lock again. Asking is idempotent; it matters when the lock
@@ -97,7 +114,10 @@ export class StageAccess {
     this.leaseHeld = true;
     this.keeping = new CancellationScope();
     void this.keeping
-      .run(() => keepStageLease(this.namespace, this.stage, this.holder))
+      .run(async () => {
+        await sleep(FIRST_RENEWAL);
+        return keepStageLease(this.namespace, this.stage, this.holder);
+      })
       .catch((err: unknown) => {
         if (!isCancellation(err)) throw err;
       })

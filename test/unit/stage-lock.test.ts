@@ -4,6 +4,7 @@
  * in place of activations. Minutes of lock time pass in milliseconds.
  */
 import { Context } from '@temporalio/activity';
+import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import proto from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
@@ -16,13 +17,16 @@ import { finishSignal, lockRequester, lockTraffic, requesterQuery } from './supp
 import { testWorkflowBundle, timeSkippingEnv } from './support/temporal.js';
 
 let env: TestWorkflowEnvironment;
+let starting: Promise<TestWorkflowEnvironment> | undefined;
 
 beforeAll(async () => {
-  [env] = await Promise.all([timeSkippingEnv(), testWorkflowBundle()]);
+  starting = timeSkippingEnv();
+  [env] = await Promise.all([starting, testWorkflowBundle()]);
 });
 
 afterAll(async () => {
-  await env?.teardown();
+  // The server started even if beforeAll gave up waiting for it: stop it all the same.
+  await (await starting?.catch(() => undefined))?.teardown();
 });
 
 const namespace = 'unit';
@@ -74,9 +78,10 @@ const events = proto.temporal.api.enums.v1.EventType;
 
 /**
  * Waits until the lock has nothing left to do: its last workflow task completed and every notice
- * it sent was delivered. The test server loses a signal that arrives while a run continues as new
- * (temporalio/sdk-java#1538); the real server makes the workflow handle it first. So a test that
- * makes the lock continue as new sends its next request only to a quiet lock.
+ * it sent was delivered. The test server's continue-as-new is not atomic (temporalio/sdk-java#1538):
+ * a signal or query that meets the lock around it was seen lost, or stalling the new run; the real
+ * server makes the workflow handle a late signal before it continues. So a test that makes the lock
+ * continue as new sends its next request only to a quiet lock, and does not query it.
  */
 function waitForQuietLock(lockId: string): Promise<true> {
   return pollUntil(
@@ -96,7 +101,7 @@ function waitForQuietLock(lockId: string): Promise<true> {
 }
 
 /** Waits until a requester's ask (signal-with-start by its activity) has reached the lock. */
-function waitForAsk(requester: { fetchHistory(): Promise<{ events?: { eventType?: number | null }[] | null }> }): Promise<true> {
+function waitForAsk(requester: WorkflowHandle): Promise<true> {
   return pollUntil(
     async () => ((await requester.fetchHistory()).events ?? []).some((e) => e.eventType === events.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) || undefined,
     10_000,
@@ -248,9 +253,8 @@ test('continue-as-new keeps the holder and the waiter', async () => {
     await pollUntil(() => holder.query(requesterQuery), 10_000, 'the holder is told it holds the Stage', 50);
     await waitForQuietLock(lockId);
 
-    // Each newer request supersedes the one before: a dozen events of history each. This test
-    // watches the lock through its history, not queries: on the test server, a query that meets a
-    // run just continued can stall that run's next workflow task.
+    // Each newer request supersedes the one before: a dozen events of history each. The lock is
+    // watched through its history and the requesters, not queried (see waitForQuietLock).
     const waiters = [];
     for (let revision = 2; revision <= 7; revision++) {
       const waiter = await startRequester(taskQueue, stage, `waiter-${revision}`, revision);

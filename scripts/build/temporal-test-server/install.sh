@@ -20,7 +20,19 @@ dest="$cache/temporal-test-server-$version"
 mkdir -p "$cache"
 
 done_already() { [ -x "$dest/temporal-test-server" ] && [ -f "$dest/lib/temporal-test-server-$version.jar" ]; }
-if done_already; then echo "install-binaries: temporal-test-server $version cached in $dest"; exit 0; fi
+# The jars are keyed by version; the wrapper is this checkout's: refresh it when it changed.
+refresh_wrapper() {
+  cmp -s "$here/temporal-test-server" "$dest/temporal-test-server" && return
+  local tmp
+  tmp=$(mktemp "$dest/.temporal-test-server-XXXXXX")
+  cp "$here/temporal-test-server" "$tmp" && chmod +x "$tmp" && mv "$tmp" "$dest/temporal-test-server"
+  echo "install-binaries: updated the temporal-test-server wrapper in $dest"
+}
+if done_already; then
+  refresh_wrapper
+  echo "install-binaries: temporal-test-server $version cached in $dest"
+  exit 0
+fi
 
 for tool in java mvn; do
   command -v "$tool" >/dev/null ||
@@ -31,7 +43,11 @@ grep -q "<temporal-test-server.version>$version</temporal-test-server.version>" 
 
 exec 8>"$cache/.lock-temporal-test-server"
 flock 8
-if done_already; then echo "install-binaries: temporal-test-server $version cached in $dest"; exit 0; fi
+if done_already; then
+  refresh_wrapper
+  echo "install-binaries: temporal-test-server $version cached in $dest"
+  exit 0
+fi
 
 echo "install-binaries: fetching temporal-test-server $version and its dependencies with Maven"
 started=$SECONDS

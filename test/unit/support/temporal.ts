@@ -27,12 +27,20 @@ if (!version) throw new Error('scripts/versions.env lacks TEMPORAL_TEST_SERVER_V
 /** The wrapper script that runs the Java test server (`<port>` as its argument). */
 export const testServerPath = join(binCache, `temporal-test-server-${version}`, 'temporal-test-server');
 
-/** Installs the test server when this machine has not yet (Maven, a few seconds; cached by version). */
+let installed = false;
+/**
+ * Installs the test server unless this machine has it (Maven, seconds; cached by version), and
+ * refreshes the wrapper script when this checkout changed it. Once per test file.
+ */
 export function ensureTestServer(): string {
-  if (!existsSync(testServerPath)) {
-    execFileSync('bash', [join(repoRoot, 'scripts', 'build', 'temporal-test-server', 'install.sh')], {
-      stdio: ['ignore', 'inherit', 'inherit'],
-    });
+  if (!installed) {
+    try {
+      execFileSync('bash', [join(repoRoot, 'scripts', 'build', 'temporal-test-server', 'install.sh')], { encoding: 'utf8', stdio: 'pipe' });
+    } catch (err) {
+      const { stdout, stderr } = err as { stdout?: string; stderr?: string };
+      throw new Error(`installing the Temporal test server failed:\n${stdout ?? ''}${stderr ?? ''}`);
+    }
+    installed = true;
   }
   return testServerPath;
 }

@@ -10,10 +10,12 @@ export * from './vector-activation.js';
 export * from './activation-execution.js';
 export * from './activation-task-registration.js';
 export * from './activation-execution-plan.js';
+export * from './controller-status.js';
 
 import { ActivationExecution } from './activation-execution.js';
 import { ActivationExecutionPlan } from './activation-execution-plan.js';
 import { ActivationTaskRegistration } from './activation-task-registration.js';
+import { ControllerStatus } from './controller-status.js';
 import type { KindDefinition } from './kind.js';
 import { Stage } from './stage.js';
 import { StageVersion } from './stage-version.js';
@@ -29,6 +31,7 @@ export const allKinds: readonly KindDefinition[] = [
   StageVersionUsage,
   Stage,
   StageVersion,
+  ControllerStatus,
 ];
 export * from "./crd.js";
 export * from "./conditions.js";

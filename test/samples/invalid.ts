@@ -210,6 +210,30 @@ export const invalidCases: InvalidCase[] = [
     field: 'spec.timeoutSeconds',
     says: 'Required value',
   },
+  {
+    title: 'a ControllerStatus for a role that does not run with leader election',
+    object: variant('ControllerStatus', 'bad-role', (s) => {
+      s.role = 'executor';
+    }),
+    field: 'spec.role',
+    says: 'Unsupported value',
+  },
+  {
+    title: 'a ControllerStatus without a role',
+    object: variant('ControllerStatus', 'no-role', (s) => {
+      delete s.role;
+    }),
+    field: 'spec.role',
+    says: 'Required value',
+  },
+  {
+    title: 'a ControllerStatus whose shard is not a DNS label',
+    object: variant('ControllerStatus', 'bad-shard', (s) => {
+      s.shard = 'EU_1';
+    }),
+    field: 'spec.shard',
+    says: 'should match',
+  },
 ];
 
 export interface InvalidUpdate {
@@ -248,5 +272,14 @@ export const invalidUpdates: InvalidUpdate[] = [
     },
     field: 'spec',
     says: 'spec of an ActivationExecution is immutable',
+  },
+  {
+    title: "changing a ControllerStatus's role",
+    kind: 'ControllerStatus',
+    change: (s) => {
+      s.role = 'stage-controller';
+    },
+    field: 'spec',
+    says: 'spec of a ControllerStatus is immutable',
   },
 ];

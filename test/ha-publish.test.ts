@@ -1,0 +1,189 @@
+/**
+ * status.activeController on the real apiserver (worker/publisher.ts, rules in decisions/publish.ts):
+ * a new leader publishes within about one leadership check (2 s), a converged publisher writes
+ * nothing, a refused endpoint publishes nothing and the loop goes on, a replica that lost
+ * leadership stops writing, and the next leader overwrites the field. Leadership is a fake whose
+ * isLeader() the test flips; it also counts the passes (one isLeader() call each).
+ */
+import { controllerStatusName, type ActiveController } from '../api/controller-status.js';
+import { CustomObjects } from '../k8s/custom-objects.js';
+import { pollUntil } from '../scripts/env/process.js';
+import { PLACEHOLDER_ENDPOINT, startPublisher, type Leadership, type Publisher, type PublisherOptions } from '../worker/publisher.js';
+import { freshNamespace, kubeConfig, kubectl } from './support/cluster.js';
+
+class FakeLeadership implements Leadership {
+  leading = false;
+  since: Date | undefined;
+  /** isLeader() calls: the publisher makes exactly one per pass. */
+  passes = 0;
+  constructor(readonly identity: string) {}
+  isLeader(): boolean {
+    this.passes++;
+    return this.leading;
+  }
+  leaderSince(): Date | undefined {
+    return this.since;
+  }
+  acquire(): void {
+    this.leading = true;
+    this.since = new Date();
+  }
+  lose(): void {
+    this.leading = false;
+    this.since = undefined;
+  }
+}
+
+const kc = kubeConfig();
+const objects = new CustomObjects(kc);
+const publishers: Publisher[] = [];
+let ns: string;
+
+beforeAll(async () => {
+  ns = await freshNamespace('ha-publish');
+});
+
+afterEach(async () => {
+  await Promise.all(publishers.splice(0).map((p) => p.stop()));
+});
+
+function start(o: Partial<PublisherOptions> & { leadership: FakeLeadership; role?: PublisherOptions['role']; shard?: string }) {
+  const lines: string[] = [];
+  const publisher = startPublisher({
+    kubeConfig: kc,
+    systemNamespace: ns,
+    role: 'watcher',
+    endpoint: 'http://10.0.0.5:8081',
+    version: '0.1.0-test',
+    log: (m) => lines.push(m),
+    ...o,
+  });
+  publishers.push(publisher);
+  return { publisher, lines };
+}
+
+async function read(name: string) {
+  return objects.get('ControllerStatus', ns, name);
+}
+
+async function published(name: string): Promise<ActiveController | undefined> {
+  return (await read(name))?.status?.activeController as ActiveController | undefined;
+}
+
+/**
+ * Waits until `leadership`'s publisher has completed `n` more whole passes: progress of the loop,
+ * not a sleep. Passes never overlap and each starts with one isLeader() call, so the start of pass
+ * n + 1 means pass n has finished (read, compared and written or not).
+ */
+async function passesLater(leadership: FakeLeadership, n: number, timeoutMs: number): Promise<void> {
+  const target = leadership.passes + n + 1;
+  await pollUntil(() => leadership.passes >= target, timeoutMs, `${n} more publisher passes of ${leadership.identity}`, 50);
+}
+
+describe('status.activeController', () => {
+  it('is published within about 2 s of acquiring leadership, not one publish interval later', async () => {
+    const leadership = new FakeLeadership('pod-a');
+    const name = controllerStatusName('stage-controller', 'shard-1');
+    // The real defaults: 30 s publish interval, 2 s leadership check.
+    const { lines } = start({ leadership, role: 'stage-controller', shard: 'shard-1' });
+    await pollUntil(() => lines.some((l) => l.includes('does not lead')), 5_000, 'a pass that found the replica not leading');
+    expect(await read(name)).toBeUndefined();
+
+    leadership.acquire();
+    const acquired = Date.now();
+    const value = await pollUntil(() => published(name), 5_000, 'status.activeController', 50);
+    const latencyMs = Date.now() - acquired;
+    console.info(`published ${latencyMs} ms after acquiring leadership`);
+    expect(latencyMs).toBeLessThanOrEqual(3_000);
+    expect(value).toMatchObject({ identity: 'pod-a', endpoint: 'http://10.0.0.5:8081', version: '0.1.0-test', leaderSince: leadership.since!.toISOString() });
+
+    // One request shows it: the object named after role and shard, with its printer columns.
+    const object = await read(name);
+    expect(object?.spec).toEqual({ role: 'stage-controller', shard: 'shard-1' });
+    expect(object?.status?.phase).toBe('Active');
+    const [header, row] = (await kubectl('get', 'kcs', '-n', ns)).trim().split('\n');
+    expect(header?.split(/\s+/)).toEqual(['NAME', 'ROLE', 'SHARD', 'ACTIVE', 'ENDPOINT', 'SINCE', 'UPDATED', 'PHASE', 'AGE']);
+    expect(row).toMatch(/^stage-controller-shard-1\s+stage-controller\s+shard-1\s+pod-a\s+http:\/\/10\.0\.0\.5:8081\s+\S+\s+\S+\s+Active\s+/);
+  });
+
+  it('writes nothing once converged: resourceVersion stays the same across publish intervals', async () => {
+    const leadership = new FakeLeadership('pod-c');
+    leadership.acquire();
+    const name = controllerStatusName('watcher', 'converge');
+    start({ leadership, shard: 'converge', publishIntervalMs: 1_000, leadershipCheckMs: 200 });
+    await pollUntil(() => published(name), 5_000, 'status.activeController');
+    const before = await read(name);
+    // Two more whole passes of the leader, each a read and a comparison: neither writes.
+    await passesLater(leadership, 2, 5_000);
+    const after = await read(name);
+    expect(after?.metadata.resourceVersion).toBe(before?.metadata.resourceVersion);
+    expect(after?.status?.activeController.lastUpdated).toBe(before?.status?.activeController.lastUpdated);
+  });
+
+  it.each([
+    ['the shipped placeholder', PLACEHOLDER_ENDPOINT, 'placeholder'],
+    ['an empty endpoint', '', 'no endpoint configured'],
+  ])('refuses %s: nothing is published, the log says why, the loop goes on', async (_title, endpoint, says) => {
+    const leadership = new FakeLeadership('pod-r');
+    leadership.acquire();
+    const shard = endpoint ? 'placeholder' : 'empty';
+    const name = controllerStatusName('watcher', shard);
+    const { lines } = start({ leadership, shard, endpoint, publishIntervalMs: 300, leadershipCheckMs: 200 });
+    await pollUntil(() => lines.some((l) => l.includes('refusing to publish pod-r') && l.includes(says)), 5_000, 'the refusal in the log');
+    await passesLater(leadership, 2, 5_000);
+    expect(await published(name)).toBeUndefined();
+    // Logged once, not once per pass.
+    expect(lines.filter((l) => l.includes('refusing')).length).toBe(1);
+  });
+
+  it('stops writing when leadership is lost, and the next leader overwrites the field', async () => {
+    const a = new FakeLeadership('pod-a');
+    const b = new FakeLeadership('pod-b');
+    const name = controllerStatusName('watcher');
+    const timing = { publishIntervalMs: 500, leadershipCheckMs: 200 };
+    a.acquire();
+    const pa = start({ leadership: a, endpoint: 'http://10.0.0.5:8081', ...timing });
+    const pb = start({ leadership: b, endpoint: 'http://10.0.0.6:8081', ...timing });
+    const first = await pollUntil(() => published(name), 5_000, 'pod-a published');
+    expect(first.identity).toBe('pod-a');
+
+    // pod-a loses its Lease, nobody leads for a while: nothing is written (nor cleared).
+    a.lose();
+    await pollUntil(() => pa.lines.some((l) => l.includes('pod-a does not lead')), 5_000, 'pod-a noticing it lost leadership');
+    const afterLoss = await read(name);
+    await passesLater(a, 2, 5_000);
+    await passesLater(b, 2, 5_000);
+    const stillAfterLoss = await read(name);
+    expect(stillAfterLoss?.metadata.resourceVersion).toBe(afterLoss?.metadata.resourceVersion);
+    expect(stillAfterLoss?.status?.activeController).toEqual(first);
+
+    // pod-b acquires the Lease: it overwrites identity, endpoint and leaderSince.
+    b.acquire();
+    const second = await pollUntil(async () => {
+      const v = await published(name);
+      return v?.identity === 'pod-b' ? v : undefined;
+    }, 5_000, 'pod-b published');
+    expect(second).toMatchObject({ identity: 'pod-b', endpoint: 'http://10.0.0.6:8081', leaderSince: b.since!.toISOString() });
+    expect(Date.parse(second.leaderSince)).toBeGreaterThan(Date.parse(first.leaderSince));
+    expect(pb.lines.some((l) => l.includes('published pod-b') && l.includes('changed'))).toBe(true);
+
+    // From now on neither writes: pod-a does not lead, pod-b has converged.
+    const settled = await read(name);
+    await passesLater(a, 2, 5_000);
+    await passesLater(b, 2, 5_000);
+    expect((await read(name))?.metadata.resourceVersion).toBe(settled?.metadata.resourceVersion);
+  });
+
+  it('publishOnce() publishes at once, for a promotion that does not wait for the loop', async () => {
+    const leadership = new FakeLeadership('pod-p');
+    const name = controllerStatusName('watcher', 'promote');
+    // A loop that would not look again for a minute.
+    const { publisher } = start({ leadership, shard: 'promote', publishIntervalMs: 60_000, leadershipCheckMs: 60_000 });
+    await pollUntil(() => leadership.passes >= 1, 5_000, 'the first pass');
+    leadership.acquire();
+    const result = await publisher.publishOnce();
+    expect(result.decision).toMatchObject({ write: true, reason: 'first-publish' });
+    expect((await published(name))?.identity).toBe('pod-p');
+    expect((await publisher.publishOnce()).decision).toEqual({ write: false, reason: 'converged' });
+  });
+});

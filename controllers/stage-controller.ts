@@ -11,15 +11,24 @@ import { ANNOTATION_ACTIVATED_BY, ANNOTATION_SERVING, GROUP, VERSION, type Stage
 import { isReady, planNamespace, type Observed, type Plan } from '../decisions/stage.js';
 import { apiMessage, apiStatus, k8s } from '../k8s/client.js';
 import { CustomObjects, type CustomObject } from '../k8s/custom-objects.js';
+import { fenceWrites, NotLeaderError, type Leadership } from '../k8s/leader-election.js';
 
 const KINDS = ['stages', 'stageversions', 'stageversionusages', 'vectoractivations'];
 const RESYNC_MS = 30_000;
+/** How often a replica looks whether it became leader (isLeader() is a local computation). */
+const LEADERSHIP_POLL_MS = 200;
 
 export interface StageControllerOptions {
   kubeConfig: k8s.KubeConfig;
   /** Namespaces to manage; default all. */
   namespaces?: string[];
   log?: (message: string) => void;
+  /**
+   * Absent: standalone, always acts. Present: the watches run always, passes run only while
+   * leader (leadership is checked right before each write), and becoming leader re-reconciles
+   * every namespace (docs/ha.md).
+   */
+  leadership?: Leadership;
 }
 
 /** What a pass reads of an object; for Stages and usages only what others write (not status). */
@@ -52,16 +61,46 @@ export class StageController {
   private wake: () => void = () => undefined;
   private loop?: Promise<void>;
   private timer?: NodeJS.Timeout;
+  private leadershipTimer?: NodeJS.Timeout;
+  private wasLeader = false;
+  private synced = false;
   private readonly log: (message: string) => void;
 
   constructor(private readonly o: StageControllerOptions) {
-    this.objects = new CustomObjects(o.kubeConfig);
+    this.objects = new CustomObjects(o.leadership ? fenceWrites(o.kubeConfig, { leadership: o.leadership }) : o.kubeConfig);
     this.log = o.log ?? ((m) => console.log(`[stage-controller] ${m}`));
   }
 
+  /** True once every watch has started (readiness). */
+  isSynced(): boolean {
+    return this.synced && !this.stopped;
+  }
+
+  /** Standalone, or leader right now. */
+  private acting(): boolean {
+    return !this.o.leadership || this.o.leadership.isLeader();
+  }
+
+  private fence(what: string): void {
+    if (!this.acting()) throw new NotLeaderError(this.o.leadership!.identity, what);
+  }
+
   async start(): Promise<void> {
+    this.wasLeader = this.acting();
     for (const plural of KINDS) await this.watch(plural);
+    this.synced = true;
     this.timer = setInterval(() => void this.resyncAll(), RESYNC_MS);
+    if (this.o.leadership) {
+      this.leadershipTimer = setInterval(() => {
+        const leader = this.acting();
+        if (leader && !this.wasLeader && !this.stopped) {
+          this.log(`${this.o.leadership!.identity} leads: reconciling every namespace`);
+          this.wake();
+          void this.resyncAll();
+        }
+        this.wasLeader = leader;
+      }, LEADERSHIP_POLL_MS);
+    }
     this.loop = this.run();
     void this.resyncAll();
   }
@@ -69,6 +108,7 @@ export class StageController {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    clearInterval(this.leadershipTimer);
     for (const w of this.watches) w.abort();
     this.wake();
     await this.loop;
@@ -140,7 +180,8 @@ export class StageController {
   private async run(): Promise<void> {
     while (!this.stopped) {
       const next = this.dirty.values().next();
-      if (next.done) {
+      // A standby keeps its dirty set (the watches run) and waits to be woken as leader.
+      if (next.done || !this.acting()) {
         await new Promise<void>((resolve) => (this.wake = resolve));
         continue;
       }
@@ -149,6 +190,10 @@ export class StageController {
       try {
         if (await this.reconcile(ns)) this.dirty.add(ns);
       } catch (err) {
+        if (err instanceof NotLeaderError) {
+          this.dirty.add(ns); // deposed mid-pass: decided again on the next term
+          continue;
+        }
         this.log(`namespace ${ns}: ${(err as Error).message}`);
         setTimeout(() => this.enqueue(ns), 1_000);
       }
@@ -175,6 +220,7 @@ export class StageController {
   private async act(ns: string, plan: Plan): Promise<boolean> {
     let changed = false;
     for (const p of plan.metadata) {
+      this.fence(`patching ${p.kind} ${ns}/${p.name}`);
       this.log(p.why);
       changed = true;
       try {
@@ -184,6 +230,7 @@ export class StageController {
       }
     }
     for (const c of plan.creates) {
+      this.fence(`creating ${c.object.kind} ${ns}/${c.object.metadata.name}`);
       this.log(c.why);
       const { created } = await this.objects.create(c.object as CustomObject);
       if (created) changed = true;
@@ -194,11 +241,13 @@ export class StageController {
       } else this.log(`${c.object.kind} ${ns}/${c.object.metadata.name} exists already`);
     }
     for (const p of plan.specs) {
+      this.fence(`patching ${p.kind} ${ns}/${p.name}`);
       this.log(p.why);
       await this.objects.mergeSpec(p.kind, ns, p.name, p.spec);
       changed = true;
     }
     for (const d of plan.deletes) {
+      this.fence(`deleting ${d.kind} ${ns}/${d.name}`);
       this.log(d.why);
       try {
         await this.objects.delete(d.kind, ns, d.name, d.uid);
@@ -210,7 +259,10 @@ export class StageController {
       }
     }
     // Status alone never needs another pass.
-    for (const s of plan.statuses) await this.objects.patchStatus(s.kind, ns, s.name, s.patch);
+    for (const s of plan.statuses) {
+      this.fence(`the status of ${s.kind} ${ns}/${s.name}`);
+      await this.objects.patchStatus(s.kind, ns, s.name, s.patch);
+    }
     return changed;
   }
 }

@@ -3,6 +3,11 @@ import { z } from 'zod';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';
 import { temporalWorkflowUrl } from '../shared/format.js';
 
+const flag = z
+  .enum(['true', 'false', '1', '0', ''])
+  .default('false')
+  .transform((v) => v === 'true' || v === '1');
+
 const configSchema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
@@ -13,6 +18,17 @@ const configSchema = z.object({
   KONFIDENCE_WATCH_NAMESPACES: z.string().optional(),
   /** Appended to every task queue name: separate installations (or tests) on one Temporal namespace. */
   KONFIDENCE_QUEUE_SUFFIX: z.string().default(''),
+  /** true: the watcher and the Stage controller elect a leader per role on a Lease (docs/ha.md); false: standalone. */
+  KONFIDENCE_LEADER_ELECTION: flag,
+  /** This replica's identity in the Leases (and its Temporal client identity when electing); default hostname-pid. */
+  KONFIDENCE_IDENTITY: z.string().min(1).optional(),
+  KONFIDENCE_LEASE_DURATION_MS: z.coerce.number().int().positive().default(15_000),
+  KONFIDENCE_RENEW_DEADLINE_MS: z.coerce.number().int().positive().default(10_000),
+  KONFIDENCE_RETRY_PERIOD_MS: z.coerce.number().int().positive().default(2_000),
+  /** /healthz and /readyz; 0 picks a free port (logged). */
+  KONFIDENCE_HEALTH_PORT: z.coerce.number().int().min(0).max(65_535).default(8081),
+  /** true: log every apiserver and Temporal write this process sends ("[write] IDENTITY ..."). */
+  KONFIDENCE_LOG_WRITES: flag,
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -32,6 +32,10 @@ export function createCoreWorker(options: CoreWorkerOptions): Promise<Worker> {
     connection: options.connection,
     namespace: options.namespace,
     taskQueue,
+    // On SIGTERM in-flight tasks get this long to finish before they are cancelled (a heartbeating
+    // activity then fails its attempt and Temporal retries it on another replica); within a Pod's
+    // default 30 s termination grace period.
+    shutdownGraceTime: '25 seconds',
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
     activities: {
       ...createControlPlaneActivities(options.kubeConfig),

@@ -19,6 +19,9 @@ export function createExecutorWorker(o: ExecutorWorkerOptions): Promise<Worker> 
     connection: o.connection,
     namespace: o.namespace,
     taskQueue: o.taskQueue ?? executorTaskQueue(o.executor.type),
+    // On SIGTERM in-flight tasks get this long to finish before they are cancelled (a heartbeating
+    // activity then fails its attempt and Temporal retries it on another replica).
+    shutdownGraceTime: '25 seconds',
     activities: createExecutorActivities(o.executor, o.kubeConfig),
   });
 }

@@ -7,12 +7,16 @@
  *   tsx worker/main.ts all             everything in one process
  * Configuration: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_UI_URL, KUBECONFIG (or the
  * in-cluster service account), KONFIDENCE_SYSTEM_NAMESPACE, KONFIDENCE_WATCH_NAMESPACES (comma list),
- * KONFIDENCE_QUEUE_SUFFIX.
+ * KONFIDENCE_QUEUE_SUFFIX; high availability (docs/ha.md): KONFIDENCE_LEADER_ELECTION, KONFIDENCE_IDENTITY,
+ * KONFIDENCE_LEASE_DURATION_MS, KONFIDENCE_RENEW_DEADLINE_MS, KONFIDENCE_RETRY_PERIOD_MS,
+ * KONFIDENCE_HEALTH_PORT, KONFIDENCE_LOG_WRITES.
  */
-import { Client, Connection } from '@temporalio/client';
+import { hostname } from 'node:os';
+import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { executorFor } from '../executors/index.js';
-import { loadKubeConfig } from '../k8s/client.js';
+import { k8s, loadKubeConfig } from '../k8s/client.js';
+import { fenceWrites, LEASE_NAMES, LeaderElector, type Leadership } from '../k8s/leader-election.js';
 import { CORE_TASK_QUEUE, executorTaskQueue } from '../shared/task-queues.js';
 import { loadConfig } from './config.js';
 import { createCoreWorker } from './core-worker.js';
@@ -20,17 +24,99 @@ import { createExecutorWorker } from './executor-worker.js';
 import { startSystem } from './system.js';
 import { ActivationWatcher } from './watcher.js';
 import { StageController } from '../controllers/stage-controller.js';
+import { startHealthServer, type HealthServer, type ReadinessCheck } from './health.js';
+import { endpointFromEnv, startPublisher, versionFromEnv, type Publisher } from './publisher.js';
 
 const [role = 'all', type] = process.argv.slice(2);
+// The SDK's runtime shuts every Worker down on SIGINT/SIGTERM: polling stops, in-flight activities
+// are cancelled (a heartbeating one fails its attempt and Temporal retries it on another replica),
+// sticky workflow tasks go back to the shared queue; worker.run() resolves when that is done.
 Runtime.install({ logger: new DefaultLogger('WARN') });
 const config = loadConfig();
-const kubeConfig = loadKubeConfig(config.KUBECONFIG);
+const identity = config.KONFIDENCE_IDENTITY ?? `${hostname()}-${process.pid}`;
+const electing = config.KONFIDENCE_LEADER_ELECTION;
+const logWrite = config.KONFIDENCE_LOG_WRITES ? (what: string) => console.log(`[write] ${identity} ${what}`) : undefined;
+/** For the elector and readiness: never fenced, never in the write log. */
+const baseKubeConfig = loadKubeConfig(config.KUBECONFIG);
+const kubeConfig = logWrite ? fenceWrites(baseKubeConfig, { onWrite: (method, path) => logWrite(`k8s ${method} ${path}`) }) : baseKubeConfig;
 const namespaces = config.KONFIDENCE_WATCH_NAMESPACES?.split(',').map((n) => n.trim()).filter(Boolean);
 const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
-const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+const client = new Client({
+  connection,
+  namespace: config.TEMPORAL_NAMESPACE,
+  // Electing: the Temporal history names the replica that started or signalled a workflow.
+  ...(electing || config.KONFIDENCE_IDENTITY ? { identity } : {}),
+  ...(logWrite ? { interceptors: { workflow: [temporalWriteLog(logWrite)] } } : {}),
+});
 const native = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
 const common = { connection: native, namespace: config.TEMPORAL_NAMESPACE, kubeConfig };
 const suffix = config.KONFIDENCE_QUEUE_SUFFIX;
+
+function temporalWriteLog(log: (what: string) => void): WorkflowClientInterceptor {
+  return {
+    start: (input, next) => (log(`temporal start ${input.options.workflowId}`), next(input)),
+    startWithDetails: (input, next) => (log(`temporal start ${input.options.workflowId}`), next(input)),
+    signal: (input, next) => (log(`temporal signal ${input.signalName} ${input.workflowExecution.workflowId}`), next(input)),
+    signalWithStart: (input, next) => (log(`temporal signalWithStart ${input.signalName} ${input.options.workflowId}`), next(input)),
+    startUpdate: (input, next) => (log(`temporal update ${input.updateName} ${input.workflowExecution.workflowId}`), next(input)),
+    terminate: (input, next) => (log(`temporal terminate ${input.workflowExecution.workflowId}`), next(input)),
+    cancel: (input, next) => (log(`temporal cancel ${input.workflowExecution.workflowId}`), next(input)),
+  };
+}
+
+/**
+ * One elector per elected role, on its Lease in the system namespace, and beside it the publisher
+ * of status.activeController (docs/ha-publishing.md); neither in standalone mode, so a plain
+ * install leaves the field absent.
+ */
+const electors: LeaderElector[] = [];
+const publishers: Publisher[] = [];
+function electorFor(elected: keyof typeof LEASE_NAMES): LeaderElector | undefined {
+  if (!electing) return undefined;
+  const elector = new LeaderElector({
+    kubeConfig: baseKubeConfig,
+    namespace: config.KONFIDENCE_SYSTEM_NAMESPACE,
+    name: LEASE_NAMES[elected],
+    identity,
+    leaseDurationMs: config.KONFIDENCE_LEASE_DURATION_MS,
+    renewDeadlineMs: config.KONFIDENCE_RENEW_DEADLINE_MS,
+    retryPeriodMs: config.KONFIDENCE_RETRY_PERIOD_MS,
+    log: (m) => console.log(`[leader-election ${elected}] ${m}`),
+  });
+  electors.push(elector);
+  publishers.push(
+    startPublisher({
+      kubeConfig: baseKubeConfig,
+      systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE,
+      role: elected,
+      leadership: elector,
+      endpoint: endpointFromEnv(),
+      version: versionFromEnv(),
+      log: (m) => console.log(`[publisher ${elected}] ${m}`),
+    }),
+  );
+  return elector;
+}
+const leadershipOf = (e: LeaderElector | undefined): { leadership?: Leadership } => (e ? { leadership: e } : {});
+
+// Readiness: Temporal and the apiserver answer, and the caches of this role synced (a standby is ready).
+const checks: ReadinessCheck[] = [
+  { name: 'temporal', check: () => connection.workflowService.getSystemInfo({}) },
+  { name: 'apiserver', check: () => baseKubeConfig.makeApiClient(k8s.VersionApi).getCode() },
+];
+let health: HealthServer | undefined;
+try {
+  health = await startHealthServer({ port: config.KONFIDENCE_HEALTH_PORT, checks, log: (m) => console.log(`[health] ${m}`) });
+} catch (err) {
+  // Not fatal: the role works without probes (a second process on one host, say); the probes then fail loudly.
+  console.error(`[health] could not listen on port ${config.KONFIDENCE_HEALTH_PORT}: ${(err as Error).message}`);
+}
+const signalled = () => new Promise<void>((resolve) => ['SIGINT', 'SIGTERM'].forEach((s) => process.once(s, () => resolve())));
+/** Stops the components (no new work), then releases the Leases so a standby takes over at once. */
+async function stopElectors(): Promise<void> {
+  await Promise.all(publishers.map((p) => p.stop()));
+  await Promise.all(electors.map((e) => e.stop()));
+}
 
 let worker: Worker | undefined;
 if (role === 'core') {
@@ -47,15 +133,24 @@ if (role === 'core') {
     ...(suffix ? { queueSuffix: suffix } : {}),
     ...(namespaces ? { namespaces } : {}),
     ...(config.TEMPORAL_UI_URL ? { uiUrl: config.TEMPORAL_UI_URL } : {}),
+    ...leadershipOf(electorFor('watcher')),
   });
+  checks.push({ name: 'watcher', check: () => assertSynced(watcher.isSynced(), 'the VectorActivation informers') });
+  const stopping = signalled();
   await watcher.start();
-  await new Promise<void>((resolve) => ['SIGINT', 'SIGTERM'].forEach((s) => process.once(s, () => resolve())));
+  electors.forEach((e) => e.start()); // only once the caches are warm
+  await stopping;
   await watcher.stop();
+  await stopElectors();
 } else if (role === 'stage-controller') {
-  const controller = new StageController({ kubeConfig, ...(namespaces ? { namespaces } : {}) });
+  const controller = new StageController({ kubeConfig, ...(namespaces ? { namespaces } : {}), ...leadershipOf(electorFor('stage-controller')) });
+  checks.push({ name: 'stageController', check: () => assertSynced(controller.isSynced(), 'the Stage controller watches') });
+  const stopping = signalled();
   await controller.start();
-  await new Promise<void>((resolve) => ['SIGINT', 'SIGTERM'].forEach((s) => process.once(s, () => resolve())));
+  electors.forEach((e) => e.start());
+  await stopping;
   await controller.stop();
+  await stopElectors();
 } else if (role === 'all') {
   const system = await startSystem({
     temporalAddress: config.TEMPORAL_ADDRESS,
@@ -65,15 +160,31 @@ if (role === 'core') {
     ...(suffix ? { queueSuffix: suffix } : {}),
     ...(namespaces ? { namespaces } : {}),
     ...(config.TEMPORAL_UI_URL ? { uiUrl: config.TEMPORAL_UI_URL } : {}),
+    ...(electing ? { watcherLeadership: electorFor('watcher')!, stageControllerLeadership: electorFor('stage-controller')! } : {}),
   });
-  await new Promise<void>((resolve) => ['SIGINT', 'SIGTERM'].forEach((s) => process.once(s, () => resolve())));
+  checks.push(
+    { name: 'watcher', check: () => assertSynced(system.watcher.isSynced(), 'the VectorActivation informers') },
+    { name: 'stageController', check: () => assertSynced(system.stageController?.isSynced() ?? true, 'the Stage controller watches') },
+    { name: 'workers', check: () => assertSynced(system.workers.every((w) => w.getState() === 'RUNNING'), 'the workers') },
+  );
+  const stopping = signalled();
+  electors.forEach((e) => e.start());
+  await stopping;
   await system.stop();
+  await stopElectors();
 } else {
   throw new Error(`unknown role ${role}: core, watcher, executor TYPE, stage-controller or all`);
 }
 if (worker) {
+  const polling = worker;
+  checks.push({ name: 'worker', check: () => assertSynced(polling.getState() === 'RUNNING', 'the worker (polling)') });
   console.log(`${role}${type ? ` ${type}` : ''} worker polling ${config.TEMPORAL_ADDRESS} (${config.TEMPORAL_NAMESPACE})`);
   await worker.run(); // resolves after SIGINT/SIGTERM once in-flight tasks are done
 }
+await health?.close();
 await native.close();
 await connection.close();
+
+function assertSynced(ok: boolean, what: string): void {
+  if (!ok) throw new Error(`${what} not started or synced yet`);
+}

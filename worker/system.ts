@@ -8,6 +8,7 @@ import { NativeConnection, type Worker, type WorkerOptions } from '@temporalio/w
 import { builtInExecutors } from '../executors/index.js';
 import type { Executor } from '../executors/types.js';
 import type { k8s } from '../k8s/client.js';
+import type { Leadership } from '../k8s/leader-election.js';
 import { CORE_TASK_QUEUE, executorTaskQueue } from '../shared/task-queues.js';
 import { createCoreWorker } from './core-worker.js';
 import { createExecutorWorker } from './executor-worker.js';
@@ -30,6 +31,12 @@ export interface SystemOptions {
   core?: boolean;
   /** false: no Stage controller here. */
   stageController?: boolean;
+  /** false: the watcher runs in another process (the returned watcher is never started). */
+  watcher?: boolean;
+  /** Leader election of the watcher (docs/ha.md); absent: it always acts. */
+  watcherLeadership?: Leadership;
+  /** Leader election of the Stage controller; absent: it always acts. */
+  stageControllerLeadership?: Leadership;
   /** How often the watcher checks unfinished activations' workflows for having closed. */
   watcherCheckIntervalMs?: number;
   /** How often a waiting activation asks its Stage's lock again (tests shorten it). */
@@ -79,12 +86,18 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
     ...(o.watcherCheckIntervalMs ? { checkIntervalMs: o.watcherCheckIntervalMs } : {}),
     ...(o.lockAskAgainSeconds ? { lockAskAgainSeconds: o.lockAskAgainSeconds } : {}),
     ...(o.log ? { log: o.log } : {}),
+    ...(o.watcherLeadership ? { leadership: o.watcherLeadership } : {}),
   });
-  await watcher.start();
+  if (o.watcher !== false) await watcher.start();
   const stageController =
     o.stageController === false
       ? undefined
-      : new StageController({ kubeConfig: o.kubeConfig, ...(o.namespaces ? { namespaces: o.namespaces } : {}), ...(o.log ? { log: o.log } : {}) });
+      : new StageController({
+          kubeConfig: o.kubeConfig,
+          ...(o.namespaces ? { namespaces: o.namespaces } : {}),
+          ...(o.log ? { log: o.log } : {}),
+          ...(o.stageControllerLeadership ? { leadership: o.stageControllerLeadership } : {}),
+        });
   await stageController?.start();
   return {
     client,

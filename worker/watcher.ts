@@ -14,6 +14,7 @@ import { GROUP, VERSION } from '../api/group.js';
 import { closedWorkflowEnding, watcherActions, type WatcherAction } from '../decisions/watcher.js';
 import type { RequestAction } from '../decisions/activation.js';
 import { k8s } from '../k8s/client.js';
+import { fenceWrites, NotLeaderError, type Leadership } from '../k8s/leader-election.js';
 import { kubeTime } from '../shared/format.js';
 import {
   activationWorkflowId,
@@ -40,9 +41,19 @@ export interface WatcherOptions {
   lockAskAgainSeconds?: number;
   systemNamespace?: string;
   log?: (message: string) => void;
+  /**
+   * Absent: standalone, always acts. Present: the informers run always (warm caches) but the
+   * watcher acts only while leader, checks leadership right before each write, and on becoming
+   * leader decides again for every cached object (docs/ha.md).
+   */
+  leadership?: Leadership;
 }
 
 const RESTART_DELAY_MS = 1_000;
+/** How often a replica looks whether it became leader (isLeader() is a local computation). */
+const LEADERSHIP_POLL_MS = 200;
+/** Deletions a standby saw are handed to the workflows when it takes over, if this recent. */
+const STANDBY_DELETIONS_KEPT_MS = 5 * 60_000;
 
 type Watched = k8s.KubernetesObject & {
   spec?: { stage?: string; stageVersion?: string };
@@ -58,15 +69,53 @@ export class ActivationWatcher {
   private readonly inFlight = new Set<string>();
   private stopped = false;
   private timer?: NodeJS.Timeout;
+  private leadershipTimer?: NodeJS.Timeout;
+  private wasLeader = false;
+  private synced = false;
+  /** Deletions seen while standby (workflow id → when): the leader may have died before it saw them. */
+  private readonly standbyDeletions = new Map<string, number>();
   private readonly log: (message: string) => void;
   private readonly deps: CoreDeps;
 
   constructor(private readonly o: WatcherOptions) {
     this.log = o.log ?? ((m) => console.log(`[watcher] ${m}`));
-    this.deps = coreDeps(o.kubeConfig, o.systemNamespace ?? '', this.log);
+    const kubeConfig = o.leadership ? fenceWrites(o.kubeConfig, { leadership: o.leadership }) : o.kubeConfig;
+    this.deps = coreDeps(kubeConfig, o.systemNamespace ?? '', this.log);
+  }
+
+  /** True once every informer has listed (readiness). */
+  isSynced(): boolean {
+    return this.synced && !this.stopped;
+  }
+
+  /** Standalone, or leader right now: checked before each write. */
+  private acting(): boolean {
+    return !this.o.leadership || this.o.leadership.isLeader();
+  }
+
+  private fence(what: string): void {
+    if (!this.acting()) throw new NotLeaderError(this.o.leadership!.identity, what);
+  }
+
+  /** Level-triggered takeover: forget what the previous term knew and decide again for every cached object. */
+  private tookOver(): void {
+    this.log(`${this.o.leadership?.identity} leads: deciding again for ${this.cache.size} cached VectorActivations`);
+    this.running.clear();
+    const now = Date.now();
+    for (const [workflowId, at] of this.standbyDeletions) {
+      this.standbyDeletions.delete(workflowId);
+      if (now - at > STANDBY_DELETIONS_KEPT_MS) continue;
+      void this.o.client.workflow
+        .getHandle(workflowId)
+        .signal(cancelSignal, { token: 'deleted', reason: 'the VectorActivation was deleted', deleted: true })
+        .catch(() => undefined);
+    }
+    for (const o of this.cache.values()) void this.reconcile(o);
+    void this.checkUnfinished();
   }
 
   async start(): Promise<void> {
+    this.wasLeader = this.acting();
     const api = this.o.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
     for (const namespace of this.o.namespaces ?? [undefined]) {
       const path = namespace ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/vectoractivations` : `/apis/${GROUP}/${VERSION}/vectoractivations`;
@@ -86,12 +135,21 @@ export class ActivationWatcher {
       this.informers.push(informer);
       await informer.start();
     }
+    this.synced = true;
     this.timer = setInterval(() => void this.checkUnfinished(), this.o.checkIntervalMs ?? 30_000);
+    if (this.o.leadership) {
+      this.leadershipTimer = setInterval(() => {
+        const leader = this.acting();
+        if (leader && !this.wasLeader && !this.stopped) this.tookOver();
+        this.wasLeader = leader;
+      }, LEADERSHIP_POLL_MS);
+    }
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    clearInterval(this.leadershipTimer);
     await Promise.all(this.informers.map((i) => i.stop()));
   }
 
@@ -106,6 +164,7 @@ export class ActivationWatcher {
 
   /** Acts on what decisions/watcher.ts says for the object; safe to call any number of times. */
   private async reconcile(o: Watched): Promise<void> {
+    if (!this.acting()) return; // a standby only keeps its cache; it decides again when it takes over
     const ref = this.ref(o);
     const actions = watcherActions({
       phase: o.status?.phase,
@@ -120,7 +179,8 @@ export class ActivationWatcher {
       try {
         await this.act(o, ref, action);
       } catch (err) {
-        this.log(`VectorActivation ${ref.namespace}/${ref.name}: ${(err as Error).message}`);
+        // Deposed between the decision and a write: the new leader decides again.
+        if (!(err instanceof NotLeaderError)) this.log(`VectorActivation ${ref.namespace}/${ref.name}: ${(err as Error).message}`);
       } finally {
         this.inFlight.delete(key);
       }
@@ -133,6 +193,7 @@ export class ActivationWatcher {
     const handle = this.o.client.workflow.getHandle(activationWorkflowId(ref));
     const update = action.action === 'cancel' ? cancelUpdate : retryUpdate;
     try {
+      this.fence(`the ${action.action} Update of ${ref.namespace}/${ref.name}`);
       const result = await handle.executeUpdate(update, { args: [{ token: action.token, reason: `annotation ${action.token.split('=')[0]}` }] });
       return this.answer(ref, action.action, action.token, 'Accepted', result.message);
     } catch (err) {
@@ -148,6 +209,7 @@ export class ActivationWatcher {
   }
 
   private startWorkflow(o: Watched, ref: ActivationRef, extra: Partial<ActivationOptions>, reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE') {
+    this.fence(`starting the workflow of ${ref.namespace}/${ref.name}`);
     return this.o.client.workflow.start(vectorActivation, {
       workflowId: activationWorkflowId(ref),
       taskQueue: this.o.taskQueue,
@@ -184,10 +246,10 @@ export class ActivationWatcher {
   /** The periodic check: an unfinished object whose workflow closed is closed out. */
   private async checkUnfinished(): Promise<void> {
     for (const o of this.cache.values()) {
-      if (this.stopped) return;
+      if (this.stopped || !this.acting()) return;
       const phase = o.status?.phase;
       if (o.metadata?.deletionTimestamp || ['Succeeded', 'Failed', 'Skipped', 'Cancelled'].includes(phase ?? '')) continue;
-      await this.checkClosed(o, this.ref(o)).catch((err: unknown) => this.log(`check of ${o.metadata?.namespace}/${o.metadata?.name}: ${(err as Error).message}`));
+      await this.checkClosed(o, this.ref(o)).catch((err: unknown) => err instanceof NotLeaderError || this.log(`check of ${o.metadata?.namespace}/${o.metadata?.name}: ${(err as Error).message}`));
     }
   }
 
@@ -206,9 +268,11 @@ export class ActivationWatcher {
       return;
     }
     this.running.delete(workflowId);
+    this.fence(`closing out ${ref.namespace}/${ref.name}`);
     if (await closeOutActivation(this.deps, ref, closedWorkflowEnding(status, workflowId))) {
       this.log(`VectorActivation ${ref.namespace}/${ref.name}: workflow ${status.toLowerCase()}; closed out`);
       // Free the Stage now rather than at the lock's next holder check.
+      this.fence(`releasing the lock of Stage ${ref.namespace}/${o.spec!.stage}`);
       await this.o.client.workflow
         .getHandle(stageLockWorkflowId(ref.namespace, o.spec!.stage!))
         .signal(releaseLockSignal, { requester: workflowId })
@@ -221,6 +285,7 @@ export class ActivationWatcher {
     const va = await this.deps.objects.get('VectorActivation', ref.namespace, ref.name);
     if (!va || va.metadata.uid !== ref.uid) return;
     const entry = { action, token, outcome, message: message.slice(0, 4096), time: kubeTime() };
+    this.fence(`answering ${token} on ${ref.namespace}/${ref.name}`);
     const requests = [...((va.status?.requests ?? []) as { action: string }[]).filter((r) => r.action !== action), entry];
     await this.deps.objects.patchStatus('VectorActivation', ref.namespace, ref.name, { requests });
     await this.deps.event(activationRegarding(ref), outcome === 'Accepted' ? 'Normal' : 'Warning', action === 'cancel' ? `Cancel${outcome}` : `Retry${outcome}`, `${token}: ${message}`);
@@ -231,6 +296,10 @@ export class ActivationWatcher {
     const workflowId = activationWorkflowId(this.ref(o));
     this.running.delete(workflowId);
     if (['Succeeded', 'Skipped'].includes(o.status?.phase ?? '')) return;
+    if (!this.acting()) {
+      this.standbyDeletions.set(workflowId, Date.now());
+      return;
+    }
     await this.o.client.workflow
       .getHandle(workflowId)
       .signal(cancelSignal, { token: 'deleted', reason: 'the VectorActivation was deleted', deleted: true })

@@ -2,7 +2,7 @@
  * Running the tasks of one plan step: an ActivationExecution per task, the executor's activity on its
  * own task queue with the registration's timeout, and the execution's status along the way.
  */
-import { ActivityFailure, CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, TimeoutFailure } from '@temporalio/workflow';
+import { ActivityCancellationType, ActivityFailure, CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, TimeoutFailure } from '@temporalio/workflow';
 import type { ActivationActivities, PlannedTask } from '../activities/core.js';
 import type { TaskOutcome } from '../decisions/activation.js';
 import type { ExecutorActivities } from '../activities/execute-task.js';
@@ -87,6 +87,7 @@ export async function runTask(ctx: TaskContext, stepIndex: number, step: string,
         scheduleToCloseTimeout: `${task.timeoutSeconds} seconds`,
         heartbeatTimeout: '10 seconds',
         retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
+        cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         summary: `wait for the ${task.type} controller to finish ${name}`,
       });
       const result = await awaitExternalExecution(ns, name);
@@ -102,6 +103,9 @@ export async function runTask(ctx: TaskContext, stepIndex: number, step: string,
       // Short by default: heartbeats (throttled to 80% of this) are how cancellation reaches the executor.
       heartbeatTimeout: `${task.heartbeatTimeoutSeconds ?? Math.min(5, task.timeoutSeconds)} seconds`,
       retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
+      // Every execution reaches a final state before the activation does (ADR-0012): a cancelled
+      // executor has stopped before the Stage is handed to anyone else.
+      cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
       summary: `${action} ${task.registration} (${task.type}) for ${ctx.ref.name}`,
     });
     const input: TaskInput = {

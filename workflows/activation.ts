@@ -144,6 +144,8 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
   progress.steps = recorded.steps ?? [];
   firstError = recorded.firstError;
   startTime = recorded.startTime;
+  /** The previous StageVersion an earlier run recorded: a resumed run reverts to it. */
+  const recordedPrevious = recorded.previousStageVersion;
   /** An earlier run may have switched traffic already: order it as a retry, not as a fresh start. */
   const resumed = options.resume === 'retry' || recorded.phase === 'InProgress';
   upsertSearchAttributes([
@@ -195,7 +197,8 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     } catch (err) {
       return fail(err);
     }
-    const verdict = orderVerdict({ stage: va!.stage, target: stage.target, activeName, stageVersions: stage.stageVersions, retry, ...(previous ? { recordedPrevious: previous } : {}) });
+    const earlier = previous ?? stage.stageVersions.find((sv) => sv.name === recordedPrevious);
+    const verdict = orderVerdict({ stage: va!.stage, target: stage.target, activeName, stageVersions: stage.stageVersions, retry, ...(earlier ? { recordedPrevious: earlier } : {}) });
     if (!verdict.run) return finish(verdict);
     previous = verdict.previous;
 

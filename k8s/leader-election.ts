@@ -1,0 +1,275 @@
+/**
+ * Leader election on a coordination.k8s.io/v1 Lease, with client-go's semantics (see docs/ha.md):
+ * - acquire and renew by a conditional replace on the Lease's resourceVersion (create when absent);
+ * - a candidate takes a Lease held by someone else only after a full lease duration in which it
+ *   saw the record unchanged, timed by its own (monotonic) clock from the moment it last saw the
+ *   record change (client-go's observedTime); no two clocks are ever compared;
+ * - the leader renews every retry period and counts itself deposed once the renew deadline passed
+ *   since the start of its last successful renewal: `isLeader()` computes that on every call, so a
+ *   leader paused (SIGSTOP, a long GC, a frozen VM) and resumed finds out before its next write;
+ * - `stop()` releases the Lease (empty holder, 1 s duration) so a standby takes over at once.
+ * Like client-go it does not fence by itself: writers check `isLeader()` right before each write
+ * (`fenceWrites` does that for every mutating apiserver request of a KubeConfig).
+ */
+import { apiMessage, apiStatus, k8s } from './client.js';
+
+/** The narrow view of leadership the writers and the status publisher use. */
+export interface Leadership {
+  readonly identity: string;
+  isLeader(): boolean;
+  leaderSince(): Date | undefined;
+}
+
+/** Leadership of a process that runs without election: always the leader. */
+export function standalone(identity: string): Leadership {
+  const since = new Date();
+  return { identity, isLeader: () => true, leaderSince: () => since };
+}
+
+/** The Lease of each elected role, in the system namespace. */
+export const LEASE_NAMES = { watcher: 'konfidence-watcher', 'stage-controller': 'konfidence-stage-controller' } as const;
+
+export interface LeaderElectorOptions {
+  kubeConfig: k8s.KubeConfig;
+  namespace: string;
+  /** The Lease's name (LEASE_NAMES per role). */
+  name: string;
+  /** Unique per process: the Lease's holderIdentity while this one leads. */
+  identity: string;
+  /** How long a standby waits, after it last saw the record change, before it takes the Lease (default 15 s). */
+  leaseDurationMs?: number;
+  /** How long the leader keeps acting without a successful renewal (default 10 s). */
+  renewDeadlineMs?: number;
+  /** How often candidates try to acquire and the leader renews (default 2 s). */
+  retryPeriodMs?: number;
+  onStartedLeading?: () => void;
+  onStoppedLeading?: () => void;
+  /** Called when the observed holder changes (including to nobody: ''). */
+  onNewLeader?: (identity: string) => void;
+  log?: (message: string) => void;
+}
+
+/** Monotonic milliseconds: immune to wall-clock steps. */
+const monotonic = () => performance.now();
+
+/** Thrown by a fenced write of a process that is not (or no longer) the leader. */
+export class NotLeaderError extends Error {
+  constructor(identity: string, what: string) {
+    super(`${identity} is not the leader; refusing ${what}`);
+    this.name = 'NotLeaderError';
+  }
+}
+
+export class LeaderElector implements Leadership {
+  readonly identity: string;
+  readonly leaseDurationMs: number;
+  readonly renewDeadlineMs: number;
+  readonly retryPeriodMs: number;
+  private readonly api: k8s.CoordinationV1Api;
+  private readonly log: (message: string) => void;
+  private leading = false;
+  private since?: Date;
+  /** Monotonic start of the last successful acquire or renewal. */
+  private renewedAt = -Infinity;
+  /** The resourceVersion of the record last seen, and when (monotonic) it was first seen. */
+  private observedVersion?: string;
+  private observedAt = 0;
+  private observedHolder?: string;
+  private stopped = false;
+  private loop?: Promise<void>;
+  private sleeping?: { timer: NodeJS.Timeout; wake: () => void };
+  private lastError?: string;
+
+  constructor(private readonly o: LeaderElectorOptions) {
+    this.identity = o.identity;
+    this.leaseDurationMs = o.leaseDurationMs ?? 15_000;
+    this.renewDeadlineMs = o.renewDeadlineMs ?? 10_000;
+    this.retryPeriodMs = o.retryPeriodMs ?? 2_000;
+    if (!o.identity) throw new Error('leader election needs an identity');
+    if (this.leaseDurationMs <= this.renewDeadlineMs) throw new Error('leaseDuration must be greater than renewDeadline');
+    if (this.renewDeadlineMs <= 1.2 * this.retryPeriodMs) throw new Error('renewDeadline must be greater than 1.2 × retryPeriod');
+    if (this.leaseDurationMs < 1_000) throw new Error('leaseDuration must be at least 1 s (the Lease counts whole seconds)');
+    this.api = o.kubeConfig.makeApiClient(k8s.CoordinationV1Api);
+    this.log = o.log ?? ((m) => console.log(`[leader-election] ${m}`));
+  }
+
+  /** True while this process holds the Lease and renewed it within the renew deadline. */
+  isLeader(): boolean {
+    return this.leading && !this.stopped && monotonic() - this.renewedAt < this.renewDeadlineMs;
+  }
+
+  leaderSince(): Date | undefined {
+    return this.isLeader() ? this.since : undefined;
+  }
+
+  /** The holder last observed in the Lease ('' when released), undefined before the first read. */
+  observedLeader(): string | undefined {
+    return this.observedHolder;
+  }
+
+  /** Starts competing for the Lease in the background. */
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Stops competing; if leading, gives the Lease up so a standby takes over at once. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true; // isLeader() is false from here on
+    if (this.sleeping) {
+      clearTimeout(this.sleeping.timer);
+      this.sleeping.wake();
+    }
+    await this.loop;
+    const wasLeading = this.leading;
+    this.leading = false;
+    if (wasLeading) {
+      await this.release().catch((err: unknown) => this.log(`could not release Lease ${this.o.namespace}/${this.o.name}: ${apiMessage(err)}`));
+      this.o.onStoppedLeading?.();
+    }
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      const started = monotonic();
+      let acquired = false;
+      try {
+        acquired = await this.withTimeout(this.tryAcquireOrRenew(), Math.max(this.retryPeriodMs, this.renewDeadlineMs / 2));
+        this.lastError = undefined;
+      } catch (err) {
+        const message = apiMessage(err);
+        if (message !== this.lastError) this.log(`Lease ${this.o.namespace}/${this.o.name}: ${message}`);
+        this.lastError = message;
+      }
+      if (this.stopped) return;
+      if (acquired) {
+        this.renewedAt = started;
+        if (!this.leading) {
+          this.leading = true;
+          this.since = new Date();
+          this.log(`${this.identity} leads (Lease ${this.o.namespace}/${this.o.name})`);
+          this.o.onStartedLeading?.();
+        }
+      } else if (this.leading && (this.observedHolder !== this.identity || monotonic() - this.renewedAt >= this.renewDeadlineMs)) {
+        this.leading = false;
+        this.log(`${this.identity} stopped leading (Lease ${this.o.namespace}/${this.o.name} ${this.observedHolder !== this.identity ? `taken by ${this.observedHolder || 'nobody'}` : 'not renewed within the renew deadline'})`);
+        this.o.onStoppedLeading?.();
+      }
+      // client-go: the leader renews every retry period; candidates retry with jitter (here up to +20 %).
+      await this.sleep(this.leading ? this.retryPeriodMs : this.retryPeriodMs * (1 + Math.random() * 0.2));
+    }
+  }
+
+  private observe(lease: k8s.V1Lease): void {
+    const version = lease.metadata?.resourceVersion;
+    if (version !== this.observedVersion) {
+      this.observedVersion = version;
+      this.observedAt = monotonic();
+    }
+    const holder = lease.spec?.holderIdentity ?? '';
+    if (holder !== this.observedHolder) {
+      this.observedHolder = holder;
+      this.o.onNewLeader?.(holder);
+    }
+  }
+
+  /** One attempt; true when this process holds the Lease afterwards. */
+  private async tryAcquireOrRenew(): Promise<boolean> {
+    const { namespace, name } = this.o;
+    const now = new k8s.V1MicroTime(Date.now());
+    const durationSeconds = Math.ceil(this.leaseDurationMs / 1000);
+    let lease: k8s.V1Lease;
+    try {
+      lease = await this.api.readNamespacedLease({ name, namespace });
+    } catch (err) {
+      if (apiStatus(err) !== 404) throw err;
+      try {
+        const created = await this.api.createNamespacedLease({
+          namespace,
+          body: {
+            metadata: { name, namespace },
+            spec: { holderIdentity: this.identity, leaseDurationSeconds: durationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 },
+          },
+        });
+        this.observe(created);
+        return true;
+      } catch (createErr) {
+        if (apiStatus(createErr) === 409) return false; // another candidate created it first
+        throw createErr;
+      }
+    }
+    this.observe(lease);
+    const spec = lease.spec ?? {};
+    const holder = spec.holderIdentity ?? '';
+    const ours = holder === this.identity;
+    const durationMs = (spec.leaseDurationSeconds ?? durationSeconds) * 1000;
+    if (holder && !ours && monotonic() < this.observedAt + durationMs) return false; // held, not expired by our clock
+    lease.spec = {
+      ...spec,
+      holderIdentity: this.identity,
+      leaseDurationSeconds: durationSeconds,
+      renewTime: now,
+      acquireTime: ours && spec.acquireTime ? spec.acquireTime : now,
+      leaseTransitions: (spec.leaseTransitions ?? 0) + (ours ? 0 : 1),
+    };
+    try {
+      // Conditional: the body carries the resourceVersion read above.
+      this.observe(await this.api.replaceNamespacedLease({ name, namespace, body: lease }));
+      return true;
+    } catch (err) {
+      if (apiStatus(err) === 409) return false; // changed since the read: someone else renewed or took it
+      throw err;
+    }
+  }
+
+  /** Gives the Lease up if this process still holds it: empty holder, 1 s duration (client-go's release). */
+  private async release(): Promise<void> {
+    const { namespace, name } = this.o;
+    const lease = await this.api.readNamespacedLease({ name, namespace });
+    if (lease.spec?.holderIdentity !== this.identity) return;
+    const now = new k8s.V1MicroTime(Date.now());
+    lease.spec = { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1, renewTime: now, acquireTime: now };
+    await this.api.replaceNamespacedLease({ name, namespace, body: lease });
+    this.log(`${this.identity} released Lease ${namespace}/${name}`);
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    return new Promise((resolve) => {
+      const wake = () => {
+        this.sleeping = undefined;
+        resolve();
+      };
+      this.sleeping = { timer: setTimeout(wake, ms), wake };
+    });
+  }
+
+  private withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer from the apiserver within ${ms} ms`)), ms);
+    });
+    p.catch(() => undefined); // an abandoned attempt's late failure is not unhandled
+    return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+  }
+}
+
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * A KubeConfig whose mutating requests (POST, PUT, PATCH, DELETE) check `leadership.isLeader()`
+ * immediately before they are sent and throw NotLeaderError otherwise; reads and watches pass.
+ * `onWrite` sees every write that is sent (the write log of KONFIDENCE_LOG_WRITES).
+ */
+export function fenceWrites(kc: k8s.KubeConfig, o: { leadership?: Leadership; onWrite?: (method: string, url: string) => void }): k8s.KubeConfig {
+  const fenced = Object.create(kc) as k8s.KubeConfig;
+  fenced.applySecurityAuthentication = async (context) => {
+    const method = String(context.getHttpMethod());
+    if (!READ_METHODS.has(method)) {
+      if (o.leadership && !o.leadership.isLeader()) throw new NotLeaderError(o.leadership.identity, `${method} ${new URL(context.getUrl()).pathname}`);
+      o.onWrite?.(method, new URL(context.getUrl()).pathname);
+    }
+    return kc.applySecurityAuthentication(context);
+  };
+  return fenced;
+}

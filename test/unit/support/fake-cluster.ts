@@ -1,0 +1,478 @@
+/**
+ * An in-memory fake of the Kubernetes side of an activation: exactly the core activities
+ * (`ActivationActivities` of activities/core.ts) over a small state that tests read and change
+ * between calls, and a fake `executeTask` executor activity whose behaviour per registration a test
+ * sets. It keeps to the real contract (activities/*.ts): what each activity returns, when it
+ * returns undefined or false, and which failures it throws with which type and retryability, so a
+ * workflow that passes here handles the real activities' answers.
+ *
+ * Everything that happens lands in `journal`, in order, so tests can assert orderings across
+ * activities and the executor ("the executor stopped before the status said Cancelled").
+ */
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import type { ActivationActivities, PlannedTask, ResolvedPlan, StageState } from '../../../activities/core.js';
+import type { ExecutorActivities } from '../../../activities/execute-task.js';
+import type { ExecutionStatusWrite, ExecutionToCreate } from '../../../activities/executions.js';
+import type { ActivationReport, StepProgress } from '../../../decisions/activation.js';
+import type { StageVersionInfo, TaskInput, TaskResult } from '../../../executors/types.js';
+import type { ActivationRef } from '../../../shared/activation.js';
+import { activationUsageName, stageLeaseName } from '../../../shared/names.js';
+
+export interface FakeStageVersion {
+  namespace: string;
+  name: string;
+  stage: string;
+  revision: number;
+  vector: string;
+  /** Being deleted (metadata.deletionTimestamp set). */
+  deleting?: boolean;
+  /** The in-activation mark (annotation konfidence.cloud/activated-by): the holder. */
+  activatedBy?: string;
+  /** The serving mark: the Stage it serves. */
+  serving?: string;
+}
+
+export interface FakeActivationSpec {
+  stage: string;
+  stageVersion: string;
+  vector?: string;
+  vectorDeployment?: string;
+  executionPlan?: string;
+}
+
+/** The status fields loadActivation reads back, as the workflow last wrote them (merge patch). */
+export type FakeActivationStatus = Partial<ActivationReport> & { steps?: StepProgress[] };
+
+export interface FakeActivation {
+  ref: ActivationRef;
+  spec: FakeActivationSpec;
+  status: FakeActivationStatus;
+  /** Every status the workflow wrote, in order (copies). */
+  writes: ActivationReport[];
+  events: { type: 'Normal' | 'Warning'; reason: string; note: string }[];
+}
+
+export interface FakeRegistration {
+  type: string;
+  executor?: 'Worker' | 'External';
+  timeoutSeconds: number;
+  heartbeatTimeoutSeconds?: number;
+  crossNamespaceAllowed?: boolean;
+}
+
+export interface FakePlan {
+  onFailure: 'Stop' | 'Revert';
+  steps: { name: string; tasks: string[] }[];
+}
+
+export interface FakeExecution {
+  spec: ExecutionToCreate;
+  /** The ActivationExecution's owner (the VectorActivation's uid). */
+  owner: string;
+  status: Partial<ExecutionStatusWrite> & { phase: ExecutionStatusWrite['phase'] };
+}
+
+export interface FakeLease {
+  holder?: string;
+  stageUid: string;
+  /** Everyone who took it, in order. */
+  holders: string[];
+}
+
+/** What the fake executor does for one executeTask call. */
+export type Behaviour =
+  | { kind: 'succeed'; message?: string }
+  /** Fails; not retried unless `retryable` (the real executor's ExecutorError rule). */
+  | { kind: 'fail'; message: string; retryable?: boolean }
+  /** Works for `seconds` (real time, heartbeating), then succeeds; cancellable meanwhile. */
+  | { kind: 'work'; seconds: number }
+  /** Works until cancelled (heartbeating, so the cancellation reaches it). */
+  | { kind: 'hang' };
+
+export interface ExecutorCall {
+  registration: string;
+  action: 'Apply' | 'Revert';
+  execution: string;
+  stageVersion: string;
+  previousStageVersion?: string;
+  /** Temporal's attempt of this activity. */
+  attempt: number;
+  /** Real time (ms): the executor runs in real time. */
+  startedAt: number;
+  endedAt?: number;
+  outcome: 'running' | 'succeeded' | 'failed' | 'cancelled';
+}
+
+const key = (namespace: string, name: string) => `${namespace}/${name}`;
+const final = (phase: string | undefined) => phase === 'Succeeded' || phase === 'Error';
+type ActivityName = keyof ActivationActivities;
+
+export class FakeCluster {
+  readonly systemNamespace = 'konfidence-system';
+  readonly stages = new Map<string, { uid: string }>();
+  readonly stageVersions = new Map<string, FakeStageVersion>();
+  /** ns/stage → the StageVersion the Stage's "active" usage names. */
+  readonly activeUsages = new Map<string, string>();
+  /** ns/usage name → the "activation" usage: owner uid and StageVersion. */
+  readonly activationUsages = new Map<string, { owner: string; stageVersion: string }>();
+  readonly registrations = new Map<string, FakeRegistration>();
+  readonly plans = new Map<string, FakePlan>();
+  readonly activations = new Map<string, FakeActivation>();
+  readonly executions = new Map<string, FakeExecution>();
+  /** ns/stage → the Stage's Lease. */
+  readonly leases = new Map<string, FakeLease>();
+  readonly executorCalls: ExecutorCall[] = [];
+  /** Everything that happened, in order: "status va-1 InProgress", "execute va-1-0-gw start", … */
+  readonly journal: string[] = [];
+  /** Every core activity call, in order. */
+  readonly calls: { activity: ActivityName; args: unknown[] }[] = [];
+  /** Runs before an activity of that name (to change the state between calls, or to throw). */
+  readonly before: Partial<Record<ActivityName, (...args: any[]) => void | Promise<void>>> = {};
+  private readonly behaviours = new Map<string, Behaviour[]>();
+  private uids = 0;
+
+  // --- seeding and inspection ------------------------------------------------------------
+
+  addStage(namespace: string, stage: string, versions: Record<string, number> = {}, active?: string): void {
+    this.stages.set(key(namespace, stage), { uid: `stage-uid-${++this.uids}` });
+    for (const [name, revision] of Object.entries(versions)) this.addStageVersion(namespace, stage, name, revision);
+    if (active) this.activeUsages.set(key(namespace, stage), active);
+  }
+
+  addStageVersion(namespace: string, stage: string, name: string, revision: number): FakeStageVersion {
+    const sv: FakeStageVersion = { namespace, name, stage, revision, vector: `${stage}-vector` };
+    this.stageVersions.set(key(namespace, name), sv);
+    return sv;
+  }
+
+  stageVersion(namespace: string, name: string): FakeStageVersion {
+    const sv = this.stageVersions.get(key(namespace, name));
+    if (!sv) throw new Error(`no StageVersion ${namespace}/${name} in the fake`);
+    return sv;
+  }
+
+  /** A registration in the system namespace; its executor config names it, for the fake executor. */
+  addRegistration(name: string, registration: Partial<FakeRegistration> = {}): void {
+    this.registrations.set(name, { type: 'fake', timeoutSeconds: 60, ...registration });
+  }
+
+  addPlan(name: string, plan: FakePlan): void {
+    for (const step of plan.steps) for (const t of step.tasks) if (!this.registrations.has(t)) this.addRegistration(t);
+    this.plans.set(name, plan);
+  }
+
+  addActivation(namespace: string, name: string, spec: FakeActivationSpec, status: FakeActivationStatus = {}): ActivationRef {
+    const ref = { namespace, name, uid: `va-uid-${++this.uids}` };
+    this.activations.set(key(namespace, name), { ref, spec, status: structuredClone(status), writes: [], events: [] });
+    return ref;
+  }
+
+  /** The VectorActivation is gone (deleted): loads find nothing, status writes answer false. */
+  deleteActivation(ref: ActivationRef): void {
+    this.activations.delete(key(ref.namespace, ref.name));
+  }
+
+  activation(ref: ActivationRef): FakeActivation {
+    const va = this.activations.get(key(ref.namespace, ref.name));
+    if (!va) throw new Error(`no VectorActivation ${ref.namespace}/${ref.name} in the fake`);
+    return va;
+  }
+
+  /** The phases the workflow wrote, repeats of the same phase in a row counted once. */
+  phases(ref: ActivationRef): string[] {
+    return this.activation(ref)
+      .writes.map((w) => w.phase)
+      .filter((p, i, all) => i === 0 || all[i - 1] !== p);
+  }
+
+  activeUsage(namespace: string, stage: string): string | undefined {
+    return this.activeUsages.get(key(namespace, stage));
+  }
+
+  activationUsage(ref: Pick<ActivationRef, 'namespace' | 'name'>) {
+    return this.activationUsages.get(key(ref.namespace, activationUsageName(ref.name)));
+  }
+
+  lease(namespace: string, stage: string): FakeLease | undefined {
+    return this.leases.get(key(namespace, stage));
+  }
+
+  callsOf(ref: Pick<ActivationRef, 'name'>): ExecutorCall[] {
+    return this.executorCalls.filter((c) => c.execution.startsWith(`${ref.name}-`));
+  }
+
+  /**
+   * What the executor does for the next calls of a registration (per action): one behaviour per
+   * call in order, the last one for every call after. Default: succeed at once.
+   */
+  behave(registration: string, ...behaviours: Behaviour[]): void {
+    this.behaviours.set(`${registration}/Apply`, behaviours);
+  }
+
+  behaveOnRevert(registration: string, ...behaviours: Behaviour[]): void {
+    this.behaviours.set(`${registration}/Revert`, behaviours);
+  }
+
+  private nextBehaviour(registration: string, action: 'Apply' | 'Revert'): Behaviour {
+    const list = this.behaviours.get(`${registration}/${action}`);
+    if (!list?.length) return { kind: 'succeed' };
+    return list.length > 1 ? list.shift()! : list[0]!;
+  }
+
+  private log(entry: string): void {
+    this.journal.push(entry);
+  }
+
+  // --- the core activities ---------------------------------------------------------------
+
+  /** The 18 core activities, each recorded in `calls` and preceded by its `before` hook. */
+  activities(): ActivationActivities {
+    const impl = this.core();
+    const wrapped: Record<string, unknown> = {};
+    for (const [name, fn] of Object.entries(impl) as [ActivityName, (...args: unknown[]) => Promise<unknown>][]) {
+      wrapped[name] = async (...args: unknown[]) => {
+        this.calls.push({ activity: name, args: structuredClone(args) });
+        await this.before[name]?.(...args);
+        return fn(...args);
+      };
+    }
+    return wrapped as ActivationActivities;
+  }
+
+  private core(): ActivationActivities {
+    return {
+      // activation-status.ts
+      loadActivation: async (ref) => {
+        const va = this.activations.get(key(ref.namespace, ref.name));
+        if (!va || va.ref.uid !== ref.uid) return undefined;
+        const s = va.status;
+        return {
+          ...structuredClone(va.spec),
+          status: structuredClone({
+            ...(s.phase ? { phase: s.phase } : {}),
+            ...(s.attempt ? { attempt: s.attempt } : {}),
+            ...(s.previousStageVersion ? { previousStageVersion: s.previousStageVersion } : {}),
+            ...(s.firstError ? { firstError: s.firstError } : {}),
+            ...(s.startTime ? { startTime: s.startTime } : {}),
+            ...(s.steps ? { steps: s.steps } : {}),
+          }),
+        };
+      },
+      writeActivationStatus: async (ref, report) => {
+        const va = this.activations.get(key(ref.namespace, ref.name));
+        if (!va || va.ref.uid !== ref.uid) return false;
+        // A JSON merge patch of the status: fields the report leaves out keep their value.
+        va.status = { ...va.status, ...structuredClone(report) };
+        va.writes.push(structuredClone(report));
+        this.log(`status ${ref.name} ${report.phase}`);
+        return true;
+      },
+      recordActivationEvent: async (ref, type, reason, note) => {
+        this.activations.get(key(ref.namespace, ref.name))?.events.push({ type, reason, note });
+        this.log(`event ${ref.name} ${reason}`);
+      },
+
+      // plan.ts
+      resolvePlan: async (planName, namespace): Promise<ResolvedPlan> => {
+        const sys = this.systemNamespace;
+        const task = (name: string): PlannedTask => {
+          const reg = this.registrations.get(name);
+          if (!reg) throw ApplicationFailure.nonRetryable(`ActivationTaskRegistration ${sys}/${name} does not exist`, 'InvalidPlan');
+          return {
+            registration: name,
+            type: reg.type,
+            executor: reg.executor ?? 'Worker',
+            // The fake executor reads the registration's name from its config.
+            config: { registration: name },
+            timeoutSeconds: reg.timeoutSeconds,
+            ...(reg.heartbeatTimeoutSeconds ? { heartbeatTimeoutSeconds: reg.heartbeatTimeoutSeconds } : {}),
+            crossNamespaceAllowed: reg.crossNamespaceAllowed ?? false,
+          };
+        };
+        const name = planName ?? 'default';
+        const plan = this.plans.get(name);
+        if (!plan && planName) throw ApplicationFailure.nonRetryable(`ActivationExecutionPlan ${sys}/${planName} does not exist`, 'InvalidPlan');
+        if (plan) {
+          return { source: `plan ${sys}/${name}`, onFailure: plan.onFailure, steps: plan.steps.map((s) => ({ name: s.name, tasks: s.tasks.map(task) })) };
+        }
+        void namespace;
+        const regs = [...this.registrations.keys()].sort((a, b) => a.localeCompare(b));
+        if (regs.length === 0) throw ApplicationFailure.nonRetryable(`no ActivationExecutionPlan and no ActivationTaskRegistration in ${sys}`, 'InvalidPlan');
+        return { source: 'every registration, in name order (no plan)', onFailure: 'Stop', steps: regs.map((r) => ({ name: r, tasks: [task(r)] })) };
+      },
+
+      // usages.ts
+      readActiveStageVersion: async (namespace, stage) => this.activeUsages.get(key(namespace, stage)),
+      holdActivationUsage: async (ref, stage, stageVersion) => {
+        void stage;
+        const k = key(ref.namespace, activationUsageName(ref.name));
+        const existing = this.activationUsages.get(k);
+        // createOwned: a predecessor's usage of the same name is replaced; our own is kept as is.
+        if (existing?.owner === ref.uid) return;
+        this.activationUsages.set(k, { owner: ref.uid, stageVersion });
+        this.log(`hold ${ref.name} ${stageVersion}`);
+      },
+      releaseActivationUsage: async (ref) => {
+        const k = key(ref.namespace, activationUsageName(ref.name));
+        if (this.activationUsages.get(k)?.owner !== ref.uid) return;
+        this.activationUsages.delete(k);
+        this.log(`release ${ref.name}`);
+      },
+      pointActiveUsage: async (namespace, stage, stageUid, stageVersion) => {
+        void stageUid;
+        this.activeUsages.set(key(namespace, stage), stageVersion);
+        this.log(`active ${stage} ${stageVersion}`);
+      },
+
+      // executions.ts
+      createExecution: async (e) => {
+        const k = key(e.activation.namespace, e.name);
+        const existing = this.executions.get(k);
+        if (existing?.owner === e.activation.uid) return;
+        this.executions.set(k, { spec: structuredClone(e), owner: e.activation.uid, status: { phase: 'Pending', message: 'waiting for its executor' } });
+        this.log(`execution ${e.name} created`);
+      },
+      writeExecutionStatus: async (namespace, name, w) => {
+        const ae = this.executions.get(key(namespace, name));
+        // A final phase is final: whoever wrote it first decided it.
+        if (!ae || final(ae.status.phase)) return;
+        ae.status = { ...ae.status, ...structuredClone(w), reason: w.reason ?? w.phase };
+        this.log(`execution ${name} ${w.phase}`);
+      },
+      awaitExternalExecution: async (namespace, name) => {
+        const ctx = Context.current();
+        for (;;) {
+          const ae = this.executions.get(key(namespace, name));
+          if (!ae) throw ApplicationFailure.nonRetryable(`ActivationExecution ${namespace}/${name} was deleted`, 'ExecutionDeleted');
+          if (final(ae.status.phase)) return { phase: ae.status.phase, message: ae.status.message ?? '' };
+          ctx.heartbeat(ae.status.phase);
+          await ctx.sleep(50);
+        }
+      },
+
+      // stage-versions.ts
+      describeStage: async (namespace, stage, stageVersion): Promise<StageState> => {
+        const st = this.stages.get(key(namespace, stage));
+        if (!st) throw ApplicationFailure.nonRetryable(`Stage ${namespace}/${stage} does not exist`, 'StageNotFound');
+        const all = [...this.stageVersions.values()].filter((sv) => sv.namespace === namespace);
+        const stageVersions: StageVersionInfo[] = all
+          .filter((sv) => sv.stage === stage)
+          .map((sv) => ({ name: sv.name, revision: sv.revision, vector: sv.vector }))
+          .sort((a, b) => a.revision - b.revision);
+        const target = stageVersions.find((sv) => sv.name === stageVersion);
+        if (!target) {
+          const other = all.find((sv) => sv.name === stageVersion);
+          throw ApplicationFailure.nonRetryable(
+            other ? `StageVersion ${namespace}/${stageVersion} belongs to Stage ${other.stage}, not ${stage}` : `StageVersion ${namespace}/${stageVersion} does not exist`,
+            'StageVersionNotFound',
+          );
+        }
+        return { stageUid: st.uid, stageVersions, target };
+      },
+      markStageVersion: async (namespace, name, holder) => {
+        const sv = this.stageVersions.get(key(namespace, name));
+        if (sv) {
+          sv.activatedBy = holder;
+          this.log(`mark ${name} ${holder}`);
+        }
+        return { terminating: !sv || Boolean(sv.deleting) };
+      },
+      markServing: async (namespace, name, stage) => {
+        const sv = this.stageVersions.get(key(namespace, name));
+        if (!sv) return;
+        if (stage === null) delete sv.serving;
+        else sv.serving = stage;
+        this.log(`serving ${name} ${stage}`);
+      },
+      unmarkStageVersion: async (namespace, name, holder) => {
+        const sv = this.stageVersions.get(key(namespace, name));
+        if (sv?.activatedBy !== holder) return;
+        delete sv.activatedBy;
+        this.log(`unmark ${name}`);
+      },
+
+      // lease.ts
+      acquireStageLease: async (namespace, stage, stageUid, holder) => {
+        const k = key(namespace, stage);
+        const lease = this.leases.get(k) ?? { stageUid, holders: [] };
+        if (lease.holder && lease.holder !== holder) {
+          throw ApplicationFailure.retryable(
+            `Lease ${namespace}/${stageLeaseName(stage)} of Stage ${stage} is held by ${lease.holder}; waiting for it to be released or to expire`,
+            'StageLeaseHeld',
+          );
+        }
+        if (lease.holder !== holder) lease.holders.push(holder);
+        lease.holder = holder;
+        this.leases.set(k, lease);
+        this.log(`lease ${stage} taken by ${holder}`);
+      },
+      keepStageLease: async (namespace, stage, holder) => {
+        // Renews until cancelled, heartbeating so that the cancellation reaches it. The real one
+        // also ends when another holder took the Lease over; it notices a Lease merely released
+        // only at its next renewal (20 s), long after the workflow cancelled it, so this fake does
+        // not end on a release: ending while the workflow task that cancels it is in flight makes
+        // the test server refuse that task (ACTIVITY_UNKNOWN) and wedges the workflow.
+        const ctx = Context.current();
+        for (;;) {
+          const lease = this.leases.get(key(namespace, stage));
+          if (lease?.holder && lease.holder !== holder) return `activation ${holder} lost the Lease of Stage ${stage} to ${lease.holder}`;
+          ctx.heartbeat();
+          await ctx.sleep(50);
+        }
+      },
+      releaseStageLease: async (namespace, stage, holder) => {
+        const lease = this.leases.get(key(namespace, stage));
+        if (lease?.holder !== holder) return;
+        delete lease.holder;
+        this.log(`lease ${stage} released by ${holder}`);
+      },
+    };
+  }
+
+  // --- the executor ---------------------------------------------------------------------------
+
+  /** `executeTask` for the executor worker(s) of type `fake`, behaving as `behave` said. */
+  executorActivities(): ExecutorActivities {
+    return {
+      executeTask: async (input: TaskInput): Promise<TaskResult> => {
+        const ctx = Context.current();
+        const registration = (input.config as { registration: string }).registration;
+        const call: ExecutorCall = {
+          registration,
+          action: input.action,
+          execution: input.execution.name,
+          stageVersion: input.stageVersion.name,
+          ...(input.previousStageVersion ? { previousStageVersion: input.previousStageVersion.name } : {}),
+          attempt: ctx.info.attempt,
+          startedAt: Date.now(),
+          outcome: 'running',
+        };
+        this.executorCalls.push(call);
+        this.log(`execute ${call.execution} start`);
+        const behaviour = this.nextBehaviour(registration, input.action);
+        try {
+          if (behaviour.kind === 'fail') {
+            throw behaviour.retryable ? ApplicationFailure.retryable(behaviour.message, 'ExecutorError') : ApplicationFailure.nonRetryable(behaviour.message, 'ExecutorError');
+          }
+          if (behaviour.kind === 'work' || behaviour.kind === 'hang') {
+            const end = behaviour.kind === 'work' ? Date.now() + behaviour.seconds * 1000 : Infinity;
+            while (Date.now() < end) {
+              ctx.heartbeat();
+              // Rejects with CancelledFailure once a heartbeat brought the cancellation back.
+              await ctx.sleep(Math.min(50, end - Date.now()));
+            }
+          }
+          call.outcome = 'succeeded';
+          const to = input.action === 'Apply' ? input.stageVersion : input.previousStageVersion;
+          return { message: behaviour.kind === 'succeed' && behaviour.message ? behaviour.message : `${registration}: traffic to ${to?.name ?? '(nothing to revert)'}` };
+        } catch (err) {
+          call.outcome = err instanceof CancelledFailure ? 'cancelled' : 'failed';
+          throw err;
+        } finally {
+          call.endedAt = Date.now();
+          this.log(`execute ${call.execution} ${call.outcome}`);
+        }
+      },
+    };
+  }
+}

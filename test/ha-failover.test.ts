@@ -6,6 +6,11 @@
  * activation is lost or started twice, never two InProgress on a Stage, every Stage converges.
  * SIGSTOP the (new) leaders past their lease, let the standbys take over, SIGCONT: the old leaders
  * write nothing (KONFIDENCE_LOG_WRITES logs every write a process sends).
+ * Each replica serves health on a port chosen here and advertises it as KONFIDENCE_ENDPOINT; a watch
+ * on the ControllerStatus objects (docs/ha-publishing.md) records every value of
+ * status.activeController: after the SIGKILL the new leader publishes itself within 3 s of the
+ * takeover being seen; after the SIGSTOP/SIGCONT the field, once it names the new leader, never
+ * names the resumed old one again.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -14,6 +19,7 @@ import { GROUP, VERSION } from '../api/group.js';
 import { k8s } from '../k8s/client.js';
 import { LEASE_NAMES } from '../k8s/leader-election.js';
 import { pollUntil } from '../scripts/env/process.js';
+import { freePort } from '../scripts/env/ports.js';
 import { activationWorkflowId } from '../shared/activation.js';
 import { activate, seedActive, seedStage } from './support/scenario.js';
 import { quickDefaultPlan } from './support/stages.js';
@@ -31,12 +37,29 @@ interface Replica {
   identity: string;
   child: ChildProcess;
   lines: string[];
+  /** The health port as logged by the process (KONFIDENCE_HEALTH_PORT is chosen here). */
   port?: number;
+  /** KONFIDENCE_ENDPOINT: what it publishes in its ControllerStatus while it leads. */
+  endpoint: string;
+}
+
+/** One value of a ControllerStatus as the watch delivered it, and when (monotonic). */
+interface Published {
+  at: number;
+  role: string;
+  identity?: string;
+  endpoint?: string;
+  leaderSince?: string;
+  lastUpdated?: string;
 }
 
 let s: TestSystem;
 const replicas: Replica[] = [];
 let watch: AbortController | undefined;
+/** Every change of the ControllerStatus objects in the system namespace, in the order received. */
+const published: Published[] = [];
+let statusWatch: AbortController | undefined;
+let watchingStatuses = true;
 /** Per Stage: the most activations InProgress at one instant, seen on every status change. */
 const maxInProgress = new Map<string, number>();
 
@@ -50,9 +73,12 @@ beforeAll(async () => {
     const n = [...phases.values()].filter((p) => p.stage === o.spec.stage && p.phase === 'InProgress').length;
     maxInProgress.set(o.spec.stage, Math.max(maxInProgress.get(o.spec.stage) ?? 0, n));
   }, () => undefined);
+  await watchStatuses();
 });
 afterAll(async () => {
   watch?.abort();
+  watchingStatuses = false;
+  statusWatch?.abort();
   for (const r of replicas) {
     try {
       process.kill(-r.child.pid!, 'SIGKILL');
@@ -63,7 +89,39 @@ afterAll(async () => {
   await s?.stop();
 });
 
-function startReplica(role: Role, identity: string): Replica {
+/**
+ * Watches the ControllerStatus objects; when the watch ends it is started again from the last
+ * resourceVersion seen, so no value is missed (from scratch only if that is refused).
+ */
+async function watchStatuses(resourceVersion?: string): Promise<void> {
+  let last = resourceVersion;
+  const path = `/apis/${GROUP}/${VERSION}/namespaces/${s.systemNs}/controllerstatuses`;
+  const restart = () => {
+    if (!watchingStatuses) return;
+    watchStatuses(last).catch(() => watchStatuses().catch((err: Error) => console.error(`ControllerStatus watch: ${err.message}`)));
+  };
+  statusWatch = await new k8s.Watch(s.kc).watch(path, last ? { resourceVersion: last } : {}, (_t, o: any) => {
+    last = o.metadata?.resourceVersion ?? last;
+    const a = o.status?.activeController;
+    published.push({ at: performance.now(), role: o.spec?.role ?? o.metadata?.name, identity: a?.identity, endpoint: a?.endpoint, leaderSince: a?.leaderSince, lastUpdated: a?.lastUpdated });
+  }, restart);
+}
+
+/**
+ * Waits until the watch saw `role`'s ControllerStatus name `r` (identity and endpoint) at or after
+ * index `from` of `published`; returns that value and its index.
+ */
+async function publishedBy(role: Role, r: Replica, from: number, timeoutMs: number): Promise<{ value: Published; index: number }> {
+  return pollUntil(() => {
+    const index = published.findIndex((p, i) => i >= from && p.role === role && p.identity === r.identity && p.endpoint === r.endpoint);
+    return index >= 0 ? { value: published[index]!, index } : undefined;
+  }, timeoutMs, `${r.identity} to publish itself in ControllerStatus ${role} (seen: ${JSON.stringify(published.filter((p) => p.role === role).slice(-3))})`, 25);
+}
+
+async function startReplica(role: Role, identity: string): Promise<Replica> {
+  // The endpoint is known before start: a free port chosen here, served by the replica.
+  const healthPort = await freePort();
+  const endpoint = `http://127.0.0.1:${healthPort}`;
   const child = spawn('npx', ['tsx', 'worker/main.ts', role], {
     cwd: root,
     env: {
@@ -76,13 +134,14 @@ function startReplica(role: Role, identity: string): Replica {
       KONFIDENCE_LEASE_DURATION_MS: String(LEASE_MS),
       KONFIDENCE_RENEW_DEADLINE_MS: '3500',
       KONFIDENCE_RETRY_PERIOD_MS: '500',
-      KONFIDENCE_HEALTH_PORT: '0',
+      KONFIDENCE_HEALTH_PORT: String(healthPort),
+      KONFIDENCE_ENDPOINT: endpoint,
       KONFIDENCE_LOG_WRITES: 'true',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true, // its own process group: signals reach tsx's node child too
   });
-  const r: Replica = { role, identity, child, lines: [] };
+  const r: Replica = { role, identity, child, lines: [], endpoint };
   for (const stream of [child.stdout!, child.stderr!]) {
     createInterface({ input: stream }).on('line', (line) => {
       r.lines.push(line);
@@ -103,6 +162,7 @@ async function ready(r: Replica): Promise<void> {
     `${r.identity} to be ready (log: ${r.lines.slice(-5).join(' | ')})`,
     250,
   );
+  expect(`http://127.0.0.1:${r.port}`).toBe(r.endpoint);
   expect((await fetch(`http://127.0.0.1:${r.port}/healthz`)).status).toBe(200);
 }
 
@@ -170,24 +230,41 @@ it('SIGKILLed leaders of watcher and Stage controller during a burst: standbys t
     await seedStage(s, stage, REVISIONS, { stageVersionHistoryLimit: REVISIONS.length });
     await seedActive(s, stage, 1);
   }
-  const all = [startReplica('watcher', 'watcher-a'), startReplica('stage-controller', 'sc-a'), startReplica('watcher', 'watcher-b'), startReplica('stage-controller', 'sc-b')];
+  const all = await Promise.all([startReplica('watcher', 'watcher-a'), startReplica('stage-controller', 'sc-a'), startReplica('watcher', 'watcher-b'), startReplica('stage-controller', 'sc-b')]);
   await Promise.all(all.map(ready)); // standbys are ready too
   const leaderOf = async (role: Role) => {
     const h = await pollUntil(() => holder(role), 30_000, `a ${role} leader`);
     return replicas.find((r) => r.identity === h)!;
   };
   const [watcherLeader, scLeader] = [await leaderOf('watcher'), await leaderOf('stage-controller')];
+  // The first leaders publish themselves (the claim the takeover has to replace).
+  await Promise.all([publishedBy('watcher', watcherLeader, 0, 10_000), publishedBy('stage-controller', scLeader, 0, 10_000)]);
 
   const burst = STAGES.flatMap((stage) => [2, 3, 4].map((r) => ({ stage, r, name: `${stage}-to-${r}` })));
   await Promise.all(burst.map(({ stage, r, name }) => activate(s, name, stage, r)));
   await pollUntil(async () => (await s.objects.list('VectorActivation', s.ns)).some((va) => va.status?.phase === 'InProgress'), 60_000, 'an activation to run');
   const killedAt = performance.now();
+  const seenBeforeKill = published.length;
   signal(watcherLeader, 'SIGKILL');
   signal(scLeader, 'SIGKILL');
   const [w, c] = await Promise.all([takeover('watcher', watcherLeader.identity, killedAt), takeover('stage-controller', scLeader.identity, killedAt)]);
   console.log(`SIGKILL: watcher taken over by ${w.by} after ${Math.round(w.ms)} ms, stage-controller by ${c.by} after ${Math.round(c.ms)} ms (lease ${LEASE_MS} ms)`);
   expect(w.ms).toBeLessThanOrEqual(LEASE_MS + 2_000);
   expect(c.ms).toBeLessThanOrEqual(LEASE_MS + 2_000);
+  // The new leaders publish themselves, identity and endpoint, within about one leadership check
+  // (2 s) of taking the Lease: at most 3 s after the takeover was seen here.
+  const publishedAfterKill = await Promise.all(([['watcher', w], ['stage-controller', c]] as const).map(async ([role, t]) => {
+    const { value } = await publishedBy(role, replicas.find((r) => r.identity === t.by)!, seenBeforeKill, 15_000);
+    const afterTakeover = value.at - (killedAt + t.ms);
+    // On the new leader's own clock: from taking the Lease (leaderSince) to the write (lastUpdated).
+    const inProcess = Date.parse(value.lastUpdated!) - Date.parse(value.leaderSince!);
+    return { role, identity: t.by, afterTakeover, inProcess };
+  }));
+  console.log(`SIGKILL: published ${publishedAfterKill.map((p) => `${p.role} ${p.identity} ${Math.round(p.afterTakeover)} ms after the takeover was seen (${p.inProcess} ms after leaderSince)`).join(', ')}`);
+  for (const p of publishedAfterKill) {
+    expect({ role: p.role, withinMs: p.afterTakeover <= 3_000 }).toEqual({ role: p.role, withinMs: true });
+    expect({ role: p.role, withinMs: p.inProcess <= 3_000 }).toEqual({ role: p.role, withinMs: true });
+  }
 
   await allFinal(burst.map((b) => b.name), 150_000);
   await oneRunEach(burst.map((b) => b.name));
@@ -201,7 +278,7 @@ let survivors: string[] = [];
 
 it('a leader SIGSTOPped past its lease and resumed after a standby took over writes nothing', async () => {
   // Two replicas of each role again: the survivors of the first test lead, fresh standbys join.
-  const standbys = [startReplica('watcher', 'watcher-c'), startReplica('stage-controller', 'sc-c')];
+  const standbys = await Promise.all([startReplica('watcher', 'watcher-c'), startReplica('stage-controller', 'sc-c')]);
   await Promise.all(standbys.map(ready));
   const holders = [await holder('watcher'), await holder('stage-controller')];
   const paused = holders.map((h) => replicas.find((r) => r.identity === h)!);
@@ -213,13 +290,19 @@ it('a leader SIGSTOPped past its lease and resumed after a standby took over wri
   for (const r of paused) await pollUntil(() => writes(r).length > 0, 30_000, `${r.identity} to have written as leader`);
 
   const stoppedAt = performance.now();
+  const seenBeforeStop = published.length;
   for (const r of paused) signal(r, 'SIGSTOP');
   let resumedAt: number[] = [];
+  /** Per paused replica: the index in `published` where its successor first named itself. */
+  let successorPublishedAt: number[] = [];
   try {
     const [w, c] = await Promise.all(paused.map((r) => takeover(r.role, r.identity, stoppedAt)));
     console.log(`SIGSTOP: watcher taken over by ${w!.by} after ${Math.round(w!.ms)} ms, stage-controller by ${c!.by} after ${Math.round(c!.ms)} ms`);
     expect([w!.by, c!.by].sort()).toEqual(['sc-c', 'watcher-c']);
     expect(Math.max(w!.ms, c!.ms)).toBeLessThanOrEqual(LEASE_MS + 2_000);
+    successorPublishedAt = (
+      await Promise.all(paused.map((r) => publishedBy(r.role, standbys.find((x) => x.role === r.role)!, seenBeforeStop, 15_000)))
+    ).map((p) => p.index);
     // Work while the old leaders are frozen, done by the new ones.
     await Promise.all(STAGES.map((stage) => activate(s, `${stage}-to-6`, stage, 6)));
     await allFinal(STAGES.map((st) => `${st}-to-6`), 120_000);
@@ -235,6 +318,31 @@ it('a leader SIGSTOPped past its lease and resumed after a standby took over wri
   // The resumed processes noticed they lost the Lease, and wrote nothing since the resume.
   for (const r of paused) {
     await pollUntil(() => r.lines.some((l) => l.includes(`${r.identity} stopped leading`)), 30_000, `${r.identity} to notice it lost the Lease`);
+  }
+  // Their publishers ran a pass since the resume (and found they do not lead): the watch below
+  // covers what a resumed publisher could have written. A leader's publisher sleeps its 30 s
+  // publish interval, part of which passed while it was stopped.
+  const resumeCheckedFrom = performance.now();
+  for (const [i, r] of paused.entries()) {
+    await pollUntil(
+      () => r.lines.slice(resumedAt[i]).some((l) => l.includes(`${r.identity} does not lead ${r.role}`)),
+      35_000,
+      `the publisher of the resumed ${r.identity} to find it does not lead`,
+      100,
+    );
+  }
+  console.log(`SIGCONT: the resumed publishers' first passes seen ${Math.round(performance.now() - resumeCheckedFrom)} ms after the work following the resume; ${published.length - seenBeforeStop} ControllerStatus changes watched since the SIGSTOP`);
+  // No flapping: once the successor published, the ControllerStatus never named the old leader again.
+  expect(
+    paused.map((r, i) => ({ role: r.role, namingOldLeader: published.slice(successorPublishedAt[i]).filter((p) => p.role === r.role && p.identity === r.identity) })),
+  ).toEqual(paused.map((r) => ({ role: r.role, namingOldLeader: [] })));
+  for (const r of paused) {
+    const now = (await s.objects.get('ControllerStatus', s.systemNs, r.role))?.status?.activeController;
+    expect({ role: r.role, identity: now?.identity, endpoint: now?.endpoint }).toEqual({
+      role: r.role,
+      identity: standbys.find((x) => x.role === r.role)!.identity,
+      endpoint: standbys.find((x) => x.role === r.role)!.endpoint,
+    });
   }
   expect(paused.map((r, i) => ({ identity: r.identity, writesAfterResume: writes(r, resumedAt[i]) }))).toEqual(
     paused.map((r) => ({ identity: r.identity, writesAfterResume: [] })),

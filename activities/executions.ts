@@ -23,6 +23,8 @@ export interface ExecutionToCreate {
   vectorDeployment?: string;
   config: unknown;
   timeoutSeconds: number;
+  /** The status it starts with; default Pending (an External executor's controller takes it from there). */
+  initial?: { phase: 'InProgress'; message: string; startTime: string };
 }
 
 export interface ExecutionStatusWrite {
@@ -65,7 +67,7 @@ export function executionActivities({ objects }: CoreDeps) {
         },
         e.activation.uid,
       );
-      if (created) await objects.patchStatus('ActivationExecution', e.activation.namespace, e.name, { phase: 'Pending', message: 'waiting for its executor' });
+      if (created) await objects.patchStatus('ActivationExecution', e.activation.namespace, e.name, e.initial ?? { phase: 'Pending', message: 'waiting for its executor' });
     },
 
     /**

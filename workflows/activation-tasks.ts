@@ -73,6 +73,10 @@ export async function runTask(ctx: TaskContext, stepIndex: number, step: string,
         ...(ctx.vectorDeployment ? { vectorDeployment: ctx.vectorDeployment } : {}),
         config: task.config,
         timeoutSeconds: task.timeoutSeconds,
+        // A Worker executor's task starts right away: its execution is created InProgress.
+        ...(task.executor === 'External'
+          ? {}
+          : { initial: { phase: 'InProgress' as const, message: `running on ${executorTaskQueue(task.type)}${ctx.queueSuffix ?? ''}`, startTime: now() } }),
       }),
     );
   } catch (err) {
@@ -94,7 +98,6 @@ export async function runTask(ctx: TaskContext, stepIndex: number, step: string,
       if (result.phase !== 'Succeeded') return { registration: task.registration, execution: name, ok: false, message: result.message || 'the external executor reported Error' };
       return { registration: task.registration, execution: name, ok: true, message: result.message };
     }
-    await record(() => k8sActivities.writeExecutionStatus(ns, name, { phase: 'InProgress', message: `running on ${executorTaskQueue(task.type)}${ctx.queueSuffix ?? ''}`, startTime: now() }));
     const { executeTask } = proxyActivities<ExecutorActivities>({
       taskQueue: executorTaskQueue(task.type) + (ctx.queueSuffix ?? ''),
       // The registration's timeout bounds the whole execution, retries included.

@@ -206,13 +206,14 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     if ('error' in toRun) return finish({ phase: 'Failed', reason: 'PlanChanged', message: toRun.error });
     if (progress.steps.length === 0) progress.steps = initialProgress(plan);
 
-    await k8s.holdActivationUsage(ref, va!.stage, stage.target.name);
+    // ADR-0012 step 4 and requirement 4, together: the usage holds it, the mark protects it.
     marked = stage.target.name;
-    if ((await k8s.markStageVersion(ref.namespace, stage.target.name, holder)).terminating) {
+    const [, mark] = await Promise.all([k8s.holdActivationUsage(ref, va!.stage, stage.target.name), k8s.markStageVersion(ref.namespace, stage.target.name, holder)]);
+    if (mark.terminating) {
       return finish({ phase: 'Failed', reason: 'StageVersionTerminating', message: `StageVersion ${stage.target.name} is being deleted` });
     }
     startTime ??= now();
-    await report('InProgress', 'RunningPlan', `switching Stage ${va!.stage} to ${stage.target.name} with ${plan.source}`);
+    // InProgress is reported by the first step (one status write instead of two in a row).
 
     const ctx: TaskContext = {
       ref,

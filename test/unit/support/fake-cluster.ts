@@ -329,7 +329,7 @@ export class FakeCluster {
         const k = key(e.activation.namespace, e.name);
         const existing = this.executions.get(k);
         if (existing?.owner === e.activation.uid) return;
-        this.executions.set(k, { spec: structuredClone(e), owner: e.activation.uid, status: { phase: 'Pending', message: 'waiting for its executor' } });
+        this.executions.set(k, { spec: structuredClone(e), owner: e.activation.uid, status: e.initial ? structuredClone(e.initial) : { phase: 'Pending', message: 'waiting for its executor' } });
         this.log(`execution ${e.name} created`);
       },
       writeExecutionStatus: async (namespace, name, w) => {

@@ -6,14 +6,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { API_VERSION, GROUP, VERSION } from '../api/group.js';
-import { apply, k8s, loadKubeConfig } from '../k8s/client.js';
-import { applyCrds } from '../k8s/crds.js';
-import { routeCrds } from '../scripts/route-crds.js';
+import { GROUP, VERSION } from '../api/group.js';
+import { k8s, loadKubeConfig } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { up } from '../scripts/env/control-plane.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { startSystem } from '../worker/system.js';
+import { benchActivation, seedBench } from './fixture.js';
 
 const runsArg = process.argv.indexOf('--runs');
 const RUNS = Math.min(runsArg > 0 ? Number(process.argv[runsArg + 1]) : 20, 33); // 3 StageVersions a run, history limit 100
@@ -22,38 +21,11 @@ Runtime.install({ logger: new DefaultLogger('ERROR') });
 const cp = await up(() => undefined);
 const kc = loadKubeConfig(cp.kubeconfig);
 const objects = new CustomObjects(kc);
-const generic = k8s.KubernetesObjectApi.makeApiClient(kc);
 const id = randomBytes(3).toString('hex');
 const ns = `bench-${id}`;
 const systemNs = `bench-${id}-sys`;
-await applyCrds(kc, routeCrds());
-for (const n of [ns, systemNs]) await apply(generic, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: n } });
-
-const cr = (kind: string, namespace: string, name: string, spec: unknown) =>
-  objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec });
-
 const total = RUNS * 3 + 1;
-// StageVersions before the Stage (else the Stage controller makes one for its vector), and a history
-// limit that keeps them all until the runs have used them.
-for (let r = 1; r <= total; r++) {
-  await cr('StageVersion', ns, `bench-${r}`, { stage: 'bench', vector: `bench:${r}`, revision: r, backend: { service: `bench-v${r}`, port: 8080, subset: `v${r}` } });
-}
-await cr('Stage', ns, 'bench', { vector: `bench:${total}`, stageVersionHistoryLimit: 100 });
-await generic.create({
-  apiVersion: 'gateway.networking.k8s.io/v1',
-  kind: 'HTTPRoute',
-  metadata: { name: 'bench', namespace: ns },
-  spec: { rules: [{ backendRefs: [{ name: 'bench-v1', port: 8080, weight: 100 }] }] },
-});
-await generic.create({
-  apiVersion: 'networking.istio.io/v1',
-  kind: 'VirtualService',
-  metadata: { name: 'bench', namespace: ns },
-  spec: { hosts: ['bench'], http: [{ name: 'primary', route: [{ destination: { host: 'bench', subset: 'v1' }, weight: 100 }] }] },
-});
-await cr('ActivationTaskRegistration', systemNs, 'gateway', { type: 'gateway-api', spec: { routes: [{ name: 'bench' }] } });
-await cr('ActivationTaskRegistration', systemNs, 'mesh', { type: 'istio', spec: { virtualServices: [{ name: 'bench' }], host: 'bench' } });
-await cr('ActivationExecutionPlan', systemNs, 'default', { steps: [{ name: 'gateway', tasks: ['gateway'] }, { name: 'mesh', tasks: ['mesh'] }] });
+await seedBench(kc, ns, systemNs, total);
 
 const system = await startSystem({
   temporalAddress: cp.temporalAddress,
@@ -77,7 +49,7 @@ const phaseAt = (name: string, phase: string) => pollUntil(() => seen.get(name)?
 
 const activate = async (r: number) => {
   const t = performance.now();
-  await cr('VectorActivation', ns, `to-${r}`, { stage: 'bench', stageVersion: `bench-${r}` });
+  await objects.create(benchActivation(ns, r));
   return t;
 };
 

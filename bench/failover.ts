@@ -17,16 +17,15 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { API_VERSION, GROUP, VERSION } from '../api/group.js';
-import { apply, k8s, loadKubeConfig } from '../k8s/client.js';
-import { applyCrds } from '../k8s/crds.js';
+import { GROUP, VERSION } from '../api/group.js';
+import { k8s, loadKubeConfig } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { LEASE_NAMES } from '../k8s/leader-election.js';
 import { up } from '../scripts/env/control-plane.js';
 import { freePort } from '../scripts/env/ports.js';
 import { pollUntil } from '../scripts/env/process.js';
-import { routeCrds } from '../scripts/route-crds.js';
 import { startSystem } from '../worker/system.js';
+import { benchActivation, seedBench } from './fixture.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const flag = (name: string, fallback: number) => {
@@ -46,38 +45,12 @@ Runtime.install({ logger: new DefaultLogger('ERROR') });
 const cp = await up(() => undefined);
 const kc = loadKubeConfig(cp.kubeconfig);
 const objects = new CustomObjects(kc);
-const generic = k8s.KubernetesObjectApi.makeApiClient(kc);
 const leases = kc.makeApiClient(k8s.CoordinationV1Api);
 const id = randomBytes(3).toString('hex');
 const ns = `bench-failover-${id}`;
 const systemNs = `bench-failover-${id}-sys`;
-await applyCrds(kc, routeCrds());
-for (const n of [ns, systemNs]) await apply(generic, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: n } });
-
-const cr = (kind: string, namespace: string, name: string, spec: unknown) =>
-  objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec });
-
-// As bench/activation: StageVersions before the Stage, two routes, a two-step plan.
 const total = RUNS + 1;
-for (let r = 1; r <= total; r++) {
-  await cr('StageVersion', ns, `bench-${r}`, { stage: 'bench', vector: `bench:${r}`, revision: r, backend: { service: `bench-v${r}`, port: 8080, subset: `v${r}` } });
-}
-await cr('Stage', ns, 'bench', { vector: `bench:${total}`, stageVersionHistoryLimit: 100 });
-await generic.create({
-  apiVersion: 'gateway.networking.k8s.io/v1',
-  kind: 'HTTPRoute',
-  metadata: { name: 'bench', namespace: ns },
-  spec: { rules: [{ backendRefs: [{ name: 'bench-v1', port: 8080, weight: 100 }] }] },
-});
-await generic.create({
-  apiVersion: 'networking.istio.io/v1',
-  kind: 'VirtualService',
-  metadata: { name: 'bench', namespace: ns },
-  spec: { hosts: ['bench'], http: [{ name: 'primary', route: [{ destination: { host: 'bench', subset: 'v1' }, weight: 100 }] }] },
-});
-await cr('ActivationTaskRegistration', systemNs, 'gateway', { type: 'gateway-api', spec: { routes: [{ name: 'bench' }] } });
-await cr('ActivationTaskRegistration', systemNs, 'mesh', { type: 'istio', spec: { virtualServices: [{ name: 'bench' }], host: 'bench' } });
-await cr('ActivationExecutionPlan', systemNs, 'default', { steps: [{ name: 'gateway', tasks: ['gateway'] }, { name: 'mesh', tasks: ['mesh'] }] });
+await seedBench(kc, ns, systemNs, total);
 
 // Core and executor workers here; watcher and Stage controller only as the replica processes.
 const system = await startSystem({
@@ -204,7 +177,7 @@ try {
     const from = published.length;
     const killedAt = performance.now();
     for (const role of ROLES) signal(leaders[role], 'SIGKILL');
-    await cr('VectorActivation', ns, `to-${revision}`, { stage: 'bench', stageVersion: `bench-${revision}` });
+    await objects.create(benchActivation(ns, revision));
     const standby = (role: Role) => started.find((r) => r.role === role && r !== leaders[role])!;
     const [w, c, inProgress] = await Promise.all([
       publishedAt('watcher', standby('watcher'), from, waitLimit),

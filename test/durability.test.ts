@@ -1,6 +1,7 @@
 /**
  * A process may die at any line: SIGKILL the core worker (a separate process, as in production)
- * while an activation runs; a restarted core worker completes it.
+ * while an activation runs; a restarted core worker completes it. And one that is asked to stop
+ * (SIGTERM, as a rolling update does) stops polling, exits by itself, and loses nothing.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -22,16 +23,20 @@ afterAll(async () => {
   await s?.stop();
 });
 
-function startCoreWorker(): ChildProcess {
-  const child = spawn('npx', ['tsx', 'worker/main.ts', 'core'], {
+/** The core worker as one node process (tsx as a loader, no launcher between): its exit is the worker's. */
+function startCoreWorker(): ChildProcess & { polling: () => boolean } {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts', 'core'], {
     cwd: root,
-    env: { ...process.env, KONFIDENCE_SYSTEM_NAMESPACE: s.systemNs, KONFIDENCE_QUEUE_SUFFIX: `-${s.ns}` },
-    stdio: 'ignore',
-    detached: true, // its own process group: SIGKILL reaches tsx's node child too
+    env: { ...process.env, KONFIDENCE_SYSTEM_NAMESPACE: s.systemNs, KONFIDENCE_QUEUE_SUFFIX: `-${s.ns}`, KONFIDENCE_HEALTH_PORT: '0' },
+    stdio: ['ignore', 'pipe', 'ignore'],
   });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += String(d)));
   children.push(child);
-  return child;
+  return Object.assign(child, { polling: () => output.includes('core worker polling') });
 }
+
+const exited = (c: ChildProcess) => c.exitCode !== null || c.signalCode !== null;
 
 it('completes an activation after its core worker was SIGKILLed mid-run and restarted', async () => {
   await seedStage(s, 'crash', [1, 2]);
@@ -44,7 +49,7 @@ it('completes an activation after its core worker was SIGKILLed mid-run and rest
   await activate(s, 'crash-to-2', 'crash', 2, { executionPlan: 'crash-plan' });
   await waitFor(s, 'VectorActivation', 'crash-to-2', phaseIs('InProgress'), 60_000);
   await pollUntil(() => [...startedExecutions].some((n) => n.startsWith('crash-to-2-')), 30_000, 'the first step to run');
-  process.kill(-first.pid!, 'SIGKILL');
+  first.kill('SIGKILL');
   await pollUntil(() => first.exitCode !== null || first.signalCode !== null, 10_000, 'the core worker to die');
 
   startCoreWorker();
@@ -52,4 +57,26 @@ it('completes an activation after its core worker was SIGKILLed mid-run and rest
   expect({ phase: va.status.phase, message: va.status.message }).toEqual({ phase: 'Succeeded', message: expect.any(String) });
   expect(va.status.steps.map((x: { phase: string }) => x.phase)).toEqual(['Succeeded', 'Succeeded']);
   expect((await routes(s, 'crash')).api).toEqual(['mirror-sink:0', 'crash-shop-v2:100']);
+});
+
+it('stops a core worker cleanly on SIGTERM mid-activation; the next one completes the activation', async () => {
+  await seedStage(s, 'term', [1, 2]);
+  await create(s, object('ActivationTaskRegistration', s.systemNs, 'term-sleepy', { type: 'sleepy', timeoutSeconds: 60, spec: { seconds: 3 } }));
+  await create(s, object('ActivationExecutionPlan', s.systemNs, 'term-plan', { steps: [{ name: 'wait', tasks: ['term-sleepy'] }] }));
+
+  // Only this test's worker polls: the earlier test's survivor goes first, the way a rolling update replaces it.
+  for (const c of children.filter((c) => !exited(c))) c.kill('SIGTERM');
+  await pollUntil(() => children.every(exited), 30_000, 'the earlier core workers to exit');
+  const first = startCoreWorker();
+  await pollUntil(() => first.polling(), 60_000, 'the core worker to poll');
+  await activate(s, 'term-to-2', 'term', 2, { executionPlan: 'term-plan' });
+  await waitFor(s, 'VectorActivation', 'term-to-2', phaseIs('InProgress'), 60_000);
+  first.kill('SIGTERM');
+  // It stops polling and exits on its own, well within a Pod's 30 s termination grace period.
+  await pollUntil(() => exited(first), 30_000, 'the core worker to exit after SIGTERM');
+  expect(first.exitCode).toBe(0);
+
+  startCoreWorker();
+  const va = await waitFor(s, 'VectorActivation', 'term-to-2', phaseIs('Succeeded', 'Failed'), 90_000);
+  expect({ phase: va.status.phase, attempt: va.status.attempt }).toEqual({ phase: 'Succeeded', attempt: 1 });
 });

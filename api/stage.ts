@@ -1,7 +1,7 @@
 /** Stage: an environment of a landscape whose traffic the activation switches between StageVersions. */
 import { z } from 'zod';
 import { defineKind, resourceSchema } from './kind.js';
-import { objectName, statusOf } from './meta.js';
+import { dnsLabel, objectName, statusOf } from './meta.js';
 
 export const vector = z
   .string()
@@ -25,6 +25,15 @@ export const stageStatus = statusOf(stagePhases, {
   latestRevision: z.int().min(0).optional().describe('Highest StageVersion revision created for this Stage.'),
   targetStageVersion: objectName.optional().describe('StageVersion of spec.vector (the "target" usage).'),
   activeStageVersion: objectName.optional().describe('StageVersion that serves traffic (the "active" usage).'),
+  controllerStatus: z
+    .object({
+      namespace: dnsLabel.describe('The system namespace (KONFIDENCE_SYSTEM_NAMESPACE of the Stage controller).'),
+      name: objectName.describe('Name of the ControllerStatus, "stage-controller".'),
+    })
+    .optional()
+    .describe(
+      'The ControllerStatus of the Stage controller serving this Stage: its status.activeController names the replica that leads and its endpoint (kubectl get controllerstatus NAME -n NAMESPACE). The object exists only with leader election.',
+    ),
 });
 
 export const Stage = defineKind({

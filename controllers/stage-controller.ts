@@ -22,6 +22,11 @@ export interface StageControllerOptions {
   kubeConfig: k8s.KubeConfig;
   /** Namespaces to manage; default all. */
   namespaces?: string[];
+  /**
+   * The system namespace (KONFIDENCE_SYSTEM_NAMESPACE), where this controller's ControllerStatus
+   * lives; each Stage's status.controllerStatus points there. Default konfidence-system.
+   */
+  systemNamespace?: string;
   log?: (message: string) => void;
   /**
    * Absent: standalone, always acts. Present: the watches run always, passes run only while
@@ -202,7 +207,7 @@ export class StageController {
 
   /** One pass over a namespace: observe, plan, act. True when it changed something (another pass follows). */
   async reconcile(ns: string): Promise<boolean> {
-    return this.act(ns, planNamespace(await this.observeNamespace(ns), new Date()));
+    return this.act(ns, planNamespace(await this.observeNamespace(ns), new Date(), this.o.systemNamespace ? { systemNamespace: this.o.systemNamespace } : {}));
   }
 
   /**

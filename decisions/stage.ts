@@ -9,12 +9,14 @@ import {
   ANNOTATION_ACTIVATED_BY,
   ANNOTATION_SERVING,
   API_VERSION,
+  DEFAULT_SYSTEM_NAMESPACE,
   FINALIZER_IN_USE,
   LABEL_STAGE_NAME,
   LABEL_USAGE,
   LABEL_VECTOR,
 } from '../api/group.js';
 import { setCondition, type ConditionInput } from '../api/conditions.js';
+import { controllerStatusName } from '../api/controller-status.js';
 import { vectorLabelValue } from '../api/labels.js';
 import type { StageResource } from '../api/stage.js';
 import type { StageVersionResource } from '../api/stage-version.js';
@@ -66,6 +68,16 @@ export interface StatusPatch {
   kind: 'Stage' | 'StageVersion' | 'StageVersionUsage';
   name: string;
   patch: Record<string, unknown>;
+}
+
+/** What the plan needs to know of the controller that runs it. */
+export interface PlanOptions {
+  /**
+   * The system namespace (KONFIDENCE_SYSTEM_NAMESPACE), where the Stage controller's
+   * ControllerStatus lives; each Stage's status.controllerStatus points there. Default
+   * konfidence-system.
+   */
+  systemNamespace?: string;
 }
 
 /** Act in this order: protection first, a StageVersion exists before a usage points at it. */
@@ -181,8 +193,16 @@ export function activationFor(stage: Stage, target: StageVersion, active: string
   return { object, why: `StageVersion ${nameOf(target)} is Ready, activating it on Stage ${nameOf(stage)}` };
 }
 
-/** Stage status: Ready when the target serves, Degraded when its activation ended without it, else Progressing. */
-export function stageStatus(stage: Stage, s: { latestRevision: number; target: StageVersion; active?: string; activations: Activation[] }, now: Date) {
+/**
+ * Stage status: Ready when the target serves, Degraded when its activation ended without it, else
+ * Progressing; controllerStatus names the ControllerStatus of the Stage controller serving the
+ * Stage (docs/ha-publishing.md), so one more request finds the replica that leads.
+ */
+export function stageStatus(
+  stage: Stage,
+  s: { latestRevision: number; target: StageVersion; active?: string; activations: Activation[]; systemNamespace: string },
+  now: Date,
+) {
   const target = nameOf(s.target);
   const ended = s.activations.filter((va) => va.spec.stage === nameOf(stage) && va.spec.stageVersion === target && FINAL.has(va.status?.phase ?? ''));
   const failed = ended.length > 0 && ended.every((va) => va.status?.phase !== 'Succeeded') ? ended[ended.length - 1] : undefined;
@@ -203,6 +223,7 @@ export function stageStatus(stage: Stage, s: { latestRevision: number; target: S
     latestRevision: s.latestRevision,
     targetStageVersion: target,
     activeStageVersion: s.active,
+    controllerStatus: { namespace: s.systemNamespace, name: controllerStatusName('stage-controller') },
     conditions: setCondition(stage.status?.conditions, condition, generation, now),
   };
 }
@@ -284,7 +305,8 @@ export function statusPatch(observed: Record<string, unknown> | undefined, desir
 }
 
 /** Everything one pass over a namespace should do. */
-export function planNamespace(o: Observed, now: Date): Plan {
+export function planNamespace(o: Observed, now: Date, options: PlanOptions = {}): Plan {
+  const systemNamespace = options.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE;
   const plan: Plan = { metadata: [], creates: [], specs: [], deletes: [], statuses: [] };
   const status = (kind: StatusPatch['kind'], name: string, observed: object | undefined, desired: Record<string, unknown>) => {
     const patch = statusPatch(observed as Record<string, unknown> | undefined, desired);
@@ -310,7 +332,7 @@ export function planNamespace(o: Observed, now: Date): Plan {
     const active = o.usages.find((u) => nameOf(u) === activeUsageName(nameOf(stage)))?.spec.stageVersionRef?.name;
     const activation = activationFor(stage, decision.target, active, o.activations, o.namespace);
     if (activation) plan.creates.push(activation);
-    const desired = stageStatus(stage, { latestRevision: decision.latestRevision, target: decision.target, active, activations: o.activations }, now);
+    const desired = stageStatus(stage, { latestRevision: decision.latestRevision, target: decision.target, active, activations: o.activations, systemNamespace }, now);
     status('Stage', nameOf(stage), stage.status, desired);
   }
 

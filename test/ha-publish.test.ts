@@ -2,7 +2,8 @@
  * status.activeController on the real apiserver (worker/publisher.ts, rules in decisions/publish.ts):
  * a new leader publishes within about one leadership check (2 s), a converged publisher writes
  * nothing, a refused endpoint publishes nothing and the loop goes on, a replica that lost
- * leadership stops writing, and the next leader overwrites the field. Leadership is a fake whose
+ * leadership stops writing (also when it lost it between its check and its write: the fence), and
+ * the next leader overwrites the field. Leadership is a fake whose
  * isLeader() the test flips; it also counts the passes (one isLeader() call each).
  */
 import { controllerStatusName, type ActiveController } from '../api/controller-status.js';
@@ -14,7 +15,11 @@ import { freshNamespace, kubeConfig, kubectl } from './support/cluster.js';
 class FakeLeadership implements Leadership {
   leading = false;
   since: Date | undefined;
-  /** isLeader() calls: the publisher makes exactly one per pass. */
+  /**
+   * isLeader() calls: the publisher makes one at the start of each pass, and a second (the fence)
+   * only right before a write. passesLater() counts on the first alone, so it is used only where
+   * passes write nothing.
+   */
   passes = 0;
   constructor(readonly identity: string) {}
   isLeader(): boolean {
@@ -47,7 +52,7 @@ afterEach(async () => {
   await Promise.all(publishers.splice(0).map((p) => p.stop()));
 });
 
-function start(o: Partial<PublisherOptions> & { leadership: FakeLeadership; role?: PublisherOptions['role']; shard?: string }) {
+function start(o: Partial<PublisherOptions> & { leadership: Leadership; role?: PublisherOptions['role']; shard?: string }) {
   const lines: string[] = [];
   const publisher = startPublisher({
     kubeConfig: kc,
@@ -73,7 +78,8 @@ async function published(name: string): Promise<ActiveController | undefined> {
 /**
  * Waits until `leadership`'s publisher has completed `n` more whole passes: progress of the loop,
  * not a sleep. Passes never overlap and each starts with one isLeader() call, so the start of pass
- * n + 1 means pass n has finished (read, compared and written or not).
+ * n + 1 means pass n has finished (read, compared and written or not). Only for passes that write
+ * nothing: a writing pass makes a second call (the fence), which this would count as a pass.
  */
 async function passesLater(leadership: FakeLeadership, n: number, timeoutMs: number): Promise<void> {
   const target = leadership.passes + n + 1;
@@ -172,6 +178,36 @@ describe('status.activeController', () => {
     await passesLater(a, 2, 5_000);
     await passesLater(b, 2, 5_000);
     expect((await read(name))?.metadata.resourceVersion).toBe(settled?.metadata.resourceVersion);
+  });
+
+  it('fences the write: a leader that lost leadership between its check and its write publishes nothing', async () => {
+    // A leader paused between its check and its write (and meanwhile replaced): isLeader() answers
+    // true at the start of the pass and false when asked again, after the read.
+    class PausedLeader implements Leadership {
+      readonly identity = 'pod-f';
+      readonly since = new Date();
+      calls = 0;
+      isLeader(): boolean {
+        return ++this.calls === 1;
+      }
+      leaderSince(): Date | undefined {
+        return this.since;
+      }
+    }
+    const leadership = new PausedLeader();
+    const name = controllerStatusName('watcher', 'fenced');
+    // A loop that does not look again for a minute: its first pass is the fenced one.
+    const { publisher, lines } = start({ leadership, shard: 'fenced', publishIntervalMs: 60_000, leadershipCheckMs: 60_000 });
+    // Passes never overlap: publishOnce() runs after the loop's first pass has finished.
+    expect((await publisher.publishOnce()).decision).toEqual({ write: false, reason: 'not-leader' });
+    // The first pass asked twice (its check, then the fence after its read), the second once.
+    expect(leadership.calls).toBe(3);
+    // The first pass read (and created, spec only) the object, then wrote no status.
+    const object = await read(name);
+    expect(object?.spec).toEqual({ role: 'watcher', shard: 'fenced' });
+    expect(object?.status?.activeController).toBeUndefined();
+    expect(lines.some((l) => l.includes('published pod-f'))).toBe(false);
+    expect(lines.some((l) => l.includes('pod-f does not lead'))).toBe(true);
   });
 
   it('publishOnce() publishes at once, for a promotion that does not wait for the loop', async () => {

@@ -143,7 +143,12 @@ if (role === 'core') {
   await watcher.stop();
   await stopElectors();
 } else if (role === 'stage-controller') {
-  const controller = new StageController({ kubeConfig, ...(namespaces ? { namespaces } : {}), ...leadershipOf(electorFor('stage-controller')) });
+  const controller = new StageController({
+    kubeConfig,
+    systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE,
+    ...(namespaces ? { namespaces } : {}),
+    ...leadershipOf(electorFor('stage-controller')),
+  });
   checks.push({ name: 'stageController', check: () => assertSynced(controller.isSynced(), 'the Stage controller watches') });
   const stopping = signalled();
   await controller.start();

@@ -8,6 +8,9 @@
  * - a pass asks the elector once; a replica that does not lead returns before touching the
  *   apiserver and checks again after `leadershipCheckMs` (2 s), so a new leader publishes within
  *   about 2 s of acquiring its Lease; a leader passes every `publishIntervalMs`;
+ * - a pass about to write asks the elector once more, after its read and right before the write
+ *   (fencing): a leader paused between its check and its write, that lost its Lease meanwhile,
+ *   does not publish itself once resumed (the pass counts as not leading);
  * - the object is created if missing (spec only); the status is merge-patched only when the
  *   decision says so, so a converged pass leaves resourceVersion as it is;
  * - a refused endpoint (empty or the shipped placeholder) is logged, once per change, and nothing
@@ -130,7 +133,8 @@ export function startPublisher(o: PublisherOptions): Publisher {
   }
 
   async function pass(): Promise<PassResult> {
-    // One read of leadership per pass: the decision and the next wait both follow from it.
+    // One read of leadership decides the pass (the decision and the next wait both follow from
+    // it); a pass about to write asks once more, right before the write (the fence below).
     const leading = o.leadership.isLeader();
     const refused = refusal({ leading, endpoint: o.endpoint });
     if (refused) return { decision: { write: false, reason: refused } };
@@ -156,6 +160,12 @@ export function startPublisher(o: PublisherOptions): Publisher {
       published: parsed.success ? parsed.data : undefined,
     });
     if (!decision.write) return { decision, resourceVersion: object.metadata.resourceVersion };
+    // Fencing: the read above took time, and a replica paused between its first check and here
+    // (GC, a stopped container, a slow apiserver) may have lost its Lease meanwhile; once resumed
+    // it must not publish itself over the new leader. So leadership is asked again right before
+    // the write. (The next wait still follows from the decision returned, so a pass fenced here
+    // waits the short leadership check.)
+    if (!o.leadership.isLeader()) return { decision: { write: false, reason: 'not-leader' }, resourceVersion: object.metadata.resourceVersion };
     if (!(await objects.patchStatus(ControllerStatus.kind, namespace, name, { phase: 'Active', activeController: decision.activeController }))) {
       throw new Error(`${what} disappeared before its status could be written`);
     }

@@ -95,6 +95,7 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
       : new StageController({
           kubeConfig: o.kubeConfig,
           ...(o.namespaces ? { namespaces: o.namespaces } : {}),
+          ...(o.systemNamespace ? { systemNamespace: o.systemNamespace } : {}),
           ...(o.log ? { log: o.log } : {}),
           ...(o.stageControllerLeadership ? { leadership: o.stageControllerLeadership } : {}),
         });

@@ -11,6 +11,7 @@ import {
   LABEL_VECTOR,
   LABEL_VALUE_PATTERN,
   objectName,
+  stageStatus as stageStatusSchema,
   stageVersionResource,
   stageVersionUsageResource,
   vectorActivationResource,
@@ -21,7 +22,7 @@ import {
   type StageVersionUsageResource,
   type VectorActivationResource,
 } from '../../api/index.js';
-import { planNamespace, statusPatch, type Observed, type Plan } from '../../decisions/stage.js';
+import { planNamespace, statusPatch, type Observed, type Plan, type PlanOptions } from '../../decisions/stage.js';
 import { joinName, labelValue } from '../../shared/names.js';
 
 const V = 'landscape.konfidence.cloud/v1alpha1';
@@ -103,6 +104,8 @@ const served = (vector: string, extra: Partial<Omit<Observed, 'namespace'>> = {}
 interface Row {
   rule: string;
   given: Observed;
+  /** The controller's options (default: none, so the system namespace is konfidence-system). */
+  options?: PlanOptions;
   then: (p: Plan) => void;
 }
 
@@ -384,6 +387,30 @@ const rows: Row[] = [
     then: (p) => expect(statusOf(p, 'Stage', 'app')).toBeUndefined(),
   },
   {
+    rule: 'Stage status: controllerStatus names the Stage controller\'s ControllerStatus in konfidence-system by default',
+    given: observed({ stages: [stage('app', 'v1')] }),
+    then: (p) => expect(statusOf(p, 'Stage', 'app')?.controllerStatus).toEqual({ namespace: 'konfidence-system', name: 'stage-controller' }),
+  },
+  {
+    rule: 'Stage status: controllerStatus is in the system namespace the controller was given',
+    given: served('v1'),
+    options: { systemNamespace: 'platform-system' },
+    then: (p) => {
+      const s = statusOf(p, 'Stage', 'app');
+      expect(s?.controllerStatus).toEqual({ namespace: 'platform-system', name: 'stage-controller' });
+      // What the apiserver accepts: the patch's fields match the Stage status schema.
+      expect(stageStatusSchema.partial().safeParse(s).success).toBe(true);
+    },
+  },
+  {
+    rule: 'Stage status: controllerStatus pointing elsewhere (system namespace changed) is rewritten',
+    given: observed({
+      stages: [stage('app', 'v1', { status: { latestRevision: 1, controllerStatus: { namespace: 'old-system', name: 'stage-controller' } } })],
+    }),
+    options: { systemNamespace: 'new-system' },
+    then: (p) => expect(statusOf(p, 'Stage', 'app')?.controllerStatus).toEqual({ namespace: 'new-system', name: 'stage-controller' }),
+  },
+  {
     rule: 'Stage status: activeStageVersion is removed when the active usage is gone',
     given: observed({
       stages: [stage('app', 'v1', { status: { latestRevision: 1, activeStageVersion: 'app-1' } })],
@@ -425,8 +452,8 @@ function expectValidCreates(p: Plan): void {
 }
 
 describe('Stage controller plan', () => {
-  it.each(rows)('$rule', ({ given, then }) => {
-    const plan = planNamespace(given, NOW);
+  it.each(rows)('$rule', ({ given, options, then }) => {
+    const plan = planNamespace(given, NOW, options);
     expectValidCreates(plan);
     then(plan);
     // At most one status write per object.

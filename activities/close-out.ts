@@ -5,13 +5,13 @@
  * saying why). Each step is idempotent; the status is written last, so whoever reads the final
  * phase finds everything released. The watcher runs it.
  */
-import { ANNOTATION_ACTIVATED_BY } from '../api/group.js';
 import { setCondition, type Condition } from '../api/index.js';
 import { activationConditions, isFinal } from '../decisions/activation.js';
 import { kubeTime } from '../shared/format.js';
-import type { ActivationRef } from '../shared/activation.js';
-import { activationRegarding, holderOf, type CoreDeps } from './deps.js';
+import { holderOf, type ActivationRef } from '../shared/activation.js';
+import { activationRegarding, type CoreDeps } from './deps.js';
 import { releaseStageLease } from './lease.js';
+import { stageVersionActivities } from './stage-versions.js';
 import { usageActivities } from './usages.js';
 
 export interface CloseOut {
@@ -26,10 +26,7 @@ export async function closeOutActivation(deps: CoreDeps, ref: ActivationRef, why
   if (!va || va.metadata.uid !== ref.uid || isFinal(va.status?.phase)) return false;
   const holder = holderOf(ref);
   await usageActivities(deps).releaseActivationUsage(ref);
-  const sv = await objects.get('StageVersion', ref.namespace, va.spec.stageVersion);
-  if (sv?.metadata.annotations?.[ANNOTATION_ACTIVATED_BY] === holder) {
-    await objects.mergeMetadata('StageVersion', ref.namespace, sv.metadata.name, { annotations: { [ANNOTATION_ACTIVATED_BY]: null } });
-  }
+  await stageVersionActivities(deps).unmarkStageVersion(ref.namespace, va.spec.stageVersion, holder);
   await releaseStageLease(deps, ref.namespace, va.spec.stage, holder);
   let conditions: Condition[] = va.status?.conditions ?? [];
   for (const c of activationConditions('Failed', why.reason, why.message)) conditions = setCondition(conditions, c, va.metadata.generation);

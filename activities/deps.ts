@@ -30,6 +30,3 @@ export function ownerRef(kind: string, name: string, uid: string) {
 }
 
 export const activationRegarding = (ref: ActivationRef) => ({ apiVersion: API_VERSION, kind: 'VectorActivation', namespace: ref.namespace, name: ref.name, uid: ref.uid });
-
-/** Who holds a Stage or marks a StageVersion: the activation, as people read it. */
-export const holderOf = (ref: Pick<ActivationRef, 'namespace' | 'name'>) => `${ref.namespace}/${ref.name}`;

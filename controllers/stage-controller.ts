@@ -11,12 +11,11 @@ import { ANNOTATION_ACTIVATED_BY, ANNOTATION_SERVING, GROUP, VERSION, type Stage
 import { isReady, planNamespace, type Observed, type Plan } from '../decisions/stage.js';
 import { apiMessage, apiStatus, k8s } from '../k8s/client.js';
 import { CustomObjects, type CustomObject } from '../k8s/custom-objects.js';
-import { fenceWrites, NotLeaderError, type Leadership } from '../k8s/leader-election.js';
+import { LeaderGate, NotLeaderError, type Leadership } from '../k8s/leader-election.js';
 
 const KINDS = ['stages', 'stageversions', 'stageversionusages', 'vectoractivations'];
 const RESYNC_MS = 30_000;
 /** How often a replica looks whether it became leader (isLeader() is a local computation). */
-const LEADERSHIP_POLL_MS = 200;
 
 export interface StageControllerOptions {
   kubeConfig: k8s.KubeConfig;
@@ -61,18 +60,17 @@ export class StageController {
   private readonly watches: AbortController[] = [];
   private readonly dirty = new Set<string>();
   private readonly seen = new Map<string, string>();
-  private running = false;
   private stopped = false;
   private wake: () => void = () => undefined;
   private loop?: Promise<void>;
   private timer?: NodeJS.Timeout;
-  private leadershipTimer?: NodeJS.Timeout;
-  private wasLeader = false;
+  private readonly gate: LeaderGate;
   private synced = false;
   private readonly log: (message: string) => void;
 
   constructor(private readonly o: StageControllerOptions) {
-    this.objects = new CustomObjects(o.leadership ? fenceWrites(o.kubeConfig, { leadership: o.leadership }) : o.kubeConfig);
+    this.gate = new LeaderGate(o.leadership);
+    this.objects = new CustomObjects(this.gate.kubeConfig(o.kubeConfig));
     this.log = o.log ?? ((m) => console.log(`[stage-controller] ${m}`));
   }
 
@@ -81,31 +79,17 @@ export class StageController {
     return this.synced && !this.stopped;
   }
 
-  /** Standalone, or leader right now. */
-  private acting(): boolean {
-    return !this.o.leadership || this.o.leadership.isLeader();
-  }
-
-  private fence(what: string): void {
-    if (!this.acting()) throw new NotLeaderError(this.o.leadership!.identity, what);
-  }
 
   async start(): Promise<void> {
-    this.wasLeader = this.acting();
     for (const plural of KINDS) await this.watch(plural);
     this.synced = true;
     this.timer = setInterval(() => void this.resyncAll(), RESYNC_MS);
-    if (this.o.leadership) {
-      this.leadershipTimer = setInterval(() => {
-        const leader = this.acting();
-        if (leader && !this.wasLeader && !this.stopped) {
-          this.log(`${this.o.leadership!.identity} leads: reconciling every namespace`);
-          this.wake();
-          void this.resyncAll();
-        }
-        this.wasLeader = leader;
-      }, LEADERSHIP_POLL_MS);
-    }
+    this.gate.start((identity) => {
+      if (this.stopped) return;
+      this.log(`${identity} leads: reconciling every namespace`);
+      this.wake();
+      void this.resyncAll();
+    });
     this.loop = this.run();
     void this.resyncAll();
   }
@@ -113,7 +97,7 @@ export class StageController {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
-    clearInterval(this.leadershipTimer);
+    this.gate.stop();
     for (const w of this.watches) w.abort();
     this.wake();
     await this.loop;
@@ -186,7 +170,7 @@ export class StageController {
     while (!this.stopped) {
       const next = this.dirty.values().next();
       // A standby keeps its dirty set (the watches run) and waits to be woken as leader.
-      if (next.done || !this.acting()) {
+      if (next.done || !this.gate.acting()) {
         await new Promise<void>((resolve) => (this.wake = resolve));
         continue;
       }
@@ -225,7 +209,7 @@ export class StageController {
   private async act(ns: string, plan: Plan): Promise<boolean> {
     let changed = false;
     for (const p of plan.metadata) {
-      this.fence(`patching ${p.kind} ${ns}/${p.name}`);
+      this.gate.fence(`patching ${p.kind} ${ns}/${p.name}`);
       this.log(p.why);
       changed = true;
       try {
@@ -235,7 +219,7 @@ export class StageController {
       }
     }
     for (const c of plan.creates) {
-      this.fence(`creating ${c.object.kind} ${ns}/${c.object.metadata.name}`);
+      this.gate.fence(`creating ${c.object.kind} ${ns}/${c.object.metadata.name}`);
       this.log(c.why);
       const { created } = await this.objects.create(c.object as CustomObject);
       if (created) changed = true;
@@ -246,13 +230,13 @@ export class StageController {
       } else this.log(`${c.object.kind} ${ns}/${c.object.metadata.name} exists already`);
     }
     for (const p of plan.specs) {
-      this.fence(`patching ${p.kind} ${ns}/${p.name}`);
+      this.gate.fence(`patching ${p.kind} ${ns}/${p.name}`);
       this.log(p.why);
       await this.objects.mergeSpec(p.kind, ns, p.name, p.spec);
       changed = true;
     }
     for (const d of plan.deletes) {
-      this.fence(`deleting ${d.kind} ${ns}/${d.name}`);
+      this.gate.fence(`deleting ${d.kind} ${ns}/${d.name}`);
       this.log(d.why);
       try {
         await this.objects.delete(d.kind, ns, d.name, d.uid);
@@ -265,7 +249,7 @@ export class StageController {
     }
     // Status alone never needs another pass.
     for (const s of plan.statuses) {
-      this.fence(`the status of ${s.kind} ${ns}/${s.name}`);
+      this.gate.fence(`the status of ${s.kind} ${ns}/${s.name}`);
       await this.objects.patchStatus(s.kind, ns, s.name, s.patch);
     }
     return changed;

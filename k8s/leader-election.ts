@@ -273,3 +273,49 @@ export function fenceWrites(kc: k8s.KubeConfig, o: { leadership?: Leadership; on
   };
   return fenced;
 }
+
+/** How often an elected component looks whether it has just become leader. */
+const TAKEOVER_POLL_MS = 200;
+
+/**
+ * What an elected component (watcher, Stage controller) shares: it acts only while leader (or
+ * always, standalone), checks right before each write, writes through a fenced KubeConfig, and
+ * decides again for everything it has cached when it becomes leader (level-triggered takeover).
+ */
+export class LeaderGate {
+  private wasLeader = false;
+  private timer?: NodeJS.Timeout;
+
+  constructor(private readonly leadership: Leadership | undefined) {}
+
+  /** Standalone, or leader right now. */
+  acting(): boolean {
+    return !this.leadership || this.leadership.isLeader();
+  }
+
+  /** Throws NotLeaderError unless acting: call it right before a write. */
+  fence(what: string): void {
+    if (!this.acting()) throw new NotLeaderError(this.leadership!.identity, what);
+  }
+
+  /** `kc` itself standalone; else one whose mutating requests are refused while not leader. */
+  kubeConfig(kc: k8s.KubeConfig): k8s.KubeConfig {
+    return this.leadership ? fenceWrites(kc, { leadership: this.leadership }) : kc;
+  }
+
+  /** Calls `tookOver` each time this replica becomes leader; nothing standalone. */
+  start(tookOver: (identity: string) => void): void {
+    this.wasLeader = this.acting();
+    if (!this.leadership) return;
+    const identity = this.leadership.identity;
+    this.timer = setInterval(() => {
+      const leader = this.acting();
+      if (leader && !this.wasLeader) tookOver(identity);
+      this.wasLeader = leader;
+    }, TAKEOVER_POLL_MS);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}

@@ -17,6 +17,9 @@ export function activationWorkflowId(ref: ActivationRef): string {
   return `vectoractivation/${ref.namespace}/${ref.name}/${ref.uid}`;
 }
 
+/** Who holds a Stage's Lease and marks a StageVersion: the activation, as people read it. */
+export const holderOf = (ref: Pick<ActivationRef, 'namespace' | 'name'>) => `${ref.namespace}/${ref.name}`;
+
 export function stageLockWorkflowId(namespace: string, stage: string): string {
   return `stage-lock/${namespace}/${stage}`;
 }

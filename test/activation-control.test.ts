@@ -5,7 +5,7 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { activationWorkflowId, cancelSignal, cancelUpdate, retrySignal, retryUpdate } from '../shared/activation.js';
 import { kubectl } from './support/cluster.js';
 import { startedExecutions, stoppedExecutions } from './support/executors.js';
-import { activate, routes, seedPlan, seedRoutes, seedStage, VIRTUALSERVICE } from './support/scenario.js';
+import { VIRTUALSERVICE, activate, routes, seedPlan, seedRoutes, seedSleepyPlan, seedStage } from './support/scenario.js';
 import { create, object, phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
 import { k8s } from '../k8s/client.js';
 
@@ -17,11 +17,6 @@ afterAll(async () => {
   await s?.stop();
 });
 
-async function sleepyPlan(stage: string, seconds: number) {
-  await create(s, object('ActivationTaskRegistration', s.systemNs, `${stage}-sleepy`, { type: 'sleepy', timeoutSeconds: 120, spec: { seconds } }));
-  await create(s, object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, { steps: [{ name: 'wait', tasks: [`${stage}-sleepy`] }] }));
-}
-
 async function workflowOf(name: string) {
   const va = await s.objects.get('VectorActivation', s.ns, name);
   return s.client.workflow.getHandle(activationWorkflowId({ namespace: s.ns, name, uid: va!.metadata.uid! }));
@@ -29,7 +24,7 @@ async function workflowOf(name: string) {
 
 it('cancels an InProgress activation by annotation: the executor stops, the Stage is released', async () => {
   await seedStage(s, 'cancel', [1, 2, 3]);
-  await sleepyPlan('cancel', 60);
+  await seedSleepyPlan(s, 'cancel', 60);
   await activate(s, 'cancel-to-2', 'cancel', 2, { executionPlan: 'cancel-plan' });
   await waitFor(s, 'VectorActivation', 'cancel-to-2', phaseIs('InProgress'));
   // Cancel once the executor is at work, so that the cancellation has something to stop.
@@ -51,7 +46,7 @@ it('cancels an InProgress activation by annotation: the executor stops, the Stag
 
 it('cancels a waiting activation by signal: it leaves the queue, the holder finishes', async () => {
   await seedStage(s, 'queue', [1, 2, 3]);
-  await sleepyPlan('queue', 3);
+  await seedSleepyPlan(s, 'queue', 3);
   await activate(s, 'queue-to-2', 'queue', 2, { executionPlan: 'queue-plan' });
   await waitFor(s, 'VectorActivation', 'queue-to-2', phaseIs('InProgress'));
   await activate(s, 'queue-to-3', 'queue', 3, { executionPlan: 'queue-plan' });
@@ -96,7 +91,7 @@ it('retries a Failed activation by annotation from its first unfinished step', a
 
 it('retries a Cancelled activation by signal', async () => {
   await seedStage(s, 'again', [1, 2]);
-  await sleepyPlan('again', 30);
+  await seedSleepyPlan(s, 'again', 30);
   await activate(s, 'again-to-2', 'again', 2, { executionPlan: 'again-plan' });
   await waitFor(s, 'VectorActivation', 'again-to-2', phaseIs('InProgress'));
   const handle = await workflowOf('again-to-2');
@@ -112,7 +107,7 @@ it('retries a Cancelled activation by signal', async () => {
 
 it('marks the VectorActivation Cancelled and frees the Stage when the workflow itself is cancelled in Temporal', async () => {
   await seedStage(s, 'wfcancel', [1, 2, 3]);
-  await sleepyPlan('wfcancel', 60);
+  await seedSleepyPlan(s, 'wfcancel', 60);
   await activate(s, 'wfcancel-to-2', 'wfcancel', 2, { executionPlan: 'wfcancel-plan' });
   await waitFor(s, 'VectorActivation', 'wfcancel-to-2', phaseIs('InProgress'));
   await (await workflowOf('wfcancel-to-2')).cancel();
@@ -129,7 +124,7 @@ it('marks the VectorActivation Cancelled and frees the Stage when the workflow i
 
 it('answers cancel and retry: a refused request says why, to a Temporal caller and to kubectl', async () => {
   await seedStage(s, 'answer', [1, 2]);
-  await sleepyPlan('answer', 30);
+  await seedSleepyPlan(s, 'answer', 30);
   await activate(s, 'answer-to-2', 'answer', 2, { executionPlan: 'answer-plan' });
   await waitFor(s, 'VectorActivation', 'answer-to-2', phaseIs('InProgress'));
   const handle = await workflowOf('answer-to-2');
@@ -156,7 +151,7 @@ it('answers cancel and retry: a refused request says why, to a Temporal caller a
 
 it('cancels a VectorActivation deleted while InProgress and closes its workflow promptly', async () => {
   await seedStage(s, 'gone', [1, 2, 3]);
-  await sleepyPlan('gone', 60);
+  await seedSleepyPlan(s, 'gone', 60);
   await activate(s, 'gone-to-2', 'gone', 2, { executionPlan: 'gone-plan' });
   await waitFor(s, 'VectorActivation', 'gone-to-2', phaseIs('InProgress'));
   await pollUntil(() => [...startedExecutions].some((n) => n.startsWith('gone-to-2-')), 20_000, 'the executor to start');

@@ -15,7 +15,7 @@ import { activationWorkflowId, stageLockWorkflowId, type ActivationRef } from '.
 import { ActivationWatcher } from '../worker/watcher.js';
 import { freshNamespace } from './support/cluster.js';
 import { startedExecutions } from './support/executors.js';
-import { activate, seedPlan, seedRoutes, seedStage } from './support/scenario.js';
+import { activate, seedPlan, seedRoutes, seedSleepyPlan, seedStage } from './support/scenario.js';
 import { create, object, phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
 import { temporalAddress, temporalNamespace } from './support/temporal.js';
 
@@ -48,11 +48,6 @@ function watcherFor(namespace: string): ActivationWatcher {
   return new ActivationWatcher({ kubeConfig: s.kc, client: s.client, taskQueue: s.coreTaskQueue, namespaces: [namespace], queueSuffix: `-${s.ns}`, log: () => undefined });
 }
 
-async function sleepyPlan(stage: string, seconds: number) {
-  await create(s, object('ActivationTaskRegistration', s.systemNs, `${stage}-sleepy`, { type: 'sleepy', timeoutSeconds: 120, spec: { seconds } }));
-  await create(s, object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, { steps: [{ name: 'wait', tasks: [`${stage}-sleepy`] }] }));
-}
-
 it('starts workflows at start-up for the unfinished activations only', async () => {
   // A namespace no watcher watches yet, with a history of finished activations and one new one.
   const ns = await freshNamespace('records-history');
@@ -78,7 +73,7 @@ it('starts workflows at start-up for the unfinished activations only', async () 
 
 it('closes out an activation whose workflow was terminated: Failed with the reason, nothing left held', async () => {
   await seedStage(s, 'term', [1, 2, 3]);
-  await sleepyPlan('term', 60);
+  await seedSleepyPlan(s, 'term', 60);
   await activate(s, 'term-to-2', 'term', 2, { executionPlan: 'term-plan' });
   await waitFor(s, 'VectorActivation', 'term-to-2', phaseIs('InProgress'));
   await pollUntil(() => [...startedExecutions].some((n) => n.startsWith('term-to-2-')), 20_000, 'the executor to start');
@@ -102,7 +97,7 @@ it('closes out an activation whose workflow was terminated: Failed with the reas
 
 it('a waiting activation whose lock workflow was terminated asks again and runs', async () => {
   await seedStage(s, 'relock', [1, 2, 3]);
-  await sleepyPlan('relock', 4);
+  await seedSleepyPlan(s, 'relock', 4);
   await activate(s, 'relock-to-2', 'relock', 2, { executionPlan: 'relock-plan' });
   await waitFor(s, 'VectorActivation', 'relock-to-2', phaseIs('InProgress'));
   await activate(s, 'relock-to-3', 'relock', 3, { executionPlan: 'relock-plan' });

@@ -12,9 +12,9 @@ import { closeOutActivation } from '../activities/close-out.js';
 import { activationRegarding, coreDeps, type CoreDeps } from '../activities/deps.js';
 import { GROUP, VERSION } from '../api/group.js';
 import { closedWorkflowEnding, watcherActions, type WatcherAction } from '../decisions/watcher.js';
-import type { RequestAction } from '../decisions/activation.js';
+import { isFinal, type RequestAction } from '../decisions/activation.js';
 import { k8s } from '../k8s/client.js';
-import { fenceWrites, NotLeaderError, type Leadership } from '../k8s/leader-election.js';
+import { LeaderGate, NotLeaderError, type Leadership } from '../k8s/leader-election.js';
 import { kubeTime } from '../shared/format.js';
 import {
   activationWorkflowId,
@@ -51,7 +51,6 @@ export interface WatcherOptions {
 
 const RESTART_DELAY_MS = 1_000;
 /** How often a replica looks whether it became leader (isLeader() is a local computation). */
-const LEADERSHIP_POLL_MS = 200;
 /** Deletions a standby saw are handed to the workflows when it takes over, if this recent. */
 const STANDBY_DELETIONS_KEPT_MS = 5 * 60_000;
 
@@ -69,8 +68,7 @@ export class ActivationWatcher {
   private readonly inFlight = new Set<string>();
   private stopped = false;
   private timer?: NodeJS.Timeout;
-  private leadershipTimer?: NodeJS.Timeout;
-  private wasLeader = false;
+  private readonly gate: LeaderGate;
   private synced = false;
   /** Deletions seen while standby (workflow id → when): the leader may have died before it saw them. */
   private readonly standbyDeletions = new Map<string, number>();
@@ -79,8 +77,8 @@ export class ActivationWatcher {
 
   constructor(private readonly o: WatcherOptions) {
     this.log = o.log ?? ((m) => console.log(`[watcher] ${m}`));
-    const kubeConfig = o.leadership ? fenceWrites(o.kubeConfig, { leadership: o.leadership }) : o.kubeConfig;
-    this.deps = coreDeps(kubeConfig, o.systemNamespace ?? '', this.log);
+    this.gate = new LeaderGate(o.leadership);
+    this.deps = coreDeps(this.gate.kubeConfig(o.kubeConfig), o.systemNamespace ?? '', this.log);
   }
 
   /** True once every informer has listed (readiness). */
@@ -88,18 +86,11 @@ export class ActivationWatcher {
     return this.synced && !this.stopped;
   }
 
-  /** Standalone, or leader right now: checked before each write. */
-  private acting(): boolean {
-    return !this.o.leadership || this.o.leadership.isLeader();
-  }
-
-  private fence(what: string): void {
-    if (!this.acting()) throw new NotLeaderError(this.o.leadership!.identity, what);
-  }
 
   /** Level-triggered takeover: forget what the previous term knew and decide again for every cached object. */
-  private tookOver(): void {
-    this.log(`${this.o.leadership?.identity} leads: deciding again for ${this.cache.size} cached VectorActivations`);
+  private tookOver(identity: string): void {
+    if (this.stopped) return;
+    this.log(`${identity} leads: deciding again for ${this.cache.size} cached VectorActivations`);
     this.running.clear();
     const now = Date.now();
     for (const [workflowId, at] of this.standbyDeletions) {
@@ -115,7 +106,6 @@ export class ActivationWatcher {
   }
 
   async start(): Promise<void> {
-    this.wasLeader = this.acting();
     const api = this.o.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
     for (const namespace of this.o.namespaces ?? [undefined]) {
       const path = namespace ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/vectoractivations` : `/apis/${GROUP}/${VERSION}/vectoractivations`;
@@ -137,19 +127,13 @@ export class ActivationWatcher {
     }
     this.synced = true;
     this.timer = setInterval(() => void this.checkUnfinished(), this.o.checkIntervalMs ?? 30_000);
-    if (this.o.leadership) {
-      this.leadershipTimer = setInterval(() => {
-        const leader = this.acting();
-        if (leader && !this.wasLeader && !this.stopped) this.tookOver();
-        this.wasLeader = leader;
-      }, LEADERSHIP_POLL_MS);
-    }
+    this.gate.start((identity) => this.tookOver(identity));
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
-    clearInterval(this.leadershipTimer);
+    this.gate.stop();
     await Promise.all(this.informers.map((i) => i.stop()));
   }
 
@@ -164,7 +148,7 @@ export class ActivationWatcher {
 
   /** Acts on what decisions/watcher.ts says for the object; safe to call any number of times. */
   private async reconcile(o: Watched): Promise<void> {
-    if (!this.acting()) return; // a standby only keeps its cache; it decides again when it takes over
+    if (!this.gate.acting()) return; // a standby only keeps its cache; it decides again when it takes over
     const ref = this.ref(o);
     const actions = watcherActions({
       phase: o.status?.phase,
@@ -193,7 +177,7 @@ export class ActivationWatcher {
     const handle = this.o.client.workflow.getHandle(activationWorkflowId(ref));
     const update = action.action === 'cancel' ? cancelUpdate : retryUpdate;
     try {
-      this.fence(`the ${action.action} Update of ${ref.namespace}/${ref.name}`);
+      this.gate.fence(`the ${action.action} Update of ${ref.namespace}/${ref.name}`);
       const result = await handle.executeUpdate(update, { args: [{ token: action.token, reason: `annotation ${action.token.split('=')[0]}` }] });
       return this.answer(ref, action.action, action.token, 'Accepted', result.message);
     } catch (err) {
@@ -209,7 +193,7 @@ export class ActivationWatcher {
   }
 
   private startWorkflow(o: Watched, ref: ActivationRef, extra: Partial<ActivationOptions>, reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE') {
-    this.fence(`starting the workflow of ${ref.namespace}/${ref.name}`);
+    this.gate.fence(`starting the workflow of ${ref.namespace}/${ref.name}`);
     return this.o.client.workflow.start(vectorActivation, {
       workflowId: activationWorkflowId(ref),
       taskQueue: this.o.taskQueue,
@@ -246,9 +230,9 @@ export class ActivationWatcher {
   /** The periodic check: an unfinished object whose workflow closed is closed out. */
   private async checkUnfinished(): Promise<void> {
     for (const o of this.cache.values()) {
-      if (this.stopped || !this.acting()) return;
+      if (this.stopped || !this.gate.acting()) return;
       const phase = o.status?.phase;
-      if (o.metadata?.deletionTimestamp || ['Succeeded', 'Failed', 'Skipped', 'Cancelled'].includes(phase ?? '')) continue;
+      if (o.metadata?.deletionTimestamp || isFinal(phase)) continue;
       await this.checkClosed(o, this.ref(o)).catch((err: unknown) => err instanceof NotLeaderError || this.log(`check of ${o.metadata?.namespace}/${o.metadata?.name}: ${(err as Error).message}`));
     }
   }
@@ -268,11 +252,11 @@ export class ActivationWatcher {
       return;
     }
     this.running.delete(workflowId);
-    this.fence(`closing out ${ref.namespace}/${ref.name}`);
+    this.gate.fence(`closing out ${ref.namespace}/${ref.name}`);
     if (await closeOutActivation(this.deps, ref, closedWorkflowEnding(status, workflowId))) {
       this.log(`VectorActivation ${ref.namespace}/${ref.name}: workflow ${status.toLowerCase()}; closed out`);
       // Free the Stage now rather than at the lock's next holder check.
-      this.fence(`releasing the lock of Stage ${ref.namespace}/${o.spec!.stage}`);
+      this.gate.fence(`releasing the lock of Stage ${ref.namespace}/${o.spec!.stage}`);
       await this.o.client.workflow
         .getHandle(stageLockWorkflowId(ref.namespace, o.spec!.stage!))
         .signal(releaseLockSignal, { requester: workflowId })
@@ -285,7 +269,7 @@ export class ActivationWatcher {
     const va = await this.deps.objects.get('VectorActivation', ref.namespace, ref.name);
     if (!va || va.metadata.uid !== ref.uid) return;
     const entry = { action, token, outcome, message: message.slice(0, 4096), time: kubeTime() };
-    this.fence(`answering ${token} on ${ref.namespace}/${ref.name}`);
+    this.gate.fence(`answering ${token} on ${ref.namespace}/${ref.name}`);
     const requests = [...((va.status?.requests ?? []) as { action: string }[]).filter((r) => r.action !== action), entry];
     await this.deps.objects.patchStatus('VectorActivation', ref.namespace, ref.name, { requests });
     await this.deps.event(activationRegarding(ref), outcome === 'Accepted' ? 'Normal' : 'Warning', action === 'cancel' ? `Cancel${outcome}` : `Retry${outcome}`, `${token}: ${message}`);
@@ -296,7 +280,7 @@ export class ActivationWatcher {
     const workflowId = activationWorkflowId(this.ref(o));
     this.running.delete(workflowId);
     if (['Succeeded', 'Skipped'].includes(o.status?.phase ?? '')) return;
-    if (!this.acting()) {
+    if (!this.gate.acting()) {
       this.standbyDeletions.set(workflowId, Date.now());
       return;
     }

@@ -44,6 +44,7 @@ import {
   retryUpdate,
   type ActionRequest,
   type ActivationProgress,
+  holderOf,
   type ActivationRef,
 } from '../shared/activation.js';
 import { kubeTime as now, temporalWorkflowUrl } from '../shared/format.js';
@@ -70,7 +71,7 @@ export interface ActivationOptions {
 
 export async function vectorActivation(ref: ActivationRef, options: ActivationOptions = {}): Promise<ActivationProgress> {
   const info = workflowInfo();
-  const holder = `${ref.namespace}/${ref.name}`;
+  const holder = holderOf(ref);
   const progress: ActivationProgress & { steps: StepProgress[] } = { phase: 'Pending', attempt: 1, steps: [] };
   const seen = new Set<string>();
   let cancelRequested: ActionRequest | undefined;

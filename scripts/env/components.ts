@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { searchAttributes } from '../../shared/search-attributes.js';
+
+type SearchAttribute = (typeof searchAttributes)[number];
 import { pki } from './certs.js';
 import { binaries, stateDir } from './paths.js';
 import { startDetached } from './process.js';
@@ -166,17 +168,18 @@ const indexedType: Record<string, proto.temporal.api.enums.v1.IndexedValueType> 
 export async function ensureSearchAttributes(p: Ports): Promise<void> {
   const connection = await Connection.connect({ address: `127.0.0.1:${p.temporal}` });
   try {
-    const namespace = TEMPORAL_NAMESPACE;
-    const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
+    // The time-skipping test server has no list call, so listing stays here, with the dev server.
+    const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace: TEMPORAL_NAMESPACE });
     const missing = searchAttributes.filter((a) => !customAttributes || !(a.name in customAttributes));
-    if (missing.length === 0) return;
-    await connection.operatorService.addSearchAttributes({
-      namespace,
-      searchAttributes: Object.fromEntries(missing.map((a) => [a.name, indexedType[a.type]!])),
-    });
+    if (missing.length > 0) await addSearchAttributes(connection.operatorService, TEMPORAL_NAMESPACE, missing);
   } finally {
     await connection.close();
   }
+}
+
+/** Adds search attributes (default: all of the project's) to `namespace`: the dev server, the test server. */
+export async function addSearchAttributes(operator: Connection['operatorService'], namespace: string, attributes: readonly SearchAttribute[] = searchAttributes): Promise<void> {
+  await operator.addSearchAttributes({ namespace, searchAttributes: Object.fromEntries(attributes.map((a) => [a.name, indexedType[a.type]!])) });
 }
 
 export async function temporalReady(p: Ports): Promise<boolean> {

@@ -107,3 +107,9 @@ export async function activate(s: TestSystem, name: string, stage: string, r: nu
 export async function seedActive(s: TestSystem, stage: string, r: number): Promise<void> {
   await create(s, object('StageVersionUsage', s.ns, `${stage}-active`, { reason: `serves the traffic of Stage ${stage}`, stageVersionRef: { name: `${stage}-${r}` } }));
 }
+
+/** Plan `<stage>-plan`: one step whose task (`sleepy`, a test executor) takes `seconds`. */
+export async function seedSleepyPlan(s: TestSystem, stage: string, seconds: number): Promise<void> {
+  await create(s, object('ActivationTaskRegistration', s.systemNs, `${stage}-sleepy`, { type: 'sleepy', timeoutSeconds: 120, spec: { seconds } }));
+  await create(s, object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, { steps: [{ name: 'wait', tasks: [`${stage}-sleepy`] }] }));
+}

@@ -31,7 +31,7 @@ import { executorTaskQueue } from '../../shared/task-queues.js';
 import { vectorActivation, type ActivationOptions } from '../../workflows/activation.js';
 import { FakeCluster, type FakeActivationStatus } from './support/fake-cluster.js';
 import { finishSignal, lockRequester } from './support/lock-workflows.js';
-import { registerSearchAttributes } from './support/search-attributes.js';
+import { addSearchAttributes } from '../../scripts/env/components.js';
 import { testWorkflowBundle, timeSkippingEnv } from './support/temporal.js';
 
 const ns = 'unit';
@@ -59,7 +59,8 @@ let started: { handle: WorkflowHandle; kind: 'activation' | 'holder' }[] = [];
 beforeAll(async () => {
   const [e, workflowBundle] = await Promise.all([timeSkippingEnv(), testWorkflowBundle()]);
   env = e;
-  await registerSearchAttributes(env);
+  // The workflow upserts the project's search attributes; the test server must know them, as a production namespace must.
+  await addSearchAttributes(env.connection.operatorService, env.namespace ?? 'default');
   // The workers are made once per file; their activities call the fake of the current test.
   const coreNames: (keyof ActivationActivities)[] = [
     'loadActivation', 'writeActivationStatus', 'recordActivationEvent', 'resolvePlan', 'readActiveStageVersion', 'holdActivationUsage',

@@ -1,7 +1,8 @@
 /**
  * npm start — the whole system on this machine: the local control plane (etcd, kube-apiserver, the
  * Temporal dev server with its UI), the core worker, the gateway-api and istio executor workers and
- * the watcher, plus a sample Stage whose activation a newcomer can follow in the Temporal UI.
+ * the watcher and the Stage controller, plus a sample (scripts/sample.ts) that walks a new version of a
+ * Stage from its vector change to live traffic, whose activation a newcomer can follow in the Temporal UI.
  * Ctrl-C stops the workers; the control plane keeps running until `npm run env:down`.
  * --once: exit once the sample activation has finished (used by the quick-start test).
  */
@@ -13,7 +14,7 @@ import { loadConfig, workflowUrl } from '../worker/config.js';
 import { startSystem } from '../worker/system.js';
 import { up } from './env/control-plane.js';
 import { pollUntil } from './env/process.js';
-import { createSample, SAMPLE_NAMESPACE } from './sample.js';
+import { runSample, SAMPLE_NAMESPACE } from './sample.js';
 
 const once = process.argv.includes('--once');
 const cp = await up();
@@ -40,24 +41,28 @@ const system = await startSystem({
   ...(namespaces ? { namespaces } : {}),
 });
 
-const sample = await createSample(kubeConfig, config.KONFIDENCE_SYSTEM_NAMESPACE);
+console.log(`
+konfidence-activation is running: watcher, Stage controller, core worker, gateway-api and istio executors.
+
+  Temporal UI         ${config.TEMPORAL_UI_URL}
+  kubeconfig          ${config.KUBECONFIG}
+  Temporal address    ${config.TEMPORAL_ADDRESS} (namespace ${config.TEMPORAL_NAMESPACE})
+
+The sample: a new version of Stage ${SAMPLE_NAMESPACE}/shop, from the vector change to live traffic.
+`);
+const sample = await runSample(kubeConfig, config.KONFIDENCE_SYSTEM_NAMESPACE, (line) => console.log(`  ${line}`));
 const workflowId = activationWorkflowId(sample.activation);
 const link = workflowUrl(config, workflowId);
 
 console.log(`
-konfidence-activation is running: watcher, core worker, gateway-api and istio executors.
-
-  Temporal UI         ${config.TEMPORAL_UI_URL}
   sample activation   ${link}
                       VectorActivation ${SAMPLE_NAMESPACE}/${sample.activation.name} switches Stage ${sample.stage}
-                      from ${sample.from} to ${sample.to} (HTTPRoute, then VirtualService)
-  kubeconfig          ${config.KUBECONFIG}
-  Temporal address    ${config.TEMPORAL_ADDRESS} (namespace ${config.TEMPORAL_NAMESPACE})
+                      ${sample.from ? `from ${sample.from} ` : ''}to ${sample.to} (step gateway: HTTPRoute, then step mesh: VirtualService)
 
 In another shell:
   source ${cp.envFile}
   kubectl get konfidence -n ${SAMPLE_NAMESPACE}
-  kubectl get va,ae,svu,lease -n ${SAMPLE_NAMESPACE}
+  kubectl describe va ${sample.activation.name} -n ${SAMPLE_NAMESPACE}
   kubectl get httproute ${sample.route} -n ${SAMPLE_NAMESPACE} -o yaml
   temporal workflow list --query 'Stage="${sample.stage}"'
 `);

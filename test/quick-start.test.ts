@@ -21,6 +21,10 @@ describe('quick start', () => {
     expect(field('Temporal UI')).toBe(process.env.TEMPORAL_UI_URL);
     expect(field('kubeconfig')).toBe(process.env.KUBECONFIG);
     expect(stdout).toContain('kubectl get konfidence -n konfidence-sample');
+    // The flow a user lives, each step as it happened: vector change, StageVersion, Ready, activation.
+    expect(stdout).toMatch(
+      /1\. Stage shop: spec\.vector set to \S+:1\.0\.(\d+)[^\n]*\n(?:.*\n)*?\s+2\. StageVersion (shop-\d+) \(revision \d+\) created by the Stage controller\n(?:.*\n)*?\s+3\. StageVersion \2 marked Ready[^\n]*\n(?:.*\n)*?\s+4\. VectorActivation (activate-\2) created by the Stage controller/,
+    );
     expect(stdout).toMatch(/sample activation Succeeded: Stage shop now serves shop-\d+/);
 
     const link = field('sample activation')!;

@@ -1,6 +1,6 @@
 /** ADR-0013 on the real apiserver: the Stage controller, target and active usages, protection. */
 import { ANNOTATION_SERVING, FINALIZER_IN_USE, LABEL_STAGE_NAME, LABEL_VECTOR, vectorLabelValue } from '../api/index.js';
-import { apiMessage } from '../k8s/client.js';
+import { apiMessage, apiStatus, k8s } from '../k8s/client.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { joinName, labelValue } from '../shared/names.js';
 import { markReady, quickDefaultPlan } from './support/stages.js';
@@ -149,5 +149,22 @@ it('takes everything of a Stage with it when the Stage is deleted (garbage colle
   };
   await pollUntil(async () => (await leftovers()).length === 0, 60_000, 'the Stage\'s objects to be collected').catch(async (err: Error) => {
     throw new Error(`${err.message}; left: ${(await leftovers()).join(', ')}`);
+  });
+});
+
+// Last in this file: it deletes the test's namespace.
+it('lets the namespace of a serving Stage be deleted: the StageVersion guard steps aside and the namespace goes', async () => {
+  await create(s, object('Stage', s.ns, 'ns-gone', { vector: 'example/ns-gone:1' }));
+  await waitFor(s, 'StageVersion', 'ns-gone-1', (sv) => (sv.metadata.finalizers ?? []).includes(FINALIZER_IN_USE));
+  await markReady(s, 'ns-gone-1');
+  await waitFor(s, 'VectorActivation', 'activate-ns-gone-1', phaseIs('Succeeded'));
+  await waitFor(s, 'StageVersion', 'ns-gone-1', (sv) => sv.metadata.annotations?.[ANNOTATION_SERVING] === 'ns-gone');
+  // Outside a namespace deletion the serving StageVersion stays protected (the test above).
+  const core = s.kc.makeApiClient(k8s.CoreV1Api);
+  await core.deleteNamespace({ name: s.ns });
+  const phase = async () => core.readNamespace({ name: s.ns }).then((n) => n.status?.phase ?? 'Active', (err) => (apiStatus(err) === 404 ? 'gone' : Promise.reject(err)));
+  await pollUntil(async () => (await phase()) === 'gone', 60_000, `namespace ${s.ns} to be deleted`).catch(async (err: Error) => {
+    const ns = await core.readNamespace({ name: s.ns }).catch(() => undefined);
+    throw new Error(`${err.message}; conditions: ${JSON.stringify(ns?.status?.conditions?.filter((c) => c.status === 'True'))}`);
   });
 });

@@ -55,7 +55,33 @@ export async function startTestSystem(prefix: string, extra: Partial<SystemOptio
     executors: [...builtInExecutors, sleepyExecutor, failingExecutor],
     ...extra,
   });
-  return { ...system, ns, systemNs, objects: new CustomObjects(kc), kc };
+  const objects = new CustomObjects(kc);
+  return {
+    ...system,
+    async stop() {
+      await system.stop();
+      await removeNamespaces(kc, objects, [ns, systemNs]);
+    },
+    ns,
+    systemNs,
+    objects,
+    kc,
+  };
+}
+
+/**
+ * A test's namespaces go with it, so that `npm start` on the same servers (all namespaces) sees
+ * only its own objects. The system is stopped by now: nobody would remove the StageVersions'
+ * in-use finalizers, so they are dropped here. Not waited for: kube-controller-manager finishes.
+ */
+async function removeNamespaces(kc: k8s.KubeConfig, objects: CustomObjects, namespaces: string[]): Promise<void> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  for (const namespace of namespaces) {
+    await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+    for (const sv of await objects.list('StageVersion', namespace).catch(() => [] as CustomObject[])) {
+      if (sv.metadata.finalizers?.length) await objects.mergeMetadata('StageVersion', namespace, sv.metadata.name, { finalizers: null }).catch(() => undefined);
+    }
+  }
 }
 
 export function object(kind: string, namespace: string, name: string, spec: unknown, extra: Partial<CustomObject['metadata']> = {}): CustomObject {

@@ -29,7 +29,7 @@ await seedBench(kc, ns, systemNs, total);
 
 const system = await startSystem({
   temporalAddress: cp.temporalAddress,
-  temporalNamespace: cp.temporalNamespace,
+  temporalNamespace: cp.testTemporalNamespace, // apart from what a person looks at
   kubeConfig: kc,
   systemNamespace: systemNs,
   namespaces: [ns],

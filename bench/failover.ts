@@ -55,7 +55,7 @@ await seedBench(kc, ns, systemNs, total);
 // Core and executor workers here; watcher and Stage controller only as the replica processes.
 const system = await startSystem({
   temporalAddress: cp.temporalAddress,
-  temporalNamespace: cp.temporalNamespace,
+  temporalNamespace: cp.testTemporalNamespace, // apart from what a person looks at
   kubeConfig: kc,
   systemNamespace: systemNs,
   namespaces: [ns],
@@ -83,7 +83,7 @@ async function startReplica(role: Role, identity: string): Promise<Replica> {
       ...process.env,
       KUBECONFIG: cp.kubeconfig,
       TEMPORAL_ADDRESS: cp.temporalAddress,
-      TEMPORAL_NAMESPACE: cp.temporalNamespace,
+      TEMPORAL_NAMESPACE: cp.testTemporalNamespace,
       KONFIDENCE_SYSTEM_NAMESPACE: systemNs,
       KONFIDENCE_QUEUE_SUFFIX: `-${ns}`,
       KONFIDENCE_WATCH_NAMESPACES: ns,

@@ -1,15 +1,24 @@
 /**
  * npm run env:up — starts (or reuses) the local control plane and prints how to reach it.
+ *   --temporal=postgres   Temporal server on PostgreSQL, as docker-compose.yml runs it (default:
+ *                         KONFIDENCE_TEMPORAL, else what the state folder runs, else the dev server)
  * With --json the last line is the control plane as JSON (jest's global setup reads it).
  */
 import { up } from './env/control-plane.js';
 
 const json = process.argv.includes('--json');
-const cp = await up(json ? (line) => console.error(line) : console.log);
+const args = process.argv.slice(2);
+const flag = args.indexOf('--temporal');
+const temporal = flag >= 0 ? args[flag + 1] : args.find((a) => a.startsWith('--temporal='))?.slice('--temporal='.length);
+const cp = await up(json ? (line) => console.error(line) : console.log, { temporal }).catch((err: Error) => {
+  // The message says what failed and shows the server's log; a stack trace adds nothing to act on.
+  console.error(`env:up: ${err.message}`);
+  process.exit(1);
+});
 if (json) {
   console.log(JSON.stringify(cp));
 } else {
-  console.log(`control plane ${cp.started ? 'started' : 'already running'}:
+  console.log(`control plane ${cp.started ? 'started' : 'already running'} (Temporal: ${cp.temporalProfile === 'postgres' ? 'server on PostgreSQL' : 'dev server'}):
   Kubernetes API   https://127.0.0.1:${cp.ports.apiserver}   (KUBECONFIG=${cp.kubeconfig})
   Temporal         ${cp.temporalAddress}   namespace ${cp.temporalNamespace}
   Temporal UI      ${cp.temporalUiUrl}

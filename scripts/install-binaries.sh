@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the local control plane from the Go module proxy, once per version:
 #   temporal (Temporal CLI dev server with the UI), etcd, kube-apiserver, kube-controller-manager
-#   (garbage collection) and kubectl.
+#   (garbage collection) and kubectl; for the postgres profile temporal-server, temporal-sql-tool
+#   (with the server's PostgreSQL schema files) and temporal-ui-server, plus Debian's PostgreSQL.
 # Binaries land in $KONFIDENCE_BIN_CACHE (default ~/.cache/konfidence-activation/bin), outside any
 # clone, so that every checkout on a warm machine (CI clones afresh) skips the build.
 # Idempotent and safe to run concurrently: a lock serializes builds, each result is moved in whole.
@@ -67,9 +68,58 @@ build_kubernetes() {
     go build -ldflags "$ldflags" -o "$out/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager)
 }
 
+# `go install` names both binaries `server`: each goes to a folder of its own, then is renamed.
+install_as() { # NAME PACKAGE@VERSION: go install into $out/NAME
+  local tmp; tmp=$(mktemp -d "$out/.gobin-XXXXXX")
+  GOBIN=$tmp go install "$2"
+  mv "$tmp/$(basename "${2%@*}")" "$out/$1" && rmdir "$tmp"
+}
+
+# The module's folder in the Go module cache (go install has just downloaded it).
+module_dir() { go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'; }
+
+# The Temporal server for the postgres profile, with its SQL tool and the PostgreSQL schema files
+# that tool applies (the admin-tools image keeps them in /etc/temporal/schema, likewise).
+build_temporal_server() {
+  local module=go.temporal.io/server@$TEMPORAL_SERVER_VERSION
+  install_as temporal-server "go.temporal.io/server/cmd/server@$TEMPORAL_SERVER_VERSION"
+  install_as temporal-sql-tool "go.temporal.io/server/cmd/tools/sql@$TEMPORAL_SERVER_VERSION"
+  local dir; dir=$(module_dir "$module")
+  mkdir -p "$out/schema/postgresql"
+  cp -R "$dir/schema/postgresql/v12" "$out/schema/postgresql/v12"
+  chmod -R u+w "$out/schema"
+}
+
+# The Temporal UI server (what the temporalio/ui image runs) with the config template that image
+# renders from its environment (TEMPORAL_ADDRESS, TEMPORAL_UI_PORT, ...).
+build_temporal_ui() {
+  local module=github.com/temporalio/ui-server/v2@$TEMPORAL_UI_SERVER_VERSION
+  install_as temporal-ui-server "github.com/temporalio/ui-server/v2/cmd/server@$TEMPORAL_UI_SERVER_VERSION"
+  local dir; dir=$(module_dir "$module")
+  mkdir -p "$out/config"
+  cp "$dir/config/docker.yaml" "$out/config/docker.yaml"
+  chmod u+w "$out/config/docker.yaml"
+}
+
 build temporal "$TEMPORAL_CLI_VERSION" temporal -- build_temporal
+build temporal-server "$TEMPORAL_SERVER_VERSION" temporal-server temporal-sql-tool -- build_temporal_server
+build temporal-ui-server "$TEMPORAL_UI_SERVER_VERSION" temporal-ui-server -- build_temporal_ui
 build etcd "$ETCD_VERSION" etcd -- build_etcd
 build kubernetes "$KUBERNETES_VERSION" kube-apiserver kubectl kube-controller-manager -- build_kubernetes
+
+# --- PostgreSQL for the postgres profile: Debian's server package, pinned to its major version ----
+# Only the binaries are used (scripts/env/postgres.ts runs a private server in the state folder);
+# no system service is needed.
+pg_bin=/usr/lib/postgresql/$POSTGRESQL_MAJOR/bin
+if [ -x "$pg_bin/postgres" ] && [ -x "$pg_bin/initdb" ]; then
+  echo "install-binaries: PostgreSQL $POSTGRESQL_MAJOR found in $pg_bin"
+elif command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  echo "install-binaries: installing postgresql-$POSTGRESQL_MAJOR from Debian"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "postgresql-$POSTGRESQL_MAJOR"
+else
+  echo "install-binaries: PostgreSQL $POSTGRESQL_MAJOR not found in $pg_bin: the postgres profile needs it (as root: apt-get install postgresql-$POSTGRESQL_MAJOR)" >&2
+fi
+# --- end of PostgreSQL ----------------------------------------------------------------------
 
 # --- Temporal time-skipping test server (unit tests) ------------------------------------------
 # Java jars from Maven Central, not a Go build: scripts/build/temporal-test-server/install.sh

@@ -10,7 +10,10 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 export default function globalSetup() {
-  const out = execFileSync('npx', ['tsx', 'scripts/env-up.ts', '--json'], {
+  // KONFIDENCE_TEMPORAL=postgres (npm run test:postgres) runs the tests against the Temporal server
+  // on PostgreSQL, as docker-compose.yml runs it, instead of the dev server.
+  const profile = process.env.KONFIDENCE_TEMPORAL ? [`--temporal=${process.env.KONFIDENCE_TEMPORAL}`] : [];
+  const out = execFileSync('npx', ['tsx', 'scripts/env-up.ts', '--json', ...profile], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
     encoding: 'utf8',
@@ -18,7 +21,8 @@ export default function globalSetup() {
   const cp = JSON.parse(out.trim().split('\n').pop());
   process.env.KUBECONFIG = cp.kubeconfig;
   process.env.TEMPORAL_ADDRESS = cp.temporalAddress;
-  process.env.TEMPORAL_NAMESPACE = cp.temporalNamespace;
+  // The tests' own Temporal namespace: what a person looks at (default, npm start) stays theirs.
+  process.env.TEMPORAL_NAMESPACE = cp.testTemporalNamespace;
   process.env.TEMPORAL_UI_URL = cp.temporalUiUrl;
   // Stop at the end only what this run started; a developer's running env stays up.
   process.env.KONFIDENCE_TEST_STARTED_ENV = cp.started && !process.env.KONFIDENCE_KEEP_ENV ? '1' : '';

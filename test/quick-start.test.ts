@@ -1,10 +1,7 @@
 /** The README's first command: `npm start` prints what a newcomer needs and its workflow completes. */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { parse } from 'yaml';
-import { searchAttributes } from '../shared/search-attributes.js';
 import { temporalClient } from './support/temporal.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -30,7 +27,8 @@ describe('quick start', () => {
     const link = field('sample activation')!;
     expect(link.startsWith(`${process.env.TEMPORAL_UI_URL}/namespaces/default/workflows/`)).toBe(true);
     const workflowId = decodeURIComponent(link.split('/').pop()!);
-    const { client, close } = await temporalClient();
+    // npm start runs in the namespace a person looks at, not the tests' own.
+    const { client, close } = await temporalClient('default');
     try {
       const description = await client.workflow.getHandle(workflowId).describe();
       expect(description.status.name).toBe('COMPLETED');
@@ -38,12 +36,5 @@ describe('quick start', () => {
       await close();
     }
     expect((await fetch(link)).status).toBe(200);
-  });
-
-  it('docker-compose.yml registers the same search attributes as the local dev server', () => {
-    const compose = parse(readFileSync(`${root}/docker-compose.yml`, 'utf8'));
-    const flags: string[] = compose.services.temporal.command;
-    const registered = flags.filter((f) => f.startsWith('--search-attribute=')).map((f) => f.split('=')[1]);
-    expect(registered.sort()).toEqual(searchAttributes.map((a) => a.name).sort());
   });
 });

@@ -7,12 +7,14 @@ import { request } from 'node:https';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
+// The SDK's own Duration conversion (a protobuf Long), as @temporalio/testing registers namespaces.
+import time from '@temporalio/common/lib/time.js';
 import { searchAttributes } from '../../shared/search-attributes.js';
 
 type SearchAttribute = (typeof searchAttributes)[number];
 import { pki } from './certs.js';
 import { binaries, stateDir } from './paths.js';
-import { startDetached } from './process.js';
+import { pollUntil, startDetached } from './process.js';
 
 export interface Ports {
   etcdClient: number;
@@ -26,6 +28,12 @@ export interface Ports {
 }
 
 export const TEMPORAL_NAMESPACE = 'default';
+/**
+ * The tests' Temporal namespace on the same server: `npm start`'s sample and what a person looks at
+ * in the UI (namespace default) never show the workflows of test runs.
+ */
+export const TEST_TEMPORAL_NAMESPACE = 'konfidence-test';
+export const TEMPORAL_NAMESPACES = [TEMPORAL_NAMESPACE, TEST_TEMPORAL_NAMESPACE] as const;
 
 export const dataDir = join(stateDir, 'data');
 
@@ -146,7 +154,7 @@ export function startTemporal(p: Ports): number {
     `--http-port=${p.temporalHttp}`,
     `--metrics-port=${p.temporalMetrics}`,
     `--db-filename=${join(dataDir, 'temporal.db')}`,
-    `--namespace=${TEMPORAL_NAMESPACE}`,
+    ...TEMPORAL_NAMESPACES.map((n) => `--namespace=${n}`),
     ...attributes,
     '--log-level=warn',
   ]);
@@ -165,15 +173,43 @@ const indexedType: Record<string, proto.temporal.api.enums.v1.IndexedValueType> 
  * Registers the project's search attributes that the namespace lacks. `start-dev --search-attribute`
  * alone is not enough: on an existing database file it does not add attributes that are new.
  */
-export async function ensureSearchAttributes(p: Ports): Promise<void> {
+export async function ensureSearchAttributes(p: Ports, namespaces: readonly string[] = TEMPORAL_NAMESPACES): Promise<void> {
   const connection = await Connection.connect({ address: `127.0.0.1:${p.temporal}` });
   try {
-    // The time-skipping test server has no list call, so listing stays here, with the dev server.
-    const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace: TEMPORAL_NAMESPACE });
-    const missing = searchAttributes.filter((a) => !customAttributes || !(a.name in customAttributes));
-    if (missing.length > 0) await addSearchAttributes(connection.operatorService, TEMPORAL_NAMESPACE, missing);
+    for (const namespace of namespaces) {
+      await ensureNamespace(connection, namespace);
+      // A namespace just registered reaches the server's other caches within seconds: NOT_FOUND
+      // (code 5) until then.
+      await pollUntil(
+        async () => {
+          try {
+            // The time-skipping test server has no list call, so listing stays here, with the dev server.
+            const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
+            const missing = searchAttributes.filter((a) => !customAttributes || !(a.name in customAttributes));
+            if (missing.length > 0) await addSearchAttributes(connection.operatorService, namespace, missing);
+            return true;
+          } catch (err) {
+            if ((err as { code?: number }).code === 5) return false;
+            throw err;
+          }
+        },
+        30_000,
+        `the search attributes of Temporal namespace ${namespace}`,
+      );
+    }
   } finally {
     await connection.close();
+  }
+}
+
+/** A dev server started on a database of an older checkout lacks namespaces added since. */
+async function ensureNamespace(connection: Connection, namespace: string): Promise<void> {
+  try {
+    await connection.workflowService.describeNamespace({ namespace });
+  } catch (err) {
+    if ((err as { code?: number }).code !== 5) throw err; // 5: NOT_FOUND
+    await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: time.msToTs('1 day') });
+    await pollUntil(() => connection.workflowService.describeNamespace({ namespace }).then(() => true, () => false), 30_000, `namespace ${namespace} to be registered`);
   }
 }
 

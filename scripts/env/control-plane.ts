@@ -2,6 +2,11 @@
  * `up` starts the local control plane (etcd, kube-apiserver, the Temporal dev server), reusing the
  * servers that already run and answer, installs the CRDs and writes .cache/env/env.sh; `down` stops
  * them. npm start, npm run env:up and jest's global setup all come through here.
+ *
+ * Two Temporal profiles: `dev` (default), the CLI's dev server on SQLite; `postgres`, the Temporal
+ * server on a private PostgreSQL with the UI server, as docker-compose.yml runs them
+ * (scripts/env/temporal-server.ts). Chosen by up's option, else KONFIDENCE_TEMPORAL, else the
+ * profile the state folder already runs.
  */
 import { execFileSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,26 +24,51 @@ import {
   startEtcd,
   startTemporal,
   TEMPORAL_NAMESPACE,
+  TEMPORAL_NAMESPACES,
+  TEST_TEMPORAL_NAMESPACE,
   temporalReady,
 } from './components.js';
-import { binaries, repoRoot, stateDir } from './paths.js';
-import { reusePort } from './ports.js';
+import { binaries, postgresProfileBinaries, repoRoot, stateDir } from './paths.js';
+import { freeLowPort, freePort, reusePort } from './ports.js';
 import { GiveUp, isAlive, logFile, logTail, pollUntil, stopProcess } from './process.js';
 import { installCrds } from './install-crds.js';
+import { ensureCluster, postgresReady, startPostgres } from './postgres.js';
+import {
+  type ServerPorts,
+  setupNamespace,
+  setupSchema,
+  startTemporalServer,
+  startTemporalUi,
+  temporalServerReady,
+  temporalUiReady,
+} from './temporal-server.js';
+
+export const TEMPORAL_PROFILES = ['dev', 'postgres'] as const;
+export type TemporalProfile = (typeof TEMPORAL_PROFILES)[number];
+
+export function isTemporalProfile(value: string | undefined): value is TemporalProfile {
+  return (TEMPORAL_PROFILES as readonly string[]).includes(value ?? '');
+}
 
 export interface Pids {
   etcd?: number;
   apiserver?: number;
   controllerManager?: number;
+  /** The dev server, or in the postgres profile temporal-server. */
   temporal?: number;
+  postgres?: number;
+  temporalUi?: number;
 }
 
 export interface ControlPlane {
+  temporalProfile: TemporalProfile;
   ports: Ports;
   pids: Pids;
   kubeconfig: string;
   temporalAddress: string;
   temporalNamespace: string;
+  /** The namespace of the tests (jest's global setup), apart from what a person looks at. */
+  testTemporalNamespace: string;
   temporalUiUrl: string;
   envFile: string;
 }
@@ -47,7 +77,14 @@ const statePath = join(stateDir, 'state.json');
 export const kubeconfigPath = join(stateDir, 'kubeconfig');
 export const envFilePath = join(stateDir, 'env.sh');
 
-function readState(): { ports: Ports; pids: Pids } | undefined {
+interface State {
+  /** Absent in state written before profiles existed: the dev server. */
+  profile?: TemporalProfile;
+  ports: Ports;
+  pids: Pids;
+}
+
+function readState(): State | undefined {
   try {
     return JSON.parse(readFileSync(statePath, 'utf8'));
   } catch {
@@ -55,13 +92,19 @@ function readState(): { ports: Ports; pids: Pids } | undefined {
   }
 }
 
-function describe(ports: Ports, pids: Pids): ControlPlane {
+function writeState(state: State): void {
+  writeFileSync(statePath, JSON.stringify(state, null, 2));
+}
+
+function describe(profile: TemporalProfile, ports: Ports, pids: Pids): ControlPlane {
   return {
+    temporalProfile: profile,
     ports,
     pids,
     kubeconfig: kubeconfigPath,
     temporalAddress: `127.0.0.1:${ports.temporal}`,
     temporalNamespace: TEMPORAL_NAMESPACE,
+    testTemporalNamespace: TEST_TEMPORAL_NAMESPACE,
     temporalUiUrl: `http://127.0.0.1:${ports.temporalUi}`,
     envFile: envFilePath,
   };
@@ -103,10 +146,14 @@ async function withLock<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-function ensureBinaries(log: (line: string) => void): void {
-  if (Object.values(binaries).every((b) => existsSync(b))) return;
+function ensureBinaries(profile: TemporalProfile, log: (line: string) => void): void {
+  const needed = [...Object.values(binaries), ...(profile === 'postgres' ? Object.values(postgresProfileBinaries) : [])];
+  if (needed.every((b) => existsSync(b))) return;
   log('building the local control plane binaries (first run only; minutes)...');
-  execFileSync('bash', [join(repoRoot, 'scripts', 'install-binaries.sh')], { stdio: ['ignore', 'inherit', 'inherit'] });
+  // The build's lines go to stderr: on stdout they would mix into env:up --json's answer.
+  execFileSync('bash', [join(repoRoot, 'scripts', 'install-binaries.sh')], { stdio: ['ignore', process.stderr, 'inherit'] });
+  const missing = needed.filter((b) => !existsSync(b));
+  if (missing.length > 0) throw new Error(`install-binaries.sh did not provide ${missing.join(', ')} (see its output above)`);
 }
 
 function writeKubeconfig(ports: Ports): void {
@@ -147,22 +194,60 @@ export PATH=${dirname(binaries.kubectl)}:${dirname(binaries.temporal)}:$PATH
   );
 }
 
-type Component = 'etcd' | 'apiserver' | 'controllerManager' | 'temporal';
+type Component = 'etcd' | 'apiserver' | 'controllerManager' | 'temporal' | 'postgres' | 'temporalUi';
 
-async function healthOf(ports: Ports, pids: Pids): Promise<Record<Component, boolean>> {
-  return {
-    etcd: isAlive(pids.etcd) && (await answers(() => etcdReady(ports))),
-    apiserver: isAlive(pids.apiserver) && (await answers(() => apiserverReady(ports))),
-    controllerManager: isAlive(pids.controllerManager) && (await answers(() => controllerManagerReady(ports))),
-    temporal: isAlive(pids.temporal) && (await answers(() => temporalReady(ports))),
+/** What each profile runs; `temporal` is the dev server (with its UI) or temporal-server. */
+const componentsOf: Record<TemporalProfile, Component[]> = {
+  dev: ['etcd', 'apiserver', 'controllerManager', 'temporal'],
+  postgres: ['etcd', 'apiserver', 'controllerManager', 'postgres', 'temporal', 'temporalUi'],
+};
+
+/** A Ports of the postgres profile has every port temporal-server needs. */
+const serverPorts = (ports: Ports) => ports as Ports & ServerPorts;
+
+async function healthOf(profile: TemporalProfile, ports: Ports, pids: Pids): Promise<Record<Component, boolean>> {
+  const checks: Record<Component, () => Promise<boolean>> = {
+    etcd: () => etcdReady(ports),
+    apiserver: () => apiserverReady(ports),
+    controllerManager: () => controllerManagerReady(ports),
+    temporal: () => (profile === 'dev' ? temporalReady(ports) : temporalServerReady(ports)),
+    postgres: () => postgresReady(serverPorts(ports).postgres),
+    temporalUi: () => temporalUiReady(ports),
   };
+  const health = {} as Record<Component, boolean>;
+  for (const c of componentsOf[profile]) health[c] = isAlive(pids[c]) && (await answers(checks[c]));
+  return health;
 }
 
-const portsOf: Record<Component, (keyof Ports)[]> = {
-  etcd: ['etcdClient', 'etcdPeer'],
-  apiserver: ['apiserver'],
-  controllerManager: ['controllerManager'],
-  temporal: ['temporal', 'temporalUi', 'temporalHttp', 'temporalMetrics'],
+const portsOf: Record<TemporalProfile, Record<Component, (keyof ServerPorts | keyof Ports)[]>> = {
+  dev: {
+    etcd: ['etcdClient', 'etcdPeer'],
+    apiserver: ['apiserver'],
+    controllerManager: ['controllerManager'],
+    temporal: ['temporal', 'temporalUi', 'temporalHttp', 'temporalMetrics'],
+    postgres: [],
+    temporalUi: [],
+  },
+  postgres: {
+    etcd: ['etcdClient', 'etcdPeer'],
+    apiserver: ['apiserver'],
+    controllerManager: ['controllerManager'],
+    postgres: ['postgres'],
+    // temporal-server listens on all of these (config/postgres.yaml).
+    temporal: [
+      'temporal',
+      'temporalHttp',
+      'temporalMetrics',
+      'frontendMembership',
+      'historyGrpc',
+      'historyMembership',
+      'matchingGrpc',
+      'matchingMembership',
+      'workerGrpc',
+      'workerMembership',
+    ],
+    temporalUi: ['temporalUi'],
+  },
 };
 
 async function ready(name: string, pid: number, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
@@ -183,30 +268,77 @@ async function ready(name: string, pid: number, check: () => Promise<boolean>, t
  * Starts the given components (the others keep running), on their previous ports when free.
  * Callers include the apiserver whenever etcd restarts: it cannot outlive its store.
  */
-async function start(restart: Set<Component>, previous: Ports | undefined, pids: Pids, log: (line: string) => void): Promise<Ports> {
-  const ports = { ...(previous ?? {}) } as Ports;
-  for (const c of restart) for (const key of portsOf[c]) ports[key] = await reusePort(previous?.[key]);
-  if (new Set(Object.values(ports)).size !== Object.keys(ports).length) return start(restart, undefined, pids, log);
+async function start(
+  profile: TemporalProfile,
+  restart: Set<Component>,
+  previous: Ports | undefined,
+  pids: Pids,
+  log: (line: string) => void,
+): Promise<Ports> {
+  const ports = { ...(previous ?? {}) } as Ports & Partial<ServerPorts>;
+  for (const c of restart) {
+    const fresh = profile === 'postgres' && c === 'temporal' ? freeLowPort : freePort;
+    for (const key of portsOf[profile][c]) {
+      const before = previous?.[key as keyof Ports];
+      ports[key] = await reusePort(fresh === freeLowPort && before && before >= 32_768 ? undefined : before, 5_000, fresh);
+    }
+  }
+  if (new Set(Object.values(ports)).size !== Object.keys(ports).length) {
+    // A previous port of what restarts is taken by another of ours: choose new ones for all of them.
+    const others = { ...previous } as Record<string, number>;
+    for (const c of restart) for (const key of portsOf[profile][c]) delete others[key];
+    return start(profile, restart, others as unknown as Ports, pids, log);
+  }
   ensurePki();
   mkdirSync(dataDir, { recursive: true });
   log(`starting ${[...restart].join(', ')}...`);
-  if (restart.has('temporal')) pids.temporal = startTemporal(ports);
+  const persist = () => writeState({ profile, ports, pids });
+  if (profile === 'dev' && restart.has('temporal')) pids.temporal = startTemporal(ports);
+  const temporalServer = profile === 'postgres' ? startOnPostgres(restart, serverPorts(ports), pids, persist) : Promise.resolve();
+  // Awaited below; until then a failure must not count as unhandled.
+  temporalServer.catch(() => undefined);
   if (restart.has('etcd')) {
     pids.etcd = startEtcd(ports);
     await ready('etcd', pids.etcd, () => etcdReady(ports), 30_000);
   }
   if (restart.has('apiserver')) pids.apiserver = startApiserver(ports);
   // Persist the pids at once so that `down` can stop what started even if readiness fails.
-  writeFileSync(statePath, JSON.stringify({ ports, pids }, null, 2));
+  persist();
   if (restart.has('apiserver')) await ready('kube-apiserver', pids.apiserver!, () => apiserverReady(ports), 90_000);
   if (restart.has('controllerManager')) {
     writeKubeconfig(ports);
     pids.controllerManager = startControllerManager(ports, kubeconfigPath);
-    writeFileSync(statePath, JSON.stringify({ ports, pids }, null, 2));
+    persist();
     await ready('kube-controller-manager', pids.controllerManager, () => controllerManagerReady(ports), 60_000);
   }
-  if (restart.has('temporal')) await ready('temporal', pids.temporal!, () => temporalReady(ports), 90_000);
+  if (profile === 'dev' && restart.has('temporal')) await ready('temporal', pids.temporal!, () => temporalReady(ports), 90_000);
+  await temporalServer;
   return ports;
+}
+
+/**
+ * The postgres profile's Temporal side, beside the Kubernetes side: PostgreSQL, then the schema
+ * (before every server start, as docker-compose's admin-tools service runs before the server),
+ * then temporal-server and the UI server.
+ */
+async function startOnPostgres(restart: Set<Component>, ports: ServerPorts, pids: Pids, persist: () => void): Promise<void> {
+  if (restart.has('postgres')) {
+    ensureCluster();
+    pids.postgres = startPostgres(ports.postgres);
+    persist();
+    await ready('postgresql', pids.postgres, () => postgresReady(ports.postgres), 60_000);
+  }
+  if (restart.has('temporal')) {
+    await setupSchema(ports);
+    pids.temporal = startTemporalServer(ports);
+    persist();
+  }
+  if (restart.has('temporalUi')) {
+    pids.temporalUi = startTemporalUi(ports);
+    persist();
+  }
+  if (restart.has('temporal')) await ready('temporal-server', pids.temporal!, () => temporalServerReady(ports), 90_000);
+  if (restart.has('temporalUi')) await ready('temporal-ui', pids.temporalUi!, () => temporalUiReady(ports), 30_000);
 }
 
 export interface UpResult extends ControlPlane {
@@ -214,34 +346,68 @@ export interface UpResult extends ControlPlane {
   started: boolean;
 }
 
-export function up(log: (line: string) => void = console.log): Promise<UpResult> {
+/** The profile `up` runs: the option, else KONFIDENCE_TEMPORAL, else the state folder's, else dev. */
+function chooseProfile(option: string | undefined, state: State | undefined): TemporalProfile {
+  const chosen = option ?? process.env.KONFIDENCE_TEMPORAL ?? state?.profile ?? 'dev';
+  if (!isTemporalProfile(chosen)) {
+    throw new Error(`unknown Temporal profile "${chosen}" (--temporal or KONFIDENCE_TEMPORAL): choose ${TEMPORAL_PROFILES.join(' or ')}`);
+  }
+  return chosen;
+}
+
+/** Stops the Temporal side of the profile the state folder ran before (its servers answer elsewhere). */
+async function stopOtherProfile(pids: Pids): Promise<void> {
+  await Promise.all([stopProcess(pids.temporalUi), stopProcess(pids.temporal)]);
+  await stopProcess(pids.postgres, 10_000, 'SIGINT');
+  delete pids.temporal;
+  delete pids.temporalUi;
+  delete pids.postgres;
+}
+
+export interface UpOptions {
+  /** Which Temporal runs; see chooseProfile. */
+  temporal?: string;
+}
+
+export function up(log: (line: string) => void = console.log, options: UpOptions = {}): Promise<UpResult> {
   return withLock(async () => {
-    ensureBinaries(log);
     mkdirSync(stateDir, { recursive: true });
     const state = readState();
+    const profile = chooseProfile(options.temporal, state);
+    ensureBinaries(profile, log);
     const pids: Pids = { ...(state?.pids ?? {}) };
+    if (state && (state.profile ?? 'dev') !== profile) {
+      log(`switching Temporal from the ${state.profile ?? 'dev'} profile to ${profile}...`);
+      await stopOtherProfile(pids);
+    }
     const health = state?.ports
-      ? await healthOf(state.ports, pids)
-      : { etcd: false, apiserver: false, controllerManager: false, temporal: false };
-    // Restart only what is down; the apiserver goes with etcd.
+      ? await healthOf(profile, state.ports, pids)
+      : (Object.fromEntries(componentsOf[profile].map((c) => [c, false])) as Record<Component, boolean>);
+    // Restart only what is down; the apiserver goes with etcd, temporal-server with PostgreSQL.
     const restart = new Set<Component>((Object.keys(health) as Component[]).filter((c) => !health[c]));
     if (restart.has('etcd')) restart.add('apiserver');
     if (restart.has('apiserver')) restart.add('controllerManager');
+    if (restart.has('postgres')) restart.add('temporal');
+    // The UI server knows the frontend by its port, which may change.
+    if (restart.has('temporal') && profile === 'postgres') restart.add('temporalUi');
     let ports = state?.ports;
     if (restart.size > 0) {
       // Stop leftovers of what restarts (clients first, storage last).
       await Promise.all([
         restart.has('controllerManager') && stopProcess(pids.controllerManager),
         restart.has('apiserver') && stopProcess(pids.apiserver),
+        restart.has('temporalUi') && stopProcess(pids.temporalUi),
         restart.has('temporal') && stopProcess(pids.temporal),
       ]);
-      if (restart.has('etcd')) await stopProcess(pids.etcd);
-      ports = await start(restart, ports, pids, log);
+      await Promise.all([restart.has('etcd') && stopProcess(pids.etcd), restart.has('postgres') && stopProcess(pids.postgres, 10_000, 'SIGINT')]);
+      ports = await start(profile, restart, ports, pids, log);
     }
-    writeFileSync(statePath, JSON.stringify({ ports, pids }, null, 2));
+    writeState({ profile, ports: ports!, pids });
+    // The dev server creates its namespace; temporal-server's is made as docker-compose makes it.
+    if (profile === 'postgres') for (const namespace of TEMPORAL_NAMESPACES) await setupNamespace(serverPorts(ports!), namespace);
     await ensureSearchAttributes(ports!);
     writeKubeconfig(ports!);
-    const cp = describe(ports!, pids);
+    const cp = describe(profile, ports!, pids);
     writeEnvFile(cp);
     await installCrds(kubeconfigPath);
     return { ...cp, started: restart.size > 0 };
@@ -249,9 +415,10 @@ export function up(log: (line: string) => void = console.log): Promise<UpResult>
 }
 
 async function stopAll(pids: Pids): Promise<void> {
-  // Clients first, storage last, so the apiserver does not spin on a vanished etcd.
-  await Promise.all([stopProcess(pids.controllerManager), stopProcess(pids.apiserver), stopProcess(pids.temporal)]);
-  await stopProcess(pids.etcd);
+  // Clients first, storage last, so the apiserver does not spin on a vanished etcd. PostgreSQL's
+  // SIGTERM would wait for every client to leave; SIGINT is its fast shutdown.
+  await Promise.all([stopProcess(pids.controllerManager), stopProcess(pids.apiserver), stopProcess(pids.temporalUi), stopProcess(pids.temporal)]);
+  await Promise.all([stopProcess(pids.etcd), stopProcess(pids.postgres, 10_000, 'SIGINT')]);
 }
 
 export function down(): Promise<boolean> {
@@ -261,7 +428,7 @@ export function down(): Promise<boolean> {
     if (!state) return false;
     await stopAll(state.pids);
     // Keep the ports: the next `up` serves on the same addresses (the UI link stays valid).
-    writeFileSync(statePath, JSON.stringify({ ports: state.ports, pids: {} }, null, 2));
+    writeState({ profile: state.profile, ports: state.ports, pids: {} });
     return wasRunning;
   });
 }
@@ -269,6 +436,6 @@ export function down(): Promise<boolean> {
 /** The control plane as env:up left it (pids are empty after env:down), or undefined. */
 export function current(): ControlPlane | undefined {
   const state = readState();
-  return state ? describe(state.ports, state.pids) : undefined;
+  return state ? describe(state.profile ?? 'dev', state.ports, state.pids) : undefined;
 }
 

@@ -22,10 +22,23 @@ export function isPortFree(port: number): Promise<boolean> {
 }
 
 /**
+ * A free loopback port below 32768, for temporal-server: its SQL schema stores the services' ports
+ * as SMALLINT (cluster_membership), and the kernel hands out ports from 32768 up. Tries random ports
+ * of 20000-32767, a bounded number of times.
+ */
+export async function freeLowPort(): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_768);
+    if (await isPortFree(port)) return port;
+  }
+  throw new Error('no free loopback port between 20000 and 32767 after 200 tries');
+}
+
+/**
  * Keeps a previously used port when it is free, so URLs stay the same across restarts. A server
  * that was just killed may hold its port for a moment: wait a little before choosing another.
  */
-export async function reusePort(previous: number | undefined, waitMs = 5_000): Promise<number> {
+export async function reusePort(previous: number | undefined, waitMs = 5_000, fresh: () => Promise<number> = freePort): Promise<number> {
   if (previous) {
     const deadline = Date.now() + waitMs;
     do {
@@ -33,5 +46,5 @@ export async function reusePort(previous: number | undefined, waitMs = 5_000): P
       await new Promise((r) => setTimeout(r, 100));
     } while (Date.now() < deadline);
   }
-  return freePort();
+  return fresh();
 }

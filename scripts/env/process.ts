@@ -36,8 +36,11 @@ export function isAlive(pid: number | undefined): boolean {
   }
 }
 
-/** Stops a process group started by startDetached: SIGTERM, then SIGKILL past the grace period. */
-export async function stopProcess(pid: number | undefined, graceMs = 10_000): Promise<void> {
+/**
+ * Stops a process group started by startDetached: `signal` (SIGTERM; PostgreSQL's fast shutdown is
+ * SIGINT), then SIGKILL past the grace period.
+ */
+export async function stopProcess(pid: number | undefined, graceMs = 10_000, stopSignal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   if (!isAlive(pid)) return;
   const signal = (s: NodeJS.Signals) => {
     try {
@@ -50,7 +53,7 @@ export async function stopProcess(pid: number | undefined, graceMs = 10_000): Pr
       }
     }
   };
-  signal('SIGTERM');
+  signal(stopSignal);
   const stopped = await pollUntil(() => !isAlive(pid), graceMs).then(
     () => true,
     () => false,

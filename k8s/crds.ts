@@ -13,7 +13,8 @@ export const crdDir = fileURLToPath(new URL('../crds', import.meta.url));
  */
 export function readCrdFiles(dir = crdDir): k8s.V1CustomResourceDefinition[] {
   return readdirSync(dir)
-    .filter((f) => f.endsWith('.yaml'))
+    // kustomization.yaml lists these files for deploy/; it is no CRD.
+    .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
     .sort()
     .map((f) => k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(join(dir, f), 'utf8')));
 }

@@ -10,5 +10,14 @@ export function renderCrds(kinds: readonly KindDefinition[]): Map<string, string
     files.set(`${def.plural}.yaml`, HEADER + stringify(customResourceDefinition(def), { lineWidth: 0 }));
   }
   files.set('admission/stageversion-protection.yaml', HEADER + stageVersionProtection.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
+  files.set(KUSTOMIZATION, renderKustomization([...files.keys()]));
   return files;
+}
+
+/** crds/kustomization.yaml: what deploy/ includes (kustomize loads no file outside a kustomization's root). */
+export const KUSTOMIZATION = 'kustomization.yaml';
+
+function renderKustomization(files: string[]): string {
+  const kustomization = { apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: [...files].sort() };
+  return HEADER + '# Lists every generated file, so `resources: [../crds]` in deploy/ (or an overlay) takes them without a copy.\n' + stringify(kustomization);
 }

@@ -1,5 +1,6 @@
 /**
- * Writes crds/<plural>.yaml from the zod schemas in api/. With --check it writes nothing and exits 1
+ * Writes crds/<plural>.yaml, the admission policy and crds/kustomization.yaml (the list deploy/
+ * includes) from the zod schemas in api/. With --check it writes nothing and exits 1
  * when a committed file differs from what would be written.
  */
 import { readFileSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';

@@ -3,7 +3,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { allKinds } from '../api/index.js';
 import { crdDir } from '../k8s/crds.js';
-import { renderCrds } from '../scripts/crds.js';
+import { parse } from 'yaml';
+import { KUSTOMIZATION, renderCrds } from '../scripts/crds.js';
 
 describe('generated CRDs', () => {
   const rendered = renderCrds(allKinds);
@@ -14,6 +15,11 @@ describe('generated CRDs', () => {
     for (const [file, text] of rendered) {
       expect({ file, text: readFileSync(join(crdDir, file), 'utf8') }).toEqual({ file, text });
     }
+  });
+
+  it('are listed in crds/kustomization.yaml, which deploy/ includes (every generated file, nothing else)', () => {
+    const listed = (parse(rendered.get(KUSTOMIZATION)!) as { resources: string[] }).resources;
+    expect(listed).toEqual([...rendered.keys()].filter((f) => f !== KUSTOMIZATION).sort());
   });
 
   it('carry every CEL rule of the zod schemas', () => {

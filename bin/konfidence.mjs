@@ -1,0 +1,7 @@
+#!/usr/bin/env node
+// Launcher of the konfidence CLI (package bin `konfidence`, and `kubectl-konfidence` for kubectl's
+// plugin discovery): runs cli/main.ts in this process through tsx, as the workers run in production.
+import { register } from 'tsx/esm/api';
+
+register();
+await import('../cli/main.ts');

@@ -1,0 +1,145 @@
+/** What the CLI prints (cli/views.ts, cli/table.ts), built from objects as the apiserver returns them. No servers. */
+import type { StageResource } from '../../api/stage.js';
+import type { VectorActivationResource } from '../../api/vector-activation.js';
+import { between, formatDuration, formatTable, formatTime } from '../../cli/table.js';
+import { historyRows, phaseEvent, renderHistory, renderPhaseEvent, renderStatus, stageStatusView, withNote, withProgress, type Seen } from '../../cli/views.js';
+
+const NS = 'team';
+const stage = (status: StageResource['status'] = {}): StageResource => ({
+  apiVersion: 'landscape.konfidence.cloud/v1alpha1',
+  kind: 'Stage',
+  metadata: { name: 'shop', namespace: NS },
+  spec: { vector: 'example/vector:0.0.3', stageVersionHistoryLimit: 3 },
+  status,
+});
+const va = (name: string, created: string, status?: VectorActivationResource['status'], stageName = 'shop'): VectorActivationResource => ({
+  apiVersion: 'landscape.konfidence.cloud/v1alpha1',
+  kind: 'VectorActivation',
+  metadata: { name, namespace: NS, uid: `uid-${name}`, creationTimestamp: created },
+  spec: { stage: stageName, stageVersion: `${stageName}-${name.slice(-1)}` },
+  ...(status ? { status } : {}),
+});
+const step = (name: string, phase: 'Pending' | 'InProgress' | 'Succeeded') => ({ name, phase, tasks: [{ registration: `${name}-reg`, phase: phase === 'Succeeded' ? ('Succeeded' as const) : ('Pending' as const) }] });
+
+const activations = [
+  va('to-1', '2026-01-01T10:00:00Z', { phase: 'Succeeded', reason: 'Activated', startTime: '2026-01-01T10:00:01Z', completionTime: '2026-01-01T10:01:06Z', attempt: 1 }),
+  va('to-2', '2026-01-01T11:00:00Z', { phase: 'InProgress', startTime: '2026-01-01T11:00:01Z', attempt: 2, steps: [step('gateway', 'Succeeded'), step('mesh', 'InProgress')] }),
+  va('to-4', '2026-01-01T11:00:07Z', { phase: 'Waiting' }),
+  va('to-3', '2026-01-01T11:00:05Z'),
+  va('to-9', '2026-01-01T12:00:00Z', { phase: 'Failed' }, 'other'),
+];
+
+describe('stageStatusView', () => {
+  it('active and target from the Stage status; running with its steps; waiting in queue order; the last finished', () => {
+    const view = stageStatusView(stage({ activeStageVersion: 'shop-1', targetStageVersion: 'shop-3', phase: 'Progressing' }), {}, activations);
+    expect(view).toEqual({
+      stage: 'shop',
+      namespace: NS,
+      vector: 'example/vector:0.0.3',
+      phase: 'Progressing',
+      active: 'shop-1',
+      target: 'shop-3',
+      running: { name: 'to-2', stageVersion: 'shop-2', phase: 'InProgress', attempt: 2, startTime: '2026-01-01T11:00:01Z', progressFrom: 'kubernetes', steps: [step('gateway', 'Succeeded'), step('mesh', 'InProgress')] },
+      waiting: [
+        { name: 'to-3', stageVersion: 'shop-3', phase: 'Pending', created: '2026-01-01T11:00:05Z' },
+        { name: 'to-4', stageVersion: 'shop-4', phase: 'Waiting', created: '2026-01-01T11:00:07Z' },
+      ],
+      last: { name: 'to-1', stageVersion: 'shop-1', phase: 'Succeeded', reason: 'Activated', completionTime: '2026-01-01T10:01:06Z' },
+    });
+  });
+
+  it('the usages are the record; the Stage status (a copy, written later) fills in without them', () => {
+    expect(stageStatusView(stage({ activeStageVersion: 'shop-1' }), { active: 'shop-2', target: 'shop-3' }, [])).toMatchObject({ active: 'shop-2', target: 'shop-3', waiting: [] });
+    expect(stageStatusView(stage({ activeStageVersion: 'shop-1' }), {}, [])).toMatchObject({ active: 'shop-1' });
+  });
+
+  it("the workflow's progress replaces the steps; a note says when it could not be had", () => {
+    const { running } = stageStatusView(stage(), {}, activations);
+    const live = withProgress(withNote(running!, 'stale'), { phase: 'InProgress', attempt: 2, steps: [{ name: 'gateway', phase: 'Succeeded', tasks: [] }] });
+    expect(live).toMatchObject({ progressFrom: 'workflow', steps: [{ name: 'gateway', phase: 'Succeeded' }] });
+    expect(live.note).toBeUndefined();
+    expect(withNote(running!, 'Temporal at x is unreachable')).toMatchObject({ progressFrom: 'kubernetes', note: 'Temporal at x is unreachable' });
+  });
+
+  it('renders what a person asks first: active, target, running step by step, waiting', () => {
+    const text = renderStatus([stageStatusView(stage({ activeStageVersion: 'shop-1' }), {}, activations)], new Date('2026-01-01T11:02:01Z'));
+    expect(text).toBe(
+      [
+        'Stage team/shop',
+        '  vector:   example/vector:0.0.3',
+        '  active:   shop-1',
+        '  target:   (none)',
+        '  running:  to-2 → shop-2 (InProgress, attempt 2, started 2m00s ago)',
+        '    steps (from the VectorActivation status):',
+        '      1. gateway: Succeeded',
+        '         - gateway-reg: Succeeded',
+        '      2. mesh: InProgress',
+        '         - mesh-reg: Pending',
+        '  waiting:',
+        '    to-3 → shop-3 (Pending)',
+        '    to-4 → shop-4 (Waiting)',
+        '  last:     to-1 → shop-1 (Succeeded, Activated, 2026-01-01T10:01:06Z)',
+      ].join('\n'),
+    );
+  });
+});
+
+describe('historyRows: newest first, with durations', () => {
+  const now = new Date('2026-01-01T11:00:31Z');
+  it('lists only the Stage, newest first; a running one lasts until now; one without start has no duration', () => {
+    const rows = historyRows(activations, 'shop', now);
+    expect(rows.map((r) => r.name)).toEqual(['to-4', 'to-3', 'to-2', 'to-1']);
+    expect(rows.find((r) => r.name === 'to-1')).toMatchObject({ phase: 'Succeeded', reason: 'Activated', durationSeconds: 65 });
+    expect(rows.find((r) => r.name === 'to-2')).toMatchObject({ durationSeconds: 30 });
+    expect(rows.find((r) => r.name === 'to-3')!.durationSeconds).toBeUndefined();
+  });
+  it('a tie in creation time (seconds) is broken by start time, then name', () => {
+    const same = '2026-01-01T10:00:00Z';
+    const rows = historyRows([va('b-1', same, { phase: 'Succeeded', startTime: '2026-01-01T10:00:01Z' }), va('a-2', same, { phase: 'Succeeded', startTime: '2026-01-01T10:00:02Z' }), va('c-3', same)], 'shop', now);
+    expect(rows.map((r) => r.name)).toEqual(['a-2', 'b-1', 'c-3']);
+  });
+  it('renders a table with a dash for what is missing', () => {
+    const lines = renderHistory(historyRows(activations, 'shop', now)).split('\n');
+    expect(lines[0]).toMatch(/^NAME\s+STAGEVERSION\s+PHASE\s+REASON\s+ATTEMPT\s+STARTED\s+FINISHED\s+DURATION$/);
+    expect(lines[2]).toMatch(/^to-3\s+shop-3\s+Pending\s+-\s+-\s+-\s+-\s+-$/);
+    expect(lines[4]).toMatch(/^to-1\s+shop-1\s+Succeeded\s+Activated\s+1\s+2026-01-01T10:00:01Z\s+2026-01-01T10:01:06Z\s+1m05s$/);
+  });
+});
+
+describe('phaseEvent: a watch prints a line per change of phase, reason or attempt', () => {
+  const now = new Date('2026-01-01T12:00:00.123Z');
+  it('first sight, a repeat, a change, a retry, a deletion', () => {
+    const seen: Seen = new Map();
+    const events = [
+      phaseEvent(seen, 'ADDED', va('to-2', 'x', { phase: 'Waiting' }), now),
+      phaseEvent(seen, 'MODIFIED', va('to-2', 'x', { phase: 'Waiting', message: 'other field changed' }), now),
+      phaseEvent(seen, 'MODIFIED', va('to-2', 'x', { phase: 'Failed', reason: 'TimedOut', message: 'step mesh timed out', attempt: 1 }), now),
+      phaseEvent(seen, 'MODIFIED', va('to-2', 'x', { phase: 'InProgress', attempt: 2 }), now),
+      phaseEvent(seen, 'DELETED', va('to-2', 'x', { phase: 'InProgress', attempt: 2 }), now),
+    ];
+    expect(events.map((e) => e && renderPhaseEvent(e))).toEqual([
+      '2026-01-01T12:00:00Z  to-2  shop → shop-2  Waiting',
+      undefined,
+      '2026-01-01T12:00:00Z  to-2  shop → shop-2  Failed (TimedOut): step mesh timed out',
+      '2026-01-01T12:00:00Z  to-2  shop → shop-2  InProgress (attempt 2)',
+      '2026-01-01T12:00:00Z  to-2  shop → shop-2  Deleted (attempt 2)',
+    ]);
+  });
+});
+
+describe('table and times', () => {
+  it('pads columns to the widest cell', () => expect(formatTable(['A', 'LONGER'], [['xxxx', 1], [undefined, '']])).toBe('A     LONGER\nxxxx  1\n-     -'));
+  it.each([
+    [0, '0s'],
+    [59_999, '59s'],
+    [65_000, '1m05s'],
+    [3_600_000 + 180_000, '1h03m'],
+    [3 * 86_400_000 + 3_600_000, '3d01h'],
+    [-5, '0s'],
+  ])('%d ms → %s', (ms, text) => expect(formatDuration(ms)).toBe(text));
+  it('between and formatTime accept strings and Dates', () => {
+    expect(between('2026-01-01T00:00:00Z', new Date('2026-01-01T00:00:10Z'))).toBe(10_000);
+    expect(between(undefined, '2026-01-01T00:00:00Z')).toBeUndefined();
+    expect(formatTime(new Date('2026-01-01T00:00:00.999Z'))).toBe('2026-01-01T00:00:00Z');
+  });
+});

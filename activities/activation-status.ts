@@ -1,7 +1,11 @@
 /** The VectorActivation itself: reading it (typed) and writing the status the workflow owns. */
 import { setCondition, type Condition } from '../api/index.js';
-import { activationConditions, activationStatus, type ActivationReport, type StepProgress } from '../decisions/activation.js';
+import { activationConditions, activationStatus, reasonOf, type ActivationReport, type StepProgress } from '../decisions/activation.js';
+import { activationEvents, type StatusView } from '../decisions/events.js';
+import { recordEvents } from '../k8s/events.js';
 import { getTyped } from '../k8s/typed.js';
+import { stageLeaseName } from '../shared/names.js';
+import { recordActivationPhase } from '../telemetry/metrics.js';
 import type { ActivationRef } from '../shared/activation.js';
 import { activationRegarding, type CoreDeps } from './deps.js';
 
@@ -22,7 +26,17 @@ export interface LoadedActivation {
   };
 }
 
-export function activationStatusActivities({ objects, event }: CoreDeps) {
+/** Who holds the Stage's Lease now (namespace/name of an activation), if anyone. */
+async function stageHolder({ leases }: CoreDeps, namespace: string, stage: string): Promise<string | undefined> {
+  try {
+    return (await leases.readNamespacedLease({ name: stageLeaseName(stage), namespace })).spec?.holderIdentity || undefined;
+  } catch {
+    return undefined; // no Lease (nobody took it yet), or unreadable: the Event says nobody
+  }
+}
+
+export function activationStatusActivities(deps: CoreDeps) {
+  const { objects, event } = deps;
   return {
     /** The VectorActivation, or undefined when it is gone (or re-created under a new uid). */
     async loadActivation(ref: ActivationRef): Promise<LoadedActivation | undefined> {
@@ -46,12 +60,23 @@ export function activationStatusActivities({ objects, event }: CoreDeps) {
     async writeActivationStatus(ref: ActivationRef, report: ActivationReport): Promise<boolean> {
       const va = await objects.get('VectorActivation', ref.namespace, ref.name);
       if (!va || va.metadata.uid !== ref.uid) return false;
+      // The Events of this transition first: a retry after a crash between the two repeats them,
+      // which k8s/events.ts counts; a repeat of a write that went through changes nothing, says nothing.
+      const before = (va.status ?? {}) as StatusView;
+      const holder = report.phase === 'Waiting' && before.phase !== 'Waiting' ? await stageHolder(deps, ref.namespace, va.spec.stage) : undefined;
+      const facts = { name: ref.name, stage: va.spec.stage, stageVersion: va.spec.stageVersion, ...(holder ? { holder } : {}) };
+      await recordEvents(event, ref.namespace, activationEvents(facts, before, report), { [`VectorActivation/${ref.name}`]: ref.uid });
       let conditions: Condition[] = va.status?.conditions ?? [];
       for (const c of activationConditions(report.phase, report.reason, report.message)) conditions = setCondition(conditions, c, va.metadata.generation);
-      return objects.patchStatus('VectorActivation', ref.namespace, ref.name, { ...activationStatus(report), observedGeneration: va.metadata.generation, conditions });
+      const written = await objects.patchStatus('VectorActivation', ref.namespace, ref.name, { ...activationStatus(report), observedGeneration: va.metadata.generation, conditions });
+      if (written) recordActivationPhase(va, report.phase, reasonOf(report.reason));
+      return written;
     },
 
-    /** An Event on the VectorActivation (kubectl describe tells the story). */
+    /**
+     * An Event on the VectorActivation outside its status transitions (those are recorded by
+     * writeActivationStatus); a repeat is counted, not added.
+     */
     async recordActivationEvent(ref: ActivationRef, type: 'Normal' | 'Warning', reason: string, note: string): Promise<void> {
       await event(activationRegarding(ref), type, reason, note);
     },

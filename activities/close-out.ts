@@ -9,7 +9,9 @@ import { setCondition, type Condition } from '../api/index.js';
 import { activationConditions, isFinal } from '../decisions/activation.js';
 import { kubeTime } from '../shared/format.js';
 import { holderOf, type ActivationRef } from '../shared/activation.js';
-import { activationRegarding, type CoreDeps } from './deps.js';
+import { activationEvents, type StatusView } from '../decisions/events.js';
+import { recordEvents } from '../k8s/events.js';
+import type { CoreDeps } from './deps.js';
 import { releaseStageLease } from './lease.js';
 import { stageVersionActivities } from './stage-versions.js';
 import { usageActivities } from './usages.js';
@@ -30,15 +32,18 @@ export async function closeOutActivation(deps: CoreDeps, ref: ActivationRef, why
   await releaseStageLease(deps, ref.namespace, va.spec.stage, holder);
   let conditions: Condition[] = va.status?.conditions ?? [];
   for (const c of activationConditions('Failed', why.reason, why.message)) conditions = setCondition(conditions, c, va.metadata.generation);
+  const before = (va.status ?? {}) as StatusView;
+  const firstError = va.status?.firstError ?? why.message;
+  const facts = { name: ref.name, stage: va.spec.stage, stageVersion: va.spec.stageVersion };
+  await recordEvents(deps.event, ref.namespace, activationEvents(facts, before, { ...before, phase: 'Failed', reason: why.reason, message: why.message, firstError }), { [`VectorActivation/${ref.name}`]: ref.uid });
   await objects.patchStatus('VectorActivation', ref.namespace, ref.name, {
     phase: 'Failed',
     reason: why.reason,
     message: why.message,
-    firstError: va.status?.firstError ?? why.message,
+    firstError,
     completionTime: kubeTime(),
     observedGeneration: va.metadata.generation,
     conditions,
   });
-  await deps.event(activationRegarding(ref), 'Warning', why.reason, why.message);
   return true;
 }

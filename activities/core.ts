@@ -3,6 +3,7 @@
  * to repeat. Permanent apiserver refusals fail fast (see k8s-errors.ts); the workflow bounds the rest.
  */
 import type { k8s } from '../k8s/client.js';
+import type { LogFn } from '../telemetry/log.js';
 import { activationStatusActivities } from './activation-status.js';
 import { coreDeps } from './deps.js';
 import { executionActivities } from './executions.js';
@@ -15,7 +16,7 @@ import { usageActivities } from './usages.js';
 export interface CoreActivityOptions {
   kubeConfig: k8s.KubeConfig;
   systemNamespace: string;
-  log?: (message: string) => void;
+  log?: LogFn;
 }
 
 export function createActivationActivities({ kubeConfig, systemNamespace, log }: CoreActivityOptions) {

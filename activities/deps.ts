@@ -3,6 +3,7 @@ import { k8s } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { eventRecorder, type EventRecorder } from '../k8s/events.js';
 import { API_VERSION } from '../api/group.js';
+import { componentLogger, type LogFn } from '../telemetry/log.js';
 import type { ActivationRef } from '../shared/activation.js';
 
 export interface CoreDeps {
@@ -11,10 +12,10 @@ export interface CoreDeps {
   objects: CustomObjects;
   leases: k8s.CoordinationV1Api;
   event: EventRecorder;
-  log: (message: string) => void;
+  log: LogFn;
 }
 
-export function coreDeps(kubeConfig: k8s.KubeConfig, systemNamespace: string, log: (m: string) => void = (m) => console.warn(m)): CoreDeps {
+export function coreDeps(kubeConfig: k8s.KubeConfig, systemNamespace: string, log: LogFn = componentLogger('activities').fn()): CoreDeps {
   return {
     kubeConfig,
     systemNamespace,

@@ -7,6 +7,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { apiStatus, type k8s } from '../k8s/client.js';
 import { apiError } from '../executors/routes.js';
 import { ExecutorError, type Executor, type ExecutorContext, type TaskInput, type TaskResult } from '../executors/types.js';
+import { setCircuitBreakerState, timeExecutorTask } from '../telemetry/metrics.js';
 
 const HEARTBEAT_MS = 1_000;
 
@@ -38,32 +39,58 @@ export function taskFailure(err: unknown): unknown {
   return classified;
 }
 
+/** The error type the metrics count: the failure type the workflow sees, or what stopped the task. */
+export function taskErrorType(failure: unknown, cancelled: boolean): string {
+  if (cancelled) return 'Cancelled';
+  if (failure instanceof ApplicationFailure) return failure.type ?? 'ApplicationFailure';
+  return failure instanceof ExecutorError ? 'ExecutorError' : 'Error';
+}
+
 export function createExecutorActivities(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
+  // Issue 10's breaker sets it; until then tasks always run.
+  setCircuitBreakerState(executor.type, 'closed');
+  const run = runTask(executor, kubeConfig);
   return {
+    /** One attempt, timed and its failure counted by type (docs/observability.md). */
     async executeTask(input: TaskInput): Promise<TaskResult> {
-      const activity = Context.current();
-      const parsed = executor.config.safeParse(input.config);
-      if (!parsed.success) {
-        const problems = parsed.error.issues.map((i) => `${['spec', ...i.path].join('.')}: ${i.message}`).join('; ');
-        throw ApplicationFailure.nonRetryable(`invalid ${executor.type} spec: ${problems}`, 'InvalidExecutorSpec');
-      }
-      const refused = crossNamespaceViolation(executor, parsed.data, input);
-      if (refused) throw ApplicationFailure.nonRetryable(refused, 'CrossNamespaceRefused');
-      // Heartbeats carry cancellation to this activity; keep them flowing while the executor works.
-      const ticker = setInterval(() => activity.heartbeat(), HEARTBEAT_MS);
-      const ctx: ExecutorContext = { kubeConfig, signal: activity.cancellationSignal, heartbeat: (d) => activity.heartbeat(d) };
-      const [from, to] = input.action === 'Apply' ? [input.previousStageVersion, input.stageVersion] : [input.stageVersion, input.previousStageVersion];
+      const done = timeExecutorTask(executor.type, input.action);
       try {
-        if (!to) return { message: `nothing to revert: Stage ${input.stage} had no active StageVersion before` };
-        const result = await executor.route(input, from, to, parsed.data, ctx);
-        await executor.verify(input, from, to, parsed.data, ctx);
+        const result = await run(input);
+        done('succeeded');
         return result;
       } catch (err) {
-        throw taskFailure(err);
-      } finally {
-        clearInterval(ticker);
+        const cancelled = Context.current().cancellationSignal.aborted;
+        done(cancelled ? 'cancelled' : 'failed', taskErrorType(err, cancelled));
+        throw err;
       }
     },
+  };
+}
+
+function runTask(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
+  return async (input: TaskInput): Promise<TaskResult> => {
+    const activity = Context.current();
+    const parsed = executor.config.safeParse(input.config);
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((i) => `${['spec', ...i.path].join('.')}: ${i.message}`).join('; ');
+      throw ApplicationFailure.nonRetryable(`invalid ${executor.type} spec: ${problems}`, 'InvalidExecutorSpec');
+    }
+    const refused = crossNamespaceViolation(executor, parsed.data, input);
+    if (refused) throw ApplicationFailure.nonRetryable(refused, 'CrossNamespaceRefused');
+    // Heartbeats carry cancellation to this activity; keep them flowing while the executor works.
+    const ticker = setInterval(() => activity.heartbeat(), HEARTBEAT_MS);
+    const ctx: ExecutorContext = { kubeConfig, signal: activity.cancellationSignal, heartbeat: (d) => activity.heartbeat(d) };
+    const [from, to] = input.action === 'Apply' ? [input.previousStageVersion, input.stageVersion] : [input.stageVersion, input.previousStageVersion];
+    try {
+      if (!to) return { message: `nothing to revert: Stage ${input.stage} had no active StageVersion before` };
+      const result = await executor.route(input, from, to, parsed.data, ctx);
+      await executor.verify(input, from, to, parsed.data, ctx);
+      return result;
+    } catch (err) {
+      throw taskFailure(err);
+    } finally {
+      clearInterval(ticker);
+    }
   };
 }
 

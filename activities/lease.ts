@@ -9,10 +9,13 @@ import { API_VERSION, LABEL_STAGE_NAME } from '../api/group.js';
 import { apiMessage, apiStatus, k8s } from '../k8s/client.js';
 import { labelValue, stageLeaseName } from '../shared/names.js';
 import { kubeTime } from '../shared/format.js';
+import { observeStageHandoff } from '../telemetry/metrics.js';
 import { permanent } from './k8s-errors.js';
 import type { CoreDeps } from './deps.js';
 
 export const LEASE_SECONDS = 60;
+/** Who released the Lease last: a holder taking back its own release (a retry) is no handoff. */
+const RELEASED_BY = 'konfidence.cloud/released-by';
 
 const stageRegarding = (namespace: string, stage: string) => ({ apiVersion: API_VERSION, kind: 'Stage', namespace, name: stage });
 
@@ -22,7 +25,8 @@ function expired(spec: k8s.V1LeaseSpec, now: Date): boolean {
   return new Date(renewed).getTime() + (spec.leaseDurationSeconds ?? 0) * 1000 < now.getTime();
 }
 
-type Outcome = { ok: true } | { ok: false; heldBy: string; until: string };
+/** releasedAt: the Lease was free, released by its previous holder then (ms); for the handoff metric. */
+type Outcome = { ok: true; releasedAt?: number } | { ok: false; heldBy: string; until: string };
 
 /** Takes (or renews) the Lease for `holder` if free, expired or ours; conditional on resourceVersion. */
 export async function takeStageLease(deps: CoreDeps, namespace: string, stage: string, stageUid: string | undefined, holder: string, durationSeconds: number, renewOnly = false): Promise<Outcome> {
@@ -75,7 +79,9 @@ export async function takeStageLease(deps: CoreDeps, namespace: string, stage: s
     }
     try {
       await deps.leases.replaceNamespacedLease({ name, namespace, body: lease });
-      return { ok: true };
+      const releasedByOther = !spec.holderIdentity && lease.metadata?.annotations?.[RELEASED_BY] !== holder;
+      const released = releasedByOther && spec.renewTime ? new Date(spec.renewTime).getTime() : NaN;
+      return Number.isFinite(released) ? { ok: true, releasedAt: released } : { ok: true };
     } catch (err) {
       if (apiStatus(err) !== 409) throw err;
     }
@@ -95,13 +101,33 @@ export async function releaseStageLease(deps: CoreDeps, namespace: string, stage
       throw err;
     }
     if (lease.spec?.holderIdentity !== holder) return;
-    lease.spec = { ...lease.spec, holderIdentity: undefined, renewTime: undefined };
+    // As client-go's leader election does: a released Lease's renewTime says when it was released.
+    lease.spec = { ...lease.spec, holderIdentity: undefined, renewTime: new k8s.V1MicroTime(Date.now()) };
+    lease.metadata = { ...lease.metadata, annotations: { ...lease.metadata?.annotations, [RELEASED_BY]: holder } };
     try {
       await deps.leases.replaceNamespacedLease({ name, namespace, body: lease });
       return;
     } catch (err) {
       if (apiStatus(err) !== 409) throw err;
     }
+  }
+}
+
+/**
+ * The Stage handoff time: from the previous holder's release to this take, counted only when this
+ * activation existed at the release (it was waiting, or about to); a Stage that stood idle before
+ * it was asked for is no handoff. Off the handoff's path (one read after the take); never throws.
+ */
+async function observeHandoff(deps: CoreDeps, holder: string, releasedAt: number): Promise<void> {
+  const takenAt = Date.now();
+  const [namespace, name] = holder.split('/');
+  try {
+    const va = namespace && name ? await deps.objects.get('VectorActivation', namespace, name) : undefined;
+    const created = va?.metadata.creationTimestamp ? new Date(va.metadata.creationTimestamp).getTime() : NaN;
+    // creationTimestamp has whole seconds: an activation created in the second of the release counts.
+    if (Number.isFinite(created) && created <= releasedAt) observeStageHandoff((takenAt - releasedAt) / 1000);
+  } catch {
+    // A metric is not worth a failure.
   }
 }
 
@@ -113,6 +139,7 @@ export function leaseActivities(deps: CoreDeps) {
      */
     async acquireStageLease(namespace: string, stage: string, stageUid: string, holder: string, durationSeconds = LEASE_SECONDS): Promise<void> {
       const outcome = await takeStageLease(deps, namespace, stage, stageUid, holder, durationSeconds);
+      if (outcome.ok && outcome.releasedAt !== undefined) void observeHandoff(deps, holder, outcome.releasedAt);
       if (!outcome.ok) {
         throw ApplicationFailure.retryable(
           `Lease ${namespace}/${stageLeaseName(stage)} of Stage ${stage} is held by ${outcome.heldBy} until ${outcome.until}; waiting for it to be released or to expire`,
@@ -139,7 +166,7 @@ export function leaseActivities(deps: CoreDeps) {
           const outcome = await takeStageLease(deps, namespace, stage, undefined, holder, durationSeconds, true);
           if (!outcome.ok) {
             const note = `activation ${holder} lost the Lease of Stage ${stage} to ${outcome.heldBy}; the Stage's lock workflow still serializes activations`;
-            deps.log(note);
+            deps.log(note, { level: 'warn', namespace, stage, activation: holder.split('/')[1] });
             await deps.event(stageRegarding(namespace, stage), 'Warning', 'StageLeaseLost', note);
             return note;
           }
@@ -147,7 +174,7 @@ export function leaseActivities(deps: CoreDeps) {
           failing = false;
         } catch (err) {
           const note = `activation ${holder} could not renew the Lease of Stage ${stage}: ${apiMessage(err)}`;
-          deps.log(note);
+          deps.log(note, { level: 'warn', namespace, stage, activation: holder.split('/')[1] });
           if (!failing) await deps.event(stageRegarding(namespace, stage), 'Warning', 'StageLeaseRenewFailed', note);
           failing = true;
           // A refusal (RBAC, say) will not mend itself: stop renewing and say so instead of retrying forever.

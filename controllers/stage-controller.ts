@@ -12,6 +12,10 @@ import { isReady, planNamespace, type Observed, type Plan } from '../decisions/s
 import { apiMessage, apiStatus, k8s } from '../k8s/client.js';
 import { CustomObjects, type CustomObject } from '../k8s/custom-objects.js';
 import { LeaderGate, NotLeaderError, type Leadership } from '../k8s/leader-election.js';
+import { activationCreatedEvents, cleanedUpEvents, stageVersionCreatedEvents, type EventSpec } from '../decisions/events.js';
+import { eventRecorder, recordEvents, type EventRecorder } from '../k8s/events.js';
+import { componentLogger, type LogFn } from '../telemetry/log.js';
+import { observeEventLag } from '../telemetry/metrics.js';
 
 const KINDS = ['stages', 'stageversions', 'stageversionusages', 'vectoractivations'];
 const RESYNC_MS = 30_000;
@@ -26,7 +30,7 @@ export interface StageControllerOptions {
    * lives; each Stage's status.controllerStatus points there. Default konfidence-system.
    */
   systemNamespace?: string;
-  log?: (message: string) => void;
+  log?: LogFn;
   /**
    * Absent: standalone, always acts. Present: the watches run always, passes run only while
    * leader (leadership is checked right before each write), and becoming leader re-reconciles
@@ -66,12 +70,16 @@ export class StageController {
   private timer?: NodeJS.Timeout;
   private readonly gate: LeaderGate;
   private synced = false;
-  private readonly log: (message: string) => void;
+  private readonly log: LogFn;
+  private readonly event: EventRecorder;
+  /** Changes from before this are what the initial watch lists, not event lag. */
+  private startedAt = Date.now();
 
   constructor(private readonly o: StageControllerOptions) {
     this.gate = new LeaderGate(o.leadership);
     this.objects = new CustomObjects(this.gate.kubeConfig(o.kubeConfig));
-    this.log = o.log ?? ((m) => console.log(`[stage-controller] ${m}`));
+    this.log = o.log ?? componentLogger('stage-controller').fn();
+    this.event = eventRecorder(this.gate.kubeConfig(o.kubeConfig), this.log);
   }
 
   /** True once every watch has started (readiness). */
@@ -81,6 +89,7 @@ export class StageController {
 
 
   async start(): Promise<void> {
+    this.startedAt = Date.now();
     for (const plural of KINDS) await this.watch(plural);
     this.synced = true;
     this.timer = setInterval(() => void this.resyncAll(), RESYNC_MS);
@@ -114,6 +123,7 @@ export class StageController {
     if (type === 'DELETED') this.seen.delete(key);
     else if (this.seen.get(key) === seen) return;
     else this.seen.set(key, seen);
+    if (type !== 'DELETED') observeEventLag('stage-controller', o.kind, o, this.startedAt);
     this.enqueue(o.metadata.namespace!);
   }
 
@@ -130,7 +140,7 @@ export class StageController {
       const namespaces = this.o.namespaces ?? (await this.objects.listAllNamespaces('Stage')).map((s) => s.metadata.namespace!);
       for (const ns of new Set(namespaces)) this.enqueue(ns);
     } catch (err) {
-      this.log(`resync: ${(err as Error).message}`);
+      this.log(`resync: ${apiMessage(err)}`, { level: 'warn' });
     }
   }
 
@@ -183,7 +193,7 @@ export class StageController {
           this.dirty.add(ns); // deposed mid-pass: decided again on the next term
           continue;
         }
-        this.log(`namespace ${ns}: ${(err as Error).message}`);
+        this.log(`namespace ${ns}: ${apiMessage(err)}`, { level: 'warn', namespace: ns });
         setTimeout(() => this.enqueue(ns), 1_000);
       }
     }
@@ -191,7 +201,8 @@ export class StageController {
 
   /** One pass over a namespace: observe, plan, act. True when it changed something (another pass follows). */
   async reconcile(ns: string): Promise<boolean> {
-    return this.act(ns, planNamespace(await this.observeNamespace(ns), new Date(), this.o.systemNamespace ? { systemNamespace: this.o.systemNamespace } : {}));
+    const observed = await this.observeNamespace(ns);
+    return this.act(ns, planNamespace(observed, new Date(), this.o.systemNamespace ? { systemNamespace: this.o.systemNamespace } : {}), observed);
   }
 
   /**
@@ -205,12 +216,22 @@ export class StageController {
     return { namespace, stages, stageVersions, usages, activations } as unknown as Observed;
   }
 
+  /** The Events of an object this controller created (docs/events.md); best effort. */
+  private async recordCreated(ns: string, o: CustomObject): Promise<void> {
+    const stageUid = o.metadata.ownerReferences?.find((r) => r.kind === 'Stage')?.uid;
+    let events: EventSpec[] = [];
+    if (o.kind === 'StageVersion') events = stageVersionCreatedEvents({ name: o.metadata.name, stage: o.spec.stage, revision: o.spec.revision, vector: o.spec.vector });
+    if (o.kind === 'VectorActivation') events = activationCreatedEvents({ name: o.metadata.name, stage: o.spec.stage, stageVersion: o.spec.stageVersion });
+    const stage = o.spec?.stage as string | undefined;
+    await recordEvents(this.event, ns, events, { ...(stage ? { [`Stage/${stage}`]: stageUid } : {}), [`${o.kind}/${o.metadata.name}`]: o.metadata.uid });
+  }
+
   /** Performs a plan in its order; every action is safe to repeat, status writes come last. */
-  private async act(ns: string, plan: Plan): Promise<boolean> {
+  private async act(ns: string, plan: Plan, observed: Observed): Promise<boolean> {
     let changed = false;
     for (const p of plan.metadata) {
       this.gate.fence(`patching ${p.kind} ${ns}/${p.name}`);
-      this.log(p.why);
+      this.log(p.why, { namespace: ns });
       changed = true;
       try {
         await this.objects.mergeMetadata(p.kind, ns, p.name, { ...p.metadata, ...(p.resourceVersion ? { resourceVersion: p.resourceVersion } : {}) });
@@ -220,31 +241,38 @@ export class StageController {
     }
     for (const c of plan.creates) {
       this.gate.fence(`creating ${c.object.kind} ${ns}/${c.object.metadata.name}`);
-      this.log(c.why);
-      const { created } = await this.objects.create(c.object as CustomObject);
-      if (created) changed = true;
+      this.log(c.why, { namespace: ns });
+      const { object, created } = await this.objects.create(c.object as CustomObject);
+      if (created) {
+        changed = true;
+        // Said once, when done: a resync or a restarted controller finds it done and says nothing.
+        await this.recordCreated(ns, object);
+      }
       else if (c.object.kind === 'StageVersion') {
         // A StageVersion this pass did not see: decide again on fresh reads before pointing a usage at it.
-        this.log(`StageVersion ${ns}/${c.object.metadata.name} exists already; planning again`);
+        this.log(`StageVersion ${ns}/${c.object.metadata.name} exists already; planning again`, { namespace: ns });
         return true;
-      } else this.log(`${c.object.kind} ${ns}/${c.object.metadata.name} exists already`);
+      } else this.log(`${c.object.kind} ${ns}/${c.object.metadata.name} exists already`, { namespace: ns });
     }
     for (const p of plan.specs) {
       this.gate.fence(`patching ${p.kind} ${ns}/${p.name}`);
-      this.log(p.why);
+      this.log(p.why, { namespace: ns });
       await this.objects.mergeSpec(p.kind, ns, p.name, p.spec);
       changed = true;
     }
     for (const d of plan.deletes) {
       this.gate.fence(`deleting ${d.kind} ${ns}/${d.name}`);
-      this.log(d.why);
+      this.log(d.why, { namespace: ns });
       try {
         await this.objects.delete(d.kind, ns, d.name, d.uid);
         changed = true;
+        const stage = observed.stageVersions.find((sv) => sv.metadata.name === d.name)?.spec.stage;
+        const stageUid = observed.stages.find((st) => st.metadata.name === stage)?.metadata.uid;
+        if (stage) await recordEvents(this.event, ns, cleanedUpEvents({ name: d.name, stage }, d.why), { [`StageVersion/${d.name}`]: d.uid, [`Stage/${stage}`]: stageUid });
       } catch (err) {
         // Refused by the admission policy (an activation marked it since the read): decide again later.
         if (apiStatus(err) !== 403 && apiStatus(err) !== 422) throw err;
-        this.log(`deleting ${d.kind} ${ns}/${d.name} was refused: ${apiMessage(err)}`);
+        this.log(`deleting ${d.kind} ${ns}/${d.name} was refused: ${apiMessage(err)}`, { level: 'warn', namespace: ns });
       }
     }
     // Status alone never needs another pass.

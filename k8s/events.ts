@@ -1,45 +1,181 @@
 /**
  * Kubernetes Events (events.k8s.io/v1) on the objects the system acts on, so `kubectl describe`
- * tells what happened. Best effort: an Event that cannot be written is logged, never fatal.
+ * tells what happened, in order. Aggregated like client-go's events broadcaster: saying the same
+ * thing again about the same object (an activity retried after a crash, a restarted component)
+ * finds the Event that says it and bumps its `series` instead of adding a second one. Best effort:
+ * an Event that cannot be written after a few attempts is logged, never fatal.
+ *
+ * Why names carry the time and not a hash of the content: `kubectl describe` sorts Events by
+ * deprecatedLastTimestamp, which events.k8s.io/v1 refuses to set, so it shows them in the
+ * apiserver's list order, which is name order. Time-ordered names make that the story's order;
+ * the repeat is found by a field-selected list (regarding uid and reason) instead of a 409.
  */
-import { randomBytes } from 'node:crypto';
-import { kubeTime } from '../shared/format.js';
-import { joinName } from '../shared/names.js';
-import { apiMessage, k8s } from './client.js';
+import { API_VERSION, GROUP } from '../api/group.js';
+import type { EventSpec } from '../decisions/events.js';
+import { apiMessage, apiStatus, k8s } from './client.js';
+import { CustomObjects } from './custom-objects.js';
 
 export interface Regarding {
   apiVersion: string;
   kind: string;
   namespace: string;
   name: string;
+  /** Without it `kubectl describe` cannot find the Event; the recorder reads it for the project's kinds. */
   uid?: string;
 }
 
+export type EventType = 'Normal' | 'Warning';
+
 export const REPORTING_CONTROLLER = 'konfidence.cloud/activation';
+
+// The apiserver's limits for events.k8s.io/v1 (pkg/apis/core/validation/events.go).
+const NOTE_BYTES = 1024;
+const REASON_CHARS = 128;
+const INSTANCE_CHARS = 128;
+const ATTEMPTS = 5;
+const MAX_NAME = 253;
+
+/** Cuts a note to the apiserver's 1 KiB (bytes, not characters), saying so. */
+export function clipNote(note: string): string {
+  if (Buffer.byteLength(note) <= NOTE_BYTES) return note;
+  const marker = '… (clipped)';
+  let cut = note.slice(0, NOTE_BYTES - marker.length);
+  while (Buffer.byteLength(cut + marker) > NOTE_BYTES) cut = cut.slice(0, -1);
+  return cut + marker;
+}
+
+/** A reason or action as the apiserver takes it: a CamelCase word of at most 128 characters. */
+export function eventWord(word: string): string {
+  return word.replace(/[^A-Za-z0-9]/g, '').slice(0, REASON_CHARS) || 'Unknown';
+}
+
+/**
+ * The Event's name: the regarding object's name (cut so the whole fits 253 characters), a dot, and
+ * the time in microseconds as 16 hex digits, so name order is time order. A valid object name for
+ * every valid regarding name: a cut DNS subdomain stays one once trailing '-' and '.' are dropped.
+ */
+export function eventName(regardingName: string, micros: number): string {
+  const time = Math.floor(micros).toString(16).padStart(16, '0');
+  return `${regardingName.slice(0, MAX_NAME - time.length - 1).replace(/[-.]+$/, '')}.${time}`;
+}
+
+/** Whether an existing Event says what we are about to say (client-go's isomorphic events, plus the note). */
+export function saysTheSame(existing: Pick<k8s.EventsV1Event, 'type' | 'reason' | 'action' | 'note' | 'regarding'>, type: string, reason: string, action: string, note: string, regarding: Regarding): boolean {
+  const r = existing.regarding;
+  return (
+    existing.type === type &&
+    existing.reason === reason &&
+    existing.action === action &&
+    existing.note === note &&
+    r?.kind === regarding.kind &&
+    r?.name === regarding.name &&
+    (r?.uid ?? '') === (regarding.uid ?? '')
+  );
+}
+
+let lastMicros = 0;
+/**
+ * Now in microseconds, strictly increasing within the process: names and eventTime order Events,
+ * and two Events of one transition often fall into the same millisecond.
+ */
+export function nowMicros(nowMs = Date.now()): number {
+  lastMicros = Math.max(nowMs * 1000, lastMicros + 1);
+  return lastMicros;
+}
+
+/** metav1.MicroTime as the apiserver writes it (RFC 3339, six fractional digits, UTC). */
+export function microTime(micros: number): string {
+  const iso = new Date(Math.floor(micros / 1000)).toISOString();
+  return `${iso.slice(0, -1)}${String(micros % 1000).padStart(3, '0')}Z`;
+}
+
+const transient = (err: unknown) => {
+  const code = apiStatus(err);
+  return code === undefined || code === 429 || code >= 500;
+};
 
 export function eventRecorder(kc: k8s.KubeConfig, log: (message: string) => void = (m) => console.warn(m)) {
   const api = kc.makeApiClient(k8s.EventsV1Api);
-  const instance = process.env.HOSTNAME ?? 'local';
-  return async function record(regarding: Regarding, type: 'Normal' | 'Warning', reason: string, note: string, action = reason): Promise<void> {
-    const now = new k8s.V1MicroTime();
-    try {
-      await api.createNamespacedEvent({
-        namespace: regarding.namespace,
-        body: {
-          metadata: { name: joinName(regarding.name, randomBytes(5).toString('hex')), namespace: regarding.namespace },
-          eventTime: now,
-          reportingController: REPORTING_CONTROLLER,
-          reportingInstance: instance.slice(0, 128),
-          action,
-          reason,
-          type,
-          note: note.slice(0, 1000),
-          regarding: { ...regarding },
-        },
-      });
-    } catch (err) {
-      log(`event ${reason} on ${regarding.kind} ${regarding.namespace}/${regarding.name} not written at ${kubeTime()}: ${apiMessage(err)}`);
+  const objects = new CustomObjects(kc);
+  const instance = (process.env.HOSTNAME ?? 'local').slice(0, INSTANCE_CHARS);
+  const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+
+  /** The regarding reference with its uid; for the project's kinds read from the object when missing. */
+  async function complete(regarding: Regarding): Promise<Regarding> {
+    if (regarding.uid || !regarding.apiVersion.startsWith(`${GROUP}/`)) return regarding;
+    const o = await objects.get(regarding.kind, regarding.namespace, regarding.name);
+    return o?.metadata.uid ? { ...regarding, uid: o.metadata.uid } : regarding;
+  }
+
+  /** Bumps the series of the Event that says the same, or creates one; true when done. */
+  async function countOrCreate(regarding: Regarding, type: EventType, reason: string, action: string, note: string): Promise<boolean> {
+    const { namespace } = regarding;
+    const selector = regarding.uid ? `regarding.uid=${regarding.uid}` : `regarding.kind=${regarding.kind},regarding.name=${regarding.name}`;
+    const { items } = await api.listNamespacedEvent({ namespace, fieldSelector: `${selector},reason=${reason}` });
+    const existing = items.find((e) => saysTheSame(e, type, reason, action, note, regarding));
+    if (existing) {
+      // series needs count ≥ 2 and lastObservedTime; everything else of an events.k8s.io/v1 Event is immutable.
+      const series = { count: (existing.series?.count ?? 1) + 1, lastObservedTime: microTime(nowMicros()) };
+      const body = { metadata: { resourceVersion: existing.metadata?.resourceVersion }, series };
+      try {
+        await api.patchNamespacedEvent({ name: existing.metadata!.name!, namespace, body }, mergePatch);
+        return true;
+      } catch (err) {
+        if (apiStatus(err) === 409 || apiStatus(err) === 404) return false; // counted by someone else meanwhile, or expired
+        throw err;
+      }
     }
+    const micros = nowMicros();
+    await api.createNamespacedEvent({
+      namespace,
+      body: {
+        metadata: { name: eventName(regarding.name, micros), namespace },
+        // A string keeps the microseconds (the client's V1MicroTime would drop them).
+        eventTime: microTime(micros) as unknown as k8s.V1MicroTime,
+        reportingController: REPORTING_CONTROLLER,
+        reportingInstance: instance,
+        action,
+        reason,
+        type,
+        note,
+        regarding: { ...regarding },
+      },
+    });
+    return true;
+  }
+
+  return async function record(regarding: Regarding, type: EventType, reason: string, note: string, action = reason): Promise<void> {
+    const r = eventWord(reason);
+    const a = eventWord(action);
+    const n = clipNote(note);
+    let lastError: unknown;
+    try {
+      const ref = await complete(regarding);
+      for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+        try {
+          if (await countOrCreate(ref, type, r, a, n)) return;
+          lastError = new Error('the Event changed under us on every attempt');
+        } catch (err) {
+          lastError = err;
+          if (!transient(err)) break;
+          await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+        }
+      }
+    } catch (err) {
+      lastError = err;
+    }
+    log(`Event ${r} on ${regarding.kind} ${regarding.namespace}/${regarding.name} not written: ${apiMessage(lastError)}`);
   };
 }
 export type EventRecorder = ReturnType<typeof eventRecorder>;
+
+/**
+ * Records what decisions/events.ts decided, one after the other (their names, hence kubectl's
+ * order, follow). `uids` holds the uids known already (`Kind/name`); the others are read.
+ */
+export async function recordEvents(record: EventRecorder, namespace: string, events: readonly EventSpec[], uids: Record<string, string | undefined> = {}): Promise<void> {
+  for (const e of events) {
+    const uid = uids[`${e.kind}/${e.name}`];
+    await record({ apiVersion: API_VERSION, kind: e.kind, namespace, name: e.name, ...(uid ? { uid } : {}) }, e.type, e.reason, e.note, e.action);
+  }
+}

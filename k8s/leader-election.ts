@@ -12,6 +12,7 @@
  * (`fenceWrites` does that for every mutating apiserver request of a KubeConfig).
  */
 import { apiMessage, apiStatus, k8s } from './client.js';
+import { componentLogger } from '../telemetry/log.js';
 
 /** The narrow view of leadership the writers and the status publisher use. */
 export interface Leadership {
@@ -90,7 +91,7 @@ export class LeaderElector implements Leadership {
     if (this.renewDeadlineMs <= 1.2 * this.retryPeriodMs) throw new Error('renewDeadline must be greater than 1.2 × retryPeriod');
     if (this.leaseDurationMs < 1_000) throw new Error('leaseDuration must be at least 1 s (the Lease counts whole seconds)');
     this.api = o.kubeConfig.makeApiClient(k8s.CoordinationV1Api);
-    this.log = o.log ?? ((m) => console.log(`[leader-election] ${m}`));
+    this.log = o.log ?? componentLogger('leader-election', { lease: o.name }).fn();
   }
 
   /** True while this process holds the Lease and renewed it within the renew deadline. */

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';
 import { temporalWorkflowUrl } from '../shared/format.js';
+import { LEVELS } from '../telemetry/log.js';
 
 const flag = z
   .enum(['true', 'false', '1', '0', ''])
@@ -29,6 +30,15 @@ const configSchema = z.object({
   KONFIDENCE_HEALTH_PORT: z.coerce.number().int().min(0).max(65_535).default(8081),
   /** true: log every apiserver and Temporal write this process sends ("[write] IDENTITY ..."). */
   KONFIDENCE_LOG_WRITES: flag,
+  /** trace, debug, info (default), warn or error; the Temporal SDK's logs too (telemetry/log.ts). */
+  KONFIDENCE_LOG_LEVEL: z.string().toLowerCase().pipe(z.enum(LEVELS)).optional(),
+  /** json or text; default json unless stdout is a terminal. */
+  KONFIDENCE_LOG_FORMAT: z.string().toLowerCase().pipe(z.enum(['json', 'text'])).optional(),
+  /**
+   * host:port of the Temporal SDK's Prometheus exporter; default a free loopback port. /metrics on
+   * the health port serves its metrics with the project's, so it need not be reachable from outside.
+   */
+  KONFIDENCE_SDK_METRICS_ADDRESS: z.string().regex(/^[^:]*:\d+$/, 'host:port').optional(),
 });
 
 export type Config = z.infer<typeof configSchema>;

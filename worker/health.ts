@@ -6,9 +6,12 @@
  * - GET /readyz: every readiness check passes (Temporal reachable, apiserver reachable, caches
  *   synced). A standby replica is ready: leadership is not a readiness condition.
  * Both answer JSON: { ok, checks: { name: "ok" | message } }.
+ * - GET /metrics (when `metrics` is given): Prometheus text, the one scrape target of the process
+ *   (docs/observability.md).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { componentLogger } from '../telemetry/log.js';
 
 export interface ReadinessCheck {
   name: string;
@@ -25,6 +28,8 @@ export interface HealthServerOptions {
   checkTimeoutMs?: number;
   maxEventLoopLagMs?: number;
   log?: (message: string) => void;
+  /** The text /metrics serves, and its content type. */
+  metrics?: () => Promise<{ contentType: string; text: string }>;
 }
 
 export interface HealthServer {
@@ -60,7 +65,7 @@ export async function runChecks(checks: ReadinessCheck[], timeoutMs = 2_000): Pr
 }
 
 export async function startHealthServer(o: HealthServerOptions): Promise<HealthServer> {
-  const log = o.log ?? ((m) => console.log(`[health] ${m}`));
+  const log = o.log ?? componentLogger('health').fn();
   const maxLag = o.maxEventLoopLagMs ?? 10_000;
   let lastTick = performance.now();
   let lag = 0;
@@ -82,6 +87,19 @@ export async function startHealthServer(o: HealthServerOptions): Promise<HealthS
       const ok = lag <= maxLag;
       return reply(ok ? 200 : 503, { ok, checks: { eventLoop: ok ? 'ok' : `event loop lagged ${Math.round(lag)} ms` } });
     }
+    if (path === '/metrics' && o.metrics) {
+      o.metrics().then(
+        ({ contentType, text }) => {
+          res.writeHead(200, { 'content-type': contentType });
+          res.end(text);
+        },
+        (err: unknown) => {
+          res.writeHead(500, { 'content-type': 'text/plain' });
+          res.end(`metrics failed: ${(err as Error)?.message ?? err}\n`);
+        },
+      );
+      return;
+    }
     if (path === '/readyz') {
       void runChecks(o.checks, o.checkTimeoutMs).then(
         (r) => reply(r.ok ? 200 : 503, r),
@@ -99,7 +117,7 @@ export async function startHealthServer(o: HealthServerOptions): Promise<HealthS
     });
   });
   const port = (server.address() as AddressInfo).port;
-  log(`health server listening on port ${port} (/healthz, /readyz)`);
+  log(`health server listening on port ${port} (/healthz, /readyz${o.metrics ? ', /metrics' : ''})`);
   return {
     port,
     close: () =>

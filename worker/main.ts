@@ -10,10 +10,14 @@
  * KONFIDENCE_QUEUE_SUFFIX; high availability (docs/ha.md): KONFIDENCE_LEADER_ELECTION, KONFIDENCE_IDENTITY,
  * KONFIDENCE_LEASE_DURATION_MS, KONFIDENCE_RENEW_DEADLINE_MS, KONFIDENCE_RETRY_PERIOD_MS,
  * KONFIDENCE_HEALTH_PORT, KONFIDENCE_LOG_WRITES.
+ * Telemetry (docs/observability.md): KONFIDENCE_LOG_LEVEL (trace, debug, info, warn, error; default
+ * info), KONFIDENCE_LOG_FORMAT (json, text; default json unless stdout is a terminal),
+ * KONFIDENCE_SDK_METRICS_ADDRESS (the Temporal SDK's exporter; default a free loopback port);
+ * Prometheus metrics on the health port's /metrics.
  */
 import { hostname } from 'node:os';
 import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import { NativeConnection, type Worker } from '@temporalio/worker';
 import { executorFor } from '../executors/index.js';
 import { k8s, loadKubeConfig } from '../k8s/client.js';
 import { fenceWrites, LEASE_NAMES, LeaderElector, type Leadership } from '../k8s/leader-election.js';
@@ -26,16 +30,22 @@ import { ActivationWatcher } from './watcher.js';
 import { StageController } from '../controllers/stage-controller.js';
 import { startHealthServer, type HealthServer, type ReadinessCheck } from './health.js';
 import { endpointFromEnv, startPublisher, versionFromEnv, type Publisher } from './publisher.js';
+import { componentLogger, logger } from '../telemetry/log.js';
+import { enableProcessMetrics, metricsContentType, metricsText } from '../telemetry/metrics.js';
+import { fetchSdkMetrics, installTemporalRuntime } from '../telemetry/temporal.js';
 
 const [role = 'all', type] = process.argv.slice(2);
+const config = loadConfig();
+const log = componentLogger('main', { role });
 // The SDK's runtime shuts every Worker down on SIGINT/SIGTERM: polling stops, in-flight activities
 // are cancelled (a heartbeating one fails its attempt and Temporal retries it on another replica),
 // sticky workflow tasks go back to the shared queue; worker.run() resolves when that is done.
-Runtime.install({ logger: new DefaultLogger('WARN') });
-const config = loadConfig();
+const { sdkMetricsUrl } = await installTemporalRuntime(logger(), config.KONFIDENCE_SDK_METRICS_ADDRESS);
+enableProcessMetrics();
 const identity = config.KONFIDENCE_IDENTITY ?? `${hostname()}-${process.pid}`;
 const electing = config.KONFIDENCE_LEADER_ELECTION;
-const logWrite = config.KONFIDENCE_LOG_WRITES ? (what: string) => console.log(`[write] ${identity} ${what}`) : undefined;
+// A plain line, not a record: people and tests grep the write trace by its "[write] IDENTITY " prefix.
+const logWrite = config.KONFIDENCE_LOG_WRITES ? (what: string) => logger().line(`[write] ${identity} ${what}`) : undefined;
 /** For the elector and readiness: never fenced, never in the write log. */
 const baseKubeConfig = loadKubeConfig(config.KUBECONFIG);
 const kubeConfig = logWrite ? fenceWrites(baseKubeConfig, { onWrite: (method, path) => logWrite(`k8s ${method} ${path}`) }) : baseKubeConfig;
@@ -81,7 +91,7 @@ function electorFor(elected: keyof typeof LEASE_NAMES): LeaderElector | undefine
     leaseDurationMs: config.KONFIDENCE_LEASE_DURATION_MS,
     renewDeadlineMs: config.KONFIDENCE_RENEW_DEADLINE_MS,
     retryPeriodMs: config.KONFIDENCE_RETRY_PERIOD_MS,
-    log: (m) => console.log(`[leader-election ${elected}] ${m}`),
+    log: componentLogger('leader-election', { role: elected }).fn(),
   });
   electors.push(elector);
   publishers.push(
@@ -92,7 +102,7 @@ function electorFor(elected: keyof typeof LEASE_NAMES): LeaderElector | undefine
       leadership: elector,
       endpoint: endpointFromEnv(),
       version: versionFromEnv(),
-      log: (m) => console.log(`[publisher ${elected}] ${m}`),
+      log: componentLogger('publisher', { role: elected }).fn(),
     }),
   );
   return elector;
@@ -106,10 +116,15 @@ const checks: ReadinessCheck[] = [
 ];
 let health: HealthServer | undefined;
 try {
-  health = await startHealthServer({ port: config.KONFIDENCE_HEALTH_PORT, checks, log: (m) => console.log(`[health] ${m}`) });
+  health = await startHealthServer({
+    port: config.KONFIDENCE_HEALTH_PORT,
+    checks,
+    // The project's metrics, then the Temporal SDK's: one scrape target per process.
+    metrics: async () => ({ contentType: metricsContentType, text: (await Promise.all([metricsText(), fetchSdkMetrics(sdkMetricsUrl)])).join('\n') }),
+  });
 } catch (err) {
   // Not fatal: the role works without probes (a second process on one host, say); the probes then fail loudly.
-  console.error(`[health] could not listen on port ${config.KONFIDENCE_HEALTH_PORT}: ${(err as Error).message}`);
+  componentLogger('health').error(`could not listen on port ${config.KONFIDENCE_HEALTH_PORT}: ${(err as Error).message}`);
 }
 const signalled = () => new Promise<void>((resolve) => ['SIGINT', 'SIGTERM'].forEach((s) => process.once(s, () => resolve())));
 /** Stops the components (no new work), then releases the Leases so a standby takes over at once. */
@@ -119,6 +134,10 @@ async function stopElectors(): Promise<void> {
 }
 
 let worker: Worker | undefined;
+// Not ready while the role's components are still being made (bundling takes seconds): the checks
+// below are added as they are made, and a probe in between must not find the role ready.
+let started = false;
+checks.push({ name: 'started', check: () => assertSynced(started, 'the components of this role') });
 if (role === 'core') {
   worker = await createCoreWorker({ ...common, client, systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE, taskQueue: CORE_TASK_QUEUE + suffix });
 } else if (role === 'executor') {
@@ -138,6 +157,7 @@ if (role === 'core') {
   checks.push({ name: 'watcher', check: () => assertSynced(watcher.isSynced(), 'the VectorActivation informers') });
   const stopping = signalled();
   await watcher.start();
+  started = true;
   electors.forEach((e) => e.start()); // only once the caches are warm
   await stopping;
   await watcher.stop();
@@ -152,6 +172,7 @@ if (role === 'core') {
   checks.push({ name: 'stageController', check: () => assertSynced(controller.isSynced(), 'the Stage controller watches') });
   const stopping = signalled();
   await controller.start();
+  started = true;
   electors.forEach((e) => e.start());
   await stopping;
   await controller.stop();
@@ -172,6 +193,7 @@ if (role === 'core') {
     { name: 'stageController', check: () => assertSynced(system.stageController?.isSynced() ?? true, 'the Stage controller watches') },
     { name: 'workers', check: () => assertSynced(system.workers.every((w) => w.getState() === 'RUNNING'), 'the workers') },
   );
+  started = true;
   const stopping = signalled();
   electors.forEach((e) => e.start());
   await stopping;
@@ -183,7 +205,8 @@ if (role === 'core') {
 if (worker) {
   const polling = worker;
   checks.push({ name: 'worker', check: () => assertSynced(polling.getState() === 'RUNNING', 'the worker (polling)') });
-  console.log(`${role}${type ? ` ${type}` : ''} worker polling ${config.TEMPORAL_ADDRESS} (${config.TEMPORAL_NAMESPACE})`);
+  started = true;
+  log.info(`${role}${type ? ` ${type}` : ''} worker polling ${config.TEMPORAL_ADDRESS} (${config.TEMPORAL_NAMESPACE})`, { taskQueue: polling.options.taskQueue });
   await worker.run(); // resolves after SIGINT/SIGTERM once in-flight tasks are done
 }
 await health?.close();

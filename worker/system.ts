@@ -14,6 +14,7 @@ import { createCoreWorker } from './core-worker.js';
 import { createExecutorWorker } from './executor-worker.js';
 import { ActivationWatcher } from './watcher.js';
 import { StageController } from '../controllers/stage-controller.js';
+import type { LogFn } from '../telemetry/log.js';
 
 export interface SystemOptions {
   temporalAddress: string;
@@ -41,7 +42,8 @@ export interface SystemOptions {
   watcherCheckIntervalMs?: number;
   /** How often a waiting activation asks its Stage's lock again (tests shorten it). */
   lockAskAgainSeconds?: number;
-  log?: (message: string) => void;
+  /** The watcher's and Stage controller's log (default: the project's logger, telemetry/log.ts). */
+  log?: LogFn;
 }
 
 export interface RunningSystem {

@@ -9,11 +9,13 @@
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { closeOutActivation } from '../activities/close-out.js';
-import { activationRegarding, coreDeps, type CoreDeps } from '../activities/deps.js';
+import { coreDeps, type CoreDeps } from '../activities/deps.js';
 import { GROUP, VERSION } from '../api/group.js';
 import { closedWorkflowEnding, watcherActions, type WatcherAction } from '../decisions/watcher.js';
 import { isFinal, type RequestAction } from '../decisions/activation.js';
-import { k8s } from '../k8s/client.js';
+import { requestEvent } from '../decisions/events.js';
+import { recordEvents } from '../k8s/events.js';
+import { apiMessage, k8s } from '../k8s/client.js';
 import { LeaderGate, NotLeaderError, type Leadership } from '../k8s/leader-election.js';
 import { kubeTime } from '../shared/format.js';
 import {
@@ -26,6 +28,8 @@ import {
   type ActivationRef,
 } from '../shared/activation.js';
 import { vectorActivation, type ActivationOptions } from '../workflows/activation.js';
+import { componentLogger, type LogFn } from '../telemetry/log.js';
+import { addWaitingSource, observeEventLag } from '../telemetry/metrics.js';
 
 export interface WatcherOptions {
   kubeConfig: k8s.KubeConfig;
@@ -40,7 +44,7 @@ export interface WatcherOptions {
   /** Passed to the workflows: how often a waiting activation asks its Stage's lock again. */
   lockAskAgainSeconds?: number;
   systemNamespace?: string;
-  log?: (message: string) => void;
+  log?: LogFn;
   /**
    * Absent: standalone, always acts. Present: the informers run always (warm caches) but the
    * watcher acts only while leader, checks leadership right before each write, and on becoming
@@ -70,20 +74,23 @@ export class ActivationWatcher {
   private timer?: NodeJS.Timeout;
   private readonly gate: LeaderGate;
   private synced = false;
+  /** Per watched path: whether its last list succeeded. */
+  private readonly listed = new Map<string, boolean>();
   /** Deletions seen while standby (workflow id → when): the leader may have died before it saw them. */
   private readonly standbyDeletions = new Map<string, number>();
-  private readonly log: (message: string) => void;
+  private readonly log: LogFn;
   private readonly deps: CoreDeps;
+  private removeWaitingSource?: () => void;
 
   constructor(private readonly o: WatcherOptions) {
-    this.log = o.log ?? ((m) => console.log(`[watcher] ${m}`));
+    this.log = o.log ?? componentLogger('watcher').fn();
     this.gate = new LeaderGate(o.leadership);
     this.deps = coreDeps(this.gate.kubeConfig(o.kubeConfig), o.systemNamespace ?? '', this.log);
   }
 
-  /** True once every informer has listed (readiness). */
+  /** True once every informer has listed, and while the last list of each succeeded (readiness). */
   isSynced(): boolean {
-    return this.synced && !this.stopped;
+    return this.synced && !this.stopped && [...this.listed.values()].every(Boolean);
   }
 
 
@@ -106,26 +113,38 @@ export class ActivationWatcher {
   }
 
   async start(): Promise<void> {
+    const startedAt = Date.now();
     const api = this.o.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
     for (const namespace of this.o.namespaces ?? [undefined]) {
       const path = namespace ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/vectoractivations` : `/apis/${GROUP}/${VERSION}/vectoractivations`;
-      const list = () =>
-        (namespace
-          ? api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'vectoractivations' })
-          : api.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, plural: 'vectoractivations' })) as Promise<k8s.KubernetesListObject<Watched>>;
+      // The informer's start() resolves even when its list is refused (a 403): readiness follows
+      // whether the last list of every path succeeded.
+      const list = async () => {
+        try {
+          const listed = (await (namespace
+            ? api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'vectoractivations' })
+            : api.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, plural: 'vectoractivations' }))) as k8s.KubernetesListObject<Watched>;
+          this.listed.set(path, true);
+          return listed;
+        } catch (err) {
+          this.listed.set(path, false);
+          throw err;
+        }
+      };
       const informer = k8s.makeInformer<Watched>(this.o.kubeConfig, path, list);
-      informer.on('add', (o) => this.observe(o));
-      informer.on('update', (o) => this.observe(o));
+      informer.on('add', (o) => this.observe(o, startedAt));
+      informer.on('update', (o) => this.observe(o, startedAt));
       informer.on('delete', (o) => void this.deleted(o));
       informer.on('error', (err) => {
         if (this.stopped) return;
-        this.log(`watch of ${path} broke (${(err as Error)?.message ?? err}); re-listing`);
+        this.log(`watch of ${path} broke (${apiMessage(err)}); re-listing`, { level: 'warn', ...(namespace ? { namespace } : {}) });
         setTimeout(() => !this.stopped && void informer.start().catch(() => undefined), RESTART_DELAY_MS);
       });
       this.informers.push(informer);
       await informer.start();
     }
     this.synced = true;
+    this.removeWaitingSource = addWaitingSource(() => this.waiting());
     this.timer = setInterval(() => void this.checkUnfinished(), this.o.checkIntervalMs ?? 30_000);
     this.gate.start((identity) => this.tookOver(identity));
   }
@@ -133,6 +152,7 @@ export class ActivationWatcher {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    this.removeWaitingSource?.();
     this.gate.stop();
     await Promise.all(this.informers.map((i) => i.stop()));
   }
@@ -141,7 +161,21 @@ export class ActivationWatcher {
     return { namespace: o.metadata!.namespace!, name: o.metadata!.name!, uid: o.metadata!.uid! };
   }
 
-  private observe(o: Watched): void {
+  /** What konfidence_activations_waiting counts: the cached activations queued at their Stage's lock. */
+  private *waiting(): Iterable<{ namespace: string; stage: string }> {
+    for (const o of this.cache.values()) {
+      if (o.status?.phase === 'Waiting' && o.spec?.stage) yield { namespace: o.metadata!.namespace!, stage: o.spec.stage };
+    }
+  }
+
+  /** Fields that say which activation a record is about. */
+  private about(o: Watched) {
+    const ref = this.ref(o);
+    return { namespace: ref.namespace, activation: ref.name, ...(o.spec?.stage ? { stage: o.spec.stage } : {}), workflowId: activationWorkflowId(ref) };
+  }
+
+  private observe(o: Watched, startedAt: number): void {
+    observeEventLag('watcher', 'VectorActivation', o, startedAt);
     this.cache.set(o.metadata!.uid!, o);
     void this.reconcile(o);
   }
@@ -164,7 +198,7 @@ export class ActivationWatcher {
         await this.act(o, ref, action);
       } catch (err) {
         // Deposed between the decision and a write: the new leader decides again.
-        if (!(err instanceof NotLeaderError)) this.log(`VectorActivation ${ref.namespace}/${ref.name}: ${(err as Error).message}`);
+        if (!(err instanceof NotLeaderError)) this.log(`VectorActivation ${ref.namespace}/${ref.name}: ${apiMessage(err)}`, { level: 'warn', ...this.about(o) });
       } finally {
         this.inFlight.delete(key);
       }
@@ -233,7 +267,7 @@ export class ActivationWatcher {
       if (this.stopped || !this.gate.acting()) return;
       const phase = o.status?.phase;
       if (o.metadata?.deletionTimestamp || isFinal(phase)) continue;
-      await this.checkClosed(o, this.ref(o)).catch((err: unknown) => err instanceof NotLeaderError || this.log(`check of ${o.metadata?.namespace}/${o.metadata?.name}: ${(err as Error).message}`));
+      await this.checkClosed(o, this.ref(o)).catch((err: unknown) => err instanceof NotLeaderError || this.log(`check of ${o.metadata?.namespace}/${o.metadata?.name}: ${apiMessage(err)}`, { level: 'warn', ...this.about(o) }));
     }
   }
 
@@ -254,7 +288,7 @@ export class ActivationWatcher {
     this.running.delete(workflowId);
     this.gate.fence(`closing out ${ref.namespace}/${ref.name}`);
     if (await closeOutActivation(this.deps, ref, closedWorkflowEnding(status, workflowId))) {
-      this.log(`VectorActivation ${ref.namespace}/${ref.name}: workflow ${status.toLowerCase()}; closed out`);
+      this.log(`VectorActivation ${ref.namespace}/${ref.name}: workflow ${status.toLowerCase()}; closed out`, this.about(o));
       // Free the Stage now rather than at the lock's next holder check.
       this.gate.fence(`releasing the lock of Stage ${ref.namespace}/${o.spec!.stage}`);
       await this.o.client.workflow
@@ -271,8 +305,9 @@ export class ActivationWatcher {
     const entry = { action, token, outcome, message: message.slice(0, 4096), time: kubeTime() };
     this.gate.fence(`answering ${token} on ${ref.namespace}/${ref.name}`);
     const requests = [...((va.status?.requests ?? []) as { action: string }[]).filter((r) => r.action !== action), entry];
+    // The Event first: answering again after a crash between the two counts it instead of losing it.
+    await recordEvents(this.deps.event, ref.namespace, [requestEvent(ref.name, action, token, outcome, message)], { [`VectorActivation/${ref.name}`]: ref.uid });
     await this.deps.objects.patchStatus('VectorActivation', ref.namespace, ref.name, { requests });
-    await this.deps.event(activationRegarding(ref), outcome === 'Accepted' ? 'Normal' : 'Warning', action === 'cancel' ? `Cancel${outcome}` : `Retry${outcome}`, `${token}: ${message}`);
   }
 
   private async deleted(o: Watched): Promise<void> {

@@ -10,6 +10,7 @@ import {
   CancellationScope,
   condition,
   isCancellation,
+  patched,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
@@ -296,10 +297,16 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       if (ending.phase === 'Skipped') await k8s.releaseActivationUsage(ref);
       // Whoever reads the final phase finds the StageVersion free to change again and the Lease free.
       await Promise.all([unmark(), access.releaseLease()]);
-      await Promise.all([
-        report(ending.phase, ending.reason, ending.message),
-        k8s.recordActivationEvent(ref, ending.phase === 'Failed' ? 'Warning' : 'Normal', reasonOf(ending.reason), ending.message),
-      ]);
+      // The status write records the Events of the transition (decisions/events.ts). Workflows
+      // that reached this line before that keep recording the final Event here as their history
+      // says (replay); drop the old branch once none of them is open (7-day retry window).
+      if (patched('events-in-status-write')) await report(ending.phase, ending.reason, ending.message);
+      else {
+        await Promise.all([
+          report(ending.phase, ending.reason, ending.message),
+          k8s.recordActivationEvent(ref, ending.phase === 'Failed' ? 'Warning' : 'Normal', reasonOf(ending.reason), ending.message),
+        ]);
+      }
     });
     return ending;
   }

@@ -69,7 +69,7 @@ export async function timeSkippingEnv(): Promise<TestWorkflowEnvironment> {
     try {
       return await TestWorkflowEnvironment.createTimeSkipping({ server: { port, executable: { type: 'existing-path', path } } });
     } catch (err) {
-      if (attempt >= 3 || !/Failed connecting to test server/.test(String(err))) throw err;
+      if (attempt >= 3 || !/Failed connecting to test server|did not start within/.test(String(err))) throw err;
       const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) : NaN;
       if (pid > 0) {
         try {

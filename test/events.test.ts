@@ -1,0 +1,196 @@
+/**
+ * Kubernetes Events tell the story without the Temporal UI: `kubectl describe` (the real binary) of
+ * a VectorActivation, its Stage and its StageVersions shows what happened, in order; saying the same
+ * thing again (an activity retried after a crash, a restarted controller) counts, it adds nothing.
+ */
+import { createActivationActivities } from '../activities/core.js';
+import type { ActivationReport } from '../decisions/activation.js';
+import { StageController } from '../controllers/stage-controller.js';
+import { k8s } from '../k8s/client.js';
+import { pollUntil } from '../scripts/env/process.js';
+import { kubectl } from './support/cluster.js';
+import { activationWorkflowId } from '../shared/activation.js';
+import { startedExecutions } from './support/executors.js';
+import { activate, seedActive, seedSleepyPlan, seedStage } from './support/scenario.js';
+import { markReady } from './support/stages.js';
+import { create, object, phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
+
+let s: TestSystem;
+beforeAll(async () => {
+  s = await startTestSystem('events', { watcherCheckIntervalMs: 1_000 });
+  // Two quick steps by default; `broken-plan` fails its second step and reverts the first.
+  for (const name of ['first', 'second']) await create(s, object('ActivationTaskRegistration', s.systemNs, name, { type: 'sleepy', timeoutSeconds: 60, spec: { seconds: 0 } }));
+  await create(s, object('ActivationTaskRegistration', s.systemNs, 'broken', { type: 'failing', timeoutSeconds: 60, spec: { message: 'the mesh refused the route' } }));
+  await create(s, object('ActivationExecutionPlan', s.systemNs, 'default', { steps: [{ name: 'one', tasks: ['first'] }, { name: 'two', tasks: ['second'] }] }));
+  await create(s, object('ActivationExecutionPlan', s.systemNs, 'broken-plan', { onFailure: 'Revert', steps: [{ name: 'one', tasks: ['first'] }, { name: 'two', tasks: ['broken'] }] }));
+});
+afterAll(async () => {
+  await s?.stop();
+});
+
+interface Row {
+  type: string;
+  reason: string;
+  age: string;
+  message: string;
+}
+
+/** The Events table of `kubectl describe KIND NAME`, top to bottom. */
+async function describe_(kind: string, name: string): Promise<Row[]> {
+  const out = await kubectl('describe', kind, name, '-n', s.ns);
+  const lines = out.slice(out.lastIndexOf('\nEvents:')).split('\n').slice(4);
+  return lines
+    .filter((l) => l.trim())
+    .map((l) => {
+      const [type = '', reason = '', age = '', , ...message] = l.trim().split(/\s{2,}/);
+      return { type, reason, age, message: message.join('  ') };
+    });
+}
+const reasons = (rows: Row[]) => rows.map((r) => r.reason);
+
+/** Waits until describe shows at least these reasons (Events of the last transition may trail the status by a moment). */
+async function story(kind: string, name: string, expected: string[]): Promise<Row[]> {
+  let rows: Row[] = [];
+  try {
+    return await pollUntil(async () => {
+      rows = await describe_(kind, name);
+      return rows.length >= expected.length ? rows : undefined;
+    }, 15_000, `${expected.length} Events on ${kind} ${name}`);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; kubectl describe shows ${JSON.stringify(reasons(rows))}`);
+  }
+}
+
+/** Events of an object that is gone (kubectl describe needs the object): by name, oldest first. */
+async function eventsOf(kind: string, name: string): Promise<string[]> {
+  const list = await s.kc.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace: s.ns, fieldSelector: `regarding.kind=${kind},regarding.name=${name}` });
+  return list.items.sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!)).map((e) => e.reason!);
+}
+
+it('a Stage that gets a new vector: the activation, the Stage and its StageVersions each tell their story', async () => {
+  await create(s, object('Stage', s.ns, 'app', { vector: 'example/app:1', stageVersionHistoryLimit: 0 }));
+  await waitFor(s, 'StageVersion', 'app-1', () => true);
+  await markReady(s, 'app-1');
+  await waitFor(s, 'VectorActivation', 'activate-app-1', phaseIs('Succeeded'));
+  await s.objects.mergeSpec('Stage', s.ns, 'app', { vector: 'example/app:2', stageVersionHistoryLimit: 0 });
+  await waitFor(s, 'StageVersion', 'app-2', () => true);
+  await markReady(s, 'app-2');
+  await waitFor(s, 'VectorActivation', 'activate-app-2', phaseIs('Succeeded'));
+
+  const va = await story('vectoractivation', 'activate-app-2', ['Started', 'Waiting', 'StepStarted', 'StepSucceeded', 'StepStarted', 'StepSucceeded', 'Succeeded']);
+  expect(reasons(va)).toEqual(['Started', 'Waiting', 'StepStarted', 'StepSucceeded', 'StepStarted', 'StepSucceeded', 'Succeeded']);
+  expect(va.every((r) => r.type === 'Normal')).toBe(true);
+  expect(va[0]!.message).toBe('activating StageVersion app-2 on Stage app');
+  expect(va[2]!.message).toBe('step 1/2 one: execution activate-app-2-0-first');
+  expect(va[6]!.message).toBe('Activated: Stage app now serves app-2 (was app-1)');
+
+  // The history limit 0 removes app-1 once app-2 serves.
+  await pollUntil(async () => !(await s.objects.get('StageVersion', s.ns, 'app-1')), 30_000, 'app-1 cleaned up');
+  const stage = await story('stage', 'app', Array(9).fill(''));
+  expect(reasons(stage)).toEqual([
+    'StageVersionCreated',
+    'ActivationCreated',
+    'ActivationStarted',
+    'ActiveStageVersionChanged',
+    'StageVersionCreated',
+    'ActivationCreated',
+    'ActivationStarted',
+    'ActiveStageVersionChanged',
+    'StageVersionCleanedUp',
+  ]);
+  expect(stage[7]!.message).toBe('StageVersion app-2 serves the traffic (was app-1)');
+  expect(reasons(await story('stageversion', 'app-2', ['Created', 'Ready', 'Activated']))).toEqual(['Created', 'Ready', 'Activated']);
+  expect(await eventsOf('StageVersion', 'app-1')).toEqual(['Created', 'Ready', 'Activated', 'Superseded', 'CleanedUp']);
+
+  // A restarted Stage controller decides again and finds everything done: it says nothing new.
+  const restarted = new StageController({ kubeConfig: s.kc, namespaces: [s.ns], systemNamespace: s.systemNs, log: () => undefined });
+  await restarted.reconcile(s.ns);
+  await restarted.reconcile(s.ns);
+  expect(reasons(await describe_('stage', 'app'))).toEqual(reasons(stage));
+});
+
+it('an activation that fails and reverts says which step failed, why, and what it reverted', async () => {
+  await seedStage(s, 'rev', [1, 2]);
+  await seedActive(s, 'rev', 1);
+  await activate(s, 'rev-to-2', 'rev', 2, { executionPlan: 'broken-plan' });
+  await waitFor(s, 'VectorActivation', 'rev-to-2', phaseIs('Failed'));
+
+  const expected = ['Started', 'Waiting', 'StepStarted', 'StepSucceeded', 'StepStarted', 'StepFailed', 'Reverting', 'Reverted', 'Failed'];
+  const va = await story('va', 'rev-to-2', expected);
+  expect(reasons(va)).toEqual(expected);
+  const byReason = Object.fromEntries(va.map((r) => [r.reason, r]));
+  expect(byReason.StepFailed).toMatchObject({ type: 'Warning', message: 'step 2/2 two failed: rev-to-2-1-broken: the mesh refused the route' });
+  expect(byReason.Reverted!.message).toBe('step 1/2 one reverted: traffic back on rev-1 (execution rev-to-2-0-first-revert)');
+  expect(byReason.Failed!.type).toBe('Warning');
+  expect(byReason.Failed!.message).toMatch(/^TaskFailed: step two, task broken: the mesh refused the route; succeeded tasks were reverted/);
+  expect(reasons(await story('stage', 'rev', ['ActivationStarted', 'ActivationFailed']))).toEqual(['ActivationStarted', 'ActivationFailed']);
+});
+
+it('an activation that is skipped says why; a refused cancel says so too', async () => {
+  await seedStage(s, 'old', [1, 2]);
+  await seedActive(s, 'old', 2);
+  await activate(s, 'old-to-1', 'old', 1);
+  await waitFor(s, 'VectorActivation', 'old-to-1', phaseIs('Skipped'));
+  await kubectl('annotate', 'va', 'old-to-1', '-n', s.ns, 'konfidence.cloud/cancel=now');
+
+  const va = await story('va', 'old-to-1', ['Started', 'Waiting', 'Skipped', 'CancelRefused']);
+  expect(reasons(va)).toEqual(['Started', 'Waiting', 'Skipped', 'CancelRefused']);
+  expect(va[2]!.message).toBe('OlderThanActive: StageVersion old-1 (revision 1) is older than the active old-2 (revision 2)');
+  expect(va[3]).toMatchObject({ type: 'Warning', message: 'konfidence.cloud/cancel=now: refused: the activation is Skipped; nothing to cancel' });
+});
+
+it('a waiting activation names the holder; a cancel is answered; a terminated workflow is closed out with an Event', async () => {
+  await seedStage(s, 'term', [1, 2, 3]);
+  await seedSleepyPlan(s, 'term', 60);
+  await activate(s, 'term-to-2', 'term', 2, { executionPlan: 'term-plan' });
+  const holder = await waitFor(s, 'VectorActivation', 'term-to-2', phaseIs('InProgress'));
+  await pollUntil(() => [...startedExecutions].some((n) => n.startsWith('term-to-2-')), 20_000, 'the executor to start');
+  await activate(s, 'term-to-3', 'term', 3, { executionPlan: 'term-plan' });
+  await waitFor(s, 'VectorActivation', 'term-to-3', phaseIs('Waiting'));
+  await kubectl('annotate', 'va', 'term-to-3', '-n', s.ns, 'konfidence.cloud/cancel=stop');
+  await waitFor(s, 'VectorActivation', 'term-to-3', phaseIs('Cancelled'));
+
+  const waiting = await story('va', 'term-to-3', ['Started', 'Waiting', 'CancelAccepted', 'Cancelled']);
+  expect(reasons(waiting).slice(0, 2)).toEqual(['Started', 'Waiting']);
+  expect(waiting[1]!.message).toBe(`queued for Stage term (held by ${s.ns}/term-to-2)`);
+  // The watcher's answer and the workflow's status write race; both are told.
+  expect(reasons(waiting).slice(2).sort()).toEqual(['CancelAccepted', 'Cancelled']);
+  expect(waiting.find((r) => r.reason === 'Cancelled')!.message).toBe('Cancelled: cancelled while waiting for Stage term (annotation konfidence.cloud/cancel)');
+
+  await s.client.workflow.getHandle(activationWorkflowId({ namespace: s.ns, name: 'term-to-2', uid: holder.metadata.uid! })).terminate('test: an operator terminated it');
+  await waitFor(s, 'VectorActivation', 'term-to-2', phaseIs('Failed'), 30_000);
+  const closed = await story('va', 'term-to-2', ['Started', 'Waiting', 'StepStarted', 'Failed']);
+  expect(reasons(closed)).toEqual(['Started', 'Waiting', 'StepStarted', 'Failed']);
+  expect(closed[3]).toMatchObject({ type: 'Warning', message: expect.stringMatching(/^WorkflowTerminated: the activation's workflow .* was terminated/) });
+  expect(reasons(await story('stage', 'term', ['ActivationStarted', 'ActivationFailed']))).toEqual(['ActivationStarted', 'ActivationFailed']);
+});
+
+it('a transition repeated (the status activity retried after a crash) counts on the one Event; the same write again says nothing', async () => {
+  await seedStage(s, 'rep', [1, 2]);
+  await seedActive(s, 'rep', 2);
+  await activate(s, 'rep-to-1', 'rep', 1);
+  const done = await waitFor(s, 'VectorActivation', 'rep-to-1', phaseIs('Skipped'));
+  const before = await story('va', 'rep-to-1', ['Started', 'Waiting', 'Skipped']);
+  const ref = { namespace: s.ns, name: 'rep-to-1', uid: done.metadata.uid! };
+  const st = done.status;
+  const report: ActivationReport = { phase: st.phase, reason: st.reason, message: st.message, workflowId: st.workflowId, attempt: st.attempt, steps: st.steps ?? [], ...(st.completionTime ? { completionTime: st.completionTime } : {}) };
+  const activities = createActivationActivities({ kubeConfig: s.kc, systemNamespace: s.systemNs, log: () => undefined });
+
+  // The same status written again: no transition, no Event.
+  await activities.writeActivationStatus(ref, report);
+  expect(reasons(await describe_('va', 'rep-to-1'))).toEqual(reasons(before));
+
+  // A crash after the Events but before the status write: the retried activity finds the status
+  // of before (here another final phase, which the watcher leaves alone) and records the
+  // transition again; it is the same Event, counted twice.
+  await s.objects.patchStatus('VectorActivation', s.ns, 'rep-to-1', { phase: 'Cancelled', reason: 'Cancelled' });
+  await activities.writeActivationStatus(ref, report);
+  const after = await pollUntil(async () => {
+    const rows = await describe_('va', 'rep-to-1');
+    return rows.find((r) => r.reason === 'Skipped')?.age.includes('(x2 over') ? rows : undefined;
+  }, 10_000, 'the Skipped Event counted twice');
+  expect(reasons(after)).toEqual(['Started', 'Waiting', 'Skipped']);
+  expect((await s.objects.get('VectorActivation', s.ns, 'rep-to-1'))?.status.phase).toBe('Skipped');
+  const list = await s.kc.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace: s.ns, fieldSelector: `regarding.uid=${ref.uid},reason=Skipped` });
+  expect(list.items.map((e) => e.series?.count)).toEqual([2]);
+});

@@ -35,7 +35,8 @@ async function stageHolder({ leases }: CoreDeps, namespace: string, stage: strin
   }
 }
 
-export function activationStatusActivities(deps: CoreDeps) {
+/** coreBuildId: the build of this worker, recorded in the status so one can tell which build ran an activation. */
+export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string) {
   const { objects, event } = deps;
   return {
     /** The VectorActivation, or undefined when it is gone (or re-created under a new uid). */
@@ -68,7 +69,12 @@ export function activationStatusActivities(deps: CoreDeps) {
       await recordEvents(event, ref.namespace, activationEvents(facts, before, report), { [`VectorActivation/${ref.name}`]: ref.uid });
       let conditions: Condition[] = va.status?.conditions ?? [];
       for (const c of activationConditions(report.phase, report.reason, report.message)) conditions = setCondition(conditions, c, va.metadata.generation);
-      const written = await objects.patchStatus('VectorActivation', ref.namespace, ref.name, { ...activationStatus(report), observedGeneration: va.metadata.generation, conditions });
+      const written = await objects.patchStatus('VectorActivation', ref.namespace, ref.name, {
+        ...activationStatus(report),
+        observedGeneration: va.metadata.generation,
+        conditions,
+        ...(coreBuildId ? { coreBuildId } : {}),
+      });
       if (written) recordActivationPhase(va, report.phase, reasonOf(report.reason));
       return written;
     },

@@ -5,6 +5,7 @@
 import type { k8s } from '../k8s/client.js';
 import type { LogFn } from '../telemetry/log.js';
 import { activationStatusActivities } from './activation-status.js';
+import { breakerActivities } from './breaker.js';
 import { coreDeps } from './deps.js';
 import { executionActivities } from './executions.js';
 import { failFastOnPermanentErrors } from './k8s-errors.js';
@@ -17,17 +18,20 @@ export interface CoreActivityOptions {
   kubeConfig: k8s.KubeConfig;
   systemNamespace: string;
   log?: LogFn;
+  /** The worker's build (Worker Versioning): written into every VectorActivation status it writes. */
+  coreBuildId?: string;
 }
 
-export function createActivationActivities({ kubeConfig, systemNamespace, log }: CoreActivityOptions) {
+export function createActivationActivities({ kubeConfig, systemNamespace, log, coreBuildId }: CoreActivityOptions) {
   const deps = coreDeps(kubeConfig, systemNamespace, log);
   return failFastOnPermanentErrors({
-    ...activationStatusActivities(deps),
+    ...activationStatusActivities(deps, coreBuildId),
     ...planActivities(deps),
     ...usageActivities(deps),
     ...executionActivities(deps),
     ...stageVersionActivities(deps),
     ...leaseActivities(deps),
+    ...breakerActivities(deps),
   });
 }
 
@@ -35,3 +39,4 @@ export type ActivationActivities = ReturnType<typeof createActivationActivities>
 export type { PlannedTask, ResolvedPlan } from './plan.js';
 export type { LoadedActivation } from './activation-status.js';
 export type { StageState } from './stage-versions.js';
+export type { Admission } from './breaker.js';

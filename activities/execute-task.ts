@@ -7,7 +7,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { apiStatus, type k8s } from '../k8s/client.js';
 import { apiError } from '../executors/routes.js';
 import { ExecutorError, type Executor, type ExecutorContext, type TaskInput, type TaskResult } from '../executors/types.js';
-import { setCircuitBreakerState, timeExecutorTask } from '../telemetry/metrics.js';
+import { timeExecutorTask } from '../telemetry/metrics.js';
 
 const HEARTBEAT_MS = 1_000;
 
@@ -47,8 +47,6 @@ export function taskErrorType(failure: unknown, cancelled: boolean): string {
 }
 
 export function createExecutorActivities(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
-  // Issue 10's breaker sets it; until then tasks always run.
-  setCircuitBreakerState(executor.type, 'closed');
   const run = runTask(executor, kubeConfig);
   return {
     /** One attempt, timed and its failure counted by type (docs/observability.md). */

@@ -47,6 +47,14 @@ export const controllerStatusStatus = statusOf(controllerStatusPhases, {
   activeController: activeController
     .optional()
     .describe('The replica that leads this role and shard, written by that replica while it leads; absent without leader election.'),
+  serving: z
+    .object({
+      identity: z.string().min(1).max(253).describe('The leader that serves them (its Lease holderIdentity).'),
+      generation: z.number().int().min(0).describe('metadata.generation of the ShardingConfig it applied (0: none exists).'),
+      namespaces: z.array(z.string().max(63)).max(20000).describe('The namespaces it serves (or may start serving) right now.'),
+    })
+    .optional()
+    .describe('Sharded processes only (KONFIDENCE_SHARD): what this shard serves; a shard drops a namespace before it is removed here and adds it here before it starts (worker/shards.ts).'),
 });
 
 export const ControllerStatus = defineKind({

@@ -11,11 +11,15 @@ export * from './activation-execution.js';
 export * from './activation-task-registration.js';
 export * from './activation-execution-plan.js';
 export * from './controller-status.js';
+export * from './circuit-breaker.js';
+export * from './sharding-config.js';
 
 import { ActivationExecution } from './activation-execution.js';
 import { ActivationExecutionPlan } from './activation-execution-plan.js';
 import { ActivationTaskRegistration } from './activation-task-registration.js';
+import { CircuitBreaker } from './circuit-breaker.js';
 import { ControllerStatus } from './controller-status.js';
+import { ShardingConfig } from './sharding-config.js';
 import type { KindDefinition } from './kind.js';
 import { Stage } from './stage.js';
 import { StageVersion } from './stage-version.js';
@@ -32,6 +36,8 @@ export const allKinds: readonly KindDefinition[] = [
   Stage,
   StageVersion,
   ControllerStatus,
+  ShardingConfig,
+  CircuitBreaker,
 ];
 export * from "./crd.js";
 export * from "./conditions.js";

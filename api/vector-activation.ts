@@ -67,6 +67,7 @@ export const vectorActivationStatus = statusOf(vectorActivationPhases, {
   firstError: z.string().max(MAX_MESSAGE).optional().describe('The first error of this activation, kept across retries.'),
   startTime: timestamp.optional(),
   completionTime: timestamp.optional(),
+  coreBuildId: z.string().max(64).optional().describe('Build id of the core worker that last wrote this status (Worker Versioning); absent when unversioned.'),
   steps: z.array(stepProgress).max(MAX_STATUS_STEPS).optional(),
   requests: z
     .array(handledRequest)

@@ -37,6 +37,11 @@ export interface StageControllerOptions {
    * every namespace (docs/ha.md).
    */
   leadership?: Leadership;
+  /**
+   * Sharded (KONFIDENCE_SHARD, worker/shards.ts): watches only in `namespaces` (none at first;
+   * setNamespaces changes them) and passes only in the namespaces the shard serves (serve/drop).
+   */
+  sharded?: boolean;
 }
 
 /** What a pass reads of an object; for Stages and usages only what others write (not status). */
@@ -62,6 +67,12 @@ function relevantState(o: CustomObject): string {
 export class StageController {
   private readonly objects: CustomObjects;
   private readonly watches: AbortController[] = [];
+  /** The namespaces watched (undefined: all) and, sharded, their watches and those served. */
+  private readonly namespaces?: Set<string>;
+  private readonly namespaceWatches = new Map<string, AbortController[]>();
+  private readonly serving = new Set<string>();
+  /** The pass running now: a drop of its namespace waits for it. */
+  private current?: { ns: string; done: Promise<void> };
   private readonly dirty = new Set<string>();
   private readonly seen = new Map<string, string>();
   private stopped = false;
@@ -80,6 +91,60 @@ export class StageController {
     this.objects = new CustomObjects(this.gate.kubeConfig(o.kubeConfig));
     this.log = o.log ?? componentLogger('stage-controller').fn();
     this.event = eventRecorder(this.gate.kubeConfig(o.kubeConfig), this.log);
+    if (o.namespaces || o.sharded) this.namespaces = new Set(o.namespaces ?? []);
+  }
+
+  /** Sharded: watches exactly these namespaces. */
+  async setNamespaces(namespaces: ReadonlySet<string>): Promise<void> {
+    for (const [ns, watches] of [...this.namespaceWatches]) {
+      if (namespaces.has(ns)) continue;
+      this.namespaceWatches.delete(ns);
+      this.namespaces!.delete(ns);
+      watches.forEach((w) => w.abort());
+    }
+    const added = [...namespaces].filter((ns) => !this.namespaceWatches.has(ns));
+    for (const ns of added) {
+      this.namespaces!.add(ns);
+      this.namespaceWatches.set(ns, []);
+    }
+    // A few namespaces at a time: one watch after the other, 200 namespaces took seconds.
+    for (let i = 0; i < added.length && !this.stopped; i += 16) {
+      await Promise.all(added.slice(i, i + 16).flatMap((ns) => KINDS.map((plural) => this.watchPathWhile(`/apis/${GROUP}/${VERSION}/namespaces/${ns}/${plural}`, ns))));
+    }
+  }
+
+  /** Sharded: passes run in these namespaces from now on, each at once. */
+  serve(namespaces: readonly string[]): void {
+    for (const ns of namespaces) {
+      this.serving.add(ns);
+      this.enqueue(ns);
+    }
+  }
+
+  /** Sharded: no pass starts in these namespaces any more; resolves once a pass running in one is done. */
+  async drop(namespaces: readonly string[]): Promise<void> {
+    for (const ns of namespaces) this.serving.delete(ns);
+    const current = this.current;
+    if (current && namespaces.includes(current.ns)) await current.done;
+  }
+
+  /** A watch of one namespace's path, started again after a break while the namespace is watched. */
+  private async watchPathWhile(path: string, ns: string): Promise<void> {
+    const restart = () => {
+      if (this.stopped || !this.namespaceWatches.has(ns)) return;
+      setTimeout(() => void this.watchPathWhile(path, ns), 1_000);
+    };
+    try {
+      const controller = await new k8s.Watch(this.o.kubeConfig).watch(path, {}, (type: string, o: CustomObject) => this.observe(type, o), () => {
+        if (this.namespaceWatches.has(ns)) this.enqueue(ns);
+        restart();
+      });
+      const list = this.namespaceWatches.get(ns);
+      if (list) list.push(controller);
+      else controller.abort(); // dropped meanwhile
+    } catch {
+      restart();
+    }
   }
 
   /** True once every watch has started (readiness). */
@@ -90,7 +155,8 @@ export class StageController {
 
   async start(): Promise<void> {
     this.startedAt = Date.now();
-    for (const plural of KINDS) await this.watch(plural);
+    if (this.o.sharded) await this.setNamespaces(new Set(this.o.namespaces ?? []));
+    else for (const plural of KINDS) await this.watch(plural);
     this.synced = true;
     this.timer = setInterval(() => void this.resyncAll(), RESYNC_MS);
     this.gate.start((identity) => {
@@ -107,7 +173,7 @@ export class StageController {
     this.stopped = true;
     clearInterval(this.timer);
     this.gate.stop();
-    for (const w of this.watches) w.abort();
+    for (const w of [...this.watches, ...[...this.namespaceWatches.values()].flat()]) w.abort();
     this.wake();
     await this.loop;
   }
@@ -129,7 +195,7 @@ export class StageController {
 
   /** Marks a namespace for a pass (tests and other components may call it too). */
   enqueue(namespace: string): void {
-    if (this.o.namespaces && !this.o.namespaces.includes(namespace)) return;
+    if (this.namespaces && !this.namespaces.has(namespace)) return;
     this.dirty.add(namespace);
     this.wake();
   }
@@ -137,7 +203,7 @@ export class StageController {
   /** Never throws: an apiserver that does not answer now is asked again at the next resync. */
   private async resyncAll(): Promise<void> {
     try {
-      const namespaces = this.o.namespaces ?? (await this.objects.listAllNamespaces('Stage')).map((s) => s.metadata.namespace!);
+      const namespaces = this.namespaces ? [...this.namespaces] : (await this.objects.listAllNamespaces('Stage')).map((s) => s.metadata.namespace!);
       for (const ns of new Set(namespaces)) this.enqueue(ns);
     } catch (err) {
       this.log(`resync: ${apiMessage(err)}`, { level: 'warn' });
@@ -178,14 +244,16 @@ export class StageController {
 
   private async run(): Promise<void> {
     while (!this.stopped) {
-      const next = this.dirty.values().next();
+      // Sharded: a namespace the shard does not serve (yet) waits in the dirty set.
+      const ns = this.o.sharded ? [...this.dirty].find((n) => this.serving.has(n)) : this.dirty.values().next().value;
       // A standby keeps its dirty set (the watches run) and waits to be woken as leader.
-      if (next.done || !this.gate.acting()) {
+      if (ns === undefined || !this.gate.acting()) {
         await new Promise<void>((resolve) => (this.wake = resolve));
         continue;
       }
-      const ns = next.value;
       this.dirty.delete(ns);
+      let done: () => void = () => undefined;
+      this.current = { ns, done: new Promise<void>((resolve) => (done = resolve)) };
       try {
         if (await this.reconcile(ns)) this.dirty.add(ns);
       } catch (err) {
@@ -195,6 +263,9 @@ export class StageController {
         }
         this.log(`namespace ${ns}: ${apiMessage(err)}`, { level: 'warn', namespace: ns });
         setTimeout(() => this.enqueue(ns), 1_000);
+      } finally {
+        this.current = undefined;
+        done();
       }
     }
   }

@@ -92,7 +92,11 @@ export function activationEvents(a: ActivationFacts, before: StatusView, after: 
   if (after.phase === 'Pending' && after.reason === 'Validating' && newAttempt) {
     out.push(ev('Normal', 'Started', 'Start', `activating StageVersion ${a.stageVersion} on Stage ${a.stage}${attemptNote(attempt)}`));
   }
-  if (after.phase === 'Waiting' && before.phase !== 'Waiting') {
+  // Held back by a CircuitBreaker (docs/scale.md): its message says which and until when.
+  const breaker = after.reason === 'CircuitOpen' || after.reason === 'RateLimited';
+  if (breaker && (before.phase !== after.phase || before.reason !== after.reason)) {
+    out.push(ev('Normal', after.reason, 'WaitForBreaker', `${after.message}${attemptNote(attempt)}`));
+  } else if (after.phase === 'Waiting' && before.phase !== 'Waiting' && !breaker) {
     const holder = a.holder ? `held by ${a.holder}` : 'nobody holds it now';
     out.push(ev('Normal', 'Waiting', 'WaitForStage', `queued for Stage ${a.stage} (${holder})${attemptNote(attempt)}`));
   }

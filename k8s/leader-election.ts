@@ -30,6 +30,11 @@ export function standalone(identity: string): Leadership {
 /** The Lease of each elected role, in the system namespace. */
 export const LEASE_NAMES = { watcher: 'konfidence-watcher', 'stage-controller': 'konfidence-stage-controller' } as const;
 
+/** The Lease of a role's shard (KONFIDENCE_SHARD): `<role lease>-<shard>`; unsharded, the role's. */
+export function leaseName(role: keyof typeof LEASE_NAMES, shard?: string): string {
+  return shard ? `${LEASE_NAMES[role]}-${shard}` : LEASE_NAMES[role];
+}
+
 export interface LeaderElectorOptions {
   kubeConfig: k8s.KubeConfig;
   namespace: string;

@@ -70,12 +70,12 @@ const eventLag = new Histogram({
   registers: [registry],
 });
 
-/** Circuit breaker states as numbers, so a dashboard can graph them (set by issue 10's breaker). */
+/** Circuit breaker states as numbers, so a dashboard can graph them (CircuitBreaker, docs/scale.md). */
 export const BREAKER_STATES = { closed: 0, 'half-open': 1, open: 2 } as const;
 const breaker = new Gauge({
   name: 'konfidence_circuit_breaker_state',
-  help: 'Circuit breaker per executor type: 0 closed (tasks run), 1 half-open (a trial task runs), 2 open (tasks are refused).',
-  labelNames: ['executor'] as const,
+  help: 'CircuitBreaker state: 0 closed (activations run), 2 open (new activations wait); 1 (half-open) is reserved.',
+  labelNames: ['breaker', 'scope'] as const,
   registers: [registry],
 });
 
@@ -147,8 +147,9 @@ export function observeEventLag(component: string, kind: string, o: WatchedObjec
   eventLag.observe({ component, kind }, Math.max(0, (now - changed) / 1000));
 }
 
-export function setCircuitBreakerState(executor: string, state: keyof typeof BREAKER_STATES): void {
-  breaker.set({ executor }, BREAKER_STATES[state]);
+/** Set by whoever writes or reads a breaker's status; `scope` is its namespace or "all". */
+export function setCircuitBreakerState(breakerName: string, scope: string, state: keyof typeof BREAKER_STATES): void {
+  breaker.set({ breaker: breakerName, scope }, BREAKER_STATES[state]);
 }
 
 export const metricsContentType = registry.contentType;

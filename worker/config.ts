@@ -19,6 +19,17 @@ const configSchema = z.object({
   KONFIDENCE_WATCH_NAMESPACES: z.string().optional(),
   /** Appended to every task queue name: separate installations (or tests) on one Temporal namespace. */
   KONFIDENCE_QUEUE_SUFFIX: z.string().default(''),
+  /**
+   * Set: the core worker joins the Worker Deployment konfidence-core<suffix> as this build
+   * (Temporal Worker Versioning, docs/scale.md); unset: an unversioned worker, as before.
+   */
+  KONFIDENCE_BUILD_ID: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, ".", "_" or "-", at most 64').optional(),
+  /**
+   * Set: this watcher / Stage controller serves only this shard's namespaces (ShardingConfig
+   * `default` in the system namespace, docs/scale.md) and elects its leader on the shard's Lease
+   * (election is then always on). Unset: every namespace, as before.
+   */
+  KONFIDENCE_SHARD: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'a DNS label').max(40).optional(),
   /** true: the watcher and the Stage controller elect a leader per role on a Lease (docs/ha.md); false: standalone. */
   KONFIDENCE_LEADER_ELECTION: flag,
   /** This replica's identity in the Leases (and its Temporal client identity when electing); default hostname-pid. */

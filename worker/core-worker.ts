@@ -10,6 +10,7 @@ import { createControlPlaneActivities } from '../activities/control-plane.js';
 import { createLockActivities } from '../activities/lock.js';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';
 import type { k8s } from '../k8s/client.js';
+import { coreDeploymentName } from '../decisions/rollout.js';
 import { CORE_TASK_QUEUE } from '../shared/task-queues.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -24,10 +25,19 @@ export interface CoreWorkerOptions {
   taskQueue?: string;
   /** A prebuilt bundle (tests build one and share it); default: bundle workflowsPath. */
   workflowBundle?: WorkerOptions['workflowBundle'];
+  /**
+   * Set: this worker is build `buildId` of the Worker Deployment konfidence-core<suffix> (Worker
+   * Versioning, docs/scale.md): activation workflows stay on the build that started them, the Stage
+   * locks follow the current version. Unset: unversioned, every worker takes every task.
+   */
+  buildId?: string;
+  /** Appended to the deployment name like to the task queues; default: what taskQueue adds to konfidence-core. */
+  queueSuffix?: string;
 }
 
 export function createCoreWorker(options: CoreWorkerOptions): Promise<Worker> {
   const taskQueue = options.taskQueue ?? CORE_TASK_QUEUE;
+  const suffix = options.queueSuffix ?? (taskQueue.startsWith(CORE_TASK_QUEUE) ? taskQueue.slice(CORE_TASK_QUEUE.length) : '');
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,
@@ -37,9 +47,23 @@ export function createCoreWorker(options: CoreWorkerOptions): Promise<Worker> {
     // default 30 s termination grace period.
     shutdownGraceTime: '25 seconds',
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
+    ...(options.buildId
+      ? {
+          workerDeploymentOptions: {
+            version: { deploymentName: coreDeploymentName(suffix), buildId: options.buildId },
+            useWorkerVersioning: true,
+            // What a workflow without its own declaration gets: it finishes on the code that began it.
+            defaultVersioningBehavior: 'PINNED',
+          },
+        }
+      : {}),
     activities: {
       ...createControlPlaneActivities(options.kubeConfig),
-      ...createActivationActivities({ kubeConfig: options.kubeConfig, systemNamespace: options.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE }),
+      ...createActivationActivities({
+        kubeConfig: options.kubeConfig,
+        systemNamespace: options.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE,
+        ...(options.buildId ? { coreBuildId: options.buildId } : {}),
+      }),
       ...createLockActivities(options.client, taskQueue),
     },
   });

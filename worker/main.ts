@@ -7,9 +7,9 @@
  *   tsx worker/main.ts all             everything in one process
  * Configuration: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_UI_URL, KUBECONFIG (or the
  * in-cluster service account), KONFIDENCE_SYSTEM_NAMESPACE, KONFIDENCE_WATCH_NAMESPACES (comma list),
- * KONFIDENCE_QUEUE_SUFFIX; high availability (docs/ha.md): KONFIDENCE_LEADER_ELECTION, KONFIDENCE_IDENTITY,
+ * KONFIDENCE_QUEUE_SUFFIX, KONFIDENCE_BUILD_ID (core: Worker Versioning, docs/scale.md); high availability (docs/ha.md): KONFIDENCE_LEADER_ELECTION, KONFIDENCE_IDENTITY,
  * KONFIDENCE_LEASE_DURATION_MS, KONFIDENCE_RENEW_DEADLINE_MS, KONFIDENCE_RETRY_PERIOD_MS,
- * KONFIDENCE_HEALTH_PORT, KONFIDENCE_LOG_WRITES.
+ * KONFIDENCE_HEALTH_PORT, KONFIDENCE_LOG_WRITES; shards (docs/scale.md): KONFIDENCE_SHARD.
  * Telemetry (docs/observability.md): KONFIDENCE_LOG_LEVEL (trace, debug, info, warn, error; default
  * info), KONFIDENCE_LOG_FORMAT (json, text; default json unless stdout is a terminal),
  * KONFIDENCE_SDK_METRICS_ADDRESS (the Temporal SDK's exporter; default a free loopback port);
@@ -20,7 +20,8 @@ import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { executorFor } from '../executors/index.js';
 import { k8s, loadKubeConfig } from '../k8s/client.js';
-import { fenceWrites, LEASE_NAMES, LeaderElector, type Leadership } from '../k8s/leader-election.js';
+import { fenceWrites, LEASE_NAMES, leaseName, LeaderElector, type Leadership } from '../k8s/leader-election.js';
+import { ShardMembership, type ShardedComponent } from './shards.js';
 import { CORE_TASK_QUEUE, executorTaskQueue } from '../shared/task-queues.js';
 import { loadConfig } from './config.js';
 import { createCoreWorker } from './core-worker.js';
@@ -43,7 +44,9 @@ const log = componentLogger('main', { role });
 const { sdkMetricsUrl } = await installTemporalRuntime(logger(), config.KONFIDENCE_SDK_METRICS_ADDRESS);
 enableProcessMetrics();
 const identity = config.KONFIDENCE_IDENTITY ?? `${hostname()}-${process.pid}`;
-const electing = config.KONFIDENCE_LEADER_ELECTION;
+// A shard elects its leader always: its Lease is how the other shards know it is alive (docs/scale.md).
+const shard = config.KONFIDENCE_SHARD;
+const electing = config.KONFIDENCE_LEADER_ELECTION || shard !== undefined;
 // A plain line, not a record: people and tests grep the write trace by its "[write] IDENTITY " prefix.
 const logWrite = config.KONFIDENCE_LOG_WRITES ? (what: string) => logger().line(`[write] ${identity} ${what}`) : undefined;
 /** For the elector and readiness: never fenced, never in the write log. */
@@ -86,7 +89,7 @@ function electorFor(elected: keyof typeof LEASE_NAMES): LeaderElector | undefine
   const elector = new LeaderElector({
     kubeConfig: baseKubeConfig,
     namespace: config.KONFIDENCE_SYSTEM_NAMESPACE,
-    name: LEASE_NAMES[elected],
+    name: leaseName(elected, shard),
     identity,
     leaseDurationMs: config.KONFIDENCE_LEASE_DURATION_MS,
     renewDeadlineMs: config.KONFIDENCE_RENEW_DEADLINE_MS,
@@ -99,6 +102,7 @@ function electorFor(elected: keyof typeof LEASE_NAMES): LeaderElector | undefine
       kubeConfig: baseKubeConfig,
       systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE,
       role: elected,
+      ...(shard ? { shard } : {}),
       leadership: elector,
       endpoint: endpointFromEnv(),
       version: versionFromEnv(),
@@ -108,6 +112,26 @@ function electorFor(elected: keyof typeof LEASE_NAMES): LeaderElector | undefine
   return elector;
 }
 const leadershipOf = (e: LeaderElector | undefined): { leadership?: Leadership } => (e ? { leadership: e } : {});
+
+/** Sharded (KONFIDENCE_SHARD): the shell that gives the component its shard's namespaces (worker/shards.ts). */
+const memberships: ShardMembership[] = [];
+async function joinShard(elected: keyof typeof LEASE_NAMES, component: ShardedComponent, elector: LeaderElector | undefined): Promise<void> {
+  if (!shard || !elector) return;
+  const membership = new ShardMembership({
+    kubeConfig: baseKubeConfig,
+    systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE,
+    role: elected,
+    shard,
+    leadership: elector,
+    leaseDurationMs: config.KONFIDENCE_LEASE_DURATION_MS,
+    intervalMs: Math.min(1_000, config.KONFIDENCE_RETRY_PERIOD_MS),
+    component,
+    log: componentLogger('shard', { role: elected, shard }).fn(),
+  });
+  memberships.push(membership);
+  checks.push({ name: `shard-${elected}`, check: () => assertSynced(membership.isSynced(), 'the shard (namespaces, ShardingConfig)') });
+  await membership.start();
+}
 
 // Readiness: Temporal and the apiserver answer, and the caches of this role synced (a standby is ready).
 const checks: ReadinessCheck[] = [
@@ -139,12 +163,20 @@ let worker: Worker | undefined;
 let started = false;
 checks.push({ name: 'started', check: () => assertSynced(started, 'the components of this role') });
 if (role === 'core') {
-  worker = await createCoreWorker({ ...common, client, systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE, taskQueue: CORE_TASK_QUEUE + suffix });
+  worker = await createCoreWorker({
+    ...common,
+    client,
+    systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE,
+    taskQueue: CORE_TASK_QUEUE + suffix,
+    queueSuffix: suffix,
+    ...(config.KONFIDENCE_BUILD_ID ? { buildId: config.KONFIDENCE_BUILD_ID } : {}),
+  });
 } else if (role === 'executor') {
   const executor = type ? executorFor(type) : undefined;
   if (!executor) throw new Error(`usage: worker/main.ts executor TYPE; unknown type ${type ?? '(none)'}`);
   worker = await createExecutorWorker({ ...common, executor, taskQueue: executorTaskQueue(executor.type) + suffix });
 } else if (role === 'watcher') {
+  const elector = electorFor('watcher');
   const watcher = new ActivationWatcher({
     kubeConfig,
     client,
@@ -152,32 +184,41 @@ if (role === 'core') {
     ...(suffix ? { queueSuffix: suffix } : {}),
     ...(namespaces ? { namespaces } : {}),
     ...(config.TEMPORAL_UI_URL ? { uiUrl: config.TEMPORAL_UI_URL } : {}),
-    ...leadershipOf(electorFor('watcher')),
+    systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE,
+    ...(shard ? { sharded: true } : {}),
+    ...leadershipOf(elector),
   });
   checks.push({ name: 'watcher', check: () => assertSynced(watcher.isSynced(), 'the VectorActivation informers') });
   const stopping = signalled();
   await watcher.start();
+  await joinShard('watcher', watcher, elector);
   started = true;
   electors.forEach((e) => e.start()); // only once the caches are warm
   await stopping;
+  await Promise.all(memberships.map((m) => m.stop()));
   await watcher.stop();
   await stopElectors();
 } else if (role === 'stage-controller') {
+  const elector = electorFor('stage-controller');
   const controller = new StageController({
     kubeConfig,
     systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE,
     ...(namespaces ? { namespaces } : {}),
-    ...leadershipOf(electorFor('stage-controller')),
+    ...(shard ? { sharded: true } : {}),
+    ...leadershipOf(elector),
   });
   checks.push({ name: 'stageController', check: () => assertSynced(controller.isSynced(), 'the Stage controller watches') });
   const stopping = signalled();
   await controller.start();
+  await joinShard('stage-controller', controller, elector);
   started = true;
   electors.forEach((e) => e.start());
   await stopping;
+  await Promise.all(memberships.map((m) => m.stop()));
   await controller.stop();
   await stopElectors();
 } else if (role === 'all') {
+  if (shard) throw new Error('KONFIDENCE_SHARD: run the watcher and the stage-controller of a shard as their own processes (worker/main.ts watcher, stage-controller), not as part of "all"');
   const system = await startSystem({
     temporalAddress: config.TEMPORAL_ADDRESS,
     temporalNamespace: config.TEMPORAL_NAMESPACE,

@@ -29,6 +29,8 @@ import {
 } from '../shared/activation.js';
 import { vectorActivation, type ActivationOptions } from '../workflows/activation.js';
 import { componentLogger, type LogFn } from '../telemetry/log.js';
+import { pinnedVersion } from '../decisions/rollout.js';
+import { readCoreRollout } from './core-rollout.js';
 import { addWaitingSource, observeEventLag } from '../telemetry/metrics.js';
 
 export interface WatcherOptions {
@@ -51,9 +53,16 @@ export interface WatcherOptions {
    * leader decides again for every cached object (docs/ha.md).
    */
   leadership?: Leadership;
+  /**
+   * Sharded (KONFIDENCE_SHARD, worker/shards.ts): informers only in `namespaces` (none at first;
+   * setNamespaces changes them) and it acts only in the namespaces the shard serves (serve/drop).
+   */
+  sharded?: boolean;
 }
 
 const RESTART_DELAY_MS = 1_000;
+/** Sharded: how many namespaces' informers list at once when a shard gains namespaces. */
+const LIST_PARALLEL = 16;
 /** How often a replica looks whether it became leader (isLeader() is a local computation). */
 /** Deletions a standby saw are handed to the workflows when it takes over, if this recent. */
 const STANDBY_DELETIONS_KEPT_MS = 5 * 60_000;
@@ -64,7 +73,12 @@ type Watched = k8s.KubernetesObject & {
 };
 
 export class ActivationWatcher {
-  private readonly informers: k8s.Informer<Watched>[] = [];
+  /** Per watched namespace ('' for all namespaces). */
+  private readonly informers = new Map<string, k8s.Informer<Watched>>();
+  /** Sharded: the namespaces this watcher acts in; writes in flight per namespace, which a drop waits for. */
+  private readonly serving = new Set<string>();
+  private readonly pending = new Map<string, Set<Promise<unknown>>>();
+  private startedAt = Date.now();
   /** The latest of every watched object, by uid: what the periodic check walks. */
   private readonly cache = new Map<string, Watched>();
   /** Workflow ids known to run: a repeated event costs no Temporal call. */
@@ -99,8 +113,16 @@ export class ActivationWatcher {
     if (this.stopped) return;
     this.log(`${identity} leads: deciding again for ${this.cache.size} cached VectorActivations`);
     this.running.clear();
+    this.handDeletionsOver();
+    for (const o of this.cache.values()) void this.reconcile(o);
+    void this.checkUnfinished();
+  }
+
+  /** Deletions seen while not acting, in the namespaces it acts in now, go to their workflows. */
+  private handDeletionsOver(): void {
     const now = Date.now();
     for (const [workflowId, at] of this.standbyDeletions) {
+      if (this.o.sharded && !this.serving.has(workflowId.split('/')[1]!)) continue;
       this.standbyDeletions.delete(workflowId);
       if (now - at > STANDBY_DELETIONS_KEPT_MS) continue;
       void this.o.client.workflow
@@ -108,45 +130,92 @@ export class ActivationWatcher {
         .signal(cancelSignal, { token: 'deleted', reason: 'the VectorActivation was deleted', deleted: true })
         .catch(() => undefined);
     }
-    for (const o of this.cache.values()) void this.reconcile(o);
-    void this.checkUnfinished();
   }
 
   async start(): Promise<void> {
-    const startedAt = Date.now();
-    const api = this.o.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
-    for (const namespace of this.o.namespaces ?? [undefined]) {
-      const path = namespace ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/vectoractivations` : `/apis/${GROUP}/${VERSION}/vectoractivations`;
-      // The informer's start() resolves even when its list is refused (a 403): readiness follows
-      // whether the last list of every path succeeded.
-      const list = async () => {
-        try {
-          const listed = (await (namespace
-            ? api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'vectoractivations' })
-            : api.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, plural: 'vectoractivations' }))) as k8s.KubernetesListObject<Watched>;
-          this.listed.set(path, true);
-          return listed;
-        } catch (err) {
-          this.listed.set(path, false);
-          throw err;
-        }
-      };
-      const informer = k8s.makeInformer<Watched>(this.o.kubeConfig, path, list);
-      informer.on('add', (o) => this.observe(o, startedAt));
-      informer.on('update', (o) => this.observe(o, startedAt));
-      informer.on('delete', (o) => void this.deleted(o));
-      informer.on('error', (err) => {
-        if (this.stopped) return;
-        this.log(`watch of ${path} broke (${apiMessage(err)}); re-listing`, { level: 'warn', ...(namespace ? { namespace } : {}) });
-        setTimeout(() => !this.stopped && void informer.start().catch(() => undefined), RESTART_DELAY_MS);
-      });
-      this.informers.push(informer);
-      await informer.start();
-    }
+    this.startedAt = Date.now();
+    const initial = this.o.sharded ? (this.o.namespaces ?? []) : (this.o.namespaces ?? [undefined]);
+    for (const namespace of initial) await this.watchNamespace(namespace);
     this.synced = true;
     this.removeWaitingSource = addWaitingSource(() => this.waiting());
     this.timer = setInterval(() => void this.checkUnfinished(), this.o.checkIntervalMs ?? 30_000);
     this.gate.start((identity) => this.tookOver(identity));
+  }
+
+  /** Lists and watches one namespace (undefined: all). */
+  private async watchNamespace(namespace: string | undefined): Promise<void> {
+    const api = this.o.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+    const path = namespace ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/vectoractivations` : `/apis/${GROUP}/${VERSION}/vectoractivations`;
+    // The informer's start() resolves even when its list is refused (a 403): readiness follows
+    // whether the last list of every path succeeded.
+    const list = async () => {
+      try {
+        const listed = (await (namespace
+          ? api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'vectoractivations' })
+          : api.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, plural: 'vectoractivations' }))) as k8s.KubernetesListObject<Watched>;
+        this.listed.set(path, true);
+        return listed;
+      } catch (err) {
+        this.listed.set(path, false);
+        throw err;
+      }
+    };
+    const informer = k8s.makeInformer<Watched>(this.o.kubeConfig, path, list);
+    informer.on('add', (o) => this.observe(o, this.startedAt));
+    informer.on('update', (o) => this.observe(o, this.startedAt));
+    informer.on('delete', (o) => void this.deleted(o));
+    informer.on('error', (err) => {
+      if (this.stopped || this.informers.get(namespace ?? '') !== informer) return;
+      this.log(`watch of ${path} broke (${apiMessage(err)}); re-listing`, { level: 'warn', ...(namespace ? { namespace } : {}) });
+      setTimeout(() => !this.stopped && this.informers.get(namespace ?? '') === informer && void informer.start().catch(() => undefined), RESTART_DELAY_MS);
+    });
+    this.informers.set(namespace ?? '', informer);
+    await informer.start();
+  }
+
+  /** Sharded: lists and watches exactly these namespaces; a namespace left is forgotten (its cache too). */
+  async setNamespaces(namespaces: ReadonlySet<string>): Promise<void> {
+    for (const [ns, informer] of [...this.informers]) {
+      if (namespaces.has(ns)) continue;
+      this.informers.delete(ns);
+      this.listed.delete(`/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`);
+      await informer.stop();
+      for (const [uid, o] of this.cache) if (o.metadata?.namespace === ns) this.cache.delete(uid);
+    }
+    // Lists in parallel, a few at a time: one after the other, 200 namespaces took seconds (bench/shards.ts).
+    const added = [...namespaces].filter((ns) => !this.informers.has(ns));
+    for (let i = 0; i < added.length && !this.stopped; i += LIST_PARALLEL) await Promise.all(added.slice(i, i + LIST_PARALLEL).map((ns) => this.watchNamespace(ns)));
+  }
+
+  /** Sharded: acts in these namespaces from now on, deciding again for what it has cached there. */
+  serve(namespaces: readonly string[]): void {
+    for (const ns of namespaces) this.serving.add(ns);
+    const added = new Set(namespaces);
+    if (this.gate.acting()) this.handDeletionsOver();
+    for (const o of this.cache.values()) if (added.has(o.metadata!.namespace!)) void this.reconcile(o);
+  }
+
+  /** Sharded: stops acting in these namespaces; resolves once no write there is in flight. */
+  async drop(namespaces: readonly string[]): Promise<void> {
+    for (const ns of namespaces) this.serving.delete(ns);
+    await Promise.allSettled(namespaces.flatMap((ns) => [...(this.pending.get(ns) ?? [])]));
+    // Whoever serves them next asks Temporal again (a start finds a running workflow by its id).
+    for (const o of this.cache.values()) if (namespaces.includes(o.metadata!.namespace!)) this.running.delete(activationWorkflowId(this.ref(o)));
+  }
+
+  /** Standalone or leader, and (sharded) the shard serves the namespace. */
+  private acting(namespace: string): boolean {
+    return this.gate.acting() && (!this.o.sharded || this.serving.has(namespace));
+  }
+
+  /** Runs a piece of work that may write in a namespace, so a drop can wait for it. */
+  private tracked<T>(namespace: string, work: () => Promise<T>): Promise<T> {
+    const set = this.pending.get(namespace) ?? new Set();
+    this.pending.set(namespace, set);
+    const p = work();
+    set.add(p);
+    void p.finally(() => set.delete(p)).catch(() => undefined);
+    return p;
   }
 
   async stop(): Promise<void> {
@@ -154,7 +223,7 @@ export class ActivationWatcher {
     clearInterval(this.timer);
     this.removeWaitingSource?.();
     this.gate.stop();
-    await Promise.all(this.informers.map((i) => i.stop()));
+    await Promise.all([...this.informers.values()].map((i) => i.stop()));
   }
 
   private ref(o: Watched): ActivationRef {
@@ -182,7 +251,11 @@ export class ActivationWatcher {
 
   /** Acts on what decisions/watcher.ts says for the object; safe to call any number of times. */
   private async reconcile(o: Watched): Promise<void> {
-    if (!this.gate.acting()) return; // a standby only keeps its cache; it decides again when it takes over
+    if (!this.acting(o.metadata!.namespace!)) return; // a standby only keeps its cache; it decides again when it takes over
+    return this.tracked(o.metadata!.namespace!, () => this.reconcileActing(o));
+  }
+
+  private async reconcileActing(o: Watched): Promise<void> {
     const ref = this.ref(o);
     const actions = watcherActions({
       phase: o.status?.phase,
@@ -226,9 +299,14 @@ export class ActivationWatcher {
     return this.answer(ref, 'cancel', action.token, 'Refused', `refused: the activation is ${o.status?.phase} and its workflow has closed; nothing to cancel`);
   }
 
-  private startWorkflow(o: Watched, ref: ActivationRef, extra: Partial<ActivationOptions>, reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE') {
+  private async startWorkflow(o: Watched, ref: ActivationRef, extra: Partial<ActivationOptions>, reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE') {
+    // A canary namespace's activation starts pinned to the canary build (docs/scale.md); read at
+    // every start, so a canary set a moment ago applies to the next activation.
+    const rollout = this.o.systemNamespace ? await readCoreRollout(this.o.kubeConfig, this.o.systemNamespace) : undefined;
+    const pinnedTo = pinnedVersion(rollout, ref.namespace);
     this.gate.fence(`starting the workflow of ${ref.namespace}/${ref.name}`);
     return this.o.client.workflow.start(vectorActivation, {
+      ...(pinnedTo ? { versioningOverride: { pinnedTo } } : {}),
       workflowId: activationWorkflowId(ref),
       taskQueue: this.o.taskQueue,
       args: [
@@ -266,8 +344,8 @@ export class ActivationWatcher {
     for (const o of this.cache.values()) {
       if (this.stopped || !this.gate.acting()) return;
       const phase = o.status?.phase;
-      if (o.metadata?.deletionTimestamp || isFinal(phase)) continue;
-      await this.checkClosed(o, this.ref(o)).catch((err: unknown) => err instanceof NotLeaderError || this.log(`check of ${o.metadata?.namespace}/${o.metadata?.name}: ${apiMessage(err)}`, { level: 'warn', ...this.about(o) }));
+      if (o.metadata?.deletionTimestamp || isFinal(phase) || !this.acting(o.metadata!.namespace!)) continue;
+      await this.tracked(o.metadata!.namespace!, () => this.checkClosed(o, this.ref(o))).catch((err: unknown) => err instanceof NotLeaderError || this.log(`check of ${o.metadata?.namespace}/${o.metadata?.name}: ${apiMessage(err)}`, { level: 'warn', ...this.about(o) }));
     }
   }
 
@@ -315,7 +393,8 @@ export class ActivationWatcher {
     const workflowId = activationWorkflowId(this.ref(o));
     this.running.delete(workflowId);
     if (['Succeeded', 'Skipped'].includes(o.status?.phase ?? '')) return;
-    if (!this.gate.acting()) {
+    if (!this.acting(o.metadata!.namespace!)) {
+      // A standby, or a shard that does not serve the namespace (yet): whoever serves it next hands it over.
       this.standbyDeletions.set(workflowId, Date.now());
       return;
     }

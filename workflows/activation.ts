@@ -13,6 +13,7 @@ import {
   patched,
   setCurrentDetails,
   setHandler,
+  setWorkflowOptions,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -52,6 +53,7 @@ import { kubeTime as now, temporalWorkflowUrl } from '../shared/format.js';
 import { ACTIVATION_PHASE, K8S_NAMESPACE, STAGE, STAGE_VERSION, VECTOR } from '../shared/search-attributes.js';
 import { k8sActivities as k8s, runTask, type TaskContext } from './activation-tasks.js';
 import { StageAccess } from './stage-access.js';
+import { BREAKER_ASK_AGAIN_SECONDS, passBreakers } from './breaker-gate.js';
 
 /** How long a Failed or Cancelled activation stays open for a retry. */
 const RETRY_WINDOW = '7 days';
@@ -70,6 +72,11 @@ export interface ActivationOptions {
   lockAskAgainSeconds?: number;
 }
 
+/**
+ * Under Worker Versioning an activation runs to its end on the build that started it (docs/scale.md).
+ * Declared only on a versioned worker: an unversioned one must not send a behaviour (the SDK refuses).
+ */
+setWorkflowOptions(() => (workflowInfo().currentDeploymentVersion?.deploymentName ? { versioningBehavior: 'PINNED' } : {}), vectorActivation);
 export async function vectorActivation(ref: ActivationRef, options: ActivationOptions = {}): Promise<ActivationProgress> {
   const info = workflowInfo();
   const holder = holderOf(ref);
@@ -208,6 +215,17 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     if ('error' in toRun) return finish({ phase: 'Failed', reason: 'PlanChanged', message: toRun.error });
     if (progress.steps.length === 0) progress.steps = initialProgress(plan);
 
+    // CircuitBreakers (docs/scale.md): the first routing change of this attempt waits while one is
+    // Open or out of tokens, holding the Stage; later steps ask again only under a rate limit.
+    const breakerWait = Math.min(BREAKER_ASK_AGAIN_SECONDS, options.lockAskAgainSeconds ?? BREAKER_ASK_AGAIN_SECONDS);
+    const cancelled = () => cancelRequested !== undefined;
+    let limited = false;
+    if (toRun.run.length > 0 && patched('circuit-breaker')) {
+      const gate = await passBreakers(ref, progress.attempt, toRun.run[0]!, true, (w) => report('Waiting', w.reason, w.message), cancelled, breakerWait);
+      if (!gate.admitted) return finish({ phase: 'Cancelled', reason: 'Cancelled', message: `cancelled while waiting at a CircuitBreaker${because(cancelRequested?.reason)}` });
+      limited = gate.limited;
+    }
+
     // ADR-0012 step 4 and requirement 4, together: the usage holds it, the mark protects it.
     marked = stage.target.name;
     const [, mark] = await Promise.all([k8s.holdActivationUsage(ref, va!.stage, stage.target.name), k8s.markStageVersion(ref.namespace, stage.target.name, holder)]);
@@ -227,7 +245,15 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       attempt: progress.attempt,
       ...(options.queueSuffix ? { queueSuffix: options.queueSuffix } : {}),
     };
-    for (const i of toRun.run) {
+    for (const [n, i] of toRun.run.entries()) {
+      if (limited && n > 0) {
+        const gate = await passBreakers(ref, progress.attempt, i, false, (w) => report('InProgress', w.reason, w.message), cancelled, breakerWait);
+        if (!gate.admitted) {
+          // Cancelled between steps: what ran is reverted as after a cancelled step.
+          const revert = plan.onFailure === 'Revert' ? await revertSteps(plan, ctx, i) : undefined;
+          return finish(failureEnding({ step: plan.steps[i]!.name, ...(firstError ? { firstError } : {}), cancelled: cancelRequested ?? {}, onFailure: plan.onFailure, ...(revert ? { revert } : {}), progress: progress.steps }));
+        }
+      }
       const ending = await runStep(plan, ctx, i);
       if (ending) return ending;
     }
@@ -295,6 +321,9 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     await CancellationScope.nonCancellable(async () => {
       // A Failed or Cancelled activation keeps its usage: steps left applied may still send traffic to it.
       if (ending.phase === 'Skipped') await k8s.releaseActivationUsage(ref);
+      // A failed attempt counts on the CircuitBreakers before anyone reads Failed; a breaker that
+      // cannot be written must not keep the activation from ending.
+      if (ending.phase === 'Failed' && patched('circuit-breaker')) await k8s.recordActivationFailure(ref, progress.attempt).catch(() => undefined);
       // Whoever reads the final phase finds the StageVersion free to change again and the Lease free.
       await Promise.all([unmark(), access.releaseLease()]);
       // The status write records the Events of the transition (decisions/events.ts). Workflows

@@ -15,6 +15,7 @@ import {
   log,
   proxyActivities,
   setHandler,
+  setWorkflowOptions,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { LockActivities } from '../activities/lock.js';
@@ -61,6 +62,14 @@ export interface StageLockOptions {
 
 type Notice = { to: string; granted: true } | { to: string; granted: false; by: LockRequest };
 
+/**
+ * Under Worker Versioning the lock follows the current build (AUTO_UPGRADE): it lives as long as its
+ * Stage is busy and continues as new, so pinned it would keep an old build alive for ever. Hence its
+ * state (LockState) and its signals must stay compatible across builds: a new build reads what an
+ * old one wrote and answers an old activation's requests (docs/scale.md, "Controller versions").
+ * Declared only on a versioned worker: an unversioned one must not send a behaviour (the SDK refuses).
+ */
+setWorkflowOptions(() => (workflowInfo().currentDeploymentVersion?.deploymentName ? { versioningBehavior: 'AUTO_UPGRADE' } : {}), stageLock);
 export async function stageLock(initial: LockState = { waiting: [] }, options: StageLockOptions = {}): Promise<void> {
   const state: LockState = { holder: initial.holder, waiting: [...initial.waiting] };
   const outbox: Notice[] = [];

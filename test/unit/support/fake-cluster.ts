@@ -272,6 +272,10 @@ export class FakeCluster {
         this.log(`event ${ref.name} ${reason}`);
       },
 
+      // breaker.ts: no CircuitBreaker here (test/circuit-breaker.test.ts runs the real ones)
+      admitActivation: async () => ({ admitted: true, limited: false }),
+      recordActivationFailure: async () => undefined,
+
       // plan.ts
       resolvePlan: async (planName, namespace): Promise<ResolvedPlan> => {
         const sys = this.systemNamespace;

@@ -4,6 +4,7 @@
  * No import of @kubernetes/client-node here: loading it takes seconds, and help and usage errors
  * must answer at once (its ApiException is recognised by shape).
  */
+import { statusMessage } from '../k8s/status-message.js';
 
 export const EXIT = {
   /** Done; for activate --wait: the StageVersion asked for serves the traffic. */
@@ -62,8 +63,7 @@ export function exitCodeOf(err: unknown): ExitCode {
 export function describeError(err: unknown, server: string | undefined): string {
   if (err instanceof CliError) return err.message;
   if (isApiException(err)) {
-    const body = typeof err.body === 'string' ? safeJson(err.body) : err.body;
-    const message = (body as { message?: string } | undefined)?.message ?? `HTTP ${err.code}`;
+    const message = statusMessage(err.body, err.code);
     if (err.code === 401 || err.code === 403) return `the Kubernetes API server refused the call (HTTP ${err.code}): ${message}; check your credentials and RBAC (kubectl auth can-i)`;
     return `the Kubernetes API server answered HTTP ${err.code}: ${message}`;
   }
@@ -72,10 +72,3 @@ export function describeError(err: unknown, server: string | undefined): string 
   return err instanceof Error ? err.message : String(err);
 }
 
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return { message: text };
-  }
-}

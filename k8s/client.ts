@@ -3,6 +3,7 @@
  * workflow code: @kubernetes/client-node does I/O and is not deterministic.
  */
 import * as k8s from '@kubernetes/client-node';
+import { statusMessage } from './status-message.js';
 
 export { k8s };
 
@@ -29,16 +30,8 @@ export function apiStatus(err: unknown): number | undefined {
 /** The apiserver's own message for a failed call (what kubectl would print). */
 export function apiMessage(err: unknown): string {
   if (err instanceof k8s.ApiException) {
-    const body = typeof err.body === 'string' ? safeJson(err.body) : err.body;
-    return (body as { message?: string } | undefined)?.message ?? `HTTP ${err.code}`;
+    return statusMessage(err.body, err.code);
   }
   return err instanceof Error ? err.message : String(err);
 }
 
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return { message: text };
-  }
-}

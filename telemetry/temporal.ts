@@ -4,9 +4,9 @@
  * metrics are served by the SDK's Prometheus exporter on a loopback port that /metrics reads and
  * appends to the project's own (telemetry/metrics.ts). One scrape target per process.
  */
-import { createServer } from 'node:net';
 import type { LogLevel, LogMetadata, Logger as SdkLogger } from '@temporalio/common';
 import { Runtime } from '@temporalio/worker';
+import { freePort } from '../shared/free-port.js';
 import type { Level, LogFields, Logger } from './log.js';
 
 /** The SDK's metadata fields that only add noise to a record (an opaque token, internal ids). */
@@ -49,18 +49,6 @@ export function sdkLogger(base: Logger): SdkLogger {
   };
 }
 
-/** A free loopback port, for the SDK's exporter when no address is configured. */
-export function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 export interface TemporalTelemetry {
   /** Where the SDK's exporter serves its text (read by /metrics). */
   sdkMetricsUrl: string;
@@ -72,7 +60,7 @@ export interface TemporalTelemetry {
  * loopback port, since /metrics serves its text anyway.
  */
 export async function installTemporalRuntime(base: Logger, metricsAddress?: string): Promise<TemporalTelemetry> {
-  const bindAddress = metricsAddress ?? `127.0.0.1:${await freeLoopbackPort()}`;
+  const bindAddress = metricsAddress ?? `127.0.0.1:${await freePort()}`;
   const level = base.level.toUpperCase() as LogLevel;
   Runtime.install({
     logger: sdkLogger(base),

@@ -1,17 +1,9 @@
-/** Free loopback ports: listen on port 0, take the port the kernel chose, close. */
+/** Free loopback ports for the local control plane. */
 import { createServer } from 'node:net';
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
+import { freePort } from '../../shared/free-port.js';
+
+export { freePort };
 
 export function isPortFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -3,6 +3,7 @@
 # Central) into $KONFIDENCE_BIN_CACHE/temporal-test-server-<version>/ (default
 # ~/.cache/konfidence-activation/bin), once per version:
 #   lib/*.jar              the server and its runtime dependencies, resolved by Maven (pom.xml)
+#   classes/               KonfidenceTestServer.java compiled: the server's main, permitting keepalives
 #   temporal-test-server   the wrapper the unit tests give @temporalio/testing (exec java ...)
 # The SDK cannot download its own test server here (no internet beyond package registries).
 # Called by scripts/install-binaries.sh and, when the server is missing, by the unit tests' setup.
@@ -20,21 +21,31 @@ dest="$cache/temporal-test-server-$version"
 mkdir -p "$cache"
 
 done_already() { [ -x "$dest/temporal-test-server" ] && [ -f "$dest/lib/temporal-test-server-$version.jar" ]; }
-# The jars are keyed by version; the wrapper is this checkout's: refresh it when it changed.
+# The jars are keyed by version; the wrapper and the main class are this checkout's: refresh them
+# when they changed (a compile takes seconds, once).
 refresh_wrapper() {
+  if ! cmp -s "$here/KonfidenceTestServer.java" "$dest/classes/KonfidenceTestServer.java" || [ ! -f "$dest/classes/KonfidenceTestServer.class" ]; then
+    local classes
+    classes=$(mktemp -d "$dest/.classes-XXXXXX")
+    if ! javac -d "$classes" -cp "$dest/lib/*" "$here/KonfidenceTestServer.java"; then
+      rm -rf "$classes"
+      echo "install-binaries: compiling scripts/build/temporal-test-server/KonfidenceTestServer.java failed (above)" >&2
+      exit 1
+    fi
+    cp "$here/KonfidenceTestServer.java" "$classes/"
+    rm -rf "$dest/classes.old"
+    [ -d "$dest/classes" ] && mv "$dest/classes" "$dest/classes.old"
+    mv "$classes" "$dest/classes"
+    rm -rf "$dest/classes.old"
+    echo "install-binaries: compiled the temporal-test-server main in $dest/classes"
+  fi
   cmp -s "$here/temporal-test-server" "$dest/temporal-test-server" && return
   local tmp
   tmp=$(mktemp "$dest/.temporal-test-server-XXXXXX")
   cp "$here/temporal-test-server" "$tmp" && chmod +x "$tmp" && mv "$tmp" "$dest/temporal-test-server"
   echo "install-binaries: updated the temporal-test-server wrapper in $dest"
 }
-if done_already; then
-  refresh_wrapper
-  echo "install-binaries: temporal-test-server $version cached in $dest"
-  exit 0
-fi
-
-for tool in java mvn; do
+for tool in java javac mvn; do
   command -v "$tool" >/dev/null ||
     { echo "install-binaries: $tool is required for the Temporal test server (Debian: apt-get install default-jdk-headless maven)" >&2; exit 1; }
 done
@@ -70,4 +81,5 @@ chmod +x "$out/temporal-test-server"
 rm -rf "$dest"
 mv "$out" "$dest"
 trap - EXIT
+refresh_wrapper
 echo "install-binaries: installed temporal-test-server $version in $((SECONDS - started))s"

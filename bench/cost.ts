@@ -1,0 +1,177 @@
+/**
+ * bench/cost — what one activation costs, and how far it is from the floor (issue 11):
+ *   cost:  apiserver requests (from kube-apiserver's own apiserver_request_total, by verb and
+ *          resource) and Temporal history events (the activation's workflow and its Stage lock's run)
+ *          per two-step activation, the system otherwise idle;
+ *   floor: the same requests made back to back by a plain client (a read as a GET or LIST of an
+ *          object of the same resource, a write as a merge patch of one; see requestFloor), and the
+ *          activation's create → Succeeded as a multiple of that time. Goal ≤ 2×.
+ * Run: npm run bench:cost [-- --runs N]; figures also go to bench/results/cost-<time>.json.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { k8s, loadKubeConfig } from '../k8s/client.js';
+import { CustomObjects } from '../k8s/custom-objects.js';
+import { binaries, repoRoot } from '../scripts/env/paths.js';
+import { up } from '../scripts/env/control-plane.js';
+import { pollUntil } from '../scripts/env/process.js';
+import { activationWorkflowId, stageLockWorkflowId } from '../shared/activation.js';
+import { startSystem } from '../worker/system.js';
+import { benchActivation, seedBench } from './fixture.js';
+
+const runsArg = process.argv.indexOf('--runs');
+const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 5;
+
+Runtime.install({ logger: new DefaultLogger('ERROR') });
+const cp = await up(() => undefined);
+const kc = loadKubeConfig(cp.kubeconfig);
+const objects = new CustomObjects(kc);
+const id = randomBytes(3).toString('hex');
+const ns = `cost-${id}`;
+const systemNs = `cost-${id}-sys`;
+await seedBench(kc, ns, systemNs, RUNS + 2);
+const system = await startSystem({
+  temporalAddress: cp.temporalAddress,
+  temporalNamespace: cp.testTemporalNamespace,
+  kubeConfig: kc,
+  systemNamespace: systemNs,
+  namespaces: [ns],
+  queueSuffix: `-${ns}`,
+  log: () => undefined,
+});
+
+/** kube-apiserver's request counters, `VERB group/resource[/subresource]` → count (WATCH apart: long-running). */
+function requestCounts(): Map<string, number> {
+  const text = execFileSync(binaries.kubectl, ['--kubeconfig', cp.kubeconfig, 'get', '--raw', '/metrics'], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const counts = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    if (labels.verb === 'WATCH' || labels.dry_run) continue;
+    const key = `${labels.verb} ${labels.group ? `${labels.group}/` : ''}${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''}`;
+    counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+  }
+  return counts;
+}
+const diff = (after: Map<string, number>, before: Map<string, number>) =>
+  new Map([...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)] as const).filter(([, v]) => v > 0));
+
+/** Waits until the counters stop moving (the activation's trailing writes), at most 10 s. */
+async function settledCounts(): Promise<Map<string, number>> {
+  let last = requestCounts();
+  await pollUntil(async () => {
+    await new Promise((r) => setTimeout(r, 700));
+    const now = requestCounts();
+    const same = [...now].every(([k, v]) => last.get(k) === v);
+    last = now;
+    return same || undefined;
+  }, 10_000, 'the apiserver counters to settle', 0).catch(() => undefined);
+  return last;
+}
+
+// Phases as this process sees them, through a watch: a WATCH is not counted, polling would be.
+const succeeded = new Set<string>();
+const watch = await new k8s.Watch(kc).watch(`/apis/landscape.konfidence.cloud/v1alpha1/namespaces/${ns}/vectoractivations`, {}, (_t, o: { metadata: { name: string }; status?: { phase?: string } }) => {
+  if (o.status?.phase === 'Succeeded') succeeded.add(o.metadata.name);
+}, () => undefined);
+
+type Window = { ms: number; requests: Map<string, number> };
+const runs: (Window & { activationMs: number; historyEvents: number; lockEvents: number })[] = [];
+for (let r = 2; r <= RUNS + 2; r++) {
+  const before = await settledCounts();
+  const windowStart = performance.now();
+  const created = await objects.create(benchActivation(ns, r));
+  await pollUntil(() => succeeded.has(`to-${r}`) || undefined, 60_000, `to-${r} Succeeded`, 2);
+  const activationMs = performance.now() - windowStart;
+  const requests = diff(await settledCounts(), before);
+  const ms = performance.now() - windowStart;
+  const workflow = await system.client.workflow.getHandle(activationWorkflowId({ namespace: ns, name: `to-${r}`, uid: created.object.metadata.uid! })).describe();
+  const lock = await system.client.workflow.getHandle(stageLockWorkflowId(ns, 'bench')).describe();
+  if (r > 2) runs.push({ ms, requests, activationMs, historyEvents: workflow.historyLength, lockEvents: lock.historyLength }); // the first warms up
+}
+watch.abort();
+
+// What the system asks when nothing happens (informer resyncs, the Stage controller's periodic
+// pass), over as long as a run's window, is not the activation's: subtracted pro rata.
+const idleBefore = await settledCounts();
+const idleStart = performance.now();
+await new Promise((r) => setTimeout(r, Math.max(...runs.map((x) => x.ms))));
+const idle: Window = { requests: diff(requestCounts(), idleBefore), ms: performance.now() - idleStart };
+for (const run of runs) {
+  for (const [k, v] of idle.requests) {
+    const left = (run.requests.get(k) ?? 0) - Math.round((v * run.ms) / idle.ms);
+    if (left > 0) run.requests.set(k, left);
+    else run.requests.delete(k);
+  }
+}
+
+/**
+ * The floor: the median run's requests, made one after the other by this process. A read is a GET
+ * (or LIST) of an object of the same resource in the bench namespaces, a write a merge patch of an
+ * annotation on one (a create is an Event, the commonest create); where the bench has no object of
+ * the resource, a ConfigMap stands in.
+ */
+async function requestFloor(requests: Map<string, number>): Promise<{ ms: number; made: number }> {
+  const api = k8s.KubernetesObjectApi.makeApiClient(kc);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const scratch = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'floor', namespace: ns } };
+  await api.create(scratch).catch(() => undefined);
+  const targets: Record<string, { apiVersion: string; kind: string; metadata: { name: string; namespace: string } }> = {
+    'vectoractivations': { apiVersion: 'landscape.konfidence.cloud/v1alpha1', kind: 'VectorActivation', metadata: { name: 'to-2', namespace: ns } },
+    'stages': { apiVersion: 'landscape.konfidence.cloud/v1alpha1', kind: 'Stage', metadata: { name: 'bench', namespace: ns } },
+    'stageversions': { apiVersion: 'landscape.konfidence.cloud/v1alpha1', kind: 'StageVersion', metadata: { name: 'bench-1', namespace: ns } },
+    'httproutes': { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'HTTPRoute', metadata: { name: 'bench', namespace: ns } },
+    'virtualservices': { apiVersion: 'networking.istio.io/v1', kind: 'VirtualService', metadata: { name: 'bench', namespace: ns } },
+    'activationexecutionplans': { apiVersion: 'landscape.konfidence.cloud/v1alpha1', kind: 'ActivationExecutionPlan', metadata: { name: 'default', namespace: systemNs } },
+  };
+  const target = (key: string) => targets[key.split(' ')[1]!.split('/').find((p) => targets[p]) ?? ''] ?? scratch;
+  let made = 0;
+  const t = performance.now();
+  for (const [key, count] of requests) {
+    const verb = key.split(' ')[0]!;
+    const o = target(key);
+    for (let i = 0; i < count; i++, made++) {
+      if (verb === 'GET') await api.read(o);
+      else if (verb === 'LIST') await api.list(o.apiVersion, o.kind, o.metadata.namespace);
+      else if (verb === 'POST' && key.includes('events'))
+        await core.createNamespacedEvent({ namespace: ns, body: { metadata: { generateName: 'floor-' }, involvedObject: { kind: 'ConfigMap', name: 'floor', namespace: ns }, reason: 'Floor', message: 'floor', type: 'Normal' } });
+      else await api.patch({ ...o, metadata: { ...o.metadata, annotations: { 'bench/floor': String(made) } } }, undefined, undefined, undefined, undefined, k8s.PatchStrategy.MergePatch);
+    }
+  }
+  return { ms: performance.now() - t, made };
+}
+
+const median = <T>(xs: T[], by: (x: T) => number) => [...xs].sort((a, b) => by(a) - by(b))[Math.floor(xs.length / 2)]!;
+const typical = median(runs, (x) => [...x.requests.values()].reduce((a, b) => a + b, 0));
+const floors = [];
+for (let i = 0; i < 3; i++) floors.push(await requestFloor(typical.requests));
+const floor = median(floors, (f) => f.ms);
+const latency = median(runs, (x) => x.activationMs).activationMs;
+const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+const writes = (m: Map<string, number>) => [...m].filter(([k]) => !/^(GET|LIST) /.test(k)).reduce((a, [, v]) => a + v, 0);
+
+const result = {
+  runs: runs.length,
+  idleRequestsPerSecond: Number(((total(idle.requests) * 1000) / idle.ms).toFixed(1)),
+  activationMs: Math.round(latency),
+  apiserverRequests: total(typical.requests),
+  apiserverWrites: writes(typical.requests),
+  requestsByKind: Object.fromEntries([...typical.requests].sort((a, b) => b[1] - a[1])),
+  historyEvents: median(runs, (x) => x.historyEvents).historyEvents,
+  lockHistoryEvents: median(runs, (x) => x.lockEvents).lockEvents,
+  floorMs: Math.round(floor.ms),
+  floorRequests: floor.made,
+  activationOverFloor: Number((latency / floor.ms).toFixed(2)),
+};
+console.log(`cost of one two-step activation (median of ${runs.length} runs; idle background ${result.idleRequestsPerSecond} requests/s subtracted):`);
+console.log(`  apiserver requests ${result.apiserverRequests} (writes ${result.apiserverWrites}); Temporal history events: workflow ${result.historyEvents}, Stage lock ${result.lockHistoryEvents}`);
+for (const [k, v] of Object.entries(result.requestsByKind)) console.log(`    ${String(v).padStart(3)}  ${k}`);
+console.log(`  floor: the same ${floor.made} requests back to back ${result.floorMs} ms; activation ${result.activationMs} ms = ${result.activationOverFloor} × floor (goal ≤ 2 ×)`);
+const dir = join(repoRoot, 'bench', 'results');
+mkdirSync(dir, { recursive: true });
+writeFileSync(join(dir, `cost-${new Date().toISOString().replace(/[:.]/g, '-')}.json`), JSON.stringify(result, null, 2));
+await system.stop();
+process.exit(0);

@@ -4,38 +4,20 @@
  *   handoff: one activation's Succeeded → the next waiting one's InProgress on the same Stage.
  * Times are when this process receives the watch events. Run: npm run bench:activation [-- --runs N]
  */
-import { randomBytes } from 'node:crypto';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { GROUP, VERSION } from '../api/group.js';
-import { k8s, loadKubeConfig } from '../k8s/client.js';
+import { k8s } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
-import { up } from '../scripts/env/control-plane.js';
 import { pollUntil } from '../scripts/env/process.js';
-import { startSystem } from '../worker/system.js';
-import { benchActivation, seedBench } from './fixture.js';
+import { benchActivation, seededBenchSystem } from './fixture.js';
+import { stats, writeResult } from './report.js';
 
 const runsArg = process.argv.indexOf('--runs');
 const RUNS = Math.min(runsArg > 0 ? Number(process.argv[runsArg + 1]) : 20, 33); // 3 StageVersions a run, history limit 100
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
-const cp = await up(() => undefined);
-const kc = loadKubeConfig(cp.kubeconfig);
+const { kc, ns, system } = await seededBenchSystem('bench', RUNS * 3 + 1);
 const objects = new CustomObjects(kc);
-const id = randomBytes(3).toString('hex');
-const ns = `bench-${id}`;
-const systemNs = `bench-${id}-sys`;
-const total = RUNS * 3 + 1;
-await seedBench(kc, ns, systemNs, total);
-
-const system = await startSystem({
-  temporalAddress: cp.temporalAddress,
-  temporalNamespace: cp.testTemporalNamespace, // apart from what a person looks at
-  kubeConfig: kc,
-  systemNamespace: systemNs,
-  namespaces: [ns],
-  queueSuffix: `-${ns}`,
-  log: () => undefined,
-});
 
 // Phase transitions as this process sees them.
 const seen = new Map<string, Map<string, number>>();
@@ -75,11 +57,8 @@ for (let i = 0; i < RUNS; i++) {
 watch.abort();
 await system.stop();
 
-const stats = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const at = (q: number) => s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)]!;
-  return { runs: s.length, median: Math.round(at(0.5)), p95: Math.round(at(0.95)), min: Math.round(s[0]!), max: Math.round(s[s.length - 1]!) };
-};
-console.log('activation latency, create → Succeeded, two-step plan (ms):', JSON.stringify(stats(latency)));
-console.log('handoff, Succeeded → next InProgress on the same Stage (ms):', JSON.stringify(stats(handoff)));
+const figures = { latencyMs: stats(latency), handoffMs: stats(handoff) };
+console.log('activation latency, create → Succeeded, two-step plan (ms):', JSON.stringify(figures.latencyMs));
+console.log('handoff, Succeeded → next InProgress on the same Stage (ms):', JSON.stringify(figures.handoffMs));
+writeResult('activation', figures);
 process.exit(0);

@@ -9,39 +9,21 @@
  * Run: npm run bench:cost [-- --runs N]; figures also go to bench/results/cost-<time>.json.
  */
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { k8s, loadKubeConfig } from '../k8s/client.js';
+import { k8s } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
-import { binaries, repoRoot } from '../scripts/env/paths.js';
-import { up } from '../scripts/env/control-plane.js';
+import { binaries } from '../scripts/env/paths.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { activationWorkflowId, stageLockWorkflowId } from '../shared/activation.js';
-import { startSystem } from '../worker/system.js';
-import { benchActivation, seedBench } from './fixture.js';
+import { benchActivation, seededBenchSystem } from './fixture.js';
+import { writeResult } from './report.js';
 
 const runsArg = process.argv.indexOf('--runs');
 const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 5;
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
-const cp = await up(() => undefined);
-const kc = loadKubeConfig(cp.kubeconfig);
+const { cp, kc, ns, systemNs, system } = await seededBenchSystem('cost', RUNS + 2);
 const objects = new CustomObjects(kc);
-const id = randomBytes(3).toString('hex');
-const ns = `cost-${id}`;
-const systemNs = `cost-${id}-sys`;
-await seedBench(kc, ns, systemNs, RUNS + 2);
-const system = await startSystem({
-  temporalAddress: cp.temporalAddress,
-  temporalNamespace: cp.testTemporalNamespace,
-  kubeConfig: kc,
-  systemNamespace: systemNs,
-  namespaces: [ns],
-  queueSuffix: `-${ns}`,
-  log: () => undefined,
-});
 
 /** kube-apiserver's request counters, `VERB group/resource[/subresource]` → count (WATCH apart: long-running). */
 function requestCounts(): Map<string, number> {
@@ -170,8 +152,6 @@ console.log(`cost of one two-step activation (median of ${runs.length} runs; idl
 console.log(`  apiserver requests ${result.apiserverRequests} (writes ${result.apiserverWrites}); Temporal history events: workflow ${result.historyEvents}, Stage lock ${result.lockHistoryEvents}`);
 for (const [k, v] of Object.entries(result.requestsByKind)) console.log(`    ${String(v).padStart(3)}  ${k}`);
 console.log(`  floor: the same ${floor.made} requests back to back ${result.floorMs} ms; activation ${result.activationMs} ms = ${result.activationOverFloor} × floor (goal ≤ 2 ×)`);
-const dir = join(repoRoot, 'bench', 'results');
-mkdirSync(dir, { recursive: true });
-writeFileSync(join(dir, `cost-${new Date().toISOString().replace(/[:.]/g, '-')}.json`), JSON.stringify(result, null, 2));
+writeResult('cost', result);
 await system.stop();
 process.exit(0);

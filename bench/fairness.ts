@@ -17,6 +17,7 @@ import { pollUntil } from '../scripts/env/process.js';
 import { builtInExecutors } from '../executors/index.js';
 import { sleepyExecutor } from '../test/support/executors.js';
 import { startSystem } from '../worker/system.js';
+import { writeResult } from './report.js';
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -89,5 +90,6 @@ const burstDone = performance.now() - burstStarted;
 console.log(`fairness: ${BURST} activations in ${a} (created in ${Math.round(created)} ms, all done after ${Math.round(burstDone)} ms)`);
 console.log(`  one activation in ${b}, idle: median ${Math.round(median(idle))} ms (${idle.map(Math.round).join(', ')})`);
 console.log(`  one activation in ${b}, during the burst: ${Math.round(loaded[0]!)} ms = ${(loaded[0]! / median(idle)).toFixed(1)} × idle (goal ≤ 2 ×)`);
+writeResult('fairness', { burst: BURST, idleMs: Math.round(median(idle)), loadedMs: Math.round(loaded[0]!), loadedOverIdle: Number((loaded[0]! / median(idle)).toFixed(2)), burstDoneMs: Math.round(burstDone) });
 await system.stop();
 process.exit(0);

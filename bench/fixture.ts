@@ -4,11 +4,14 @@
  * them until the runs used them), an HTTPRoute and a VirtualService on revision 1, and in the
  * system namespace a two-step plan (Gateway API, then Istio).
  */
+import { randomBytes } from 'node:crypto';
 import { API_VERSION } from '../api/group.js';
-import { apply, k8s } from '../k8s/client.js';
+import { apply, k8s, loadKubeConfig } from '../k8s/client.js';
 import { applyCrds } from '../k8s/crds.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { routeCrds } from '../scripts/route-crds.js';
+import { up } from '../scripts/env/control-plane.js';
+import { startSystem } from '../worker/system.js';
 
 export async function seedBench(kc: k8s.KubeConfig, ns: string, systemNs: string, revisions: number): Promise<void> {
   const objects = new CustomObjects(kc);
@@ -44,3 +47,27 @@ export const benchActivation = (ns: string, r: number) => ({
   metadata: { name: `to-${r}`, namespace: ns },
   spec: { stage: 'bench', stageVersion: `bench-${r}` },
 });
+
+/**
+ * The local servers (started if down), namespaces `<prefix>-<random>` and `…-sys` seeded by
+ * seedBench with `revisions` StageVersions, and the whole system (workers, watcher, Stage
+ * controller) serving them in the test Temporal namespace, apart from what a person looks at.
+ */
+export async function seededBenchSystem(prefix: string, revisions: number) {
+  const cp = await up(() => undefined);
+  const kc = loadKubeConfig(cp.kubeconfig);
+  const id = randomBytes(3).toString('hex');
+  const ns = `${prefix}-${id}`;
+  const systemNs = `${prefix}-${id}-sys`;
+  await seedBench(kc, ns, systemNs, revisions);
+  const system = await startSystem({
+    temporalAddress: cp.temporalAddress,
+    temporalNamespace: cp.testTemporalNamespace,
+    kubeConfig: kc,
+    systemNamespace: systemNs,
+    namespaces: [ns],
+    queueSuffix: `-${ns}`,
+    log: () => undefined,
+  });
+  return { cp, kc, ns, systemNs, system };
+}

@@ -1,0 +1,66 @@
+/**
+ * npm run bench — every figure of issue 11 in one run, each benchmark in a process of its own on
+ * the same local servers, one after the other; then one table against the goals, also written as
+ * bench/results/all-<time>.json. Each benchmark's own JSON stays in bench/results/ next to it.
+ * Run: npm run bench [-- --quick] (quick: fewer runs, 40 Stages for throughput, smaller bursts: to try it out).
+ * The whole run takes about 20 minutes on the 2-core machine.
+ */
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot } from '../scripts/env/paths.js';
+import { resultsDir, writeResult } from './report.js';
+
+const quick = process.argv.includes('--quick');
+const benches: { name: string; args: string[] }[] = [
+  { name: 'activation', args: ['--runs', quick ? '5' : '20'] },
+  { name: 'cost', args: ['--runs', quick ? '3' : '5'] },
+  { name: 'burst', args: ['--burst', '50'] },
+  { name: 'throughput', args: quick ? ['--stages', '40', '--namespaces', '4', '--seconds', '20', '--warmup', '30'] : ['--seconds', '60', '--warmup', '120'] },
+  { name: 'fairness', args: ['--burst', quick ? '50' : '200', '--runs', '1'] },
+  // The watch side at scale: one watcher over 200 namespaces × 50 finished VectorActivations.
+  { name: 'shards', args: ['--namespaces', '200', '--per-namespace', quick ? '10' : '50', '--shards', '4', '--runs', '1'] },
+];
+
+/** The newest bench/results/<name>-*.json written after `since`. */
+function newest(name: string, since: number): any {
+  const files = readdirSync(resultsDir)
+    .filter((f) => f.startsWith(`${name}-`) && f.endsWith('.json'))
+    .map((f) => join(resultsDir, f))
+    .filter((f) => statSync(f).mtimeMs >= since)
+    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
+  return files[0] ? JSON.parse(readFileSync(files[0], 'utf8')) : undefined;
+}
+
+const results: Record<string, any> = {};
+for (const b of benches) {
+  const since = Date.now();
+  console.log(`\n=== bench/${b.name}.ts ${b.args.join(' ')}`);
+  const run = spawnSync(process.execPath, [join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(repoRoot, 'bench', `${b.name}.ts`), ...b.args], { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' });
+  // The SDK's warnings (slow workflow tasks under load) go to stderr: kept out of the table, counted.
+  const warnings = (run.stderr.match(/WARN/g) ?? []).length;
+  if (run.status !== 0) console.log(`bench/${b.name}.ts exited ${run.status}:\n${run.stderr.split('\n').slice(-20).join('\n')}`);
+  results[b.name] = { ...newest(b.name, since), sdkWarnings: warnings };
+}
+
+const a = results.activation, c = results.cost, u = results.burst, t = results.throughput, f = results.fairness;
+const whole = results.shards?.summary?.find((s: any) => s.shards === 1);
+const row = (figure: string, value: string, goal: string, met?: boolean) => ({ figure, value, goal, met: met === undefined ? '–' : met ? 'yes' : 'NO' });
+const table = [
+  row('activation create → Succeeded (2 steps)', a ? `p50 ${a.latencyMs.median} ms, p95 ${a.latencyMs.p95} ms` : 'not measured', '–'),
+  row('activation / apiserver floor', c ? `${c.activationOverFloor}× (${c.activationMs} ms vs ${c.floorRequests} requests in ${c.floorMs} ms)` : 'not measured', '≤ 2×', c && c.activationOverFloor <= 2),
+  row('handoff on one Stage', a ? `p50 ${a.handoffMs.median} ms, p95 ${a.handoffMs.p95} ms` : 'not measured', 'p50 ≤ 100 ms', a && a.handoffMs.median <= 100),
+  row('burst of 50 on one Stage: executed', u ? String(u.executed) : 'not measured', '≤ 2', u && u.executed <= 2),
+  row('burst of 50: converged / one alone', u ? `${u.convergedOverSingle}× (${u.convergedMs} vs ${u.singleMs} ms)` : 'not measured', '≤ 2×', u && u.convergedOverSingle <= 2),
+  row(`throughput, ${t?.stages ?? 200} Stages`, t ? `${t.perSecond}/s, p50 ${t.latencyMs.p50} ms, p99 ${t.latencyMs.p99} ms` : 'not measured', '≥ 20/s', t && t.perSecond >= 20),
+  row('throughput: CPU ms per activation', t ? Object.entries(t.cpuMsPerActivation).map(([k, v]) => `${k} ${v}`).join(', ') : 'not measured', '–'),
+  row(`fairness: B during A's burst of ${f?.burst ?? 200} / idle`, f ? `${f.loadedOverIdle}× (${f.loadedMs} vs ${f.idleMs} ms)` : 'not measured', '≤ 2×', f && f.loadedOverIdle <= 2),
+  row(`watcher RSS, ${whole ? `${results.shards.namespaces * results.shards.perNamespace}` : '?'} finished VectorActivations`, whole ? `${whole.rssMiB} MiB (heap ${whole.heapMiB} MiB), ready ${whole.readyMs} ms` : 'not measured', '≤ 200 MB', whole && whole.rssMiB * 1.048576 <= 200),
+  row('cost: apiserver requests / writes per activation', c ? `${c.apiserverRequests} / ${c.apiserverWrites}` : 'not measured', '–'),
+  row('cost: history events per activation', c ? `workflow ${c.historyEvents}, Stage lock ${c.lockHistoryEvents}` : 'not measured', '–'),
+  row('Stage controller RSS at 2k Stages; workflow starts at start-up', 'not measured', '≤ 200 MB; = unfinished'),
+];
+console.log('\nkonfidence-activation benchmark (npm run bench)');
+console.table(table);
+console.log(`written: ${writeResult('all', { quick, table, results })}`);
+process.exit(0);

@@ -1,0 +1,61 @@
+/**
+ * bench/burst — 50 activations created at once on one Stage (issue 11): how many executed (goal
+ * ≤ 2: the lock supersedes the older waiting ones) and the time until all are final, as a multiple
+ * of one activation alone measured in the same run (goal ≤ 2×). The two-step plan of
+ * bench/fixture.ts (Gateway API, then Istio). Run: npm run bench:burst [-- --burst 50 --singles 3]
+ */
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { GROUP, VERSION } from '../api/group.js';
+import { k8s } from '../k8s/client.js';
+import { CustomObjects } from '../k8s/custom-objects.js';
+import { pollUntil } from '../scripts/env/process.js';
+import { benchActivation, seededBenchSystem } from './fixture.js';
+import { numberArg, quantile, writeResult } from './report.js';
+
+const BURST = numberArg('burst', 50);
+const SINGLES = numberArg('singles', 3);
+const FINAL = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'];
+
+Runtime.install({ logger: new DefaultLogger('ERROR') });
+const { kc, ns, system } = await seededBenchSystem('burst', 1 + SINGLES + BURST);
+const objects = new CustomObjects(kc);
+
+const final = new Map<string, { phase: string; reason?: string; at: number }>();
+const watch = await new k8s.Watch(kc).watch(`/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`, {}, (_t, o: { metadata: { name: string }; status?: { phase?: string; reason?: string } }) => {
+  const phase = o.status?.phase;
+  if (phase && FINAL.includes(phase) && !final.has(o.metadata.name)) final.set(o.metadata.name, { phase, reason: o.status?.reason, at: performance.now() });
+}, () => undefined);
+const finalOf = (name: string) => pollUntil(() => final.get(name), 600_000, `${name} final`, 2);
+
+const singles: number[] = [];
+for (let r = 2; r < 2 + SINGLES; r++) {
+  const t = performance.now();
+  await objects.create(benchActivation(ns, r));
+  singles.push((await finalOf(`to-${r}`)).at - t);
+}
+
+const revisions = Array.from({ length: BURST }, (_, i) => 2 + SINGLES + i);
+const started = performance.now();
+await Promise.all(revisions.map((r) => objects.create(benchActivation(ns, r))));
+const ends = await Promise.all(revisions.map((r) => finalOf(`to-${r}`)));
+const converged = Math.max(...ends.map((e) => e.at)) - started;
+watch.abort();
+await system.stop();
+
+const single = quantile(singles, 0.5);
+const byOutcome: Record<string, number> = {};
+for (const e of ends) byOutcome[`${e.phase}${e.reason ? `/${e.reason}` : ''}`] = (byOutcome[`${e.phase}${e.reason ? `/${e.reason}` : ''}`] ?? 0) + 1;
+const executed = ends.filter((e) => e.phase === 'Succeeded' || e.phase === 'Failed').length;
+const figures = {
+  burst: BURST,
+  singleMs: Math.round(single),
+  convergedMs: Math.round(converged),
+  convergedOverSingle: Number((converged / single).toFixed(2)),
+  executed,
+  outcomes: byOutcome,
+  newestActive: ends.at(-1)?.phase === 'Succeeded',
+};
+console.log(`burst: ${BURST} activations at once on one Stage: ${executed} executed (goal ≤ 2), all final after ${figures.convergedMs} ms = ${figures.convergedOverSingle} × one alone (${figures.singleMs} ms; goal ≤ 2 ×)`);
+console.log(`  outcomes: ${JSON.stringify(byOutcome)}; the newest ${figures.newestActive ? 'Succeeded' : 'did NOT succeed'}`);
+writeResult('burst', figures);
+process.exit(0);

@@ -1,0 +1,33 @@
+/**
+ * What every benchmark shares: percentiles, and its figures written as JSON under bench/results/
+ * (git-ignored), where `npm run bench` (bench/all.ts) collects them into one table.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot } from '../scripts/env/paths.js';
+
+export const resultsDir = join(repoRoot, 'bench', 'results');
+
+/** Writes bench/results/<name>-<time>.json; returns its path. */
+export function writeResult(name: string, figures: object): string {
+  mkdirSync(resultsDir, { recursive: true });
+  const path = join(resultsDir, `${name}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(path, `${JSON.stringify({ bench: name, at: new Date().toISOString(), ...figures }, null, 2)}\n`);
+  return path;
+}
+
+/** The q-quantile (0..1) of xs by the nearest-rank method. */
+export function quantile(xs: readonly number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!;
+}
+
+export function stats(xs: readonly number[]) {
+  return { runs: xs.length, median: Math.round(quantile(xs, 0.5)), p95: Math.round(quantile(xs, 0.95)), p99: Math.round(quantile(xs, 0.99)), min: Math.round(Math.min(...xs)), max: Math.round(Math.max(...xs)) };
+}
+
+/** Reads --name N from the command line. */
+export function numberArg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+}

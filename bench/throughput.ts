@@ -1,0 +1,141 @@
+/**
+ * bench/throughput — activations per second sustained across 200 Stages (issue 11; goal ≥ 20/s on
+ * 2 cores), with p50 and p99 latency, and where the time goes: the CPU each process used over the
+ * measured window (kube-apiserver, etcd, the Temporal server, and this process: every worker, the
+ * watcher and the Stage controller), per activation.
+ *
+ * Closed loop: every Stage activates its next StageVersion as soon as the previous activation is
+ * final. The Stages are spread over --namespaces namespaces (a cluster of teams, not one namespace
+ * of 200 Stages), and the plan is one step of the test suite's `sleepy` executor with 0 s: what is
+ * measured is orchestration (Temporal, the apiserver, our code), not a mesh.
+ * Run: npm run bench:throughput [-- --stages 200 --namespaces 20 --seconds 60 --warmup 120]
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { API_VERSION, GROUP, VERSION } from '../api/group.js';
+import { apply, k8s, loadKubeConfig } from '../k8s/client.js';
+import { CustomObjects } from '../k8s/custom-objects.js';
+import { builtInExecutors } from '../executors/index.js';
+import { up } from '../scripts/env/control-plane.js';
+import { sleepyExecutor } from '../test/support/executors.js';
+import { startSystem } from '../worker/system.js';
+import { numberArg, quantile, writeResult } from './report.js';
+
+const STAGES = numberArg('stages', 200);
+const NAMESPACES = numberArg('namespaces', 20);
+const SECONDS = numberArg('seconds', 60);
+/**
+ * Closed loop: latency is about Stages in flight / throughput, so the window opens only once the
+ * first activations have come round (at 2/s, 200 Stages take 100 s for the first lap).
+ */
+const WARMUP = numberArg('warmup', 120);
+const REVISIONS = numberArg('revisions', 12);
+const FINAL = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'];
+
+Runtime.install({ logger: new DefaultLogger('ERROR') });
+const cp = await up(() => undefined);
+const kc = loadKubeConfig(cp.kubeconfig);
+const objects = new CustomObjects(kc);
+const generic = k8s.KubernetesObjectApi.makeApiClient(kc);
+const id = randomBytes(3).toString('hex');
+const systemNs = `tp-${id}-sys`;
+const namespaces = Array.from({ length: NAMESPACES }, (_, i) => `tp-${id}-${i}`);
+const stages = Array.from({ length: STAGES }, (_, i) => ({ namespace: namespaces[i % NAMESPACES]!, stage: `s${i}` }));
+const cr = (kind: string, namespace: string, name: string, spec: unknown) => objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec });
+
+for (const n of [systemNs, ...namespaces]) await apply(generic, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: n } });
+await cr('ActivationTaskRegistration', systemNs, 'noop', { type: 'sleepy', timeoutSeconds: 60, spec: { seconds: 0 } });
+await cr('ActivationExecutionPlan', systemNs, 'default', { steps: [{ name: 'noop', tasks: ['noop'] }] });
+// StageVersions before their Stage (else the Stage controller makes one for the vector), 20 at once.
+const seeds = stages.map(({ namespace, stage }) => async () => {
+  for (let r = 1; r <= REVISIONS; r++) await cr('StageVersion', namespace, `${stage}-${r}`, { stage, vector: `${stage}:${r}`, revision: r });
+  await cr('Stage', namespace, stage, { vector: `${stage}:${REVISIONS}`, stageVersionHistoryLimit: REVISIONS + 1 });
+});
+for (let i = 0; i < seeds.length; i += 20) await Promise.all(seeds.slice(i, i + 20).map((s) => s()));
+
+const system = await startSystem({
+  temporalAddress: cp.temporalAddress,
+  temporalNamespace: cp.testTemporalNamespace,
+  kubeConfig: kc,
+  systemNamespace: systemNs,
+  namespaces,
+  queueSuffix: `-tp-${id}`,
+  executors: [...builtInExecutors, sleepyExecutor],
+  log: () => undefined,
+});
+
+const created = new Map<string, number>();
+const done: { at: number; ms: number }[] = [];
+const waiters = new Map<string, () => void>();
+const watches = await Promise.all(
+  namespaces.map((ns) =>
+    new k8s.Watch(kc).watch(`/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`, {}, (_t, o: { metadata: { name: string; namespace: string }; status?: { phase?: string } }) => {
+      const key = `${o.metadata.namespace}/${o.metadata.name}`;
+      const start = created.get(key);
+      if (start === undefined || !FINAL.includes(o.status?.phase ?? '')) return;
+      created.delete(key);
+      const at = performance.now();
+      done.push({ at, ms: at - start });
+      waiters.get(key)?.();
+    }, () => undefined),
+  ),
+);
+
+/** CPU seconds (user + system) a process used so far, from /proc. */
+const cpuSeconds = (pid: number | undefined) => {
+  if (!pid) return NaN;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100/s)
+  } catch {
+    return NaN;
+  }
+};
+const processes = { apiserver: cp.pids.apiserver, etcd: cp.pids.etcd, temporal: cp.pids.temporal, 'konfidence (this process)': process.pid };
+const cpu = () => Object.fromEntries(Object.entries(processes).map(([k, pid]) => [k, cpuSeconds(pid)]));
+
+const deadline = performance.now() + (WARMUP + SECONDS) * 1000;
+const windowStart = performance.now() + WARMUP * 1000;
+// CPU is read when the window opens and when it closes, not after the last laps drain.
+let cpuAtStart: Record<string, number> = {};
+let cpuAtEnd: Record<string, number> = {};
+const cpuTimers = [setTimeout(() => (cpuAtStart = cpu()), WARMUP * 1000), setTimeout(() => (cpuAtEnd = cpu()), (WARMUP + SECONDS) * 1000)];
+
+async function loop({ namespace, stage }: { namespace: string; stage: string }): Promise<void> {
+  for (let r = 1; r <= REVISIONS && performance.now() < deadline; r++) {
+    const name = `${stage}-to-${r}`;
+    const key = `${namespace}/${name}`;
+    const finished = new Promise<void>((resolve) => waiters.set(key, resolve));
+    created.set(key, performance.now());
+    await objects.create({ apiVersion: API_VERSION, kind: 'VectorActivation', metadata: { name, namespace }, spec: { stage, stageVersion: `${stage}-${r}` } });
+    await finished;
+    waiters.delete(key);
+  }
+}
+await Promise.all(stages.map(loop));
+for (const t of cpuTimers) clearTimeout(t);
+if (!cpuAtEnd.apiserver) cpuAtEnd = cpu(); // every Stage ran out of StageVersions before the window closed
+const windowEnd = Math.min(performance.now(), deadline);
+for (const w of watches) w.abort();
+await system.stop();
+
+const inWindow = done.filter((d) => d.at >= windowStart && d.at <= windowEnd);
+const seconds = (windowEnd - windowStart) / 1000;
+const perSecond = inWindow.length / seconds;
+const cpuPerActivation = inWindow.length === 0 ? {} : Object.fromEntries(Object.keys(processes).map((k) => [k, Math.round(((cpuAtEnd[k]! - cpuAtStart[k]!) * 1000) / inWindow.length)]));
+const figures = {
+  stages: STAGES,
+  namespaces: NAMESPACES,
+  windowSeconds: Math.round(seconds),
+  completed: inWindow.length,
+  perSecond: Number(perSecond.toFixed(2)),
+  latencyMs: { p50: Math.round(quantile(inWindow.map((d) => d.ms), 0.5)), p99: Math.round(quantile(inWindow.map((d) => d.ms), 0.99)) },
+  cpuMsPerActivation: cpuPerActivation,
+  ranOutOfRevisions: performance.now() < deadline,
+};
+console.log(`throughput: ${figures.perSecond} activations/s over ${figures.windowSeconds} s across ${STAGES} Stages in ${NAMESPACES} namespaces (goal ≥ 20/s); latency p50 ${figures.latencyMs.p50} ms, p99 ${figures.latencyMs.p99} ms`);
+console.log(`  CPU per activation (ms): ${Object.entries(cpuPerActivation).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+if (figures.ranOutOfRevisions) console.log(`  note: the Stages ran out of their ${REVISIONS} StageVersions before the window ended (--revisions)`);
+writeResult('throughput', figures);
+process.exit(0);

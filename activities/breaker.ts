@@ -34,8 +34,7 @@ export function breakerActivities(deps: CoreDeps) {
       const now = new Date();
       const b = asBreaker(o);
       const settled = settle(b, o.metadata.annotations?.[ANNOTATION_CLOSE], now);
-      const next = decide({ ...b, status: settled }, now);
-      return next === b.status ? o.status! : next;
+      return decide({ ...b, status: settled }, now);
     });
     if (!written) return undefined;
     const after = written.status ?? {};

@@ -10,10 +10,9 @@ import { k8s } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { benchActivation, seededBenchSystem } from './fixture.js';
-import { stats, writeResult } from './report.js';
+import { numberArg, stats, writeResult } from './report.js';
 
-const runsArg = process.argv.indexOf('--runs');
-const RUNS = Math.min(runsArg > 0 ? Number(process.argv[runsArg + 1]) : 20, 33); // 3 StageVersions a run, history limit 100
+const RUNS = Math.min(numberArg('runs', 20), 33); // 3 StageVersions a run, history limit 100
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 const { kc, ns, system } = await seededBenchSystem('bench', RUNS * 3 + 1);

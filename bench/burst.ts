@@ -5,27 +5,20 @@
  * bench/fixture.ts (Gateway API, then Istio). Run: npm run bench:burst [-- --burst 50 --singles 3]
  */
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { GROUP, VERSION } from '../api/group.js';
 import { k8s } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
-import { pollUntil } from '../scripts/env/process.js';
-import { benchActivation, seededBenchSystem } from './fixture.js';
+import { benchActivation, seededBenchSystem, watchFinal } from './fixture.js';
 import { numberArg, quantile, writeResult } from './report.js';
 
 const BURST = numberArg('burst', 50);
 const SINGLES = numberArg('singles', 3);
-const FINAL = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'];
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 const { kc, ns, system } = await seededBenchSystem('burst', 1 + SINGLES + BURST);
 const objects = new CustomObjects(kc);
 
-const final = new Map<string, { phase: string; reason?: string; at: number }>();
-const watch = await new k8s.Watch(kc).watch(`/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`, {}, (_t, o: { metadata: { name: string }; status?: { phase?: string; reason?: string } }) => {
-  const phase = o.status?.phase;
-  if (phase && FINAL.includes(phase) && !final.has(o.metadata.name)) final.set(o.metadata.name, { phase, reason: o.status?.reason, at: performance.now() });
-}, () => undefined);
-const finalOf = (name: string) => pollUntil(() => final.get(name), 600_000, `${name} final`, 2);
+const finals = await watchFinal(kc, [ns]);
+const finalOf = (name: string) => finals.of(ns, name);
 
 const singles: number[] = [];
 for (let r = 2; r < 2 + SINGLES; r++) {
@@ -39,7 +32,7 @@ const started = performance.now();
 await Promise.all(revisions.map((r) => objects.create(benchActivation(ns, r))));
 const ends = await Promise.all(revisions.map((r) => finalOf(`to-${r}`)));
 const converged = Math.max(...ends.map((e) => e.at)) - started;
-watch.abort();
+finals.stop();
 await system.stop();
 
 const single = quantile(singles, 0.5);

@@ -16,10 +16,9 @@ import { binaries } from '../scripts/env/paths.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { activationWorkflowId, stageLockWorkflowId } from '../shared/activation.js';
 import { benchActivation, seededBenchSystem } from './fixture.js';
-import { writeResult } from './report.js';
+import { numberArg, writeResult } from './report.js';
 
-const runsArg = process.argv.indexOf('--runs');
-const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 5;
+const RUNS = numberArg('runs', 5);
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 const { cp, kc, ns, systemNs, system } = await seededBenchSystem('cost', RUNS + 2);

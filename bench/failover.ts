@@ -11,7 +11,7 @@
  * Run: npm run bench:failover [-- --runs N --lease-ms 15000 --renew-deadline-ms 10000 --retry-ms 2000]
  * Prints median and max, and writes them with every run's figures to bench/results/.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -25,19 +25,13 @@ import { up } from '../scripts/env/control-plane.js';
 import { freePort } from '../scripts/env/ports.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { startSystem } from '../worker/system.js';
-import { benchActivation, seedBench } from './fixture.js';
+import { benchActivation, seedBench, spawnRole } from './fixture.js';
+import { numberArg } from './report.js';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const flag = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  const value = i > 0 ? Number(process.argv[i + 1]) : fallback;
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} wants a positive number`);
-  return value;
-};
-const RUNS = Math.min(flag('runs', 5), 90); // one StageVersion a run, history limit 100
-const LEASE_MS = flag('lease-ms', 15_000);
-const RENEW_DEADLINE_MS = flag('renew-deadline-ms', 10_000);
-const RETRY_MS = flag('retry-ms', 2_000);
+const RUNS = Math.min(numberArg('runs', 5), 90); // one StageVersion a run, history limit 100
+const LEASE_MS = numberArg('lease-ms', 15_000);
+const RENEW_DEADLINE_MS = numberArg('renew-deadline-ms', 10_000);
+const RETRY_MS = numberArg('retry-ms', 2_000);
 const ROLES = ['watcher', 'stage-controller'] as const;
 type Role = (typeof ROLES)[number];
 
@@ -77,27 +71,17 @@ const replicas: Replica[] = [];
 async function startReplica(role: Role, identity: string): Promise<Replica> {
   const port = await freePort();
   const endpoint = `http://127.0.0.1:${port}`;
-  const child = spawn('npx', ['tsx', 'worker/main.ts', role], {
-    cwd: root,
-    env: {
-      ...process.env,
-      KUBECONFIG: cp.kubeconfig,
-      TEMPORAL_ADDRESS: cp.temporalAddress,
-      TEMPORAL_NAMESPACE: cp.testTemporalNamespace,
-      KONFIDENCE_SYSTEM_NAMESPACE: systemNs,
-      KONFIDENCE_QUEUE_SUFFIX: `-${ns}`,
-      KONFIDENCE_WATCH_NAMESPACES: ns,
-      KONFIDENCE_LEADER_ELECTION: 'true',
-      KONFIDENCE_IDENTITY: identity,
-      KONFIDENCE_LEASE_DURATION_MS: String(LEASE_MS),
-      KONFIDENCE_RENEW_DEADLINE_MS: String(RENEW_DEADLINE_MS),
-      KONFIDENCE_RETRY_PERIOD_MS: String(RETRY_MS),
-      KONFIDENCE_HEALTH_PORT: String(port),
-      KONFIDENCE_ENDPOINT: endpoint,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true, // its own process group: signals reach tsx's node child too
-  });
+  const child = spawnRole(cp, role, systemNs, {
+    KONFIDENCE_QUEUE_SUFFIX: `-${ns}`,
+    KONFIDENCE_WATCH_NAMESPACES: ns,
+    KONFIDENCE_LEADER_ELECTION: 'true',
+    KONFIDENCE_IDENTITY: identity,
+    KONFIDENCE_LEASE_DURATION_MS: String(LEASE_MS),
+    KONFIDENCE_RENEW_DEADLINE_MS: String(RENEW_DEADLINE_MS),
+    KONFIDENCE_RETRY_PERIOD_MS: String(RETRY_MS),
+    KONFIDENCE_HEALTH_PORT: String(port),
+    KONFIDENCE_ENDPOINT: endpoint,
+  }, ['ignore', 'pipe', 'pipe']);
   const r: Replica = { role, identity, endpoint, child, lines: [] };
   for (const stream of [child.stdout!, child.stderr!]) createInterface({ input: stream }).on('line', (l) => r.lines.push(l));
   replicas.push(r);

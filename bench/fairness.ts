@@ -10,34 +10,24 @@
 import { randomBytes } from 'node:crypto';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { API_VERSION } from '../api/group.js';
-import { apply, k8s, loadKubeConfig } from '../k8s/client.js';
+import { k8s, loadKubeConfig } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { up } from '../scripts/env/control-plane.js';
-import { pollUntil } from '../scripts/env/process.js';
-import { builtInExecutors } from '../executors/index.js';
-import { sleepyExecutor } from '../test/support/executors.js';
-import { startSystem } from '../worker/system.js';
-import { writeResult } from './report.js';
+import { seedSleepyPlan, startSleepySystem, watchFinal } from './fixture.js';
+import { numberArg, writeResult } from './report.js';
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const BURST = arg('burst', 200);
-const RUNS = arg('runs', 3);
-const SECONDS = arg('seconds', 1);
+const BURST = numberArg('burst', 200);
+const RUNS = numberArg('runs', 3);
+const SECONDS = numberArg('seconds', 1);
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 const cp = await up(() => undefined);
 const kc = loadKubeConfig(cp.kubeconfig);
 const objects = new CustomObjects(kc);
-const generic = k8s.KubernetesObjectApi.makeApiClient(kc);
 const id = randomBytes(3).toString('hex');
 const [a, b, systemNs] = [`fair-a-${id}`, `fair-b-${id}`, `fair-${id}-sys`];
-for (const name of [a, b, systemNs]) await apply(generic, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+await seedSleepyPlan(kc, [a, b], systemNs, SECONDS);
 const cr = (kind: string, namespace: string, name: string, spec: unknown) => objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec });
-await cr('ActivationTaskRegistration', systemNs, 'nap', { type: 'sleepy', timeoutSeconds: 600, spec: { seconds: SECONDS } });
-await cr('ActivationExecutionPlan', systemNs, 'default', { steps: [{ name: 'nap', tasks: ['nap'] }] });
 
 /** Stage `stage` with StageVersion `<stage>-1`, never activated yet (no Stage controller runs here). */
 async function seedStage(namespace: string, stage: string): Promise<void> {
@@ -50,20 +40,10 @@ const activation = (namespace: string, stage: string) => objects.create({
   metadata: { name: `to-${stage}-1`, namespace },
   spec: { stage, stageVersion: `${stage}-1` },
 });
-const finished = (namespace: string, name: string) =>
-  pollUntil(async () => ['Succeeded', 'Failed', 'Skipped', 'Cancelled'].includes((await objects.get('VectorActivation', namespace, name))?.status?.phase), 600_000, `${namespace}/${name}`, 50);
+const finals = await watchFinal(kc, [a, b]);
+const finished = (namespace: string, name: string) => finals.of(namespace, name);
 
-const system = await startSystem({
-  temporalAddress: cp.temporalAddress,
-  temporalNamespace: cp.testTemporalNamespace,
-  kubeConfig: kc,
-  systemNamespace: systemNs,
-  namespaces: [a, b],
-  queueSuffix: `-${id}`,
-  stageController: false,
-  executors: [...builtInExecutors, sleepyExecutor],
-  log: () => undefined,
-});
+const system = await startSleepySystem(cp, kc, systemNs, [a, b], `-${id}`, { stageController: false });
 
 async function timeB(stage: string): Promise<number> {
   const t = performance.now();
@@ -91,5 +71,6 @@ console.log(`fairness: ${BURST} activations in ${a} (created in ${Math.round(cre
 console.log(`  one activation in ${b}, idle: median ${Math.round(median(idle))} ms (${idle.map(Math.round).join(', ')})`);
 console.log(`  one activation in ${b}, during the burst: ${Math.round(loaded[0]!)} ms = ${(loaded[0]! / median(idle)).toFixed(1)} × idle (goal ≤ 2 ×)`);
 writeResult('fairness', { burst: BURST, idleMs: Math.round(median(idle)), loadedMs: Math.round(loaded[0]!), loadedOverIdle: Number((loaded[0]! / median(idle)).toFixed(2)), burstDoneMs: Math.round(burstDone) });
+finals.stop();
 await system.stop();
 process.exit(0);

@@ -5,13 +5,20 @@
  * system namespace a two-step plan (Gateway API, then Istio).
  */
 import { randomBytes } from 'node:crypto';
+import { GROUP, VERSION } from '../api/group.js';
+import { pollUntil } from '../scripts/env/process.js';
 import { API_VERSION } from '../api/group.js';
 import { apply, k8s, loadKubeConfig } from '../k8s/client.js';
 import { applyCrds } from '../k8s/crds.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { routeCrds } from '../scripts/route-crds.js';
 import { up } from '../scripts/env/control-plane.js';
-import { startSystem } from '../worker/system.js';
+import { spawn, type StdioOptions } from 'node:child_process';
+import { builtInExecutors } from '../executors/index.js';
+import type { ControlPlane } from '../scripts/env/control-plane.js';
+import { repoRoot } from '../scripts/env/paths.js';
+import { sleepyExecutor } from '../test/support/executors.js';
+import { startSystem, type SystemOptions } from '../worker/system.js';
 
 export async function seedBench(kc: k8s.KubeConfig, ns: string, systemNs: string, revisions: number): Promise<void> {
   const objects = new CustomObjects(kc);
@@ -70,4 +77,76 @@ export async function seededBenchSystem(prefix: string, revisions: number) {
     log: () => undefined,
   });
   return { cp, kc, ns, systemNs, system };
+}
+
+/**
+ * Namespaces (applied) and, in the system namespace, the plan `default`: one step of the test
+ * suite's `sleepy` executor sleeping `seconds`, so that what a benchmark measures is scheduling.
+ */
+export async function seedSleepyPlan(kc: k8s.KubeConfig, namespaces: readonly string[], systemNs: string, seconds: number): Promise<void> {
+  const objects = new CustomObjects(kc);
+  const generic = k8s.KubernetesObjectApi.makeApiClient(kc);
+  for (const name of [systemNs, ...namespaces]) await apply(generic, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+  const cr = (kind: string, name: string, spec: unknown) => objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace: systemNs }, spec });
+  await cr('ActivationTaskRegistration', 'sleepy', { type: 'sleepy', timeoutSeconds: 600, spec: { seconds } });
+  await cr('ActivationExecutionPlan', 'default', { steps: [{ name: 'sleepy', tasks: ['sleepy'] }] });
+}
+
+/** The whole system in this process serving `namespaces`, with the built-in executors and `sleepy`. */
+export function startSleepySystem(cp: ControlPlane, kc: k8s.KubeConfig, systemNs: string, namespaces: string[], queueSuffix: string, more: Partial<SystemOptions> = {}) {
+  return startSystem({
+    temporalAddress: cp.temporalAddress,
+    temporalNamespace: cp.testTemporalNamespace,
+    kubeConfig: kc,
+    systemNamespace: systemNs,
+    namespaces,
+    queueSuffix,
+    executors: [...builtInExecutors, sleepyExecutor],
+    log: () => undefined,
+    ...more,
+  });
+}
+
+/**
+ * `tsx worker/main.ts <role>` as its own process group (signals reach tsx's node child too) on the
+ * local servers, in the test Temporal namespace; `env` adds the role's settings.
+ */
+export function spawnRole(cp: ControlPlane, role: string, systemNs: string, env: Record<string, string>, stdio: StdioOptions) {
+  return spawn('npx', ['tsx', 'worker/main.ts', role], {
+    cwd: repoRoot,
+    env: {
+      ...process.env,
+      KUBECONFIG: cp.kubeconfig,
+      TEMPORAL_ADDRESS: cp.temporalAddress,
+      TEMPORAL_NAMESPACE: cp.testTemporalNamespace,
+      KONFIDENCE_SYSTEM_NAMESPACE: systemNs,
+      ...env,
+    },
+    stdio,
+    detached: true,
+  });
+}
+
+const FINAL = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'];
+export interface FinalPhase { phase: string; reason?: string; at: number }
+
+/**
+ * When each VectorActivation of `namespaces` reached a final phase, as seen through one watch per
+ * namespace: a WATCH costs the apiserver nothing per object, polling would load what is measured.
+ */
+export async function watchFinal(kc: k8s.KubeConfig, namespaces: readonly string[]) {
+  const final = new Map<string, FinalPhase>();
+  const watches = await Promise.all(
+    namespaces.map((ns) =>
+      new k8s.Watch(kc).watch(`/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`, {}, (_t, o: { metadata: { name: string; namespace: string }; status?: { phase?: string; reason?: string } }) => {
+        const key = `${o.metadata.namespace}/${o.metadata.name}`;
+        const phase = o.status?.phase;
+        if (phase && FINAL.includes(phase) && !final.has(key)) final.set(key, { phase, reason: o.status?.reason, at: performance.now() });
+      }, () => undefined),
+    ),
+  );
+  return {
+    of: (namespace: string, name: string) => pollUntil(() => final.get(`${namespace}/${name}`), 600_000, `${namespace}/${name} final`, 2),
+    stop: () => watches.forEach((w) => w.abort()),
+  };
 }

@@ -26,8 +26,10 @@ export function stats(xs: readonly number[]) {
   return { runs: xs.length, median: Math.round(quantile(xs, 0.5)), p95: Math.round(quantile(xs, 0.95)), p99: Math.round(quantile(xs, 0.99)), min: Math.round(Math.min(...xs)), max: Math.round(Math.max(...xs)) };
 }
 
-/** Reads --name N from the command line. */
+/** Reads `--name N` (a positive number) from the command line. */
 export function numberArg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+  const value = i > 0 ? Number(process.argv[i + 1]) : fallback;
+  if (!Number.isFinite(value) || value < 0) throw new Error(`--${name} wants a number ≥ 0`);
+  return value;
 }

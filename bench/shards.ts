@@ -12,10 +12,8 @@
  * Run: npx tsx bench/shards.ts [-- --namespaces 200 --per-namespace 3 --shards 4 --runs 3]
  * Prints medians and writes them with every run to bench/results/. Deletes its namespaces at the end.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { API_VERSION } from '../api/group.js';
 import { SHARDING_CONFIG_NAME } from '../api/sharding-config.js';
 import { shardOf } from '../decisions/shards.js';
@@ -25,18 +23,13 @@ import { CustomObjects } from '../k8s/custom-objects.js';
 import { up } from '../scripts/env/control-plane.js';
 import { freePort } from '../scripts/env/ports.js';
 import { pollUntil } from '../scripts/env/process.js';
+import { spawnRole } from './fixture.js';
+import { numberArg } from './report.js';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const flag = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  const value = i > 0 ? Number(process.argv[i + 1]) : fallback;
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} wants a positive integer`);
-  return value;
-};
-const NAMESPACES = flag('namespaces', 200);
-const PER_NAMESPACE = flag('per-namespace', 3);
-const SHARDS = flag('shards', 4);
-const RUNS = flag('runs', 3);
+const NAMESPACES = numberArg('namespaces', 200);
+const PER_NAMESPACE = numberArg('per-namespace', 3);
+const SHARDS = numberArg('shards', 4);
+const RUNS = numberArg('runs', 3);
 
 const cp = await up(() => undefined);
 const kc = loadKubeConfig(cp.kubeconfig);
@@ -85,26 +78,16 @@ async function measure(hashShards: number): Promise<Run> {
   const served = names.filter((n) => shardOf(n, { [LABEL]: id }, { hashShards, fallbackShard: 'default' }) === 'hash-0').length;
   const port = await freePort();
   const started = performance.now();
-  const child = spawn('npx', ['tsx', 'worker/main.ts', 'watcher'], {
-    cwd: root,
-    env: {
-      ...process.env,
-      KUBECONFIG: cp.kubeconfig,
-      TEMPORAL_ADDRESS: cp.temporalAddress,
-      TEMPORAL_NAMESPACE: cp.testTemporalNamespace,
-      KONFIDENCE_SYSTEM_NAMESPACE: systemNs,
-      KONFIDENCE_QUEUE_SUFFIX: `-bench-shards-${id}`,
-      KONFIDENCE_SHARD: 'hash-0',
-      KONFIDENCE_IDENTITY: `bench-${id}-${hashShards}-${started}`,
-      KONFIDENCE_RETRY_PERIOD_MS: '500',
-      KONFIDENCE_LEASE_DURATION_MS: '3000',
-      KONFIDENCE_RENEW_DEADLINE_MS: '2000',
-      KONFIDENCE_HEALTH_PORT: String(port),
-      KONFIDENCE_LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-    detached: true,
-  });
+  const child = spawnRole(cp, 'watcher', systemNs, {
+    KONFIDENCE_QUEUE_SUFFIX: `-bench-shards-${id}`,
+    KONFIDENCE_SHARD: 'hash-0',
+    KONFIDENCE_IDENTITY: `bench-${id}-${hashShards}-${started}`,
+    KONFIDENCE_RETRY_PERIOD_MS: '500',
+    KONFIDENCE_LEASE_DURATION_MS: '3000',
+    KONFIDENCE_RENEW_DEADLINE_MS: '2000',
+    KONFIDENCE_HEALTH_PORT: String(port),
+    KONFIDENCE_LOG_LEVEL: 'warn',
+  }, ['ignore', 'ignore', 'inherit']);
   try {
     await pollUntil(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, 120_000, 'the watcher to be ready', 50);
     const readyMs = performance.now() - started;

@@ -14,12 +14,10 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { API_VERSION, GROUP, VERSION } from '../api/group.js';
-import { apply, k8s, loadKubeConfig } from '../k8s/client.js';
+import { k8s, loadKubeConfig } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
-import { builtInExecutors } from '../executors/index.js';
 import { up } from '../scripts/env/control-plane.js';
-import { sleepyExecutor } from '../test/support/executors.js';
-import { startSystem } from '../worker/system.js';
+import { seedSleepyPlan, startSleepySystem } from './fixture.js';
 import { numberArg, quantile, writeResult } from './report.js';
 
 const STAGES = numberArg('stages', 200);
@@ -37,16 +35,13 @@ Runtime.install({ logger: new DefaultLogger('ERROR') });
 const cp = await up(() => undefined);
 const kc = loadKubeConfig(cp.kubeconfig);
 const objects = new CustomObjects(kc);
-const generic = k8s.KubernetesObjectApi.makeApiClient(kc);
 const id = randomBytes(3).toString('hex');
 const systemNs = `tp-${id}-sys`;
 const namespaces = Array.from({ length: NAMESPACES }, (_, i) => `tp-${id}-${i}`);
 const stages = Array.from({ length: STAGES }, (_, i) => ({ namespace: namespaces[i % NAMESPACES]!, stage: `s${i}` }));
 const cr = (kind: string, namespace: string, name: string, spec: unknown) => objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec });
 
-for (const n of [systemNs, ...namespaces]) await apply(generic, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: n } });
-await cr('ActivationTaskRegistration', systemNs, 'noop', { type: 'sleepy', timeoutSeconds: 60, spec: { seconds: 0 } });
-await cr('ActivationExecutionPlan', systemNs, 'default', { steps: [{ name: 'noop', tasks: ['noop'] }] });
+await seedSleepyPlan(kc, namespaces, systemNs, 0);
 // StageVersions before their Stage (else the Stage controller makes one for the vector), 20 at once.
 const seeds = stages.map(({ namespace, stage }) => async () => {
   for (let r = 1; r <= REVISIONS; r++) await cr('StageVersion', namespace, `${stage}-${r}`, { stage, vector: `${stage}:${r}`, revision: r });
@@ -54,16 +49,7 @@ const seeds = stages.map(({ namespace, stage }) => async () => {
 });
 for (let i = 0; i < seeds.length; i += 20) await Promise.all(seeds.slice(i, i + 20).map((s) => s()));
 
-const system = await startSystem({
-  temporalAddress: cp.temporalAddress,
-  temporalNamespace: cp.testTemporalNamespace,
-  kubeConfig: kc,
-  systemNamespace: systemNs,
-  namespaces,
-  queueSuffix: `-tp-${id}`,
-  executors: [...builtInExecutors, sleepyExecutor],
-  log: () => undefined,
-});
+const system = await startSleepySystem(cp, kc, systemNs, namespaces, `-tp-${id}`);
 
 const created = new Map<string, number>();
 const done: { at: number; ms: number }[] = [];

@@ -5,10 +5,12 @@
  */
 import { FALLBACK_SHARD, type LabelSelector, type ShardingConfigSpec } from '../api/sharding-config.js';
 
+const utf8 = new TextEncoder();
+
 /** FNV-1a, 32 bits: stable across processes, versions and platforms (unlike a language's own hash). */
 export function fnv1a(text: string): number {
   let hash = 0x811c9dc5;
-  for (const byte of new TextEncoder().encode(text)) {
+  for (const byte of utf8.encode(text)) {
     hash ^= byte;
     hash = Math.imul(hash, 0x01000193) >>> 0;
   }

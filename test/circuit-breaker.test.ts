@@ -30,6 +30,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await s?.stop();
 });
+// A test that failed must not leave its breaker holding the next test's activations.
+afterEach(async () => {
+  for (const b of await s.objects.list('CircuitBreaker', s.systemNs)) await s.objects.delete('CircuitBreaker', s.systemNs, b.metadata.name);
+});
 
 const breaker = (name: string, spec: Record<string, unknown>) => create(s, object('CircuitBreaker', s.systemNs, name, spec));
 const breakerIs = (name: string, done: (o: CustomObject) => boolean, timeoutMs = 60_000) => waitFor(s, 'CircuitBreaker', name, done, timeoutMs, s.systemNs);
@@ -86,7 +90,6 @@ it('K failures open the breaker; a new activation waits without a route change u
 
   const missing = await cli('breaker', 'status', 'nope', '--system-namespace', s.systemNs);
   expect(missing.code).toBe(3);
-  await s.objects.delete('CircuitBreaker', s.systemNs, 'team');
 });
 
 it('an all-namespaces breaker closes by itself after its sleep window, and the waiting activation resumes', async () => {
@@ -102,12 +105,12 @@ it('an all-namespaces breaker closes by itself after its sleep window, and the w
   await waitFor(s, 'VectorActivation', 'later-to-2', phaseIs('Succeeded'), 60_000);
   const closed = await breakerIs('everyone', () => true);
   expect(closed.status).toMatchObject({ phase: 'Closed', reason: 'SleepWindowElapsed' });
-  await s.objects.delete('CircuitBreaker', s.systemNs, 'everyone');
 });
 
 it('a breaker opened by hand holds new activations until closed by hand; a cancel ends a waiting one with no route changed', async () => {
   await breaker('manual', { failureThreshold: 5, sleepWindowSeconds: 1 });
   const opened = await cli('breaker', 'open', 'manual', '--system-namespace', s.systemNs);
+  const openedAt = Date.now();
   expect(opened).toMatchObject({ code: 0, stdout: expect.stringContaining('Open (OpenedByHand)') });
   expect(opened.stdout).toContain('closes only by hand');
 
@@ -120,13 +123,19 @@ it('a breaker opened by hand holds new activations until closed by hand; a cance
   expect(dropped.status.message).toContain('cancelled while waiting at a CircuitBreaker');
   expect(await executionsOf('dropped-to-2')).toEqual([]);
 
-  // A breaker opened by hand ignores its sleep window (1 s here; the rule's rows are in the unit table).
+  // A breaker opened by hand ignores its sleep window (1 s here; the rule's rows are in the unit
+  // table): an activation that asks after the window has passed is still held, and the breaker
+  // still says why it is open. Asking is what would apply the window, so a new activation asks.
+  await stage('late');
+  await activate(s, 'late-to-2', 'late', 2);
+  await waitFor(s, 'VectorActivation', 'late-to-2', (o) => o.status?.reason === 'CircuitOpen');
+  expect(Date.now() - openedAt).toBeGreaterThan(1_000);
+  expect((await s.objects.get('CircuitBreaker', s.systemNs, 'manual'))!.status).toMatchObject({ phase: 'Open', reason: 'OpenedByHand' });
   expect((await s.objects.get('VectorActivation', s.ns, 'held-to-2'))!.status.reason).toBe('CircuitOpen');
   await kubectl('annotate', 'cb', 'manual', '-n', s.systemNs, 'konfidence.cloud/close=by-kubectl');
-  await waitFor(s, 'VectorActivation', 'held-to-2', phaseIs('Succeeded'));
+  for (const name of ['held-to-2', 'late-to-2']) await waitFor(s, 'VectorActivation', name, phaseIs('Succeeded'));
   const closed = await breakerIs('manual', () => true);
   expect(closed.status).toMatchObject({ phase: 'Closed', reason: 'ClosedByHand', handledClose: 'by-kubectl', lastRequest: { token: 'konfidence.cloud/close=by-kubectl', outcome: 'Accepted' } });
-  await s.objects.delete('CircuitBreaker', s.systemNs, 'manual');
 });
 
 it('a burst of activations on several Stages respects the rate: R routing changes per interval, the others wait RateLimited', async () => {

@@ -17,7 +17,7 @@ import { SHARDING_CONFIG_NAME, ShardingConfig, shardingConfigSpec, type Sharding
 import { decideServing, shardOf, type Peer } from '../decisions/shards.js';
 import { apiMessage, k8s } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
-import { LEASE_NAMES, type Leadership } from '../k8s/leader-election.js';
+import { leaseName, type Leadership } from '../k8s/leader-election.js';
 import type { LogFn } from '../telemetry/log.js';
 
 /** What a sharded component (watcher, Stage controller) offers the shell. */
@@ -172,13 +172,13 @@ export class ShardMembership {
     const now = performance.now();
     const peers: Peer[] = [];
     const shards = new Set(statuses.map((s) => s.spec.shard as string));
-    for (const lease of leases) {
-      const prefix = `${LEASE_NAMES[this.o.role]}-`;
-      const name = lease.metadata?.name ?? '';
-      if (name.startsWith(prefix) && name !== `${prefix}${this.o.shard}`) shards.add(name.slice(prefix.length));
+    const byName = new Map(leases.map((l) => [l.metadata?.name ?? '', l]));
+    const prefix = `${leaseName(this.o.role)}-`;
+    for (const name of byName.keys()) {
+      if (name.startsWith(prefix) && name !== leaseName(this.o.role, this.o.shard)) shards.add(name.slice(prefix.length));
     }
     for (const shard of shards) {
-      const lease = leases.find((l) => l.metadata?.name === `${LEASE_NAMES[this.o.role]}-${shard}`);
+      const lease = byName.get(leaseName(this.o.role, shard));
       const holder = lease?.spec?.holderIdentity ?? '';
       const before = this.seenLeases.get(shard);
       const seen = before && lease && before.version === lease.metadata?.resourceVersion ? before : { version: lease?.metadata?.resourceVersion, holder, at: now };

@@ -5,6 +5,7 @@
  *           were created in namespace A just before it.
  * The goal is loaded ≤ 2 × idle. Every activation runs a one-step plan of the test suite's "sleepy"
  * executor (--seconds, default 1): what is measured is the system's scheduling, not a route write.
+ * The watcher runs with the Stage limit a deployment has (KONFIDENCE_STAGES_PER_NAMESPACE, default 2).
  * Run: npm run bench:fairness [-- --burst 200 --runs 3 --seconds 1]
  */
 import { randomBytes } from 'node:crypto';
@@ -15,10 +16,12 @@ import { CustomObjects } from '../k8s/custom-objects.js';
 import { up } from '../scripts/env/control-plane.js';
 import { seedSleepyPlan, startSleepySystem, watchFinal } from './fixture.js';
 import { numberArg, writeResult } from './report.js';
+import { loadConfig } from '../worker/config.js';
 
 const BURST = numberArg('burst', 200);
 const RUNS = numberArg('runs', 3);
 const SECONDS = numberArg('seconds', 1);
+const LIMIT = loadConfig().KONFIDENCE_STAGES_PER_NAMESPACE;
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 const cp = await up(() => undefined);
@@ -67,10 +70,10 @@ const loaded = [await timeB(`b${RUNS}`)];
 await Promise.all(Array.from({ length: BURST }, (_, i) => finished(a, `to-a${i}-1`)));
 const burstDone = performance.now() - burstStarted;
 
-console.log(`fairness: ${BURST} activations in ${a} (created in ${Math.round(created)} ms, all done after ${Math.round(burstDone)} ms)`);
+console.log(`fairness: at most ${LIMIT || 'unlimited'} Stages per namespace; ${BURST} activations in ${a} (created in ${Math.round(created)} ms, all done after ${Math.round(burstDone)} ms)`);
 console.log(`  one activation in ${b}, idle: median ${Math.round(median(idle))} ms (${idle.map(Math.round).join(', ')})`);
 console.log(`  one activation in ${b}, during the burst: ${Math.round(loaded[0]!)} ms = ${(loaded[0]! / median(idle)).toFixed(1)} × idle (goal ≤ 2 ×)`);
-writeResult('fairness', { burst: BURST, idleMs: Math.round(median(idle)), loadedMs: Math.round(loaded[0]!), loadedOverIdle: Number((loaded[0]! / median(idle)).toFixed(2)), burstDoneMs: Math.round(burstDone) });
+writeResult('fairness', { stagesPerNamespace: LIMIT, burst: BURST, idleMs: Math.round(median(idle)), loadedMs: Math.round(loaded[0]!), loadedOverIdle: Number((loaded[0]! / median(idle)).toFixed(2)), burstDoneMs: Math.round(burstDone) });
 finals.stop();
 await system.stop();
 process.exit(0);

@@ -18,6 +18,7 @@ import { builtInExecutors } from '../executors/index.js';
 import type { ControlPlane } from '../scripts/env/control-plane.js';
 import { repoRoot } from '../scripts/env/paths.js';
 import { sleepyExecutor } from '../test/support/executors.js';
+import { loadConfig } from '../worker/config.js';
 import { startSystem, type SystemOptions } from '../worker/system.js';
 
 export async function seedBench(kc: k8s.KubeConfig, ns: string, systemNs: string, revisions: number): Promise<void> {
@@ -103,6 +104,8 @@ export function startSleepySystem(cp: ControlPlane, kc: k8s.KubeConfig, systemNs
     queueSuffix,
     executors: [...builtInExecutors, sleepyExecutor],
     log: () => undefined,
+    // As a deployment runs it (KONFIDENCE_STAGES_PER_NAMESPACE, default in worker/config.ts).
+    stagesPerNamespace: loadConfig().KONFIDENCE_STAGES_PER_NAMESPACE,
     ...more,
   });
 }

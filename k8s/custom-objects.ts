@@ -102,6 +102,19 @@ export class CustomObjects {
     return this.mergePatch(kind, namespace, name, { status }, true);
   }
 
+  /**
+   * Merge-patches the status only if the object is still at `resourceVersion` (optimistic
+   * concurrency): false when it is gone or someone wrote it since it was read.
+   */
+  async patchStatusAt(kind: string, namespace: string, name: string, resourceVersion: string, status: unknown): Promise<boolean> {
+    try {
+      return await this.mergePatch(kind, namespace, name, { metadata: { resourceVersion }, status }, true);
+    } catch (err) {
+      if (apiStatus(err) === 409) return false;
+      throw err;
+    }
+  }
+
   private async mergePatch(kind: string, namespace: string, name: string, body: object, status: boolean): Promise<boolean> {
     const params = { group: GROUP, version: VERSION, namespace, plural: plural(kind), name, body };
     const options = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);

@@ -30,6 +30,11 @@ const configSchema = z.object({
    * (election is then always on). Unset: every namespace, as before.
    */
   KONFIDENCE_SHARD: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'a DNS label').max(40).optional(),
+  /**
+   * Fairness between namespaces (docs/scale.md): at most this many Stages of one namespace have
+   * activations running at once; the rest wait with reason NamespaceLimit. 0: no limit.
+   */
+  KONFIDENCE_STAGES_PER_NAMESPACE: z.coerce.number().int().min(0).max(10_000).default(2),
   /** true: the watcher and the Stage controller elect a leader per role on a Lease (docs/ha.md); false: standalone. */
   KONFIDENCE_LEADER_ELECTION: flag,
   /** This replica's identity in the Leases (and its Temporal client identity when electing); default hostname-pid. */

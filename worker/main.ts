@@ -186,6 +186,7 @@ if (role === 'core') {
     ...(config.TEMPORAL_UI_URL ? { uiUrl: config.TEMPORAL_UI_URL } : {}),
     systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE,
     ...(shard ? { sharded: true } : {}),
+    ...(config.KONFIDENCE_STAGES_PER_NAMESPACE ? { stagesPerNamespace: config.KONFIDENCE_STAGES_PER_NAMESPACE } : {}),
     ...leadershipOf(elector),
   });
   checks.push({ name: 'watcher', check: () => assertSynced(watcher.isSynced(), 'the VectorActivation informers') });
@@ -205,6 +206,7 @@ if (role === 'core') {
     systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE,
     ...(namespaces ? { namespaces } : {}),
     ...(shard ? { sharded: true } : {}),
+    ...(config.KONFIDENCE_STAGES_PER_NAMESPACE ? { stagesPerNamespace: config.KONFIDENCE_STAGES_PER_NAMESPACE } : {}),
     ...leadershipOf(elector),
   });
   checks.push({ name: 'stageController', check: () => assertSynced(controller.isSynced(), 'the Stage controller watches') });
@@ -227,6 +229,7 @@ if (role === 'core') {
     ...(suffix ? { queueSuffix: suffix } : {}),
     ...(namespaces ? { namespaces } : {}),
     ...(config.TEMPORAL_UI_URL ? { uiUrl: config.TEMPORAL_UI_URL } : {}),
+    ...(config.KONFIDENCE_STAGES_PER_NAMESPACE ? { stagesPerNamespace: config.KONFIDENCE_STAGES_PER_NAMESPACE } : {}),
     ...(electing ? { watcherLeadership: electorFor('watcher')!, stageControllerLeadership: electorFor('stage-controller')! } : {}),
   });
   checks.push(

@@ -40,6 +40,8 @@ export interface SystemOptions {
   stageControllerLeadership?: Leadership;
   /** How often the watcher checks unfinished activations' workflows for having closed. */
   watcherCheckIntervalMs?: number;
+  /** At most this many Stages of one namespace activate at once (decisions/fair-share.ts); absent or 0: no limit. */
+  stagesPerNamespace?: number;
   /** How often a waiting activation asks its Stage's lock again (tests shorten it). */
   lockAskAgainSeconds?: number;
   /** The watcher's and Stage controller's log (default: the project's logger, telemetry/log.ts). */
@@ -87,6 +89,7 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
     ...(o.systemNamespace ? { systemNamespace: o.systemNamespace } : {}),
     ...(o.watcherCheckIntervalMs ? { checkIntervalMs: o.watcherCheckIntervalMs } : {}),
     ...(o.lockAskAgainSeconds ? { lockAskAgainSeconds: o.lockAskAgainSeconds } : {}),
+    ...(o.stagesPerNamespace ? { stagesPerNamespace: o.stagesPerNamespace } : {}),
     ...(o.log ? { log: o.log } : {}),
     ...(o.watcherLeadership ? { leadership: o.watcherLeadership } : {}),
   });

@@ -9,6 +9,8 @@
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { closeOutActivation } from '../activities/close-out.js';
+import { holdActivation } from '../activities/hold.js';
+import { fairShare, heldMessage, NAMESPACE_LIMIT_REASON } from '../decisions/fair-share.js';
 import { coreDeps, type CoreDeps } from '../activities/deps.js';
 import { GROUP, VERSION } from '../api/group.js';
 import { closedWorkflowEnding, watcherActions, type WatcherAction } from '../decisions/watcher.js';
@@ -58,6 +60,11 @@ export interface WatcherOptions {
    * setNamespaces changes them) and it acts only in the namespaces the shard serves (serve/drop).
    */
   sharded?: boolean;
+  /**
+   * Fairness between namespaces (decisions/fair-share.ts): at most this many Stages of one
+   * namespace have activations running; the others wait, visibly (reason NamespaceLimit). Absent: no limit.
+   */
+  stagesPerNamespace?: number;
 }
 
 const RESTART_DELAY_MS = 1_000;
@@ -69,7 +76,7 @@ const STANDBY_DELETIONS_KEPT_MS = 5 * 60_000;
 
 type Watched = k8s.KubernetesObject & {
   spec?: { stage?: string; stageVersion?: string };
-  status?: { phase?: string; requests?: { action: RequestAction; token: string; outcome: string; message: string; time: string }[] };
+  status?: { phase?: string; reason?: string; workflowId?: string; requests?: { action: RequestAction; token: string; outcome: string; message: string; time: string }[] };
 };
 
 export class ActivationWatcher {
@@ -84,6 +91,8 @@ export class ActivationWatcher {
   /** Workflow ids known to run: a repeated event costs no Temporal call. */
   private readonly running = new Set<string>();
   private readonly inFlight = new Set<string>();
+  /** Per namespace, while its fair-share pass runs: whether another pass must follow it. */
+  private readonly sharing = new Map<string, { again: boolean }>();
   private stopped = false;
   private timer?: NodeJS.Timeout;
   private readonly gate: LeaderGate;
@@ -224,6 +233,8 @@ export class ActivationWatcher {
     this.removeWaitingSource?.();
     this.gate.stop();
     await Promise.all([...this.informers.values()].map((i) => i.stop()));
+    // Its caller closes the Temporal connection next: no start or Update may still be on its way.
+    await Promise.allSettled([...this.pending.values()].flatMap((set) => [...set]));
   }
 
   private ref(o: Watched): ActivationRef {
@@ -233,7 +244,7 @@ export class ActivationWatcher {
   /** What konfidence_activations_waiting counts: the cached activations queued at their Stage's lock. */
   private *waiting(): Iterable<{ namespace: string; stage: string }> {
     for (const o of this.cache.values()) {
-      if (o.status?.phase === 'Waiting' && o.spec?.stage) yield { namespace: o.metadata!.namespace!, stage: o.spec.stage };
+      if (o.status?.phase === 'Waiting' && o.status.reason !== NAMESPACE_LIMIT_REASON && o.spec?.stage) yield { namespace: o.metadata!.namespace!, stage: o.spec.stage };
     }
   }
 
@@ -247,6 +258,8 @@ export class ActivationWatcher {
     observeEventLag('watcher', 'VectorActivation', o, startedAt);
     this.cache.set(o.metadata!.uid!, o);
     void this.reconcile(o);
+    // An activation that ended may free a place for a held one.
+    if (this.o.stagesPerNamespace && isFinal(o.status?.phase)) this.share(o.metadata!.namespace!);
   }
 
   /** Acts on what decisions/watcher.ts says for the object; safe to call any number of times. */
@@ -263,6 +276,12 @@ export class ActivationWatcher {
       annotations: o.metadata?.annotations ?? {},
       answered: o.status?.requests ?? [],
     });
+    // Under the Stage limit the workflow starts from the namespace's fair-share pass, unless a
+    // cancel or retry waits for it: requests are never held back.
+    if (this.o.stagesPerNamespace && actions.every((a) => a.kind === 'ensure')) {
+      if (actions.length > 0 && !this.running.has(activationWorkflowId(ref))) this.share(ref.namespace);
+      return;
+    }
     for (const action of actions) {
       const key = `${ref.uid}/${action.kind}/${'token' in action ? action.token : ''}`;
       if (this.inFlight.has(key)) continue;
@@ -275,6 +294,56 @@ export class ActivationWatcher {
       } finally {
         this.inFlight.delete(key);
       }
+    }
+  }
+
+  /** Runs the namespace's fair-share pass, or asks the running one to run once more. */
+  private share(namespace: string): void {
+    const pass = this.sharing.get(namespace);
+    if (pass) {
+      pass.again = true;
+      return;
+    }
+    const state = { again: true };
+    this.sharing.set(namespace, state);
+    void this.tracked(namespace, async () => {
+      try {
+        while (state.again && !this.stopped && this.acting(namespace)) {
+          state.again = false;
+          await this.sharePass(namespace).catch((err: unknown) => this.log(`fair-share pass in ${namespace}: ${apiMessage(err)}`, { level: 'warn', namespace }));
+        }
+      } finally {
+        this.sharing.delete(namespace);
+      }
+    });
+  }
+
+  /** Starts the workflows the Stage limit admits; marks the ones it holds (decisions/fair-share.ts). */
+  private async sharePass(namespace: string): Promise<void> {
+    const unfinished = [...this.cache.values()].filter((o) => o.metadata!.namespace === namespace && !o.metadata!.deletionTimestamp && !isFinal(o.status?.phase));
+    const limit = this.o.stagesPerNamespace!;
+    const { admitted } = fairShare(
+      unfinished.map((o) => ({
+        uid: o.metadata!.uid!,
+        name: o.metadata!.name!,
+        stage: o.spec?.stage ?? '',
+        created: new Date(o.metadata!.creationTimestamp ?? 0).toISOString(),
+        started: this.running.has(activationWorkflowId(this.ref(o))) || Boolean(o.status?.workflowId),
+      })),
+      limit,
+    );
+    const attempt = (o: Watched, what: string, work: () => Promise<unknown>) =>
+      Promise.resolve()
+        .then(work)
+        .catch((err: unknown) => err instanceof NotLeaderError || this.log(`VectorActivation ${namespace}/${o.metadata!.name}: ${what}: ${apiMessage(err)}`, { level: 'warn', ...this.about(o) }));
+    await Promise.all(unfinished.filter((o) => admitted.has(o.metadata!.uid!)).map((o) => attempt(o, 'start', () => this.ensure(o, this.ref(o)))));
+    const message = heldMessage(namespace, limit);
+    for (const o of unfinished) {
+      if (admitted.has(o.metadata!.uid!) || (o.status?.reason === NAMESPACE_LIMIT_REASON && o.status.phase === 'Waiting')) continue;
+      await attempt(o, 'marking it held', () => {
+        this.gate.fence(`holding ${namespace}/${o.metadata!.name}`);
+        return holdActivation(this.deps, this.ref(o), message);
+      });
     }
   }
 
@@ -345,6 +414,10 @@ export class ActivationWatcher {
       if (this.stopped || !this.gate.acting()) return;
       const phase = o.status?.phase;
       if (o.metadata?.deletionTimestamp || isFinal(phase) || !this.acting(o.metadata!.namespace!)) continue;
+      if (this.o.stagesPerNamespace && !this.running.has(activationWorkflowId(this.ref(o))) && !o.status?.workflowId) {
+        this.share(o.metadata!.namespace!); // not started: held, or its start failed; the pass decides again
+        continue;
+      }
       await this.tracked(o.metadata!.namespace!, () => this.checkClosed(o, this.ref(o))).catch((err: unknown) => err instanceof NotLeaderError || this.log(`check of ${o.metadata?.namespace}/${o.metadata?.name}: ${apiMessage(err)}`, { level: 'warn', ...this.about(o) }));
     }
   }
@@ -390,6 +463,7 @@ export class ActivationWatcher {
 
   private async deleted(o: Watched): Promise<void> {
     this.cache.delete(o.metadata!.uid!);
+    if (this.o.stagesPerNamespace && this.acting(o.metadata!.namespace!)) this.share(o.metadata!.namespace!);
     const workflowId = activationWorkflowId(this.ref(o));
     this.running.delete(workflowId);
     if (['Succeeded', 'Skipped'].includes(o.status?.phase ?? '')) return;

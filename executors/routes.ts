@@ -15,7 +15,7 @@ export type Route = { metadata: { name: string; namespace: string; resourceVersi
 const REFUSED: Record<number, string> = {
   400: 'the apiserver refused the request as malformed (400)',
   401: "not authenticated (401): check the executor worker's credentials",
-  403: "forbidden (403): grant the executor worker's ServiceAccount this permission (see deploy/rbac/)",
+  403: "forbidden (403): grant the executor worker's ServiceAccount this permission (see deploy/base/rbac/)",
   404: 'not found (404)',
   422: 'the apiserver refused the change as invalid (422)',
 };

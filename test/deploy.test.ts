@@ -58,7 +58,8 @@ const deployment = (component: string) => ofKind('Deployment').find((d) => d.met
  * The base's RBAC for `sa` (its ServiceAccount, the roles bound to it), moved into this file's system
  * namespace, cluster-scoped names made unique; `edit` may take rules away. Returns the user to impersonate.
  */
-async function applyRbac(sa: string, as = sa, edit: (rules: Rule[], kind: string) => Rule[] = (r) => r): Promise<string> {
+async function applyRbac(sa: string, as = sa, edit: (rules: Rule[], kind: string) => Rule[] = (r) => r, from = manifests): Promise<string> {
+  const ofKind = (kind: string) => from.filter((m) => m.kind === kind);
   const objects = k8s.KubernetesObjectApi.makeApiClient(s.kc);
   const unique = (name: string) => `${name}-${as === sa ? '' : `${as}-`}${s.ns}`;
   const bindings = [...ofKind('ClusterRoleBinding'), ...ofKind('RoleBinding')].filter((b) => b.subjects.some((x: any) => x.name === sa));
@@ -95,8 +96,8 @@ function impersonating(user: string): string {
  * Runs a component as its Deployment does (args, literal env), the way the image's ENTRYPOINT
  * does (node --import tsx worker/main.ts), with this file's namespaces, queues and a free port.
  */
-async function run(component: string, user: string, extraEnv: Record<string, string> = {}): Promise<Component> {
-  const container = deployment(component).spec.template.spec.containers[0];
+async function run(component: string, user: string, extraEnv: Record<string, string> = {}, d = deployment(component)): Promise<Component> {
+  const container = d.spec.template.spec.containers[0];
   const port = await freePort();
   const literal = Object.fromEntries((container.env as { name: string; value?: string }[]).filter((e) => e.value !== undefined).map((e) => [e.name, e.value!]));
   const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts', ...container.args], {
@@ -115,7 +116,7 @@ async function run(component: string, user: string, extraEnv: Record<string, str
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const c: Component = { name: component, child, lines: [], port };
+  const c: Component = { name: d.metadata.name.replace(/^konfidence-/, ''), child, lines: [], port };
   for (const stream of [child.stdout!, child.stderr!]) createInterface({ input: stream }).on('line', (l) => c.lines.push(l));
   components.push(c);
   return c;
@@ -259,3 +260,55 @@ it('a core worker without get on activationexecutionplans fails the activation w
   expect(va.status.message).toContain(`User "${user}" cannot get resource "activationexecutionplans" in API group "landscape.konfidence.cloud" in the namespace "${s.systemNs}"`);
   await stopAll();
 }, 200_000);
+
+describe('the sharded overlay (deploy/overlays/sharded)', () => {
+  let sharded: Manifest[];
+  beforeAll(async () => {
+    sharded = parseAllDocuments(await kubectl('kustomize', join(deployDir, 'overlays/sharded'))).map((d) => d.toJS() as Manifest);
+  });
+
+  it('applies, and replaces the unsharded watcher and Stage controller with one elected pair per shard', async () => {
+    const out = await kubectl('apply', '--dry-run=server', '-k', join(deployDir, 'overlays/sharded'));
+    expect(out).toContain('shardingconfig.landscape.konfidence.cloud/default ');
+    const deployments = sharded
+      .filter((m) => m.kind === 'Deployment')
+      .map((d) => {
+        const env = Object.fromEntries(d.spec.template.spec.containers[0].env.map((e: any) => [e.name, e.value]));
+        return [d.metadata.name, env.KONFIDENCE_SHARD ?? '-', d.spec.selector.matchLabels['konfidence.cloud/shard'] ?? '-', env.KONFIDENCE_LEADER_ELECTION ?? 'false'];
+      });
+    expect(deployments.sort()).toEqual([
+      ['konfidence-core', '-', '-', 'false'],
+      ['konfidence-executor-gateway-api', '-', '-', 'false'],
+      ['konfidence-executor-istio', '-', '-', 'false'],
+      ['konfidence-stage-controller-hash-0', 'hash-0', 'hash-0', 'true'],
+      ['konfidence-stage-controller-hash-1', 'hash-1', 'hash-1', 'true'],
+      ['konfidence-watcher-hash-0', 'hash-0', 'hash-0', 'true'],
+      ['konfidence-watcher-hash-1', 'hash-1', 'hash-1', 'true'],
+    ]);
+    expect(sharded.filter((m) => m.kind === 'PodDisruptionBudget').map((p) => p.metadata.name).sort()).toEqual(deployments.map(([name]) => name).sort());
+  });
+
+  it("a shard's watcher and Stage controller serve its namespaces as their own ServiceAccounts, nothing refused", async () => {
+    // Every namespace but this file's is outside the installation; this one goes to shard hash-0.
+    await objectApi(s.kc).create({
+      apiVersion: 'landscape.konfidence.cloud/v1alpha1',
+      kind: 'ShardingConfig',
+      metadata: { name: 'default', namespace: s.systemNs },
+      spec: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': s.ns } }, fallbackShard: 'hash-0' },
+    } as k8s.KubernetesObject);
+    const started: Component[] = [];
+    for (const role of ['watcher', 'stage-controller']) {
+      const user = await applyRbac(`konfidence-${role}`, `konfidence-${role}-sharded`, (r) => r, sharded);
+      const d = sharded.find((m) => m.kind === 'Deployment' && m.metadata.name === `konfidence-${role}-hash-0`)!;
+      started.push(await run(role, user, { KONFIDENCE_WATCH_NAMESPACES: '' }, d));
+    }
+    await Promise.all(started.map(ready));
+    for (const role of ['watcher', 'stage-controller']) {
+      // Both written through the overlay's Role: the shard's list, and its leader (the publisher).
+      const cs = await waitFor(s, 'ControllerStatus', `${role}-hash-0`, (o) => o.status?.serving?.namespaces?.includes(s.ns) && o.status?.activeController, 60_000, s.systemNs);
+      expect([cs.status.serving.identity, cs.status.activeController.identity]).toEqual([`${role}-0`, `${role}-0`]);
+    }
+    expect(started.flatMap((c) => c.lines.map(message).filter((l) => /forbidden|cannot (get|list|watch|create|update|patch|delete)/i.test(l)).map((l) => `${c.name}: ${l}`))).toEqual([]);
+    await stopAll();
+  }, 200_000);
+});

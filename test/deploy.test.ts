@@ -9,7 +9,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments, stringify } from 'yaml';
@@ -260,6 +260,31 @@ it('a core worker without get on activationexecutionplans fails the activation w
   expect(va.status.message).toContain(`User "${user}" cannot get resource "activationexecutionplans" in API group "landscape.konfidence.cloud" in the namespace "${s.systemNs}"`);
   await stopAll();
 }, 200_000);
+
+it("the worker-versioning component makes the core worker's build the release's version label", async () => {
+  // An overlay as docs/scale.md shows it: the image tag and the version label say the same.
+  const overlay = mkdtempSync(join(tmpdir(), 'konfidence-overlay-'));
+  const toDeploy = relative(overlay, deployDir);
+  writeFileSync(
+    join(overlay, 'kustomization.yaml'),
+    stringify({
+      apiVersion: 'kustomize.config.k8s.io/v1beta1',
+      kind: 'Kustomization',
+      resources: [toDeploy],
+      components: [join(toDeploy, 'base/components/worker-versioning')],
+      images: [{ name: 'konfidence-activation', newName: 'registry.example/konfidence-activation', newTag: 'v1.2.3' }],
+      labels: [{ pairs: { 'app.kubernetes.io/version': 'v1.2.3' }, includeTemplates: true }],
+    }),
+  );
+  await kubectl('apply', '--dry-run=server', '-k', overlay);
+  const core = parseAllDocuments(await kubectl('kustomize', overlay)).map((d) => d.toJS() as Manifest).find((m) => m.kind === 'Deployment' && m.metadata.name === 'konfidence-core')!;
+  const container = core.spec.template.spec.containers[0];
+  const buildId = container.env.find((e: any) => e.name === 'KONFIDENCE_BUILD_ID');
+  expect(buildId.valueFrom.fieldRef.fieldPath).toBe("metadata.labels['app.kubernetes.io/version']");
+  expect([container.image, core.spec.template.metadata.labels['app.kubernetes.io/version']]).toEqual(['registry.example/konfidence-activation:v1.2.3', 'v1.2.3']);
+  // The pod defaults are still there: the component adds to the env, it does not replace it.
+  expect(container.env.map((e: any) => e.name)).toEqual(expect.arrayContaining(['KONFIDENCE_IDENTITY', 'KONFIDENCE_SYSTEM_NAMESPACE', 'KONFIDENCE_BUILD_ID']));
+});
 
 describe('the sharded overlay (deploy/overlays/sharded)', () => {
   let sharded: Manifest[];

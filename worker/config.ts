@@ -23,7 +23,10 @@ const configSchema = z.object({
    * Set: the core worker joins the Worker Deployment konfidence-core<suffix> as this build
    * (Temporal Worker Versioning, docs/scale.md); unset: an unversioned worker, as before.
    */
-  KONFIDENCE_BUILD_ID: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, ".", "_" or "-", at most 64').optional(),
+  KONFIDENCE_BUILD_ID: z
+    .string()
+    .min(1, 'empty: set it to the build (deploy/base/components/worker-versioning reads the Pod label app.kubernetes.io/version), or unset it')
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, ".", "_" or "-", at most 64').optional(),
   /**
    * Set: this watcher / Stage controller serves only this shard's namespaces (ShardingConfig
    * `default` in the system namespace, docs/scale.md) and elects its leader on the shard's Lease

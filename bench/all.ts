@@ -3,7 +3,7 @@
  * the same local servers, one after the other; then one table against the goals, also written as
  * bench/results/all-<time>.json. Each benchmark's own JSON stays in bench/results/ next to it.
  * Run: npm run bench [-- --quick] (quick: fewer runs, 40 Stages for throughput, smaller bursts: to try it out).
- * The whole run takes about 20 minutes on the 2-core machine.
+ * The whole run takes about 30 minutes on the 2-core machine.
  */
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -20,6 +20,8 @@ const benches: { name: string; args: string[] }[] = [
   { name: 'fairness', args: ['--burst', quick ? '50' : '200', '--runs', '1'] },
   // The watch side at scale: one watcher over 200 namespaces × 50 finished VectorActivations.
   { name: 'shards', args: ['--namespaces', '200', '--per-namespace', quick ? '10' : '50', '--shards', '4', '--runs', '1'] },
+  // 2000 Stages and 10,000 VectorActivations (40 unfinished): the Stage controller and the watcher, each started twice.
+  { name: 'scale', args: quick ? ['--namespaces', '4', '--stages', '200', '--activations', '1000', '--unfinished', '8'] : [] },
 ];
 
 /** The newest bench/results/<name>-*.json written after `since`. */
@@ -45,6 +47,9 @@ for (const b of benches) {
 
 const a = results.activation, c = results.cost, u = results.burst, t = results.throughput, f = results.fairness;
 const whole = results.shards?.summary?.find((s: any) => s.shards === 1);
+const sc = results.scale;
+const started = (role: string, start: string) => sc?.starts?.find((x: any) => x.role === role && x.start === start);
+const [scFirst, scRestart, wFirst, wRestart] = [started('stage-controller', 'first'), started('stage-controller', 'restart'), started('watcher', 'first'), started('watcher', 'restart')];
 const row = (figure: string, value: string, goal: string, met?: boolean) => ({ figure, value, goal, met: met === undefined ? '–' : met ? 'yes' : 'NO' });
 const table = [
   row('activation create → Succeeded (2 steps)', a ? `p50 ${a.latencyMs.median} ms, p95 ${a.latencyMs.p95} ms` : 'not measured', '–'),
@@ -58,7 +63,9 @@ const table = [
   row(`watcher RSS, ${whole ? `${results.shards.namespaces * results.shards.perNamespace}` : '?'} finished VectorActivations`, whole ? `${whole.rssMiB} MiB (heap ${whole.heapMiB} MiB), ready ${whole.readyMs} ms` : 'not measured', '≤ 200 MB', whole && whole.rssMiB * 1.048576 <= 200),
   row('cost: apiserver requests / writes per activation', c ? `${c.apiserverRequests} / ${c.apiserverWrites}` : 'not measured', '–'),
   row('cost: history events per activation', c ? `workflow ${c.historyEvents}, Stage lock ${c.lockHistoryEvents}` : 'not measured', '–'),
-  row('Stage controller RSS at 2k Stages; workflow starts at start-up', 'not measured', '≤ 200 MB; = unfinished'),
+  row(`Stage controller, ${sc?.stages ?? '?'} Stages: RSS first start / restart`, scFirst ? `${scFirst.rssMiB} / ${scRestart.rssMiB} MiB (converged after ${scFirst.quietMs} ms, ${scFirst.apiserverWrites} writes; restart ready ${scRestart.readyMs} ms, ${scRestart.apiserverWrites} writes)` : 'not measured', '≤ 200 MB', scFirst && Math.max(scFirst.rssMiB, scRestart.rssMiB) * 1.048576 <= 200),
+  row(`watcher, ${sc?.activations ?? '?'} VectorActivations: RSS, ready`, wFirst ? `${wFirst.rssMiB} MiB, ready ${wFirst.readyMs} ms` : 'not measured', '≤ 200 MB', wFirst && wFirst.rssMiB * 1.048576 <= 200),
+  row('watcher: workflow starts at start-up / restart', wFirst ? `${wFirst.workflowStarts} / ${wRestart.workflowStarts} (${sc.unfinished} unfinished)` : 'not measured', '= unfinished', wFirst && wFirst.workflowStarts === sc.unfinished && wRestart.workflowStarts === sc.unfinished),
 ];
 console.log('\nkonfidence-activation benchmark (npm run bench)');
 console.table(table);

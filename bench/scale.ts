@@ -1,0 +1,136 @@
+/**
+ * bench/scale — the watch side at scale (issue 11): --stages Stages (default 2000) and
+ * --activations VectorActivations (default 10000) over --namespaces namespaces (default 20), all
+ * activations final but --unfinished of them (default 40, on one Stage per namespace, so that the
+ * per-namespace Stage limit admits them all). The watcher and the Stage controller run as
+ * `worker/main.ts <role>` processes with KONFIDENCE_LOG_WRITES (every apiserver and Temporal write
+ * is a line), each started twice (a first start, then a restart):
+ *   ready: spawn → /readyz 200 (its watches and informers listed everything);
+ *   rss / heap: from its /metrics once it went quiet (no write for --quiet-ms);
+ *   writes: the apiserver writes and Temporal workflow starts it sent, counted from its write log.
+ * Goals: RSS ≤ 200 MB each; the watcher starts workflows for the unfinished activations only (no
+ * thundering herd), and the Stage controller's restart writes nothing (its first start converges).
+ * No core worker runs: the started workflows wait in a task queue of their own and are terminated
+ * at the end, with the namespaces.
+ * Run: npm run bench:scale [-- --namespaces 20 --stages 2000 --activations 10000 --unfinished 40]
+ */
+import { randomBytes } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { Client, Connection } from '@temporalio/client';
+import { API_VERSION } from '../api/group.js';
+import { k8s, loadKubeConfig } from '../k8s/client.js';
+import { CustomObjects } from '../k8s/custom-objects.js';
+import { up } from '../scripts/env/control-plane.js';
+import { freePort } from '../scripts/env/ports.js';
+import { pollUntil } from '../scripts/env/process.js';
+import { seedSleepyPlan, spawnRole } from './fixture.js';
+import { numberArg, writeResult } from './report.js';
+
+const NAMESPACES = numberArg('namespaces', 20);
+const STAGES = numberArg('stages', 2000);
+const ACTIVATIONS = numberArg('activations', 10_000);
+const UNFINISHED = numberArg('unfinished', 40);
+const QUIET_MS = numberArg('quiet-ms', 5_000);
+
+const cp = await up(() => undefined);
+const kc = loadKubeConfig(cp.kubeconfig);
+const objects = new CustomObjects(kc);
+const core = kc.makeApiClient(k8s.CoreV1Api);
+const id = randomBytes(3).toString('hex');
+const systemNs = `scale-${id}-sys`;
+const suffix = `-scale-${id}`;
+const names = Array.from({ length: NAMESPACES }, (_, i) => `scale-${id}-${i}`);
+const stagesPer = Math.ceil(STAGES / NAMESPACES);
+const activationsPer = Math.ceil(ACTIVATIONS / NAMESPACES);
+const unfinishedPer = Math.ceil(UNFINISHED / NAMESPACES);
+
+/** Runs `work` over `items`, `width` at a time. */
+async function pool<T>(items: T[], width: number, work: (item: T) => Promise<unknown>): Promise<void> {
+  const queue = [...items];
+  await Promise.all(Array.from({ length: width }, async () => {
+    for (let item = queue.shift(); item !== undefined; item = queue.shift()) await work(item);
+  }));
+}
+const cr = (kind: string, namespace: string, name: string, spec: unknown) => objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec });
+
+// --- seed: per namespace, Stages already serving their StageVersion, and mostly final activations
+const seeded = performance.now();
+await seedSleepyPlan(kc, names, systemNs, 0); // creates the namespaces too
+const stageWork = names.flatMap((ns) => Array.from({ length: stagesPer }, (_, i) => ({ ns, stage: `s${i}` })));
+await pool(stageWork, 16, async ({ ns, stage }) => {
+  await cr('StageVersion', ns, `${stage}-1`, { stage, vector: `bench/${stage}:1`, revision: 1 });
+  await cr('StageVersionUsage', ns, `${stage}-active`, { reason: `serves Stage ${stage}`, stageVersionRef: { name: `${stage}-1` } });
+  await cr('Stage', ns, stage, { vector: `bench/${stage}:1` });
+});
+const activationWork = names.flatMap((ns) => Array.from({ length: activationsPer }, (_, j) => ({ ns, j, open: j < unfinishedPer })));
+await pool(activationWork, 16, async ({ ns, j, open }) => {
+  // The unfinished ones on Stage s0: one Stage per namespace, within any Stage limit.
+  const stage = open ? 's0' : `s${j % stagesPer}`;
+  const name = `${open ? 'open' : 'done'}-${j}`;
+  await cr('VectorActivation', ns, name, { stage, stageVersion: `${stage}-1` });
+  if (!open) await objects.patchStatus('VectorActivation', ns, name, { phase: 'Succeeded', reason: 'Bench', message: 'finished before the bench' });
+});
+console.log(`seeded ${names.length} namespaces: ${stageWork.length} Stages (with StageVersion and active usage), ${activationWork.length} VectorActivations (${names.length * unfinishedPer} unfinished) in ${Math.round((performance.now() - seeded) / 1000)} s`);
+
+const metric = (text: string, name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+
+interface Start { role: string; start: 'first' | 'restart'; readyMs: number; quietMs: number; rssMiB: number; heapMiB: number; apiserverWrites: number; workflowStarts: number }
+
+/** One start of a role: until it is ready and then quiet; its figures; then SIGTERM. */
+async function measure(role: 'watcher' | 'stage-controller', start: Start['start']): Promise<Start> {
+  const port = await freePort();
+  const begun = performance.now();
+  const child = spawnRole(cp, role, systemNs, {
+    KONFIDENCE_QUEUE_SUFFIX: suffix,
+    KONFIDENCE_WATCH_NAMESPACES: names.join(','),
+    KONFIDENCE_HEALTH_PORT: String(port),
+    KONFIDENCE_LOG_WRITES: 'true',
+    KONFIDENCE_LOG_LEVEL: 'warn',
+  }, ['ignore', 'pipe', 'inherit']);
+  const writes: { at: number; what: string }[] = [];
+  createInterface({ input: child.stdout! }).on('line', (l) => l.startsWith('[write] ') && writes.push({ at: performance.now(), what: l }));
+  try {
+    await pollUntil(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, 300_000, `the ${role} to be ready`, 50);
+    const readyMs = performance.now() - begun;
+    // Quiet: no write for QUIET_MS (its start-up work is done).
+    await pollUntil(() => performance.now() - (writes.at(-1)?.at ?? begun + readyMs) >= QUIET_MS, 600_000, `the ${role} to go quiet`, 200);
+    const quietMs = (writes.at(-1)?.at ?? begun + readyMs) - begun;
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    return {
+      role,
+      start,
+      readyMs: Math.round(readyMs),
+      quietMs: Math.round(quietMs),
+      rssMiB: +(metric(text, 'process_resident_memory_bytes') / 2 ** 20).toFixed(1),
+      heapMiB: +(metric(text, 'nodejs_heap_size_used_bytes') / 2 ** 20).toFixed(1),
+      apiserverWrites: writes.filter((w) => / k8s /.test(w.what)).length,
+      workflowStarts: writes.filter((w) => / temporal start /.test(w.what)).length,
+    };
+  } finally {
+    process.kill(-child.pid!, 'SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+  }
+}
+
+const starts: Start[] = [];
+const connection = await Connection.connect({ address: cp.temporalAddress });
+const client = new Client({ connection, namespace: cp.testTemporalNamespace });
+try {
+  for (const role of ['stage-controller', 'watcher'] as const) {
+    for (const start of ['first', 'restart'] as const) {
+      const s = await measure(role, start);
+      starts.push(s);
+      console.log(`${role}, ${start} start: ready ${s.readyMs} ms, quiet after ${s.quietMs} ms, rss ${s.rssMiB} MiB, heap ${s.heapMiB} MiB, apiserver writes ${s.apiserverWrites}, workflow starts ${s.workflowStarts}`);
+    }
+  }
+} finally {
+  for await (const wf of client.workflow.list({ query: `TaskQueue = 'konfidence-core${suffix}' AND ExecutionStatus = 'Running'` })) {
+    await client.workflow.getHandle(wf.workflowId).terminate('bench/scale is done').catch(() => undefined);
+  }
+  await connection.close();
+  await pool([...names, systemNs], 4, (ns) => core.deleteNamespace({ name: ns }).catch(() => undefined));
+}
+console.table(starts);
+const unfinished = names.length * unfinishedPer;
+writeResult('scale', { namespaces: names.length, stages: stageWork.length, activations: activationWork.length, unfinished, starts });
+process.exit(0);

@@ -9,6 +9,7 @@
  */
 import { ANNOTATION_ACTIVATED_BY, ANNOTATION_SERVING, GROUP, VERSION, type StageVersionResource } from '../api/index.js';
 import { isReady, planNamespace, type Observed, type Plan } from '../decisions/stage.js';
+import { isFinal } from '../decisions/activation.js';
 import { apiMessage, apiStatus, k8s } from '../k8s/client.js';
 import { CustomObjects, type CustomObject } from '../k8s/custom-objects.js';
 import { LeaderGate, NotLeaderError, type Leadership } from '../k8s/leader-election.js';
@@ -50,7 +51,9 @@ function relevantState(o: CustomObject): string {
   const meta = { generation: m.generation, deleting: m.deletionTimestamp, labels: m.labels, finalizers: m.finalizers };
   switch (o.kind) {
     case 'VectorActivation':
-      return JSON.stringify({ ...meta, phase: o.status?.phase });
+      // decisions/stage.ts reads an activation's phase only as unfinished or which final one: the
+      // steps in between (held, Pending, Waiting, InProgress) cost no pass.
+      return JSON.stringify({ ...meta, phase: isFinal(o.status?.phase) ? o.status.phase : 'unfinished' });
     case 'StageVersion':
       // The marks decide cleanup and protection; metadata changes leave the generation as it is.
       return JSON.stringify({

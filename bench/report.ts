@@ -33,3 +33,11 @@ export function numberArg(name: string, fallback: number): number {
   if (!Number.isFinite(value) || value < 0) throw new Error(`--${name} wants a number ≥ 0`);
   return value;
 }
+
+/** Runs `work` over `items`, `width` at a time. */
+export async function pool<T>(items: T[], width: number, work: (item: T) => Promise<unknown>): Promise<void> {
+  const queue = [...items];
+  await Promise.all(Array.from({ length: width }, async () => {
+    for (let item = queue.shift(); item !== undefined; item = queue.shift()) await work(item);
+  }));
+}

@@ -24,7 +24,7 @@ import { up } from '../scripts/env/control-plane.js';
 import { freePort } from '../scripts/env/ports.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { seedSleepyPlan, spawnRole } from './fixture.js';
-import { numberArg, writeResult } from './report.js';
+import { numberArg, pool, writeResult } from './report.js';
 
 const NAMESPACES = numberArg('namespaces', 20);
 const STAGES = numberArg('stages', 2000);
@@ -44,13 +44,6 @@ const stagesPer = Math.ceil(STAGES / NAMESPACES);
 const activationsPer = Math.ceil(ACTIVATIONS / NAMESPACES);
 const unfinishedPer = Math.ceil(UNFINISHED / NAMESPACES);
 
-/** Runs `work` over `items`, `width` at a time. */
-async function pool<T>(items: T[], width: number, work: (item: T) => Promise<unknown>): Promise<void> {
-  const queue = [...items];
-  await Promise.all(Array.from({ length: width }, async () => {
-    for (let item = queue.shift(); item !== undefined; item = queue.shift()) await work(item);
-  }));
-}
 const cr = (kind: string, namespace: string, name: string, spec: unknown) => objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec });
 
 // --- seed: per namespace, Stages already serving their StageVersion, and mostly final activations

@@ -24,7 +24,7 @@ import { up } from '../scripts/env/control-plane.js';
 import { freePort } from '../scripts/env/ports.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { spawnRole } from './fixture.js';
-import { numberArg } from './report.js';
+import { numberArg, pool } from './report.js';
 
 const NAMESPACES = numberArg('namespaces', 200);
 const PER_NAMESPACE = numberArg('per-namespace', 3);
@@ -42,13 +42,6 @@ const names = Array.from({ length: NAMESPACES }, (_, i) => `bench-shards-${id}-$
 // Only the kinds this bench needs (ControllerStatus gained status.serving).
 await applyCrds(kc, readCrdFiles().filter((c) => ['shardingconfigs', 'controllerstatuses'].includes(c.spec.names.plural)));
 
-/** Runs `work` over `items`, `width` at a time. */
-async function pool<T>(items: T[], width: number, work: (item: T) => Promise<unknown>): Promise<void> {
-  const queue = [...items];
-  await Promise.all(Array.from({ length: width }, async () => {
-    for (let item = queue.shift(); item !== undefined; item = queue.shift()) await work(item);
-  }));
-}
 
 const seeded = performance.now();
 await core.createNamespace({ body: { metadata: { name: systemNs } } });

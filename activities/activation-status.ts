@@ -1,5 +1,5 @@
 /** The VectorActivation itself: reading it (typed) and writing the status the workflow owns. */
-import { setCondition, type Condition } from '../api/index.js';
+import { setCondition, type Condition, type VectorActivationPhase } from '../api/index.js';
 import { activationConditions, activationStatus, reasonOf, type ActivationReport, type StepProgress } from '../decisions/activation.js';
 import { activationEvents, type StatusView } from '../decisions/events.js';
 import { recordEvents } from '../k8s/events.js';
@@ -36,6 +36,14 @@ async function stageHolder({ leases }: CoreDeps, namespace: string, stage: strin
 }
 
 /** coreBuildId: the build of this worker, recorded in the status so one can tell which build ran an activation. */
+/**
+ * The activation's conditions once its status says `phase` (lastTransitionTime moves only on a
+ * change): every writer of a VectorActivation status (the workflow, the close-out, the hold) uses it.
+ */
+export function conditionsAfter(va: { status?: { conditions?: Condition[] }; metadata: { generation?: number } }, phase: VectorActivationPhase, reason: string, message: string): Condition[] {
+  return activationConditions(phase, reason, message).reduce((all, c) => setCondition(all, c, va.metadata.generation), va.status?.conditions ?? []);
+}
+
 export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string) {
   const { objects, event } = deps;
   return {
@@ -67,8 +75,7 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
       const holder = report.phase === 'Waiting' && before.phase !== 'Waiting' ? await stageHolder(deps, ref.namespace, va.spec.stage) : undefined;
       const facts = { name: ref.name, stage: va.spec.stage, stageVersion: va.spec.stageVersion, ...(holder ? { holder } : {}) };
       await recordEvents(event, ref.namespace, activationEvents(facts, before, report), { [`VectorActivation/${ref.name}`]: ref.uid });
-      let conditions: Condition[] = va.status?.conditions ?? [];
-      for (const c of activationConditions(report.phase, report.reason, report.message)) conditions = setCondition(conditions, c, va.metadata.generation);
+      const conditions = conditionsAfter(va, report.phase, report.reason, report.message);
       const written = await objects.patchStatus('VectorActivation', ref.namespace, ref.name, {
         ...activationStatus(report),
         observedGeneration: va.metadata.generation,

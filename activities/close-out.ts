@@ -5,8 +5,8 @@
  * saying why). Each step is idempotent; the status is written last, so whoever reads the final
  * phase finds everything released. The watcher runs it.
  */
-import { setCondition, type Condition } from '../api/index.js';
-import { activationConditions, isFinal } from '../decisions/activation.js';
+import { isFinal } from '../decisions/activation.js';
+import { conditionsAfter } from './activation-status.js';
 import { kubeTime } from '../shared/format.js';
 import { holderOf, type ActivationRef } from '../shared/activation.js';
 import { activationEvents, type StatusView } from '../decisions/events.js';
@@ -30,8 +30,7 @@ export async function closeOutActivation(deps: CoreDeps, ref: ActivationRef, why
   await usageActivities(deps).releaseActivationUsage(ref);
   await stageVersionActivities(deps).unmarkStageVersion(ref.namespace, va.spec.stageVersion, holder);
   await releaseStageLease(deps, ref.namespace, va.spec.stage, holder);
-  let conditions: Condition[] = va.status?.conditions ?? [];
-  for (const c of activationConditions('Failed', why.reason, why.message)) conditions = setCondition(conditions, c, va.metadata.generation);
+  const conditions = conditionsAfter(va, 'Failed', why.reason, why.message);
   const before = (va.status ?? {}) as StatusView;
   const firstError = va.status?.firstError ?? why.message;
   const facts = { name: ref.name, stage: va.spec.stage, stageVersion: va.spec.stageVersion };

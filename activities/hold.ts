@@ -4,8 +4,8 @@
  * it for activations that have no workflow yet; the write is conditional on the resourceVersion it
  * read, so it never lands over a status a workflow wrote meanwhile. Repeating it changes nothing.
  */
-import { setCondition, type Condition } from '../api/index.js';
-import { activationConditions, isFinal } from '../decisions/activation.js';
+import { isFinal } from '../decisions/activation.js';
+import { conditionsAfter } from './activation-status.js';
 import { NAMESPACE_LIMIT_REASON } from '../decisions/fair-share.js';
 import type { ActivationRef } from '../shared/activation.js';
 import type { CoreDeps } from './deps.js';
@@ -16,13 +16,11 @@ export async function holdActivation(deps: CoreDeps, ref: ActivationRef, message
   if (!va || va.metadata.uid !== ref.uid) return false;
   const status = va.status ?? {};
   if (isFinal(status.phase) || status.workflowId || (status.reason === NAMESPACE_LIMIT_REASON && status.message === message)) return false;
-  let conditions: Condition[] = status.conditions ?? [];
-  for (const c of activationConditions('Waiting', NAMESPACE_LIMIT_REASON, message)) conditions = setCondition(conditions, c, va.metadata.generation);
   return deps.objects.patchStatusAt('VectorActivation', ref.namespace, ref.name, va.metadata.resourceVersion!, {
     phase: 'Waiting',
     reason: NAMESPACE_LIMIT_REASON,
     message,
     observedGeneration: va.metadata.generation,
-    conditions,
+    conditions: conditionsAfter(va, 'Waiting', NAMESPACE_LIMIT_REASON, message),
   });
 }

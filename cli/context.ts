@@ -12,29 +12,14 @@ import { notFound, usageError } from './exit-codes.js';
 import type { Usages } from './views.js';
 import type { z } from 'zod';
 
+/** Connecting gets this long: a status must not hang on an unreachable server. */
+const CONNECT_TIMEOUT_MS = 5_000;
 /**
- * Connecting and each attempt of a Temporal call get this long: a status must not hang on an
- * unreachable server. A busy server answers Worker Deployment calls late (they are queries and
- * updates on a server-side workflow), so an attempt that ran out of time or found the server
- * unavailable is repeated; every call the CLI makes is idempotent (a read, or "set X").
+ * Each Temporal call gets this long. A busy server answers Worker Deployment calls late (they are
+ * queries and updates on a server-side workflow); the connection's own retry interceptor repeats
+ * UNAVAILABLE and RESOURCE_EXHAUSTED within this deadline.
  */
-const TEMPORAL_DEADLINE_MS = 10_000;
-const TEMPORAL_ATTEMPTS = 3;
-/** gRPC DEADLINE_EXCEEDED and UNAVAILABLE: the only answers another attempt can change. */
-const RETRYABLE_GRPC_CODES = new Set([4, 14]);
-
-/** Runs an idempotent call up to `attempts` times while it fails with a retryable gRPC code. */
-export async function withAttempts<T>(attempts: number, fn: () => Promise<T>, pauseMs = 500): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn();
-    } catch (err) {
-      const code = (err as { code?: number }).code;
-      if (attempt >= attempts || code === undefined || !RETRYABLE_GRPC_CODES.has(code)) throw err;
-      await new Promise((resolve) => setTimeout(resolve, pauseMs * attempt));
-    }
-  }
-}
+const CALL_DEADLINE_MS = 30_000;
 
 export interface Io {
   out: (text: string) => void;
@@ -163,10 +148,10 @@ export class Context {
     try {
       // Loaded here: only status needs Temporal, and the SDK takes a while to load.
       const { Client, Connection } = await import('@temporalio/client');
-      const connection = await Connection.connect({ address, connectTimeout: TEMPORAL_DEADLINE_MS });
+      const connection = await Connection.connect({ address, connectTimeout: CONNECT_TIMEOUT_MS });
       return {
         client: new Client({ connection, namespace }),
-        call: (fn) => withAttempts(TEMPORAL_ATTEMPTS, () => connection.withDeadline(Date.now() + TEMPORAL_DEADLINE_MS, fn)),
+        call: (fn) => connection.withDeadline(Date.now() + CALL_DEADLINE_MS, fn),
         close: () => connection.close(),
       };
     } catch (err) {

@@ -24,25 +24,22 @@ export interface UnfinishedActivation {
   started: boolean;
 }
 
-export interface FairShare {
-  /** Activations whose workflow runs or may start now. */
-  admitted: Set<string>;
-  /** Activations that wait for a Stage of their namespace to finish. */
-  held: Set<string>;
-}
-
-/** Splits one namespace's unfinished activations by the limit; undefined or 0: no limit. */
-export function fairShare(activations: readonly UnfinishedActivation[], limit: number | undefined): FairShare {
+/** The activations of one namespace that may run now (the rest wait); undefined or 0: no limit. */
+export function fairShare(activations: readonly UnfinishedActivation[], limit: number | undefined): Set<string> {
+  if (!limit) return new Set(activations.map((a) => a.uid));
   const byStage = new Map<string, UnfinishedActivation[]>();
-  for (const a of activations) byStage.set(a.stage, [...(byStage.get(a.stage) ?? []), a]);
-  const oldest = (as: UnfinishedActivation[]) => as.reduce((m, a) => (order(a, m) < 0 ? a : m));
-  const stages = [...byStage.entries()].sort(([, x], [, y]) => order(oldest(x), oldest(y)));
-  const running = stages.filter(([, as]) => as.some((a) => a.started));
-  const waiting = stages.filter(([, as]) => !as.some((a) => a.started));
-  const free = limit ? Math.max(0, limit - running.length) : waiting.length;
-  const admittedStages = [...running, ...waiting.slice(0, free)];
-  const admitted = new Set(admittedStages.flatMap(([, as]) => as.map((a) => a.uid)));
-  return { admitted, held: new Set(activations.filter((a) => !admitted.has(a.uid)).map((a) => a.uid)) };
+  for (const a of activations) {
+    const same = byStage.get(a.stage);
+    if (same) same.push(a);
+    else byStage.set(a.stage, [a]);
+  }
+  const stages = [...byStage.values()].map((as) => ({ as, oldest: as.reduce((m, a) => (order(a, m) < 0 ? a : m)), started: as.some((a) => a.started) }));
+  const running = stages.filter((s) => s.started);
+  const next = stages
+    .filter((s) => !s.started)
+    .sort((x, y) => order(x.oldest, y.oldest))
+    .slice(0, Math.max(0, limit - running.length));
+  return new Set([...running, ...next].flatMap((s) => s.as.map((a) => a.uid)));
 }
 
 /** Oldest first; the name breaks ties (creation times have one-second resolution). */

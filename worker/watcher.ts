@@ -322,7 +322,7 @@ export class ActivationWatcher {
   private async sharePass(namespace: string): Promise<void> {
     const unfinished = [...this.cache.values()].filter((o) => o.metadata!.namespace === namespace && !o.metadata!.deletionTimestamp && !isFinal(o.status?.phase));
     const limit = this.o.stagesPerNamespace!;
-    const { admitted } = fairShare(
+    const admitted = fairShare(
       unfinished.map((o) => ({
         uid: o.metadata!.uid!,
         name: o.metadata!.name!,

@@ -49,6 +49,8 @@ async function forbid(group: string, resource: string, prefix: string, probe: ()
     for (const kind of ['ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicy']) {
       await objects.delete({ apiVersion: 'admissionregistration.k8s.io/v1', kind, metadata: { name } } as k8s.KubernetesObject).catch(() => undefined);
     }
+    // Its removal takes a moment too: what runs next must not meet the policy still enforced.
+    await pollUntil(async () => probe().then(() => true, () => false), 30_000, `the policy ${name} to be lifted`);
   };
 }
 

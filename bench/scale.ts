@@ -121,6 +121,12 @@ try {
     await client.workflow.getHandle(wf.workflowId).terminate('bench/scale is done').catch(() => undefined);
   }
   await connection.close();
+  // No Stage controller runs any more to lift the StageVersions' in-use protection: without this,
+  // the namespaces stay Terminating and their controller loops, loading the apiserver for hours.
+  await pool(names, 2, async (ns) => {
+    const svs = await objects.list('StageVersion', ns).catch(() => []);
+    await pool(svs, 8, (sv) => objects.mergeMetadata('StageVersion', ns, sv.metadata.name, { finalizers: null }).catch(() => undefined));
+  });
   await pool([...names, systemNs], 4, (ns) => core.deleteNamespace({ name: ns }).catch(() => undefined));
 }
 console.table(starts);

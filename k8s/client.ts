@@ -2,10 +2,46 @@
  * Kubernetes client helpers shared by activities, workers, scripts and tests. Never import this from
  * workflow code: @kubernetes/client-node does I/O and is not deterministic.
  */
+import { createHash } from 'node:crypto';
+import type { Agent } from 'node:http';
 import * as k8s from '@kubernetes/client-node';
 import { statusMessage } from './status-message.js';
 
 export { k8s };
+
+/**
+ * client-node 1.x makes a new https.Agent for every request (KubeConfig.createAgent), so every
+ * call opens a TLS connection of its own: a handshake, and the client key parsed again, on both
+ * ends. Profiled under a burst of activations that was half of this process's CPU time, and a good
+ * part of the apiserver's. One keep-alive agent per distinct set of agent options (cluster, CA,
+ * client certificate and key; a rotated certificate gets a new one) makes the calls reuse their
+ * connections, as client-go's transport cache does.
+ */
+function shareAgents(): void {
+  const proto = k8s.KubeConfig.prototype as unknown as { createAgent: (cluster: unknown, options: Record<string, unknown>) => Agent; sharedAgents?: boolean };
+  if (proto.sharedAgents) return;
+  const original = proto.createAgent;
+  const agents = new Map<string, Agent>();
+  proto.createAgent = function (this: k8s.KubeConfig, cluster, options) {
+    const hash = createHash('sha256').update(JSON.stringify(cluster));
+    // Certificates and keys as they are (a Buffer through JSON.stringify is an array of numbers).
+    for (const name of Object.keys(options).sort()) {
+      const value = options[name];
+      hash.update(`\0${name}=`).update(Buffer.isBuffer(value) ? value : String(JSON.stringify(value)));
+    }
+    const key = hash.digest('hex');
+    let agent = agents.get(key);
+    if (!agent) {
+      agent = original.call(this, cluster, { ...options, keepAlive: true });
+      // A few distinct configurations are expected (one per kubeconfig and credential); bound it anyway.
+      if (agents.size >= 64) agents.delete(agents.keys().next().value!);
+      agents.set(key, agent);
+    }
+    return agent;
+  };
+  proto.sharedAgents = true;
+}
+shareAgents();
 
 /** From a kubeconfig path, else $KUBECONFIG / ~/.kube/config / the in-cluster service account. */
 export function loadKubeConfig(path?: string): k8s.KubeConfig {

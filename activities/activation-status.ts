@@ -2,7 +2,7 @@
 import { setCondition, type Condition, type VectorActivationPhase } from '../api/index.js';
 import { activationConditions, activationStatus, reasonOf, type ActivationReport, type StepProgress } from '../decisions/activation.js';
 import { activationEvents, type StatusView } from '../decisions/events.js';
-import { recordEvents } from '../k8s/events.js';
+import { sendEvents } from '../k8s/events.js';
 import { getTyped } from '../k8s/typed.js';
 import { stageLeaseName } from '../shared/names.js';
 import { recordActivationPhase } from '../telemetry/metrics.js';
@@ -69,12 +69,13 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
     async writeActivationStatus(ref: ActivationRef, report: ActivationReport): Promise<boolean> {
       const va = await objects.get('VectorActivation', ref.namespace, ref.name);
       if (!va || va.metadata.uid !== ref.uid) return false;
-      // The Events of this transition first: a retry after a crash between the two repeats them,
-      // which k8s/events.ts counts; a repeat of a write that went through changes nothing, says nothing.
+      // The Events of this transition are sent first (written in the background, off the
+      // activation's path): a retry after a crash between the two repeats them, which
+      // k8s/events.ts counts; a repeat of a write that went through changes nothing, says nothing.
       const before = (va.status ?? {}) as StatusView;
       const holder = report.phase === 'Waiting' && before.phase !== 'Waiting' ? await stageHolder(deps, ref.namespace, va.spec.stage) : undefined;
       const facts = { name: ref.name, stage: va.spec.stage, stageVersion: va.spec.stageVersion, ...(holder ? { holder } : {}) };
-      await recordEvents(event, ref.namespace, activationEvents(facts, before, report), { [`VectorActivation/${ref.name}`]: ref.uid });
+      sendEvents(event, ref.namespace, activationEvents(facts, before, report), { [`VectorActivation/${ref.name}`]: ref.uid }, deps.log);
       const conditions = conditionsAfter(va, report.phase, report.reason, report.message);
       const written = await objects.patchStatus('VectorActivation', ref.namespace, ref.name, {
         ...activationStatus(report),

@@ -6,10 +6,10 @@ import { API_VERSION, LABEL_STAGE_NAME, LABEL_USAGE } from '../api/group.js';
 import { activationUsageName, activeUsageName, labelValue } from '../shared/names.js';
 import type { ActivationRef } from '../shared/activation.js';
 import { activeChangedEvents } from '../decisions/events.js';
-import { recordEvents } from '../k8s/events.js';
+import { sendEvents } from '../k8s/events.js';
 import { ownerRef, type CoreDeps } from './deps.js';
 
-export function usageActivities({ objects, event }: CoreDeps) {
+export function usageActivities({ objects, event, log }: CoreDeps) {
   return {
     /** Name of the StageVersion the Stage's "active" usage points at, if any. */
     async readActiveStageVersion(namespace: string, stage: string): Promise<string | undefined> {
@@ -46,11 +46,11 @@ export function usageActivities({ objects, event }: CoreDeps) {
     /** Points the Stage's "active" usage at the StageVersion, creating it if needed. */
     async pointActiveUsage(namespace: string, stage: string, stageUid: string, stageVersion: string): Promise<void> {
       const spec = { reason: `serves the traffic of Stage ${stage}`, stageVersionRef: { name: stageVersion } };
-      // Events before the write: a retry after a crash between them repeats (counts) them; a
-      // retry after the write finds the usage moved and says nothing.
+      // Events sent before the write (written in the background): a retry after a crash between
+      // them repeats (counts) them; a retry after the write finds the usage moved and says nothing.
       const current = await objects.get('StageVersionUsage', namespace, activeUsageName(stage));
       const from: string | undefined = current?.spec?.stageVersionRef?.name;
-      if (from !== stageVersion) await recordEvents(event, namespace, activeChangedEvents(stage, stageVersion, from), { [`Stage/${stage}`]: stageUid });
+      if (from !== stageVersion) sendEvents(event, namespace, activeChangedEvents(stage, stageVersion, from), { [`Stage/${stage}`]: stageUid }, log);
       const { object, created } = await objects.create({
         apiVersion: API_VERSION,
         kind: 'StageVersionUsage',

@@ -179,3 +179,43 @@ export async function recordEvents(record: EventRecorder, namespace: string, eve
     await record({ apiVersion: API_VERSION, kind: e.kind, namespace, name: e.name, ...(uid ? { uid } : {}) }, e.type, e.reason, e.note, e.action);
   }
 }
+
+/** Events waiting to be written in the background, at most this many (client-go's broadcaster drops past 1000 too). */
+const MAX_QUEUED = 1000;
+let queued = 0;
+/** The last background write of each namespace: a namespace's Events are written in the order they were sent. */
+const tails = new Map<string, Promise<void>>();
+
+/**
+ * recordEvents in the background, as client-go's recorder does: Events are best effort, and the
+ * look-up and create of each (two round trips) must not sit on an activation's path between its
+ * status writes. In order per namespace; a crash before they are written loses them, as it
+ * would lose client-go's. Over MAX_QUEUED waiting, new ones are dropped and logged.
+ */
+export function sendEvents(record: EventRecorder, namespace: string, events: readonly EventSpec[], uids: Record<string, string | undefined> = {}, log: (message: string) => void = (m) => console.warn(m)): void {
+  if (events.length === 0) return;
+  if (queued + events.length > MAX_QUEUED) {
+    log(`${events.length} Event(s) in namespace ${namespace} dropped: ${queued} are waiting to be written`);
+    return;
+  }
+  queued += events.length;
+  const tail = (tails.get(namespace) ?? Promise.resolve())
+    .then(() => recordEvents(record, namespace, events, uids))
+    .catch(() => undefined) // record() logs its own failures
+    .finally(() => {
+      queued -= events.length;
+      if (tails.get(namespace) === tail) tails.delete(namespace);
+    });
+  tails.set(namespace, tail);
+}
+
+/** Waits until the Events sent so far are written (or `timeoutMs` passed): before a process stops. */
+export async function flushEvents(timeoutMs = 5_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+  while (tails.size > 0) {
+    const pending = Promise.all([...tails.values()]).then(() => 'done' as const);
+    if ((await Promise.race([pending, deadline.then(() => 'late' as const)])) === 'late') break;
+  }
+  clearTimeout(timer);
+}

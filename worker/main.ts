@@ -32,6 +32,7 @@ import { StageController } from '../controllers/stage-controller.js';
 import { startHealthServer, type HealthServer, type ReadinessCheck } from './health.js';
 import { endpointFromEnv, startPublisher, versionFromEnv, type Publisher } from './publisher.js';
 import { componentLogger, logger } from '../telemetry/log.js';
+import { flushEvents } from '../k8s/events.js';
 import { enableProcessMetrics, metricsContentType, metricsText } from '../telemetry/metrics.js';
 import { fetchSdkMetrics, installTemporalRuntime } from '../telemetry/temporal.js';
 
@@ -253,6 +254,7 @@ if (worker) {
   log.info(`${role}${type ? ` ${type}` : ''} worker polling ${config.TEMPORAL_ADDRESS} (${config.TEMPORAL_NAMESPACE})`, { taskQueue: polling.options.taskQueue });
   await worker.run(); // resolves after SIGINT/SIGTERM once in-flight tasks are done
 }
+await flushEvents(); // the Events of the last transitions are written in the background
 await health?.close();
 await native.close();
 await connection.close();

@@ -8,6 +8,7 @@ import { NativeConnection, type Worker, type WorkerOptions } from '@temporalio/w
 import { builtInExecutors } from '../executors/index.js';
 import type { Executor } from '../executors/types.js';
 import type { k8s } from '../k8s/client.js';
+import { flushEvents } from '../k8s/events.js';
 import type { Leadership } from '../k8s/leader-election.js';
 import { CORE_TASK_QUEUE, executorTaskQueue } from '../shared/task-queues.js';
 import { createCoreWorker } from './core-worker.js';
@@ -116,6 +117,7 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
       await watcher.stop();
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await Promise.allSettled(runs);
+      await flushEvents();
       await native.close();
       await connection.close();
     },

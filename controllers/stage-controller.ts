@@ -7,14 +7,15 @@
  * resourceVersion read; at most one status write per object, none when it is unchanged. A pass that
  * changed something schedules another, so each pass decides on fresh reads.
  */
-import { ANNOTATION_ACTIVATED_BY, ANNOTATION_SERVING, GROUP, VERSION, type StageVersionResource } from '../api/index.js';
+import { ANNOTATION_ACTIVATED_BY, ANNOTATION_SERVING, type StageVersionResource } from '../api/index.js';
 import { isReady, planNamespace, type Observed, type Plan } from '../decisions/stage.js';
 import { isFinal } from '../decisions/activation.js';
 import { apiMessage, apiStatus, k8s } from '../k8s/client.js';
 import { CustomObjects, type CustomObject } from '../k8s/custom-objects.js';
+import { KindCache } from '../k8s/kind-cache.js';
 import { LeaderGate, NotLeaderError, type Leadership } from '../k8s/leader-election.js';
 import { activationCreatedEvents, cleanedUpEvents, stageVersionCreatedEvents, type EventSpec } from '../decisions/events.js';
-import { eventRecorder, recordEvents, type EventRecorder } from '../k8s/events.js';
+import { eventRecorder, sendEvents, type EventRecorder } from '../k8s/events.js';
 import { componentLogger, type LogFn } from '../telemetry/log.js';
 import { observeEventLag } from '../telemetry/metrics.js';
 
@@ -67,17 +68,27 @@ function relevantState(o: CustomObject): string {
   }
 }
 
+/**
+ * What the caches keep of an object: all but managedFields, and of an activation only what
+ * decisions/stage.ts reads (10,000 activations' steps and conditions would be most of the memory).
+ */
+function slim(o: CustomObject): void {
+  delete (o.metadata as { managedFields?: unknown }).managedFields;
+  if (o.kind === 'VectorActivation' && o.status) o.status = { phase: o.status.phase, message: o.status.message };
+}
+
 export class StageController {
   private readonly objects: CustomObjects;
-  private readonly watches: AbortController[] = [];
-  /** The namespaces watched (undefined: all) and, sharded, their watches and those served. */
+  /** The namespaces watched (undefined: all) and, sharded, those served. */
   private readonly namespaces?: Set<string>;
-  private readonly namespaceWatches = new Map<string, AbortController[]>();
+  /** The caches a pass reads, by namespace ('' for the all-namespace ones), one per kind. */
+  private readonly caches = new Map<string, KindCache[]>();
   private readonly serving = new Set<string>();
   /** The pass running now: a drop of its namespace waits for it. */
   private current?: { ns: string; done: Promise<void> };
   private readonly dirty = new Set<string>();
-  private readonly seen = new Map<string, string>();
+  /** What a pass reads of each object (relevantState), by kind/uid: a change costs a pass, nothing else does. */
+  private readonly seen = new Map<string, { ns: string; state: string }>();
   private stopped = false;
   private wake: () => void = () => undefined;
   private loop?: Promise<void>;
@@ -99,21 +110,35 @@ export class StageController {
 
   /** Sharded: watches exactly these namespaces. */
   async setNamespaces(namespaces: ReadonlySet<string>): Promise<void> {
-    for (const [ns, watches] of [...this.namespaceWatches]) {
+    for (const [ns, caches] of [...this.caches]) {
       if (namespaces.has(ns)) continue;
-      this.namespaceWatches.delete(ns);
+      this.caches.delete(ns);
       this.namespaces!.delete(ns);
-      watches.forEach((w) => w.abort());
+      await Promise.all(caches.map((c) => c.stop()));
+      for (const [key, state] of this.seen) if (state.ns === ns) this.seen.delete(key);
     }
-    const added = [...namespaces].filter((ns) => !this.namespaceWatches.has(ns));
-    for (const ns of added) {
-      this.namespaces!.add(ns);
-      this.namespaceWatches.set(ns, []);
-    }
-    // A few namespaces at a time: one watch after the other, 200 namespaces took seconds.
-    for (let i = 0; i < added.length && !this.stopped; i += 16) {
-      await Promise.all(added.slice(i, i + 16).flatMap((ns) => KINDS.map((plural) => this.watchPathWhile(`/apis/${GROUP}/${VERSION}/namespaces/${ns}/${plural}`, ns))));
-    }
+    const added = [...namespaces].filter((ns) => !this.caches.has(ns));
+    for (const ns of added) this.namespaces!.add(ns);
+    // A few namespaces at a time: one list after the other, 200 namespaces took seconds.
+    for (let i = 0; i < added.length && !this.stopped; i += 16) await Promise.all(added.slice(i, i + 16).map((ns) => this.cacheNamespace(ns)));
+  }
+
+  /** Lists and watches every kind a pass reads, in one namespace (undefined: all). */
+  private async cacheNamespace(namespace: string | undefined): Promise<void> {
+    const caches = KINDS.map(
+      (plural) =>
+        new KindCache({
+          kubeConfig: this.o.kubeConfig,
+          plural,
+          ...(namespace ? { namespace } : {}),
+          onChange: (type, o) => this.observe(type, o),
+          slim,
+          log: this.log,
+        }),
+    );
+    this.caches.set(namespace ?? '', caches);
+    await Promise.all(caches.map((c) => c.start()));
+    if (this.caches.get(namespace ?? '') !== caches) await Promise.all(caches.map((c) => c.stop())); // dropped meanwhile
   }
 
   /** Sharded: passes run in these namespaces from now on, each at once. */
@@ -131,35 +156,16 @@ export class StageController {
     if (current && namespaces.includes(current.ns)) await current.done;
   }
 
-  /** A watch of one namespace's path, started again after a break while the namespace is watched. */
-  private async watchPathWhile(path: string, ns: string): Promise<void> {
-    const restart = () => {
-      if (this.stopped || !this.namespaceWatches.has(ns)) return;
-      setTimeout(() => void this.watchPathWhile(path, ns), 1_000);
-    };
-    try {
-      const controller = await new k8s.Watch(this.o.kubeConfig).watch(path, {}, (type: string, o: CustomObject) => this.observe(type, o), () => {
-        if (this.namespaceWatches.has(ns)) this.enqueue(ns);
-        restart();
-      });
-      const list = this.namespaceWatches.get(ns);
-      if (list) list.push(controller);
-      else controller.abort(); // dropped meanwhile
-    } catch {
-      restart();
-    }
-  }
-
-  /** True once every watch has started (readiness). */
+  /** True once every cache has listed, and while the last list of each succeeded (readiness). */
   isSynced(): boolean {
-    return this.synced && !this.stopped;
+    return this.synced && !this.stopped && [...this.caches.values()].flat().every((c) => c.listed);
   }
 
 
   async start(): Promise<void> {
     this.startedAt = Date.now();
     if (this.o.sharded) await this.setNamespaces(new Set(this.o.namespaces ?? []));
-    else for (const plural of KINDS) await this.watch(plural);
+    else await Promise.all((this.o.namespaces ?? [undefined]).map((ns) => this.cacheNamespace(ns)));
     this.synced = true;
     this.timer = setInterval(() => void this.resyncAll(), RESYNC_MS);
     this.gate.start((identity) => {
@@ -176,7 +182,7 @@ export class StageController {
     this.stopped = true;
     clearInterval(this.timer);
     this.gate.stop();
-    for (const w of [...this.watches, ...[...this.namespaceWatches.values()].flat()]) w.abort();
+    await Promise.all([...this.caches.values()].flat().map((c) => c.stop()));
     this.wake();
     await this.loop;
   }
@@ -190,8 +196,8 @@ export class StageController {
     const key = `${o.kind}/${o.metadata.uid}`;
     const seen = relevantState(o);
     if (type === 'DELETED') this.seen.delete(key);
-    else if (this.seen.get(key) === seen) return;
-    else this.seen.set(key, seen);
+    else if (this.seen.get(key)?.state === seen) return;
+    else this.seen.set(key, { ns: o.metadata.namespace!, state: seen });
     if (type !== 'DELETED') observeEventLag('stage-controller', o.kind, o, this.startedAt);
     this.enqueue(o.metadata.namespace!);
   }
@@ -206,42 +212,10 @@ export class StageController {
   /** Never throws: an apiserver that does not answer now is asked again at the next resync. */
   private async resyncAll(): Promise<void> {
     try {
-      const namespaces = this.namespaces ? [...this.namespaces] : (await this.objects.listAllNamespaces('Stage')).map((s) => s.metadata.namespace!);
+      const namespaces = this.namespaces ? [...this.namespaces] : (this.caches.get('')?.[0]?.namespaces() ?? []);
       for (const ns of new Set(namespaces)) this.enqueue(ns);
     } catch (err) {
       this.log(`resync: ${apiMessage(err)}`, { level: 'warn' });
-    }
-  }
-
-  /** A watch per kind; on any break it is started again (a re-list comes with the next resync). */
-  private async watch(plural: string): Promise<void> {
-    if (this.stopped) return;
-    const paths = this.o.namespaces
-      ? this.o.namespaces.map((ns) => `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${plural}`)
-      : [`/apis/${GROUP}/${VERSION}/${plural}`];
-    for (const path of paths) {
-      const restart = () => {
-        if (this.stopped) return;
-        setTimeout(() => void this.watchPath(path, restart), 1_000);
-      };
-      await this.watchPath(path, restart);
-    }
-  }
-
-  private async watchPath(path: string, restart: () => void): Promise<void> {
-    try {
-      const controller = await new k8s.Watch(this.o.kubeConfig).watch(
-        path,
-        {},
-        (type: string, o: CustomObject) => this.observe(type, o),
-        () => {
-          void this.resyncAll();
-          restart();
-        },
-      );
-      this.watches.push(controller);
-    } catch {
-      restart();
     }
   }
 
@@ -258,7 +232,10 @@ export class StageController {
       let done: () => void = () => undefined;
       this.current = { ns, done: new Promise<void>((resolve) => (done = resolve)) };
       try {
-        if (await this.reconcile(ns)) this.dirty.add(ns);
+        // A pass that changed something is followed by another once the caches saw its writes:
+        // each write's watch event marks the namespace again (observe). Passing again at once
+        // would decide on caches that may not hold them yet.
+        await this.reconcile(ns);
       } catch (err) {
         if (err instanceof NotLeaderError) {
           this.dirty.add(ns); // deposed mid-pass: decided again on the next term
@@ -273,31 +250,30 @@ export class StageController {
     }
   }
 
-  /** One pass over a namespace: observe, plan, act. True when it changed something (another pass follows). */
+  /** One pass over a namespace: observe, plan, act. True when it changed something. */
   async reconcile(ns: string): Promise<boolean> {
-    const observed = await this.observeNamespace(ns);
+    const observed = this.observeNamespace(ns);
     return this.act(ns, planNamespace(observed, new Date(), this.o.systemNamespace ? { systemNamespace: this.o.systemNamespace } : {}), observed);
   }
 
   /**
-   * The apiserver validated every object against the CRDs generated from the same zod schemas, so
-   * a listed object has the shape of its zod type.
+   * The namespace as the caches hold it. The apiserver validated every object against the CRDs
+   * generated from the same zod schemas, so a cached object has the shape of its zod type.
    */
-  private async observeNamespace(namespace: string): Promise<Observed> {
-    const [stages, stageVersions, usages, activations] = await Promise.all(
-      ['Stage', 'StageVersion', 'StageVersionUsage', 'VectorActivation'].map((kind) => this.objects.list(kind, namespace)),
-    );
+  private observeNamespace(namespace: string): Observed {
+    const caches = this.caches.get(namespace) ?? this.caches.get('');
+    const [stages, stageVersions, usages, activations] = KINDS.map((_, i) => caches?.[i]?.list(namespace) ?? []);
     return { namespace, stages, stageVersions, usages, activations } as unknown as Observed;
   }
 
-  /** The Events of an object this controller created (docs/events.md); best effort. */
-  private async recordCreated(ns: string, o: CustomObject): Promise<void> {
+  /** The Events of an object this controller created (docs/events.md); best effort, in the background. */
+  private recordCreated(ns: string, o: CustomObject): void {
     const stageUid = o.metadata.ownerReferences?.find((r) => r.kind === 'Stage')?.uid;
     let events: EventSpec[] = [];
     if (o.kind === 'StageVersion') events = stageVersionCreatedEvents({ name: o.metadata.name, stage: o.spec.stage, revision: o.spec.revision, vector: o.spec.vector });
     if (o.kind === 'VectorActivation') events = activationCreatedEvents({ name: o.metadata.name, stage: o.spec.stage, stageVersion: o.spec.stageVersion });
     const stage = o.spec?.stage as string | undefined;
-    await recordEvents(this.event, ns, events, { ...(stage ? { [`Stage/${stage}`]: stageUid } : {}), [`${o.kind}/${o.metadata.name}`]: o.metadata.uid });
+    sendEvents(this.event, ns, events, { ...(stage ? { [`Stage/${stage}`]: stageUid } : {}), [`${o.kind}/${o.metadata.name}`]: o.metadata.uid }, this.log);
   }
 
   /** Performs a plan in its order; every action is safe to repeat, status writes come last. */
@@ -320,11 +296,12 @@ export class StageController {
       if (created) {
         changed = true;
         // Said once, when done: a resync or a restarted controller finds it done and says nothing.
-        await this.recordCreated(ns, object);
+        this.recordCreated(ns, object);
       }
       else if (c.object.kind === 'StageVersion') {
-        // A StageVersion this pass did not see: decide again on fresh reads before pointing a usage at it.
-        this.log(`StageVersion ${ns}/${c.object.metadata.name} exists already; planning again`, { namespace: ns });
+        // A StageVersion the cache does not hold yet: its watch event brings a pass that sees it,
+        // and decides again before pointing a usage at it.
+        this.log(`StageVersion ${ns}/${c.object.metadata.name} exists already; planning again once it is cached`, { namespace: ns });
         return true;
       } else this.log(`${c.object.kind} ${ns}/${c.object.metadata.name} exists already`, { namespace: ns });
     }
@@ -342,7 +319,7 @@ export class StageController {
         changed = true;
         const stage = observed.stageVersions.find((sv) => sv.metadata.name === d.name)?.spec.stage;
         const stageUid = observed.stages.find((st) => st.metadata.name === stage)?.metadata.uid;
-        if (stage) await recordEvents(this.event, ns, cleanedUpEvents({ name: d.name, stage }, d.why), { [`StageVersion/${d.name}`]: d.uid, [`Stage/${stage}`]: stageUid });
+        if (stage) sendEvents(this.event, ns, cleanedUpEvents({ name: d.name, stage }, d.why), { [`StageVersion/${d.name}`]: d.uid, [`Stage/${stage}`]: stageUid }, this.log);
       } catch (err) {
         // Refused by the admission policy (an activation marked it since the read): decide again later.
         if (apiStatus(err) !== 403 && apiStatus(err) !== 422) throw err;

@@ -1,0 +1,92 @@
+/**
+ * One kind of the project's custom resources, listed then watched by an informer (client-node's
+ * ListWatch: re-lists after a 410, reports deletions a re-list finds), in one namespace or all. A
+ * controller reads it instead of listing on every pass: a pass then costs the apiserver nothing.
+ */
+import { GROUP, VERSION } from '../api/group.js';
+import { apiMessage, k8s } from './client.js';
+import type { CustomObject } from './custom-objects.js';
+
+/** A broken watch is listed and watched again after this long. */
+const RESTART_DELAY_MS = 1_000;
+
+export interface KindCacheOptions {
+  kubeConfig: k8s.KubeConfig;
+  plural: string;
+  /** Undefined: every namespace. */
+  namespace?: string;
+  /** Every add, update and delete (a re-list's too), after the cache holds it. */
+  onChange: (type: 'ADDED' | 'MODIFIED' | 'DELETED', o: CustomObject) => void;
+  /**
+   * Drops what no reader of the cache needs from a cached object, in place, once onChange saw it
+   * whole (memory: managedFields alone are often half an object).
+   */
+  slim?: (o: CustomObject) => void;
+  log: (message: string, fields?: Record<string, unknown>) => void;
+}
+
+export class KindCache {
+  private readonly informer: k8s.Informer<k8s.KubernetesObject> & k8s.ObjectCache<k8s.KubernetesObject>;
+  private listedOk = false;
+  private stopped = false;
+  readonly path: string;
+
+  constructor(private readonly o: KindCacheOptions) {
+    const api = o.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+    const { plural, namespace } = o;
+    this.path = namespace ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}` : `/apis/${GROUP}/${VERSION}/${plural}`;
+    const list = async () => {
+      try {
+        const listed = (await (namespace
+          ? api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural })
+          : api.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, plural }))) as k8s.KubernetesListObject<k8s.KubernetesObject>;
+        this.listedOk = true;
+        return listed;
+      } catch (err) {
+        this.listedOk = false;
+        throw err;
+      }
+    };
+    this.informer = k8s.makeInformer<k8s.KubernetesObject>(o.kubeConfig, this.path, list);
+    const changed = (type: 'ADDED' | 'MODIFIED' | 'DELETED') => (kobj: k8s.KubernetesObject) => {
+      const obj = kobj as unknown as CustomObject;
+      o.onChange(type, obj);
+      o.slim?.(obj);
+    };
+    this.informer.on('add', changed('ADDED'));
+    this.informer.on('update', changed('MODIFIED'));
+    this.informer.on('delete', changed('DELETED'));
+    this.informer.on('error', (err) => {
+      if (this.stopped) return;
+      o.log(`watch of ${this.path} broke (${apiMessage(err)}); re-listing`, { level: 'warn', ...(namespace ? { namespace } : {}) });
+      setTimeout(() => !this.stopped && void this.informer.start().catch(() => undefined), RESTART_DELAY_MS);
+    });
+  }
+
+  /** Resolves after the first list (also when it was refused: `listed` says so, and it is tried again). */
+  async start(): Promise<void> {
+    await this.informer.start().catch(() => undefined);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.informer.stop();
+  }
+
+  /** Whether the last list succeeded (readiness). */
+  get listed(): boolean {
+    return this.listedOk;
+  }
+
+  /** The cached objects of a namespace, by name (the order a list gives). */
+  list<T extends CustomObject = CustomObject>(namespace: string): T[] {
+    return (this.informer.list(namespace) as unknown as T[]).sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
+  }
+
+  /** The namespaces that hold at least one cached object. */
+  namespaces(): string[] {
+    const seen = new Set<string>();
+    for (const o of this.informer.list()) if (o.metadata?.namespace) seen.add(o.metadata.namespace);
+    return [...seen];
+  }
+}

@@ -1,12 +1,15 @@
 /**
  * A burst of activations on one Stage: at no instant are two InProgress (checked on every status
- * change by a watch), the newest ends active, and the older ones are Skipped rather than run.
+ * change by a watch), the newest ends active, and the older ones are Skipped rather than run. A
+ * burst the watcher sees whole costs one workflow: the older ones end before they start.
  */
 import { GROUP, VERSION } from '../api/group.js';
 import { k8s } from '../k8s/client.js';
 import { pollUntil } from '../scripts/env/process.js';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { activationWorkflowId } from '../shared/activation.js';
 import { activate, routes, seedActive, seedPlan, seedRoutes, seedStage } from './support/scenario.js';
-import { startTestSystem, type TestSystem } from './support/system.js';
+import { phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
 
 let s: TestSystem;
 beforeAll(async () => {
@@ -73,5 +76,39 @@ it(`runs a burst of ${N} activations on one Stage one at a time and ends with th
     // is AlreadyActive; every other older one is Superseded while waiting or OlderThanActive after.
     const reasons = r === 1 ? /^(Superseded|OlderThanActive|AlreadyActive)$/ : /^(Superseded|OlderThanActive)$/;
     expect({ name, phase: va?.status.phase, reason: va?.status.reason }).toEqual({ name, phase: 'Skipped', reason: expect.stringMatching(reasons) });
+  }
+});
+
+it('a burst the watcher sees at once gets one workflow: the older activations end Skipped before they start', async () => {
+  // A system of its own whose watcher starts only once the whole burst exists (as after a restart,
+  // or when the creates arrive together).
+  const b = await startTestSystem('burst-whole', { watcher: false });
+  try {
+    const n = 6;
+    const revisions = Array.from({ length: n }, (_, i) => i + 1);
+    await seedStage(b, 'cold', revisions, { stageVersionHistoryLimit: n });
+    await seedRoutes(b, 'cold', 1);
+    await seedActive(b, 'cold', 1);
+    await seedPlan(b, 'cold');
+    for (const r of [3, 6, 2, 5, 4]) await activate(b, `cold-to-${r}`, 'cold', r);
+    await b.watcher.start();
+
+    await waitFor(b, 'VectorActivation', 'cold-to-6', phaseIs('Succeeded'));
+    expect((await routes(b, 'cold')).api).toEqual(['mirror-sink:0', 'cold-shop-v6:100']);
+    for (const r of [2, 3, 4, 5]) {
+      const va = await b.objects.get('VectorActivation', b.ns, `cold-to-${r}`);
+      expect({ r, phase: va?.status.phase, reason: va?.status.reason, message: va?.status.message, workflowId: va?.status.workflowId }).toEqual({
+        r,
+        phase: 'Skipped',
+        reason: 'Superseded',
+        message: `superseded before it started by the newer activation ${b.ns}/cold-to-6 (revision 6)`,
+        workflowId: undefined,
+      });
+      // No workflow ran for it: nothing in Temporal, nothing on the Stage's path.
+      const describe = b.client.workflow.getHandle(activationWorkflowId({ namespace: b.ns, name: `cold-to-${r}`, uid: va!.metadata.uid! })).describe();
+      await expect(describe).rejects.toBeInstanceOf(WorkflowNotFoundError);
+    }
+  } finally {
+    await b.stop();
   }
 });

@@ -9,8 +9,9 @@
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { closeOutActivation } from '../activities/close-out.js';
-import { holdActivation } from '../activities/hold.js';
+import { holdActivation, skipBeforeStart } from '../activities/hold.js';
 import { fairShare, heldMessage, NAMESPACE_LIMIT_REASON } from '../decisions/fair-share.js';
+import { supersededBeforeStart, supersededMessage } from '../decisions/supersede.js';
 import { coreDeps, type CoreDeps } from '../activities/deps.js';
 import { GROUP, VERSION } from '../api/group.js';
 import { closedWorkflowEnding, watcherActions, type WatcherAction } from '../decisions/watcher.js';
@@ -276,9 +277,9 @@ export class ActivationWatcher {
       annotations: o.metadata?.annotations ?? {},
       answered: o.status?.requests ?? [],
     });
-    // Under the Stage limit the workflow starts from the namespace's fair-share pass, unless a
-    // cancel or retry waits for it: requests are never held back.
-    if (this.o.stagesPerNamespace && actions.every((a) => a.kind === 'ensure')) {
+    // The workflow starts from the namespace's pass (Stage limit, bursts superseded before they
+    // start), unless a cancel or retry waits for it: requests are never held back.
+    if (actions.every((a) => a.kind === 'ensure')) {
       if (actions.length > 0 && !this.running.has(activationWorkflowId(ref))) this.share(ref.namespace);
       return;
     }
@@ -308,6 +309,9 @@ export class ActivationWatcher {
     this.sharing.set(namespace, state);
     void this.tracked(namespace, async () => {
       try {
+        // Events that arrive together (an initial list, one read of the watch stream) go into one
+        // pass: a burst seen whole supersedes its older activations before they start.
+        await new Promise((resolve) => setImmediate(resolve));
         while (state.again && !this.stopped && this.acting(namespace)) {
           state.again = false;
           await this.sharePass(namespace).catch((err: unknown) => this.log(`fair-share pass in ${namespace}: ${apiMessage(err)}`, { level: 'warn', namespace }));
@@ -336,7 +340,9 @@ export class ActivationWatcher {
       Promise.resolve()
         .then(work)
         .catch((err: unknown) => err instanceof NotLeaderError || this.log(`VectorActivation ${namespace}/${o.metadata!.name}: ${what}: ${apiMessage(err)}`, { level: 'warn', ...this.about(o) }));
-    await Promise.all(unfinished.filter((o) => admitted.has(o.metadata!.uid!)).map((o) => attempt(o, 'start', () => this.ensure(o, this.ref(o)))));
+    const starting = unfinished.filter((o) => admitted.has(o.metadata!.uid!) && !this.running.has(activationWorkflowId(this.ref(o))) && !o.status?.workflowId);
+    const skipped = await this.supersedeBurst(namespace, starting);
+    await Promise.all(unfinished.filter((o) => admitted.has(o.metadata!.uid!) && !skipped.has(o.metadata!.uid!)).map((o) => attempt(o, 'start', () => this.ensure(o, this.ref(o)))));
     const message = heldMessage(namespace, limit);
     for (const o of unfinished) {
       if (admitted.has(o.metadata!.uid!) || (o.status?.reason === NAMESPACE_LIMIT_REASON && o.status.phase === 'Waiting')) continue;
@@ -345,6 +351,43 @@ export class ActivationWatcher {
         return holdActivation(this.deps, this.ref(o), message);
       });
     }
+  }
+
+  /**
+   * A burst on one Stage: of the activations about to start, only the newest gets a workflow; the
+   * others end Skipped/Superseded now (decisions/supersede.ts). Returns the uids it ended. Reads
+   * the Stage and StageVersions only when a Stage has more than one activation starting; when
+   * they cannot be read, everything starts and the lock supersedes as before.
+   */
+  private async supersedeBurst(namespace: string, starting: Watched[]): Promise<Set<string>> {
+    const skipped = new Set<string>();
+    const count = new Map<string, number>();
+    for (const o of starting) count.set(o.spec?.stage ?? '', (count.get(o.spec?.stage ?? '') ?? 0) + 1);
+    const crowded = [...count].filter(([, n]) => n > 1).map(([stage]) => stage);
+    if (crowded.length === 0) return skipped;
+    try {
+      const [stages, stageVersions] = await Promise.all([
+        Promise.all(crowded.map((stage) => this.deps.objects.get('Stage', namespace, stage))),
+        this.deps.objects.list('StageVersion', namespace),
+      ]);
+      const superseded = supersededBeforeStart(
+        starting.map((o) => ({ uid: o.metadata!.uid!, name: o.metadata!.name!, stage: o.spec?.stage ?? '', stageVersion: o.spec?.stageVersion ?? '', created: new Date(o.metadata!.creationTimestamp ?? 0).toISOString() })),
+        new Set(stages.flatMap((st) => (st && !st.metadata.deletionTimestamp ? [st.metadata.name] : []))),
+        new Map(stageVersions.map((sv) => [sv.metadata.name, { stage: sv.spec?.stage, revision: sv.spec?.revision }])),
+      );
+      await Promise.all(
+        starting
+          .filter((o) => superseded.has(o.metadata!.uid!))
+          .map(async (o) => {
+            this.gate.fence(`superseding ${namespace}/${o.metadata!.name}`);
+            if (await skipBeforeStart(this.deps, this.ref(o), supersededMessage(namespace, superseded.get(o.metadata!.uid!)!))) skipped.add(o.metadata!.uid!);
+          }),
+      );
+    } catch (err) {
+      if (err instanceof NotLeaderError) throw err;
+      this.log(`superseding a burst in ${namespace}: ${apiMessage(err)}; starting every activation`, { level: 'warn', namespace });
+    }
+    return skipped;
   }
 
   private async act(o: Watched, ref: ActivationRef, action: WatcherAction): Promise<void> {

@@ -37,6 +37,7 @@ import {
   type RequestAction,
   type StepProgress,
 } from '../decisions/activation.js';
+import { SUPERSEDED_REASON } from '../decisions/supersede.js';
 import type { StageVersionInfo } from '../executors/types.js';
 import {
   cancelSignal,
@@ -179,7 +180,7 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       () => cancelRequested !== undefined,
       () => report('Waiting', 'WaitingForStage', `waiting for Stage ${va!.stage} (lock ${access.lockId})`),
     );
-    if (lock === 'superseded') return finish({ phase: 'Skipped', reason: 'Superseded', message: `superseded while waiting by the newer activation ${access.supersededBy}` });
+    if (lock === 'superseded') return finish({ phase: 'Skipped', reason: SUPERSEDED_REASON, message: `superseded while waiting by the newer activation ${access.supersededBy}` });
     if (lock === 'cancelled') return finish({ phase: 'Cancelled', reason: 'Cancelled', message: `cancelled while waiting for Stage ${va!.stage}${because(cancelRequested?.reason)}` });
     try {
       return await withStage(retry, before.stageUid);

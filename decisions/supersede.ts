@@ -1,0 +1,60 @@
+/**
+ * Superseded before it starts (ADR-0012: an older version never overwrites a newer one; issue 11).
+ * When the watcher is about to start several activations of one Stage at once (a burst), only the
+ * newest needs a workflow: the others end Skipped/Superseded at once, as the Stage's lock would have
+ * ended them after each had run a workflow just to queue there. The lock's rule: the higher
+ * StageVersion revision wins; on equal revisions the later activation. Only activations whose Stage
+ * exists and whose StageVersion belongs to it take part: any other starts, and its workflow says
+ * what is wrong (it must not supersede anyone, as it would never reach the lock).
+ * Pure; table-tested in test/unit/supersede.test.ts.
+ */
+
+/** The status reason of an activation superseded by a newer one of its Stage (here or in the lock). */
+export const SUPERSEDED_REASON = 'Superseded';
+
+export interface StartCandidate {
+  uid: string;
+  name: string;
+  stage: string;
+  stageVersion: string;
+  /** metadata.creationTimestamp (RFC 3339, so it sorts as text). */
+  created: string;
+}
+
+export interface KnownStageVersion {
+  stage: string;
+  revision: number;
+}
+
+/** Of activations about to start, those superseded (uid → the one that supersedes it). */
+export function supersededBeforeStart(
+  candidates: readonly StartCandidate[],
+  stages: ReadonlySet<string>,
+  stageVersions: ReadonlyMap<string, KnownStageVersion>,
+): Map<string, StartCandidate & { revision: number }> {
+  const byStage = new Map<string, (StartCandidate & { revision: number })[]>();
+  for (const c of candidates) {
+    const sv = stageVersions.get(c.stageVersion);
+    if (!stages.has(c.stage) || !sv || sv.stage !== c.stage) continue;
+    byStage.set(c.stage, [...(byStage.get(c.stage) ?? []), { ...c, revision: sv.revision }]);
+  }
+  const superseded = new Map<string, StartCandidate & { revision: number }>();
+  for (const group of byStage.values()) {
+    if (group.length < 2) continue;
+    const newest = group.reduce((w, c) => (newer(c, w) ? c : w));
+    for (const c of group) if (c !== newest) superseded.set(c.uid, newest);
+  }
+  return superseded;
+}
+
+/** a after b in the lock's order: revision, then creation time, then name (creation times have one-second resolution). */
+function newer(a: StartCandidate & { revision: number }, b: StartCandidate & { revision: number }): boolean {
+  if (a.revision !== b.revision) return a.revision > b.revision;
+  if (a.created !== b.created) return a.created > b.created;
+  return a.name > b.name;
+}
+
+/** What a superseded activation's status says; like the lock's "superseded while waiting by …". */
+export function supersededMessage(namespace: string, by: { name: string; revision: number }): string {
+  return `superseded before it started by the newer activation ${namespace}/${by.name} (revision ${by.revision})`;
+}

@@ -1,0 +1,48 @@
+/** supersededBeforeStart (decisions/supersede.ts): which activations of a burst never need a workflow. */
+import { supersededBeforeStart, supersededMessage, type KnownStageVersion, type StartCandidate } from '../../decisions/supersede.js';
+
+/** `name` switching `stage` to `sv`, created at second `at`. */
+const va = (name: string, stage: string, sv: string, at: number): StartCandidate => ({
+  uid: `uid-${name}`,
+  name,
+  stage,
+  stageVersion: sv,
+  created: `2026-11-30T10:00:${String(at).padStart(2, '0')}Z`,
+});
+const svs = new Map<string, KnownStageVersion>([
+  ['s1-v1', { stage: 's1', revision: 1 }],
+  ['s1-v2', { stage: 's1', revision: 2 }],
+  ['s1-v3', { stage: 's1', revision: 3 }],
+  ['s2-v1', { stage: 's2', revision: 1 }],
+  ['s2-v2', { stage: 's2', revision: 2 }],
+]);
+const both = new Set(['s1', 's2']);
+/** loser → winner, by name. */
+const outcome = (m: Map<string, StartCandidate>) => Object.fromEntries([...m].map(([uid, by]) => [uid.replace('uid-', ''), by.name]).sort());
+
+describe('supersededBeforeStart', () => {
+  it.each<[string, StartCandidate[], Set<string>, Record<string, string>]>([
+    ['one activation per Stage: nothing to supersede', [va('a', 's1', 's1-v1', 1), va('b', 's2', 's2-v1', 1)], both, {}],
+    ['the highest revision wins, whatever the creation order', [va('new', 's1', 's1-v3', 1), va('mid', 's1', 's1-v2', 2), va('old', 's1', 's1-v1', 3)], both, { mid: 'new', old: 'new' }],
+    ['equal revisions: the later activation wins, as a later kubectl apply would', [va('first', 's1', 's1-v2', 1), va('second', 's1', 's1-v2', 2)], both, { first: 'second' }],
+    ['equal revisions in the same second: the name decides', [va('b', 's1', 's1-v2', 1), va('a', 's1', 's1-v2', 1)], both, { a: 'b' }],
+    ['Stages apart', [va('a1', 's1', 's1-v1', 1), va('a2', 's1', 's1-v2', 2), va('b1', 's2', 's2-v2', 1), va('b2', 's2', 's2-v1', 2)], both, { a1: 'a2', b2: 'b1' }],
+    ['a StageVersion that does not exist takes no part (its workflow fails and says so)', [va('ok', 's1', 's1-v1', 1), va('ghost', 's1', 's1-v9', 2)], both, {}],
+    ["a StageVersion of another Stage takes no part, however high its revision", [va('ok', 's1', 's1-v1', 1), va('wrong', 's1', 's2-v2', 2), va('ok2', 's1', 's1-v2', 3)], both, { ok: 'ok2' }],
+    ['no such Stage: nobody is superseded (every workflow fails and says so)', [va('a', 's3', 's1-v1', 1), va('b', 's3', 's1-v2', 2)], both, {}],
+    ['a Stage that is gone: nobody is superseded', [va('a', 's1', 's1-v1', 1), va('b', 's1', 's1-v2', 2)], new Set(['s2']), {}],
+  ])('%s', (_n, candidates, stages, expected) => {
+    expect(outcome(supersededBeforeStart(candidates, stages, svs))).toEqual(expected);
+  });
+
+  it('the decision does not depend on the order the watcher saw the objects in', () => {
+    const burst = [va('a', 's1', 's1-v1', 1), va('b', 's1', 's1-v3', 2), va('c', 's1', 's1-v2', 3), va('d', 's1', 's1-v3', 4)];
+    const expected = { a: 'd', b: 'd', c: 'd' };
+    expect(outcome(supersededBeforeStart(burst, both, svs))).toEqual(expected);
+    expect(outcome(supersededBeforeStart([...burst].reverse(), both, svs))).toEqual(expected);
+  });
+
+  it("says who superseded it, like the lock's message", () => {
+    expect(supersededMessage('team-a', { name: 'to-v3', revision: 3 })).toBe('superseded before it started by the newer activation team-a/to-v3 (revision 3)');
+  });
+});

@@ -1,8 +1,8 @@
 /**
  * bench/scale — the watch side at scale (issue 11): --stages Stages (default 2000) and
  * --activations VectorActivations (default 10000) over --namespaces namespaces (default 20), all
- * activations final but --unfinished of them (default 40, on one Stage per namespace, so that the
- * per-namespace Stage limit admits them all). The watcher and the Stage controller run as
+ * activations final but --unfinished of them (default 40: 2 per namespace, each on a Stage of its
+ * own, so that the per-namespace Stage limit admits them all and none supersedes another). The watcher and the Stage controller run as
  * `worker/main.ts <role>` processes with KONFIDENCE_LOG_WRITES (every apiserver and Temporal write
  * is a line), each started twice (a first start, then a restart):
  *   ready: spawn → /readyz 200 (its watches and informers listed everything);
@@ -57,8 +57,9 @@ await pool(stageWork, 16, async ({ ns, stage }) => {
 });
 const activationWork = names.flatMap((ns) => Array.from({ length: activationsPer }, (_, j) => ({ ns, j, open: j < unfinishedPer })));
 await pool(activationWork, 16, async ({ ns, j, open }) => {
-  // The unfinished ones on Stage s0: one Stage per namespace, within any Stage limit.
-  const stage = open ? 's0' : `s${j % stagesPer}`;
+  // The unfinished ones on a Stage each (s0, s1, …: 2 per namespace by default, within the default
+  // Stage limit), so that each needs a workflow: on one Stage the older would end Skipped unstarted.
+  const stage = open ? `s${j}` : `s${j % stagesPer}`;
   const name = `${open ? 'open' : 'done'}-${j}`;
   await cr('VectorActivation', ns, name, { stage, stageVersion: `${stage}-1` });
   if (!open) await objects.patchStatus('VectorActivation', ns, name, { phase: 'Succeeded', reason: 'Bench', message: 'finished before the bench' });

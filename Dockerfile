@@ -3,13 +3,12 @@
 #   docker run IMAGE core | watcher | stage-controller | executor gateway-api | executor istio | all
 # Kubernetes: deploy/ (docs/deploy.md). Configuration: environment variables (worker/config.ts).
 #
-# TypeScript runs through tsx at run time, not compiled to dist/, because the code finds files by
-# their place next to its sources: worker/core-worker.ts hands workflows/index.ts to the Temporal
-# bundler (which compiles the workflow sandbox's code itself, from those sources), and
-# worker/publisher.ts reads ../package.json for the version. A dist/ build would need a second layout
-# of both, kept in step by hand; with tsx the image runs exactly what the tests and `npm start` run.
-# tsx is a production dependency for that reason. The cost: it transpiles each file once at start
-# (cached in /tmp) and brings esbuild (~10 MB).
+# The image runs the compiled JavaScript (dist/, `npm run build`), not the TypeScript through tsx: tsx's
+# loader thread and transforms cost about 80 MiB of resident memory in every process (bench/scale.ts,
+# issue 11). The code finds its files either way: worker/core-worker.ts hands the Temporal bundler
+# dist/workflows/index.js (it bundles the workflow sandbox from that), worker/publisher.ts reads
+# package.json two levels up. Tests and benchmarks that run a component as its Pod does run this
+# same dist/ (scripts/dist.ts).
 ARG NODE_IMAGE=node:20-bookworm-slim
 
 # Production dependencies only; the Temporal SDK's native modules come prebuilt for linux-x64/arm64.
@@ -18,19 +17,28 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
+# The compiled sources (tsconfig.build.json: the runtime folders only).
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY . .
+RUN npm run build
+
 FROM ${NODE_IMAGE}
 # A fixed uid/gid that deploy/ names in runAsUser (runAsNonRoot needs a numeric user to verify).
 RUN groupadd --system --gid 10001 konfidence \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /tmp --shell /usr/sbin/nologin konfidence
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
-# The sources (.dockerignore leaves out tests, scripts, docs and manifests), read-only for the user.
-COPY . .
+# What runs, read-only for the user: the compiled code and package.json (its version).
+COPY --from=build /app/dist ./dist
+COPY package.json ./
 USER 10001:10001
-# Writable scratch (tsx's cache) is /tmp: deploy/ mounts an emptyDir there, the root filesystem is read-only.
+# Writable scratch is /tmp: deploy/ mounts an emptyDir there, the root filesystem is read-only.
 ENV HOME=/tmp
 EXPOSE 8081
-# node itself is PID 1 (no launcher in between): SIGTERM reaches worker/main.ts, which stops polling,
+# node itself is PID 1 (no launcher in between): SIGTERM reaches worker/main.js, which stops polling,
 # lets in-flight tasks finish within 25 s and releases its Lease (docs/ha.md).
-ENTRYPOINT ["node", "--import", "tsx", "worker/main.ts"]
+ENTRYPOINT ["node", "dist/worker/main.js"]
 CMD ["all"]

@@ -25,8 +25,11 @@ import { up } from '../scripts/env/control-plane.js';
 import { freePort } from '../scripts/env/ports.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { startSystem } from '../worker/system.js';
+import { buildDist } from '../scripts/dist.js';
 import { benchActivation, seedBench, spawnRole } from './fixture.js';
 import { numberArg } from './report.js';
+
+buildDist(); // the roles run as the image runs them: compiled (scripts/dist.ts)
 
 const RUNS = Math.min(numberArg('runs', 5), 90); // one StageVersion a run, history limit 100
 const LEASE_MS = numberArg('lease-ms', 15_000);

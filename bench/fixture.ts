@@ -17,6 +17,7 @@ import { spawn, type StdioOptions } from 'node:child_process';
 import { builtInExecutors } from '../executors/index.js';
 import type { ControlPlane } from '../scripts/env/control-plane.js';
 import { repoRoot } from '../scripts/env/paths.js';
+import { distMain } from '../scripts/dist.js';
 import { sleepyExecutor } from '../test/support/executors.js';
 import { loadConfig } from '../worker/config.js';
 import { startSystem, type SystemOptions } from '../worker/system.js';
@@ -114,8 +115,9 @@ export function startSleepySystem(cp: ControlPlane, kc: k8s.KubeConfig, systemNs
  * `tsx worker/main.ts <role>` as its own process group (signals reach tsx's node child too) on the
  * local servers, in the test Temporal namespace; `env` adds the role's settings.
  */
+/** Runs a role as the image does (compiled, dist/: call buildDist() once before). */
 export function spawnRole(cp: ControlPlane, role: string, systemNs: string, env: Record<string, string>, stdio: StdioOptions) {
-  return spawn('npx', ['tsx', 'worker/main.ts', role], {
+  return spawn(process.execPath, [distMain, role], {
     cwd: repoRoot,
     env: {
       ...process.env,

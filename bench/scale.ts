@@ -23,8 +23,11 @@ import { CustomObjects } from '../k8s/custom-objects.js';
 import { up } from '../scripts/env/control-plane.js';
 import { freePort } from '../scripts/env/ports.js';
 import { pollUntil } from '../scripts/env/process.js';
+import { buildDist } from '../scripts/dist.js';
 import { seedSleepyPlan, spawnRole } from './fixture.js';
 import { numberArg, pool, writeResult } from './report.js';
+
+buildDist(); // the roles run as the image runs them: compiled (scripts/dist.ts)
 
 const NAMESPACES = numberArg('namespaces', 20);
 const STAGES = numberArg('stages', 2000);

@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';
 import { apply, k8s } from './client.js';
 
-export const crdDir = fileURLToPath(new URL('../crds', import.meta.url));
+/** Next to the sources, or two levels up when this runs compiled from dist/k8s/. */
+export const crdDir = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../crds' : '../../crds', import.meta.url));
 
 /**
  * Reads CRD files into client-node's typed models. A plain parsed object would lose every

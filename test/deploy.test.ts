@@ -20,6 +20,7 @@ import { freshNamespace, kubectl, objectApi } from './support/cluster.js';
 import { routes, seedActive, seedPlan, seedRoutes, seedStageVersion } from './support/scenario.js';
 import { rollOut } from './support/stages.js';
 import { create, object, phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
+import { buildDist, distMain } from '../scripts/dist.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const deployDir = join(root, 'deploy');
@@ -41,6 +42,7 @@ const clusterScoped: Manifest[] = [];
 const kubeconfigDir = mkdtempSync(join(tmpdir(), 'konfidence-deploy-'));
 
 beforeAll(async () => {
+  buildDist();
   // No workers in this process: every component runs as a subprocess with its own identity.
   s = await startTestSystem('deploy', { core: false, watcher: false, stageController: false, executors: [] });
   manifests = parseAllDocuments(await kubectl('kustomize', deployDir)).map((d) => d.toJS() as Manifest);
@@ -94,13 +96,14 @@ function impersonating(user: string): string {
 
 /**
  * Runs a component as its Deployment does (args, literal env), the way the image's ENTRYPOINT
- * does (node --import tsx worker/main.ts), with this file's namespaces, queues and a free port.
+ * does (node dist/worker/main.js, built in beforeAll), with this file's namespaces, queues and a
+ * free port.
  */
 async function run(component: string, user: string, extraEnv: Record<string, string> = {}, d = deployment(component)): Promise<Component> {
   const container = d.spec.template.spec.containers[0];
   const port = await freePort();
   const literal = Object.fromEntries((container.env as { name: string; value?: string }[]).filter((e) => e.value !== undefined).map((e) => [e.name, e.value!]));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts', ...container.args], {
+  const child = spawn(process.execPath, [distMain, ...container.args], {
     cwd: root,
     env: {
       ...process.env,

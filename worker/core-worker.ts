@@ -13,7 +13,8 @@ import type { k8s } from '../k8s/client.js';
 import { coreDeploymentName } from '../decisions/rollout.js';
 import { CORE_TASK_QUEUE } from '../shared/task-queues.js';
 
-export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+/** The workflows' entry: the source under tsx, the compiled file in dist/ (the image, `npm run build`). */
+export const workflowsPath = fileURLToPath(new URL(`../workflows/index.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url));
 
 export interface CoreWorkerOptions {
   connection: NativeConnection;

@@ -89,7 +89,8 @@ export function endpointFromEnv(env: NodeJS.ProcessEnv = process.env): string {
 export function versionFromEnv(env: NodeJS.ProcessEnv = process.env): string {
   if (env.KONFIDENCE_VERSION) return env.KONFIDENCE_VERSION;
   try {
-    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
+    // Next to the sources, or two levels up when this runs compiled from dist/worker/.
+    const pkg = JSON.parse(readFileSync(new URL(import.meta.url.endsWith('.ts') ? '../package.json' : '../../package.json', import.meta.url), 'utf8')) as { version?: string };
     return pkg.version ?? 'unknown';
   } catch {
     return 'unknown';

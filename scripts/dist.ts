@@ -1,0 +1,17 @@
+/**
+ * The compiled layout the image runs (Dockerfile: `node dist/worker/main.js ROLE`), built by
+ * `npm run build` (tsc -p tsconfig.build.json, about 10 s). Tests and benchmarks that run a
+ * component as its Pod does build it first, so they measure and check what ships.
+ */
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { repoRoot } from './env/paths.js';
+
+export const distMain = join(repoRoot, 'dist', 'worker', 'main.js');
+
+/** Compiles the runtime sources into dist/; throws with tsc's output when they do not compile. */
+export function buildDist(): void {
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  execFileSync(process.execPath, [tsc, '-p', join(repoRoot, 'tsconfig.build.json')], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+}

@@ -91,6 +91,8 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
   let previous: StageVersionInfo | undefined;
   /** The StageVersion this activation marked as in activation (admission refuses changes to it). */
   let marked: string | undefined;
+  /** The ActivationPhase search attribute as last upserted. */
+  let upsertedPhase: string | undefined;
 
   // --- requests: Updates answer (accepted, or refused with the reason); signals cannot --------
   const answer = (action: RequestAction, r: ActionRequest) => (r.token && seen.has(`${action}:${r.token}`) ? { accepted: true as const } : answerRequest(action, progress.phase));
@@ -123,7 +125,10 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     progress.phase = phase;
     progress.reason = reason;
     progress.message = message;
-    upsertSearchAttributes([{ key: ACTIVATION_PHASE, value: phase }]);
+    // An unchanged phase (the next step's InProgress) costs no history event; runs that upserted
+    // it every time replay so.
+    if (phase !== upsertedPhase || !patched('phase-attribute-on-change')) upsertSearchAttributes([{ key: ACTIVATION_PHASE, value: phase }]);
+    upsertedPhase = phase;
     setCurrentDetails(`**${phase}** (${reason}): ${message}`);
     const status = activationStatus({
       phase,

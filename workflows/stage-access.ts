@@ -8,6 +8,7 @@ import {
   condition,
   getExternalWorkflowHandle,
   isCancellation,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -18,10 +19,14 @@ import type { ActivationActivities } from '../activities/core.js';
 import type { LockActivities } from '../activities/lock.js';
 import { lockGrantedSignal, lockSupersededSignal, releaseLockSignal, stageLockWorkflowId } from '../shared/activation.js';
 
-const { requestStageLock } = proxyActivities<LockActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10 },
-});
+const lockRetry = { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10 };
+/**
+ * Asking the lock is one signal-with-start: a local activity, inside the workflow task, instead of
+ * a round trip through the task queue on every activation's path (issue 11). Runs that asked
+ * through a task queue replay so (patched in acquire()).
+ */
+const { requestStageLock: askLock } = proxyLocalActivities<LockActivities>({ startToCloseTimeout: '30 seconds', retry: lockRetry, summary: "ask the Stage's lock" });
+const { requestStageLock: askLockQueued } = proxyActivities<LockActivities>({ startToCloseTimeout: '30 seconds', retry: lockRetry });
 
 /**
  * Taking and clearing the Lease are bookkeeping on the handoff's path: local activities. Taking it
@@ -95,10 +100,11 @@ export class StageAccess {
   async acquire(revision: number, stop: () => boolean, onQueued: () => Promise<void>): Promise<LockOutcome> {
     this.state = 'waiting';
     const request = { requester: workflowInfo().workflowId, revision, activation: this.holder };
-    await requestStageLock(this.namespace, this.stage, request);
+    const ask = patched('lock-request-local') ? askLock : askLockQueued;
+    await ask(this.namespace, this.stage, request);
     await onQueued();
     while (!(await condition(() => this.state !== 'waiting' || stop(), `${this.askAgainSeconds} seconds`))) {
-      await requestStageLock(this.namespace, this.stage, request);
+      await ask(this.namespace, this.stage, request);
     }
     // Signal handlers changed the state meanwhile; TypeScript cannot know.
     const state = this.state as LockState;

@@ -1,0 +1,30 @@
+/**
+ * An upgrade keeps the activations that run: histories recorded by the build before issue 11's
+ * changes (the lock asked through a task queue, the lock's notices sent one by one, the phase
+ * search attribute upserted on every report) replay on today's workflow code without a
+ * nondeterminism error. Every change to the commands a workflow issues is behind patched(); this
+ * is the test that it is. Recorded from commit e587af8 on the local servers: a two-step activation
+ * that succeeded after waiting, one superseded while waiting, the Stage lock that served them, and
+ * a lock that got a burst of ten requests in one workflow task and sent its eight notices one
+ * workflow task after the other. Stored as the History message's protobufjs
+ * object form (`History.toObject`, longs, enums and bytes as strings), which `fromObject` reads
+ * back byte for byte.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import proto from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { testWorkflowBundle } from './support/temporal.js';
+
+const dir = fileURLToPath(new URL('../fixtures/histories/', import.meta.url));
+const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
+
+it('has the recorded histories', () => {
+  expect(files.sort()).toEqual(['activation-succeeded.json', 'activation-superseded.json', 'stage-lock-burst.json', 'stage-lock.json']);
+});
+
+it.each(files)('%s replays on the current workflow code', async (file) => {
+  const history = proto.temporal.api.history.v1.History.fromObject(JSON.parse(readFileSync(join(dir, file), 'utf8')));
+  await expect(Worker.runReplayHistory({ workflowBundle: await testWorkflowBundle() }, history)).resolves.toBeUndefined();
+});

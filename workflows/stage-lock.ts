@@ -13,7 +13,6 @@ import {
   continueAsNew,
   getExternalWorkflowHandle,
   log,
-  patched,
   proxyActivities,
   setHandler,
   setWorkflowOptions,
@@ -174,7 +173,7 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
 }
 
 async function deliver(notices: Notice[], state: LockState): Promise<void> {
-  const send = async (n: Notice) => {
+  for (const n of notices) {
     const target = getExternalWorkflowHandle(n.to);
     try {
       if (n.granted) await target.signal(lockGrantedSignal, { lock: workflowInfo().workflowId });
@@ -184,9 +183,5 @@ async function deliver(notices: Notice[], state: LockState): Promise<void> {
       log.warn('lock notice not delivered', { to: n.to, error: String(err) });
       if (n.granted && state.holder?.requester === n.to) state.holder = undefined;
     }
-  };
-  // All in one workflow task: one after the other, a burst of 50 superseded requesters waited for
-  // 50 round trips through the server. Runs that sent them one by one replay that way.
-  if (patched('lock-notices-together')) await Promise.all(notices.map(send));
-  else for (const n of notices) await send(n);
+  }
 }

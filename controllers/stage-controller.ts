@@ -132,6 +132,7 @@ export class StageController {
           plural,
           ...(namespace ? { namespace } : {}),
           onChange: (type, o) => this.observe(type, o),
+          onListed: () => this.wake(),
           slim,
           log: this.log,
         }),
@@ -221,8 +222,9 @@ export class StageController {
 
   private async run(): Promise<void> {
     while (!this.stopped) {
-      // Sharded: a namespace the shard does not serve (yet) waits in the dirty set.
-      const ns = this.o.sharded ? [...this.dirty].find((n) => this.serving.has(n)) : this.dirty.values().next().value;
+      // Sharded: a namespace the shard does not serve (yet) waits in the dirty set; so does one
+      // whose caches have not listed yet (empty, they would look like a namespace without objects).
+      const ns = [...this.dirty].find((n) => (!this.o.sharded || this.serving.has(n)) && this.cachesSynced(n));
       // A standby keeps its dirty set (the watches run) and waits to be woken as leader.
       if (ns === undefined || !this.gate.acting()) {
         await new Promise<void>((resolve) => (this.wake = resolve));
@@ -250,10 +252,25 @@ export class StageController {
     }
   }
 
+  /** Whether every cache a pass in the namespace reads has listed once. */
+  private cachesSynced(ns: string): boolean {
+    return (this.caches.get(ns) ?? this.caches.get(''))?.every((c) => c.synced) ?? false;
+  }
+
   /** One pass over a namespace: observe, plan, act. True when it changed something. */
   async reconcile(ns: string): Promise<boolean> {
-    const observed = this.observeNamespace(ns);
-    return this.act(ns, planNamespace(observed, new Date(), this.o.systemNamespace ? { systemNamespace: this.o.systemNamespace } : {}), observed);
+    const options = this.o.systemNamespace ? { systemNamespace: this.o.systemNamespace } : {};
+    let observed = this.observeNamespace(ns);
+    let plan = planNamespace(observed, new Date(), options);
+    // Creating or deleting a StageVersion is decided on fresh reads: the caches of different kinds
+    // may lag one another by a moment (a Stage's status ahead of its new StageVersion, a usage not
+    // cached yet), and neither can be taken back by the next pass. Both are rare: a new vector, a
+    // history cleanup.
+    if (plan.deletes.length > 0 || plan.creates.some((c) => c.object.kind === 'StageVersion')) {
+      observed = await this.listNamespace(ns);
+      plan = planNamespace(observed, new Date(), options);
+    }
+    return this.act(ns, plan, observed);
   }
 
   /**
@@ -263,6 +280,14 @@ export class StageController {
   private observeNamespace(namespace: string): Observed {
     const caches = this.caches.get(namespace) ?? this.caches.get('');
     const [stages, stageVersions, usages, activations] = KINDS.map((_, i) => caches?.[i]?.list(namespace) ?? []);
+    return { namespace, stages, stageVersions, usages, activations } as unknown as Observed;
+  }
+
+  /** The namespace as the apiserver lists it now. */
+  private async listNamespace(namespace: string): Promise<Observed> {
+    const [stages, stageVersions, usages, activations] = await Promise.all(
+      ['Stage', 'StageVersion', 'StageVersionUsage', 'VectorActivation'].map((kind) => this.objects.list(kind, namespace)),
+    );
     return { namespace, stages, stageVersions, usages, activations } as unknown as Observed;
   }
 
@@ -276,6 +301,11 @@ export class StageController {
     sendEvents(this.event, ns, events, { ...(stage ? { [`Stage/${stage}`]: stageUid } : {}), [`${o.kind}/${o.metadata.name}`]: o.metadata.uid }, this.log);
   }
 
+  /** A pass in a second, for a change no watch event will announce. */
+  private passAgainSoon(ns: string): void {
+    setTimeout(() => !this.stopped && this.enqueue(ns), 1_000).unref();
+  }
+
   /** Performs a plan in its order; every action is safe to repeat, status writes come last. */
   private async act(ns: string, plan: Plan, observed: Observed): Promise<boolean> {
     let changed = false;
@@ -286,7 +316,9 @@ export class StageController {
       try {
         await this.objects.mergeMetadata(p.kind, ns, p.name, { ...p.metadata, ...(p.resourceVersion ? { resourceVersion: p.resourceVersion } : {}) });
       } catch (err) {
-        if (apiStatus(err) !== 409) throw err; // changed since the read: the next pass decides again
+        if (apiStatus(err) !== 409) throw err;
+        // Changed since the read, maybe by a status write that marks no pass: decide again soon.
+        this.passAgainSoon(ns);
       }
     }
     for (const c of plan.creates) {
@@ -302,6 +334,7 @@ export class StageController {
         // A StageVersion the cache does not hold yet: its watch event brings a pass that sees it,
         // and decides again before pointing a usage at it.
         this.log(`StageVersion ${ns}/${c.object.metadata.name} exists already; planning again once it is cached`, { namespace: ns });
+        this.passAgainSoon(ns);
         return true;
       } else this.log(`${c.object.kind} ${ns}/${c.object.metadata.name} exists already`, { namespace: ns });
     }

@@ -22,12 +22,15 @@ export interface KindCacheOptions {
    * whole (memory: managedFields alone are often half an object).
    */
   slim?: (o: CustomObject) => void;
+  /** After each list that succeeded (the first, and each re-list after a break). */
+  onListed?: () => void;
   log: (message: string, fields?: Record<string, unknown>) => void;
 }
 
 export class KindCache {
   private readonly informer: k8s.Informer<k8s.KubernetesObject> & k8s.ObjectCache<k8s.KubernetesObject>;
   private listedOk = false;
+  private everListed = false;
   private stopped = false;
   readonly path: string;
 
@@ -40,7 +43,9 @@ export class KindCache {
         const listed = (await (namespace
           ? api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural })
           : api.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, plural }))) as k8s.KubernetesListObject<k8s.KubernetesObject>;
-        this.listedOk = true;
+        this.listedOk = this.everListed = true;
+        // After the informer took the items in (it does so right after this returns).
+        if (o.onListed) setImmediate(o.onListed);
         return listed;
       } catch (err) {
         this.listedOk = false;
@@ -76,6 +81,11 @@ export class KindCache {
   /** Whether the last list succeeded (readiness). */
   get listed(): boolean {
     return this.listedOk;
+  }
+
+  /** Whether a list ever succeeded: before that the cache is empty, not a namespace without objects. */
+  get synced(): boolean {
+    return this.everListed;
   }
 
   /** The cached objects of a namespace, by name (the order a list gives). */

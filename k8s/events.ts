@@ -90,6 +90,8 @@ export function microTime(micros: number): string {
 }
 
 const transient = (err: unknown) => {
+  // A deposed leader's fenced client refuses every write (k8s/leader-election.ts): no retry helps.
+  if (err instanceof Error && err.name === 'NotLeaderError') return false;
   const code = apiStatus(err);
   return code === undefined || code === 429 || code >= 500;
 };
@@ -185,12 +187,15 @@ const MAX_QUEUED = 1000;
 let queued = 0;
 /** The last background write of each namespace: a namespace's Events are written in the order they were sent. */
 const tails = new Map<string, Promise<void>>();
+/** Events sent before a flush gave up (the process is stopping) are dropped: sends carry the epoch. */
+let epoch = 0;
 
 /**
  * recordEvents in the background, as client-go's recorder does: Events are best effort, and the
  * look-up and create of each (two round trips) must not sit on an activation's path between its
- * status writes. In order per namespace; a crash before they are written loses them, as it
- * would lose client-go's. Over MAX_QUEUED waiting, new ones are dropped and logged.
+ * status writes. In order per namespace within this process (another process's Events of the
+ * same object may land in between); a crash before they are written loses them, as it would lose
+ * client-go's. Over MAX_QUEUED waiting, new ones are dropped and logged.
  */
 export function sendEvents(record: EventRecorder, namespace: string, events: readonly EventSpec[], uids: Record<string, string | undefined> = {}, log: (message: string) => void = (m) => console.warn(m)): void {
   if (events.length === 0) return;
@@ -199,8 +204,9 @@ export function sendEvents(record: EventRecorder, namespace: string, events: rea
     return;
   }
   queued += events.length;
+  const sentIn = epoch;
   const tail = (tails.get(namespace) ?? Promise.resolve())
-    .then(() => recordEvents(record, namespace, events, uids))
+    .then(() => (sentIn < epoch ? undefined : recordEvents(record, namespace, events, uids)))
     .catch(() => undefined) // record() logs its own failures
     .finally(() => {
       queued -= events.length;
@@ -209,13 +215,20 @@ export function sendEvents(record: EventRecorder, namespace: string, events: rea
   tails.set(namespace, tail);
 }
 
-/** Waits until the Events sent so far are written (or `timeoutMs` passed): before a process stops. */
+/**
+ * Waits until the Events sent so far are written, at most `timeoutMs`: before a process stops (an
+ * elected one while it still leads, since its writes are fenced). Past the deadline what still
+ * waits is dropped, so that nothing holds the process up.
+ */
 export async function flushEvents(timeoutMs = 5_000): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
   while (tails.size > 0) {
     const pending = Promise.all([...tails.values()]).then(() => 'done' as const);
-    if ((await Promise.race([pending, deadline.then(() => 'late' as const)])) === 'late') break;
+    if ((await Promise.race([pending, deadline.then(() => 'late' as const)])) === 'late') {
+      epoch++;
+      break;
+    }
   }
   clearTimeout(timer);
 }

@@ -154,6 +154,7 @@ try {
 const signalled = () => new Promise<void>((resolve) => ['SIGINT', 'SIGTERM'].forEach((s) => process.once(s, () => resolve())));
 /** Stops the components (no new work), then releases the Leases so a standby takes over at once. */
 async function stopElectors(): Promise<void> {
+  await flushEvents(); // while still leading: an elected role's writes are fenced
   await Promise.all(publishers.map((p) => p.stop()));
   await Promise.all(electors.map((e) => e.stop()));
 }

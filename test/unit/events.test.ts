@@ -1,7 +1,7 @@
 /** Which Events tell an activation's story (decisions/events.ts) and how they are named (k8s/events.ts). No servers. */
 import type { StepProgress } from '../../decisions/activation.js';
 import { activationEvents, activeChangedEvents, cleanedUpEvents, requestEvent, type StatusView } from '../../decisions/events.js';
-import { clipNote, eventName, eventWord, microTime, nowMicros, saysTheSame } from '../../k8s/events.js';
+import { clipNote, eventName, eventWord, flushEvents, microTime, nowMicros, saysTheSame, sendEvents, type EventRecorder } from '../../k8s/events.js';
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const facts = { name: 'shop-to-3', stage: 'shop', stageVersion: 'shop-3' };
@@ -100,5 +100,57 @@ describe('event names and fields: valid for every valid object, in time order', 
     expect(saysTheSame(existing, 'Normal', 'Started', 'Start', 'other note', regarding)).toBe(false);
     expect(saysTheSame(existing, 'Warning', 'Started', 'Start', 'n', regarding)).toBe(false);
     expect(saysTheSame(existing, 'Normal', 'Started', 'Start', 'n', { ...regarding, uid: 'u2' })).toBe(false);
+  });
+});
+
+describe('sendEvents: in the background, in order per namespace, bounded', () => {
+  const spec = (reason: string) => ({ kind: 'VectorActivation' as const, name: 'shop-to-3', type: 'Normal' as const, reason, action: reason, note: reason });
+  /** A recorder whose writes wait for `open()`; `written` in the order they happened. */
+  function slowRecorder() {
+    const written: string[] = [];
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const record = (async (regarding, _type, reason) => {
+      await gate;
+      written.push(`${regarding.namespace}:${reason}`);
+    }) as EventRecorder;
+    return { record, written, open };
+  }
+
+  it('returns at once and writes each namespace\'s Events in the order sent', async () => {
+    const r = slowRecorder();
+    sendEvents(r.record, 'a', [spec('Started'), spec('Waiting')]);
+    sendEvents(r.record, 'b', [spec('Started')]);
+    sendEvents(r.record, 'a', [spec('Succeeded')]);
+    expect(r.written).toEqual([]);
+    r.open();
+    await flushEvents(5_000);
+    expect(r.written.filter((w) => w.startsWith('a:'))).toEqual(['a:Started', 'a:Waiting', 'a:Succeeded']);
+    expect(r.written).toContain('b:Started');
+  });
+
+  it('a flush that runs out of time drops what still waits; Events sent afterwards are written', async () => {
+    const stuck = slowRecorder();
+    sendEvents(stuck.record, 'a', [spec('Started')]);
+    sendEvents(stuck.record, 'a', [spec('Waiting')]);
+    await flushEvents(50);
+    stuck.open();
+    const later = slowRecorder();
+    later.open();
+    sendEvents(later.record, 'a', [spec('Succeeded')]);
+    await flushEvents(5_000);
+    // The write in flight at the deadline finishes; the one queued behind it is dropped.
+    expect(stuck.written).toEqual(['a:Started']);
+    expect(later.written).toEqual(['a:Succeeded']);
+  });
+
+  it('drops, and says so, past 1000 waiting', async () => {
+    const r = slowRecorder();
+    const said: string[] = [];
+    for (let i = 0; i < 1001; i++) sendEvents(r.record, 'a', [spec(`E${i}`)], {}, (m) => said.push(m));
+    expect(said).toEqual(['1 Event(s) in namespace a dropped: 1000 are waiting to be written']);
+    r.open();
+    await flushEvents(10_000);
+    expect(r.written).toHaveLength(1000);
   });
 });

@@ -379,15 +379,33 @@ export class ActivationWatcher {
         starting
           .filter((o) => superseded.has(o.metadata!.uid!))
           .map(async (o) => {
-            this.gate.fence(`superseding ${namespace}/${o.metadata!.name}`);
-            if (await skipBeforeStart(this.deps, this.ref(o), supersededMessage(namespace, superseded.get(o.metadata!.uid!)!))) skipped.add(o.metadata!.uid!);
+            const ref = this.ref(o);
+            try {
+              // A previous leader may have started it, and its workflow not written a status yet.
+              if (await this.workflowExists(ref)) return;
+              this.gate.fence(`superseding ${namespace}/${ref.name}`);
+              if (await skipBeforeStart(this.deps, ref, supersededMessage(namespace, superseded.get(ref.uid)!))) skipped.add(ref.uid);
+            } catch (err) {
+              // This one starts, and the Stage's lock supersedes it as before.
+              if (!(err instanceof NotLeaderError)) this.log(`superseding ${namespace}/${ref.name}: ${apiMessage(err)}; starting it`, { level: 'warn', ...this.about(o) });
+            }
           }),
       );
     } catch (err) {
-      if (err instanceof NotLeaderError) throw err;
       this.log(`superseding a burst in ${namespace}: ${apiMessage(err)}; starting every activation`, { level: 'warn', namespace });
     }
     return skipped;
+  }
+
+  /** Whether Temporal has a workflow (any run, any status) for the activation. */
+  private async workflowExists(ref: ActivationRef): Promise<boolean> {
+    try {
+      await this.o.client.workflow.getHandle(activationWorkflowId(ref)).describe();
+      return true;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return false;
+      throw err;
+    }
   }
 
   private async act(o: Watched, ref: ActivationRef, action: WatcherAction): Promise<void> {
@@ -457,7 +475,7 @@ export class ActivationWatcher {
       if (this.stopped || !this.gate.acting()) return;
       const phase = o.status?.phase;
       if (o.metadata?.deletionTimestamp || isFinal(phase) || !this.acting(o.metadata!.namespace!)) continue;
-      if (this.o.stagesPerNamespace && !this.running.has(activationWorkflowId(this.ref(o))) && !o.status?.workflowId) {
+      if (!this.running.has(activationWorkflowId(this.ref(o))) && !o.status?.workflowId) {
         this.share(o.metadata!.namespace!); // not started: held, or its start failed; the pass decides again
         continue;
       }

@@ -1,14 +1,13 @@
 /**
  * An upgrade keeps the activations that run: histories recorded by the build before issue 11's
- * changes (the lock asked through a task queue, the lock's notices sent one by one, the phase
- * search attribute upserted on every report) replay on today's workflow code without a
- * nondeterminism error. Every change to the commands a workflow issues is behind patched(); this
- * is the test that it is. Recorded from commit e587af8 on the local servers: a two-step activation
- * that succeeded after waiting, one superseded while waiting, the Stage lock that served them, and
- * a lock that got a burst of ten requests in one workflow task and sent its eight notices one
- * workflow task after the other. Stored as the History message's protobufjs
- * object form (`History.toObject`, longs, enums and bytes as strings), which `fromObject` reads
- * back byte for byte.
+ * changes (the lock asked through a task queue, the phase search attribute upserted on every
+ * report) replay on today's workflow code without a nondeterminism error. Every change to the
+ * commands a workflow issues is behind patched(); this is the test that it is. Recorded from
+ * commit e587af8 on the local servers: a two-step activation that succeeded after waiting, one
+ * superseded while waiting, the Stage lock that served them, and a lock that got a burst of ten
+ * requests in one workflow task. Stored as the History message's protobufjs object form
+ * (`History.toObject`, longs, enums and bytes as strings), which `fromObject` reads back byte for
+ * byte.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -77,8 +77,20 @@ const STANDBY_DELETIONS_KEPT_MS = 5 * 60_000;
 
 type Watched = k8s.KubernetesObject & {
   spec?: { stage?: string; stageVersion?: string };
-  status?: { phase?: string; reason?: string; workflowId?: string; requests?: { action: RequestAction; token: string; outcome: string; message: string; time: string }[] };
+  status?: { phase?: string; reason?: string; message?: string; workflowId?: string; requests?: { action: RequestAction; token: string; outcome: string; message: string; time: string }[] };
 };
+
+/**
+ * What the watcher keeps of an activation, in place (the informer's cache holds the same object):
+ * what Watched declares. With 10,000 activations cached, managedFields, steps and conditions were
+ * most of the heap (bench/shards.ts).
+ */
+function slim(o: Watched): void {
+  delete (o.metadata as { managedFields?: unknown } | undefined)?.managedFields;
+  if (!o.status) return;
+  const { phase, reason, message, workflowId, requests } = o.status;
+  o.status = Object.fromEntries(Object.entries({ phase, reason, message, workflowId, requests }).filter(([, v]) => v !== undefined));
+}
 
 export class ActivationWatcher {
   /** Per watched namespace ('' for all namespaces). */
@@ -257,6 +269,7 @@ export class ActivationWatcher {
 
   private observe(o: Watched, startedAt: number): void {
     observeEventLag('watcher', 'VectorActivation', o, startedAt);
+    slim(o);
     this.cache.set(o.metadata!.uid!, o);
     void this.reconcile(o);
     // An activation that ended may free a place for a held one.

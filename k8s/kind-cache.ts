@@ -9,6 +9,8 @@ import type { CustomObject } from './custom-objects.js';
 
 /** A broken watch is listed and watched again after this long. */
 const RESTART_DELAY_MS = 1_000;
+/** Objects per list request. */
+const LIST_PAGE = 500;
 
 export interface KindCacheOptions {
   kubeConfig: k8s.KubeConfig;
@@ -18,8 +20,9 @@ export interface KindCacheOptions {
   /** Every add, update and delete (a re-list's too), after the cache holds it. */
   onChange: (type: 'ADDED' | 'MODIFIED' | 'DELETED', o: CustomObject) => void;
   /**
-   * Drops what no reader of the cache needs from a cached object, in place, once onChange saw it
-   * whole (memory: managedFields alone are often half an object).
+   * Drops what no reader of the cache needs from a cached object, in place (memory: managedFields
+   * alone are often half an object): a listed one as its page arrives, a watched one once
+   * onChange saw it whole. onChange must not need what it drops of a listed object.
    */
   slim?: (o: CustomObject) => void;
   /** After each list that succeeded (the first, and each re-list after a break). */
@@ -38,15 +41,26 @@ export class KindCache {
     const api = o.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
     const { plural, namespace } = o;
     this.path = namespace ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}` : `/apis/${GROUP}/${VERSION}/${plural}`;
-    const list = async () => {
+    // In pages, each slimmed as it comes: one response of 10,000 objects, and all of them whole
+    // at once, set the process's memory high for good (bench/scale.ts). A continued list is one
+    // consistent snapshot, whose resourceVersion the watch starts from.
+    const list = async (): Promise<k8s.KubernetesListObject<k8s.KubernetesObject>> => {
       try {
-        const listed = (await (namespace
-          ? api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural })
-          : api.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, plural }))) as k8s.KubernetesListObject<k8s.KubernetesObject>;
+        const items: k8s.KubernetesObject[] = [];
+        let page: k8s.KubernetesListObject<k8s.KubernetesObject>;
+        let next: string | undefined;
+        do {
+          const params = { group: GROUP, version: VERSION, plural, limit: LIST_PAGE, ...(next ? { _continue: next } : {}) };
+          page = (await (namespace ? api.listNamespacedCustomObject({ ...params, namespace }) : api.listCustomObjectForAllNamespaces(params))) as k8s.KubernetesListObject<k8s.KubernetesObject>;
+          for (const item of page.items) o.slim?.(item as unknown as CustomObject);
+          items.push(...page.items);
+          // CustomObjectsApi answers plain JSON: the token is `continue` (the typed model's `_continue`).
+          next = (page.metadata as { continue?: string } | undefined)?.continue || page.metadata?._continue || undefined;
+        } while (next);
         this.listedOk = this.everListed = true;
         // After the informer took the items in (it does so right after this returns).
         if (o.onListed) setImmediate(o.onListed);
-        return listed;
+        return { ...page, items };
       } catch (err) {
         this.listedOk = false;
         throw err;

@@ -13,22 +13,35 @@ import { sendEvents } from '../k8s/events.js';
 import { kubeTime } from '../shared/format.js';
 import { recordActivationPhase } from '../telemetry/metrics.js';
 import { conditionsAfter } from './activation-status.js';
+import type { CustomObject } from '../k8s/custom-objects.js';
+import type { VectorActivationPhase } from '../api/vector-activation.js';
 import type { ActivationRef } from '../shared/activation.js';
 import type { CoreDeps } from './deps.js';
 
+/** The activation as it is now, unless it is gone or re-created under another uid. */
+async function readSame(deps: CoreDeps, ref: ActivationRef) {
+  const va = await deps.objects.get('VectorActivation', ref.namespace, ref.name);
+  return va && va.metadata.uid === ref.uid ? va : undefined;
+}
+
+/** Writes phase, reason, message and their conditions, only over the status that `va` holds (its resourceVersion). */
+function writeOver(deps: CoreDeps, ref: ActivationRef, va: CustomObject, phase: VectorActivationPhase, reason: string, message: string, extra: Record<string, unknown> = {}): Promise<boolean> {
+  return deps.objects.patchStatusAt('VectorActivation', ref.namespace, ref.name, va.metadata.resourceVersion!, {
+    phase,
+    reason,
+    message,
+    ...extra,
+    observedGeneration: va.metadata.generation,
+    conditions: conditionsAfter(va, phase, reason, message),
+  });
+}
+
 /** True when it wrote the held status; false when gone, started, finished or already marked. */
 export async function holdActivation(deps: CoreDeps, ref: ActivationRef, message: string): Promise<boolean> {
-  const va = await deps.objects.get('VectorActivation', ref.namespace, ref.name);
-  if (!va || va.metadata.uid !== ref.uid) return false;
-  const status = va.status ?? {};
-  if (isFinal(status.phase) || status.workflowId || (status.reason === NAMESPACE_LIMIT_REASON && status.message === message)) return false;
-  return deps.objects.patchStatusAt('VectorActivation', ref.namespace, ref.name, va.metadata.resourceVersion!, {
-    phase: 'Waiting',
-    reason: NAMESPACE_LIMIT_REASON,
-    message,
-    observedGeneration: va.metadata.generation,
-    conditions: conditionsAfter(va, 'Waiting', NAMESPACE_LIMIT_REASON, message),
-  });
+  const va = await readSame(deps, ref);
+  const status = va?.status ?? {};
+  if (!va || isFinal(status.phase) || status.workflowId || (status.reason === NAMESPACE_LIMIT_REASON && status.message === message)) return false;
+  return writeOver(deps, ref, va, 'Waiting', NAMESPACE_LIMIT_REASON, message);
 }
 
 /**
@@ -38,21 +51,13 @@ export async function holdActivation(deps: CoreDeps, ref: ActivationRef, message
  * workflow, or changed since the read (it starts, and its workflow decides).
  */
 export async function skipBeforeStart(deps: CoreDeps, ref: ActivationRef, message: string): Promise<boolean> {
-  const va = await deps.objects.get('VectorActivation', ref.namespace, ref.name);
-  if (!va || va.metadata.uid !== ref.uid) return false;
+  const va = await readSame(deps, ref);
+  if (!va) return false;
   const before = (va.status ?? {}) as StatusView;
   if (isFinal(before.phase)) return true;
-  if (va.status?.workflowId) return false;
-  const after = { phase: 'Skipped', reason: SUPERSEDED_REASON, message };
-  const written = await deps.objects.patchStatusAt('VectorActivation', ref.namespace, ref.name, va.metadata.resourceVersion!, {
-    ...after,
-    completionTime: kubeTime(),
-    observedGeneration: va.metadata.generation,
-    conditions: conditionsAfter(va, 'Skipped', SUPERSEDED_REASON, message),
-  });
-  if (!written) return false;
+  if (va.status?.workflowId || !(await writeOver(deps, ref, va, 'Skipped', SUPERSEDED_REASON, message, { completionTime: kubeTime() }))) return false;
   const facts = { name: ref.name, stage: va.spec.stage, stageVersion: va.spec.stageVersion };
-  sendEvents(deps.event, ref.namespace, activationEvents(facts, before, after), { [`VectorActivation/${ref.name}`]: ref.uid }, deps.log);
+  sendEvents(deps.event, ref.namespace, activationEvents(facts, before, { phase: 'Skipped', reason: SUPERSEDED_REASON, message }), { [`VectorActivation/${ref.name}`]: ref.uid }, deps.log);
   recordActivationPhase(va, 'Skipped', reasonOf(SUPERSEDED_REASON));
   return true;
 }

@@ -5,13 +5,13 @@
  * to create, patch, delete and which status each object should have) and acts. Every action is
  * idempotent: creates tolerate "exists", deletes "gone", finalizer patches are conditional on the
  * resourceVersion read; at most one status write per object, none when it is unchanged. A pass that
- * changed something schedules another, so each pass decides on fresh reads.
+ * changed something is followed by another through the watch events of its own writes.
  */
 import { ANNOTATION_ACTIVATED_BY, ANNOTATION_SERVING, type StageVersionResource } from '../api/index.js';
 import { isReady, planNamespace, type Observed, type Plan } from '../decisions/stage.js';
 import { isFinal } from '../decisions/activation.js';
 import { apiMessage, apiStatus, k8s } from '../k8s/client.js';
-import { CustomObjects, type CustomObject } from '../k8s/custom-objects.js';
+import { CustomObjects, pluralOf, type CustomObject } from '../k8s/custom-objects.js';
 import { KindCache } from '../k8s/kind-cache.js';
 import { LeaderGate, NotLeaderError, type Leadership } from '../k8s/leader-election.js';
 import { activationCreatedEvents, cleanedUpEvents, stageVersionCreatedEvents, type EventSpec } from '../decisions/events.js';
@@ -19,7 +19,8 @@ import { eventRecorder, sendEvents, type EventRecorder } from '../k8s/events.js'
 import { componentLogger, type LogFn } from '../telemetry/log.js';
 import { observeEventLag } from '../telemetry/metrics.js';
 
-const KINDS = ['stages', 'stageversions', 'stageversionusages', 'vectoractivations'];
+/** What a pass reads, in Observed's order. */
+const KINDS = ['Stage', 'StageVersion', 'StageVersionUsage', 'VectorActivation'];
 const RESYNC_MS = 30_000;
 /** How often a replica looks whether it became leader (isLeader() is a local computation). */
 
@@ -126,10 +127,10 @@ export class StageController {
   /** Lists and watches every kind a pass reads, in one namespace (undefined: all). */
   private async cacheNamespace(namespace: string | undefined): Promise<void> {
     const caches = KINDS.map(
-      (plural) =>
+      (kind) =>
         new KindCache({
           kubeConfig: this.o.kubeConfig,
-          plural,
+          plural: pluralOf(kind),
           ...(namespace ? { namespace } : {}),
           onChange: (type, o) => this.observe(type, o),
           onListed: () => this.wake(),
@@ -257,8 +258,8 @@ export class StageController {
     return (this.caches.get(ns) ?? this.caches.get(''))?.every((c) => c.synced) ?? false;
   }
 
-  /** One pass over a namespace: observe, plan, act. True when it changed something. */
-  async reconcile(ns: string): Promise<boolean> {
+  /** One pass over a namespace: observe, plan, act. */
+  async reconcile(ns: string): Promise<void> {
     const options = this.o.systemNamespace ? { systemNamespace: this.o.systemNamespace } : {};
     let observed = this.observeNamespace(ns);
     let plan = planNamespace(observed, new Date(), options);
@@ -285,9 +286,7 @@ export class StageController {
 
   /** The namespace as the apiserver lists it now. */
   private async listNamespace(namespace: string): Promise<Observed> {
-    const [stages, stageVersions, usages, activations] = await Promise.all(
-      ['Stage', 'StageVersion', 'StageVersionUsage', 'VectorActivation'].map((kind) => this.objects.list(kind, namespace)),
-    );
+    const [stages, stageVersions, usages, activations] = await Promise.all(KINDS.map((kind) => this.objects.list(kind, namespace)));
     return { namespace, stages, stageVersions, usages, activations } as unknown as Observed;
   }
 
@@ -307,12 +306,10 @@ export class StageController {
   }
 
   /** Performs a plan in its order; every action is safe to repeat, status writes come last. */
-  private async act(ns: string, plan: Plan, observed: Observed): Promise<boolean> {
-    let changed = false;
+  private async act(ns: string, plan: Plan, observed: Observed): Promise<void> {
     for (const p of plan.metadata) {
       this.gate.fence(`patching ${p.kind} ${ns}/${p.name}`);
       this.log(p.why, { namespace: ns });
-      changed = true;
       try {
         await this.objects.mergeMetadata(p.kind, ns, p.name, { ...p.metadata, ...(p.resourceVersion ? { resourceVersion: p.resourceVersion } : {}) });
       } catch (err) {
@@ -326,7 +323,6 @@ export class StageController {
       this.log(c.why, { namespace: ns });
       const { object, created } = await this.objects.create(c.object as CustomObject);
       if (created) {
-        changed = true;
         // Said once, when done: a resync or a restarted controller finds it done and says nothing.
         this.recordCreated(ns, object);
       }
@@ -335,21 +331,19 @@ export class StageController {
         // and decides again before pointing a usage at it.
         this.log(`StageVersion ${ns}/${c.object.metadata.name} exists already; planning again once it is cached`, { namespace: ns });
         this.passAgainSoon(ns);
-        return true;
+        return;
       } else this.log(`${c.object.kind} ${ns}/${c.object.metadata.name} exists already`, { namespace: ns });
     }
     for (const p of plan.specs) {
       this.gate.fence(`patching ${p.kind} ${ns}/${p.name}`);
       this.log(p.why, { namespace: ns });
       await this.objects.mergeSpec(p.kind, ns, p.name, p.spec);
-      changed = true;
     }
     for (const d of plan.deletes) {
       this.gate.fence(`deleting ${d.kind} ${ns}/${d.name}`);
       this.log(d.why, { namespace: ns });
       try {
         await this.objects.delete(d.kind, ns, d.name, d.uid);
-        changed = true;
         const stage = observed.stageVersions.find((sv) => sv.metadata.name === d.name)?.spec.stage;
         const stageUid = observed.stages.find((st) => st.metadata.name === stage)?.metadata.uid;
         if (stage) sendEvents(this.event, ns, cleanedUpEvents({ name: d.name, stage }, d.why), { [`StageVersion/${d.name}`]: d.uid, [`Stage/${stage}`]: stageUid }, this.log);
@@ -364,6 +358,5 @@ export class StageController {
       this.gate.fence(`the status of ${s.kind} ${ns}/${s.name}`);
       await this.objects.patchStatus(s.kind, ns, s.name, s.patch);
     }
-    return changed;
   }
 }

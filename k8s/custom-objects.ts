@@ -26,7 +26,8 @@ export interface CustomObject {
   status?: any;
 }
 
-function plural(kind: string): string {
+/** The resource (plural) name of one of the project's kinds. */
+export function pluralOf(kind: string): string {
   const def = allKinds.find((k) => k.kind === kind);
   if (!def) throw new Error(`unknown kind ${kind}`);
   return def.plural;
@@ -41,7 +42,7 @@ export class CustomObjects {
 
   async get<T extends CustomObject = CustomObject>(kind: string, namespace: string, name: string): Promise<T | undefined> {
     try {
-      return (await this.api.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: plural(kind), name })) as T;
+      return (await this.api.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: pluralOf(kind), name })) as T;
     } catch (err) {
       if (apiStatus(err) === 404) return undefined;
       throw err;
@@ -49,12 +50,12 @@ export class CustomObjects {
   }
 
   async list<T extends CustomObject = CustomObject>(kind: string, namespace: string, labelSelector?: string): Promise<T[]> {
-    const res = await this.api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: plural(kind), labelSelector });
+    const res = await this.api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: pluralOf(kind), labelSelector });
     return (res as { items: T[] }).items;
   }
 
   async listAllNamespaces<T extends CustomObject = CustomObject>(kind: string): Promise<T[]> {
-    const res = await this.api.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, plural: plural(kind) });
+    const res = await this.api.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, plural: pluralOf(kind) });
     return (res as { items: T[] }).items;
   }
 
@@ -62,7 +63,7 @@ export class CustomObjects {
   async create<T extends CustomObject = CustomObject>(object: T): Promise<{ object: CustomObject & T; created: boolean }> {
     const namespace = object.metadata.namespace!;
     try {
-      const created = await this.api.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: plural(object.kind), body: object });
+      const created = await this.api.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: pluralOf(object.kind), body: object });
       return { object: created as T, created: true };
     } catch (err) {
       if (apiStatus(err) !== 409) throw err;
@@ -116,7 +117,7 @@ export class CustomObjects {
   }
 
   private async mergePatch(kind: string, namespace: string, name: string, body: object, status: boolean): Promise<boolean> {
-    const params = { group: GROUP, version: VERSION, namespace, plural: plural(kind), name, body };
+    const params = { group: GROUP, version: VERSION, namespace, plural: pluralOf(kind), name, body };
     const options = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
     try {
       if (status) await this.api.patchNamespacedCustomObjectStatus(params, options);
@@ -135,7 +136,7 @@ export class CustomObjects {
         group: GROUP,
         version: VERSION,
         namespace,
-        plural: plural(kind),
+        plural: pluralOf(kind),
         name,
         ...(uid ? { body: { preconditions: { uid } } } : {}),
       });

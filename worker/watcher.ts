@@ -13,12 +13,12 @@ import { holdActivation, skipBeforeStart } from '../activities/hold.js';
 import { fairShare, heldMessage, NAMESPACE_LIMIT_REASON } from '../decisions/fair-share.js';
 import { supersededBeforeStart, supersededMessage } from '../decisions/supersede.js';
 import { coreDeps, type CoreDeps } from '../activities/deps.js';
-import { GROUP, VERSION } from '../api/group.js';
 import { closedWorkflowEnding, watcherActions, type WatcherAction } from '../decisions/watcher.js';
 import { isFinal, type RequestAction } from '../decisions/activation.js';
 import { requestEvent } from '../decisions/events.js';
 import { recordEvents } from '../k8s/events.js';
 import { apiMessage, k8s } from '../k8s/client.js';
+import { KindCache } from '../k8s/kind-cache.js';
 import { LeaderGate, NotLeaderError, type Leadership } from '../k8s/leader-election.js';
 import { kubeTime } from '../shared/format.js';
 import {
@@ -68,7 +68,6 @@ export interface WatcherOptions {
   stagesPerNamespace?: number;
 }
 
-const RESTART_DELAY_MS = 1_000;
 /** Sharded: how many namespaces' informers list at once when a shard gains namespaces. */
 const LIST_PARALLEL = 16;
 /** How often a replica looks whether it became leader (isLeader() is a local computation). */
@@ -81,8 +80,8 @@ type Watched = k8s.KubernetesObject & {
 };
 
 /**
- * What the watcher keeps of an activation, in place (the informer's cache holds the same object):
- * what Watched declares. With 10,000 activations cached, managedFields, steps and conditions were
+ * What the watcher keeps of an activation, in place (its KindCache and this.cache hold the same
+ * object): what Watched declares. With 10,000 activations cached, managedFields, steps and conditions were
  * most of the heap (bench/shards.ts).
  */
 function slim(o: Watched): void {
@@ -94,7 +93,7 @@ function slim(o: Watched): void {
 
 export class ActivationWatcher {
   /** Per watched namespace ('' for all namespaces). */
-  private readonly informers = new Map<string, k8s.Informer<Watched>>();
+  private readonly informers = new Map<string, KindCache>();
   /** Sharded: the namespaces this watcher acts in; writes in flight per namespace, which a drop waits for. */
   private readonly serving = new Set<string>();
   private readonly pending = new Map<string, Set<Promise<unknown>>>();
@@ -110,8 +109,6 @@ export class ActivationWatcher {
   private timer?: NodeJS.Timeout;
   private readonly gate: LeaderGate;
   private synced = false;
-  /** Per watched path: whether its last list succeeded. */
-  private readonly listed = new Map<string, boolean>();
   /** Deletions seen while standby (workflow id → when): the leader may have died before it saw them. */
   private readonly standbyDeletions = new Map<string, number>();
   private readonly log: LogFn;
@@ -126,7 +123,7 @@ export class ActivationWatcher {
 
   /** True once every informer has listed, and while the last list of each succeeded (readiness). */
   isSynced(): boolean {
-    return this.synced && !this.stopped && [...this.listed.values()].every(Boolean);
+    return this.synced && !this.stopped && [...this.informers.values()].every((c) => c.listed);
   }
 
 
@@ -164,35 +161,18 @@ export class ActivationWatcher {
     this.gate.start((identity) => this.tookOver(identity));
   }
 
-  /** Lists and watches one namespace (undefined: all). */
+  /** Lists and watches one namespace (undefined: all); readiness follows whether each last list succeeded. */
   private async watchNamespace(namespace: string | undefined): Promise<void> {
-    const api = this.o.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
-    const path = namespace ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/vectoractivations` : `/apis/${GROUP}/${VERSION}/vectoractivations`;
-    // The informer's start() resolves even when its list is refused (a 403): readiness follows
-    // whether the last list of every path succeeded.
-    const list = async () => {
-      try {
-        const listed = (await (namespace
-          ? api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'vectoractivations' })
-          : api.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, plural: 'vectoractivations' }))) as k8s.KubernetesListObject<Watched>;
-        this.listed.set(path, true);
-        return listed;
-      } catch (err) {
-        this.listed.set(path, false);
-        throw err;
-      }
-    };
-    const informer = k8s.makeInformer<Watched>(this.o.kubeConfig, path, list);
-    informer.on('add', (o) => this.observe(o, this.startedAt));
-    informer.on('update', (o) => this.observe(o, this.startedAt));
-    informer.on('delete', (o) => void this.deleted(o));
-    informer.on('error', (err) => {
-      if (this.stopped || this.informers.get(namespace ?? '') !== informer) return;
-      this.log(`watch of ${path} broke (${apiMessage(err)}); re-listing`, { level: 'warn', ...(namespace ? { namespace } : {}) });
-      setTimeout(() => !this.stopped && this.informers.get(namespace ?? '') === informer && void informer.start().catch(() => undefined), RESTART_DELAY_MS);
+    const cache = new KindCache({
+      kubeConfig: this.o.kubeConfig,
+      plural: 'vectoractivations',
+      ...(namespace ? { namespace } : {}),
+      onChange: (type, o) => (type === 'DELETED' ? void this.deleted(o as Watched) : this.observe(o as Watched, this.startedAt)),
+      slim: (o) => slim(o as Watched),
+      log: this.log,
     });
-    this.informers.set(namespace ?? '', informer);
-    await informer.start();
+    this.informers.set(namespace ?? '', cache);
+    await cache.start();
   }
 
   /** Sharded: lists and watches exactly these namespaces; a namespace left is forgotten (its cache too). */
@@ -200,7 +180,6 @@ export class ActivationWatcher {
     for (const [ns, informer] of [...this.informers]) {
       if (namespaces.has(ns)) continue;
       this.informers.delete(ns);
-      this.listed.delete(`/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`);
       await informer.stop();
       for (const [uid, o] of this.cache) if (o.metadata?.namespace === ns) this.cache.delete(uid);
     }
@@ -269,7 +248,6 @@ export class ActivationWatcher {
 
   private observe(o: Watched, startedAt: number): void {
     observeEventLag('watcher', 'VectorActivation', o, startedAt);
-    slim(o);
     this.cache.set(o.metadata!.uid!, o);
     void this.reconcile(o);
     // An activation that ended may free a place for a held one.

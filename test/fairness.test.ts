@@ -101,7 +101,8 @@ it('a held activation is cancelled at once, without waiting for its place', asyn
   await waitFor(a, 'VectorActivation', 'cancel2-to-2', held);
 
   await kubectl('annotate', 'va', 'cancel2-to-2', '-n', a.ns, 'konfidence.cloud/cancel=not-now');
-  const cancelled = await waitFor(a, 'VectorActivation', 'cancel2-to-2', phaseIs('Cancelled', 'Succeeded', 'Failed'), 20_000);
+  // The final phase and the watcher's answer to the request are two writes: wait for both.
+  const cancelled = await waitFor(a, 'VectorActivation', 'cancel2-to-2', (o) => phaseIs('Cancelled', 'Succeeded', 'Failed')(o) && (o.status?.requests ?? []).length > 0, 20_000);
   expect(cancelled.status?.phase).toBe('Cancelled');
   expect(cancelled.status?.requests).toEqual([expect.objectContaining({ action: 'cancel', outcome: 'Accepted' })]);
   // The two long ones still run: the cancel did not wait for either of them.

@@ -456,7 +456,11 @@ test('supersede: of three activations waiting behind a holder, the newest revisi
   }
   await holder.signal(finishSignal);
 
-  const [a, b, c] = await Promise.all(handles.map((h) => h.result()));
+  // One result() at a time: each unlocks the test server's time skipping and locks it again, and
+  // the server counts those with its own locks (a workflow task, an activity in flight). Three
+  // unlocks at once took the in-flight ones' locks away: time skipped while workflow tasks ran,
+  // they timed out, and under load the newest activation sat until its 120 s ask-again.
+  const [a, b, c] = [await handles[0]!.result(), await handles[1]!.result(), await handles[2]!.result()];
   expect([a!.phase, b!.phase, c!.phase]).toEqual(['Skipped', 'Skipped', 'Succeeded']);
   expect(cluster.activation(refs[0]!).status).toMatchObject({ reason: 'Superseded', message: 'superseded while waiting by the newer activation unit/burst-to-3 (revision 3)' });
   expect(cluster.activation(refs[1]!).status).toMatchObject({ reason: 'Superseded', message: 'superseded while waiting by the newer activation unit/burst-to-4 (revision 4)' });

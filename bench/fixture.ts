@@ -14,6 +14,9 @@ import { CustomObjects } from '../k8s/custom-objects.js';
 import { routeCrds } from '../scripts/route-crds.js';
 import { up } from '../scripts/env/control-plane.js';
 import { spawn, type StdioOptions } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
 import { builtInExecutors } from '../executors/index.js';
 import type { ControlPlane } from '../scripts/env/control-plane.js';
 import { repoRoot } from '../scripts/env/paths.js';
@@ -112,15 +115,16 @@ export function startSleepySystem(cp: ControlPlane, kc: k8s.KubeConfig, systemNs
 }
 
 /**
- * `tsx worker/main.ts <role>` as its own process group (signals reach tsx's node child too) on the
- * local servers, in the test Temporal namespace; `env` adds the role's settings.
+ * A role as its own process group on the local servers, in the test Temporal namespace, run as the
+ * image runs it (compiled, dist/: call buildDist() once before) with the runtime settings of its
+ * Deployment (NODE_OPTIONS, MALLOC_ARENA_MAX); `env` adds the role's settings.
  */
-/** Runs a role as the image does (compiled, dist/: call buildDist() once before). */
 export function spawnRole(cp: ControlPlane, role: string, systemNs: string, env: Record<string, string>, stdio: StdioOptions) {
   return spawn(process.execPath, [distMain, role], {
     cwd: repoRoot,
     env: {
       ...process.env,
+      ...deployedRuntimeEnv(role),
       KUBECONFIG: cp.kubeconfig,
       TEMPORAL_ADDRESS: cp.temporalAddress,
       TEMPORAL_NAMESPACE: cp.testTemporalNamespace,
@@ -131,6 +135,19 @@ export function spawnRole(cp: ControlPlane, role: string, systemNs: string, env:
     detached: true,
   });
 }
+
+/** The Node and libc settings a role's Deployment gives its container (deploy/base/workloads/). */
+export function deployedRuntimeEnv(role: string): Record<string, string> {
+  const file = [join(repoRoot, 'deploy/base/workloads', `${role}.yaml`), join(repoRoot, 'deploy/base/workloads/elected', `${role}.yaml`)].find((f) => existsSync(f));
+  if (!file) return {};
+  const env: Record<string, string> = {};
+  for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
+    const containers = (doc.toJS() as { kind?: string; spec?: { template?: { spec?: { containers?: { env?: { name: string; value?: string }[] }[] } } } })?.spec?.template?.spec?.containers ?? [];
+    for (const e of containers.flatMap((c) => c.env ?? [])) if (RUNTIME_ENV.has(e.name) && e.value !== undefined) env[e.name] = e.value;
+  }
+  return env;
+}
+const RUNTIME_ENV = new Set(['NODE_OPTIONS', 'MALLOC_ARENA_MAX']);
 
 const FINAL = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'];
 export interface FinalPhase { phase: string; reason?: string; at: number }

@@ -71,11 +71,16 @@ function relevantState(o: CustomObject): string {
 
 /**
  * What the caches keep of an object: all but managedFields, and of an activation only what
- * decisions/stage.ts reads (10,000 activations' steps and conditions would be most of the memory).
+ * decisions/stage.ts and relevantState read: 10,000 activations' steps, conditions and
+ * annotations (kubectl's last-applied copy of the whole object) would be most of the memory.
  */
 function slim(o: CustomObject): void {
   delete (o.metadata as { managedFields?: unknown }).managedFields;
-  if (o.kind === 'VectorActivation' && o.status) o.status = { phase: o.status.phase, message: o.status.message };
+  if (o.kind !== 'VectorActivation') return;
+  const { name, namespace, uid, resourceVersion, generation, deletionTimestamp, labels, finalizers } = o.metadata;
+  o.metadata = { name, namespace, uid, resourceVersion, generation, deletionTimestamp, labels, finalizers };
+  o.spec = { stage: o.spec?.stage, stageVersion: o.spec?.stageVersion };
+  if (o.status) o.status = { phase: o.status.phase, message: o.status.message };
 }
 
 export class StageController {

@@ -17,16 +17,12 @@
  */
 import { hostname } from 'node:os';
 import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
-import { executorFor } from '../executors/index.js';
+import type { NativeConnection, Worker } from '@temporalio/worker';
 import { k8s, loadKubeConfig } from '../k8s/client.js';
 import { fenceWrites, LEASE_NAMES, leaseName, LeaderElector, type Leadership } from '../k8s/leader-election.js';
 import { ShardMembership, type ShardedComponent } from './shards.js';
 import { CORE_TASK_QUEUE, executorTaskQueue } from '../shared/task-queues.js';
 import { loadConfig } from './config.js';
-import { createCoreWorker } from './core-worker.js';
-import { createExecutorWorker } from './executor-worker.js';
-import { startSystem } from './system.js';
 import { ActivationWatcher } from './watcher.js';
 import { StageController } from '../controllers/stage-controller.js';
 import { startHealthServer, type HealthServer, type ReadinessCheck } from './health.js';
@@ -34,15 +30,22 @@ import { endpointFromEnv, startPublisher, versionFromEnv, type Publisher } from 
 import { componentLogger, logger } from '../telemetry/log.js';
 import { flushEvents } from '../k8s/events.js';
 import { enableProcessMetrics, metricsContentType, metricsText } from '../telemetry/metrics.js';
-import { fetchSdkMetrics, installTemporalRuntime } from '../telemetry/temporal.js';
 
 const [role = 'all', type] = process.argv.slice(2);
 const config = loadConfig();
 const log = componentLogger('main', { role });
+/**
+ * Only the roles that run Workers load the SDK's worker side (its native runtime, the bundler): the
+ * watcher needs a client alone and the Stage controller no Temporal at all, and each would carry
+ * tens of MiB it never uses (issue 11: 200 MB per process at scale).
+ */
+const runsWorkers = role === 'core' || role === 'executor' || role === 'all';
+const usesTemporal = role !== 'stage-controller';
 // The SDK's runtime shuts every Worker down on SIGINT/SIGTERM: polling stops, in-flight activities
 // are cancelled (a heartbeating one fails its attempt and Temporal retries it on another replica),
 // sticky workflow tasks go back to the shared queue; worker.run() resolves when that is done.
-const { sdkMetricsUrl } = await installTemporalRuntime(logger(), config.KONFIDENCE_SDK_METRICS_ADDRESS);
+const sdkTelemetry = runsWorkers ? await import('../telemetry/temporal.js') : undefined;
+const sdkMetricsUrl = (await sdkTelemetry?.installTemporalRuntime(logger(), config.KONFIDENCE_SDK_METRICS_ADDRESS))?.sdkMetricsUrl;
 enableProcessMetrics();
 const identity = config.KONFIDENCE_IDENTITY ?? `${hostname()}-${process.pid}`;
 // A shard elects its leader always: its Lease is how the other shards know it is alive (docs/scale.md).
@@ -54,16 +57,16 @@ const logWrite = config.KONFIDENCE_LOG_WRITES ? (what: string) => logger().line(
 const baseKubeConfig = loadKubeConfig(config.KUBECONFIG);
 const kubeConfig = logWrite ? fenceWrites(baseKubeConfig, { onWrite: (method, path) => logWrite(`k8s ${method} ${path}`) }) : baseKubeConfig;
 const namespaces = config.KONFIDENCE_WATCH_NAMESPACES?.split(',').map((n) => n.trim()).filter(Boolean);
-const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
-const client = new Client({
+const connection = usesTemporal ? await Connection.connect({ address: config.TEMPORAL_ADDRESS }) : undefined;
+const client = connection && new Client({
   connection,
   namespace: config.TEMPORAL_NAMESPACE,
   // Electing: the Temporal history names the replica that started or signalled a workflow.
   ...(electing || config.KONFIDENCE_IDENTITY ? { identity } : {}),
   ...(logWrite ? { interceptors: { workflow: [temporalWriteLog(logWrite)] } } : {}),
 });
-const native = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
-const common = { connection: native, namespace: config.TEMPORAL_NAMESPACE, kubeConfig };
+const native: NativeConnection | undefined = runsWorkers ? await (await import('@temporalio/worker')).NativeConnection.connect({ address: config.TEMPORAL_ADDRESS }) : undefined;
+const common = { connection: native!, namespace: config.TEMPORAL_NAMESPACE, kubeConfig };
 const suffix = config.KONFIDENCE_QUEUE_SUFFIX;
 
 function temporalWriteLog(log: (what: string) => void): WorkflowClientInterceptor {
@@ -134,9 +137,9 @@ async function joinShard(elected: keyof typeof LEASE_NAMES, component: ShardedCo
   await membership.start();
 }
 
-// Readiness: Temporal and the apiserver answer, and the caches of this role synced (a standby is ready).
+// Readiness: the servers this role talks to answer, and its caches synced (a standby is ready).
 const checks: ReadinessCheck[] = [
-  { name: 'temporal', check: () => connection.workflowService.getSystemInfo({}) },
+  ...(connection ? [{ name: 'temporal', check: () => connection.workflowService.getSystemInfo({}) }] : []),
   { name: 'apiserver', check: () => baseKubeConfig.makeApiClient(k8s.VersionApi).getCode() },
 ];
 let health: HealthServer | undefined;
@@ -145,7 +148,10 @@ try {
     port: config.KONFIDENCE_HEALTH_PORT,
     checks,
     // The project's metrics, then the Temporal SDK's: one scrape target per process.
-    metrics: async () => ({ contentType: metricsContentType, text: (await Promise.all([metricsText(), fetchSdkMetrics(sdkMetricsUrl)])).join('\n') }),
+    metrics: async () => ({
+      contentType: metricsContentType,
+      text: (await Promise.all([metricsText(), sdkMetricsUrl ? sdkTelemetry!.fetchSdkMetrics(sdkMetricsUrl) : ''])).join('\n'),
+    }),
   });
 } catch (err) {
   // Not fatal: the role works without probes (a second process on one host, say); the probes then fail loudly.
@@ -165,15 +171,17 @@ let worker: Worker | undefined;
 let started = false;
 checks.push({ name: 'started', check: () => assertSynced(started, 'the components of this role') });
 if (role === 'core') {
+  const { createCoreWorker } = await import('./core-worker.js');
   worker = await createCoreWorker({
     ...common,
-    client,
+    client: client!,
     systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE,
     taskQueue: CORE_TASK_QUEUE + suffix,
     queueSuffix: suffix,
     ...(config.KONFIDENCE_BUILD_ID ? { buildId: config.KONFIDENCE_BUILD_ID } : {}),
   });
 } else if (role === 'executor') {
+  const [{ executorFor }, { createExecutorWorker }] = await Promise.all([import('../executors/index.js'), import('./executor-worker.js')]);
   const executor = type ? executorFor(type) : undefined;
   if (!executor) throw new Error(`usage: worker/main.ts executor TYPE; unknown type ${type ?? '(none)'}`);
   worker = await createExecutorWorker({ ...common, executor, taskQueue: executorTaskQueue(executor.type) + suffix });
@@ -181,7 +189,7 @@ if (role === 'core') {
   const elector = electorFor('watcher');
   const watcher = new ActivationWatcher({
     kubeConfig,
-    client,
+    client: client!,
     taskQueue: CORE_TASK_QUEUE + suffix,
     ...(suffix ? { queueSuffix: suffix } : {}),
     ...(namespaces ? { namespaces } : {}),
@@ -223,6 +231,7 @@ if (role === 'core') {
   await stopElectors();
 } else if (role === 'all') {
   if (shard) throw new Error('KONFIDENCE_SHARD: run the watcher and the stage-controller of a shard as their own processes (worker/main.ts watcher, stage-controller), not as part of "all"');
+  const { startSystem } = await import('./system.js');
   const system = await startSystem({
     temporalAddress: config.TEMPORAL_ADDRESS,
     temporalNamespace: config.TEMPORAL_NAMESPACE,
@@ -257,8 +266,8 @@ if (worker) {
 }
 await flushEvents(); // the Events of the last transitions are written in the background
 await health?.close();
-await native.close();
-await connection.close();
+await native?.close();
+await connection?.close();
 
 function assertSynced(ok: boolean, what: string): void {
   if (!ok) throw new Error(`${what} not started or synced yet`);

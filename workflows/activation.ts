@@ -232,14 +232,22 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       limited = gate.limited;
     }
 
-    // ADR-0012 step 4 and requirement 4, together: the usage holds it, the mark protects it.
+    // ADR-0012 step 4 and requirement 4, together: the usage holds it, the mark protects it. The
+    // first step's InProgress is written beside them, not after: it is the Stage's handoff, and
+    // a StageVersion found being deleted turns it into Failed before any executor runs.
     marked = stage.target.name;
-    const [, mark] = await Promise.all([k8s.holdActivationUsage(ref, va!.stage, stage.target.name), k8s.markStageVersion(ref.namespace, stage.target.name, holder)]);
+    const first = toRun.run[0];
+    const early = first !== undefined && patched('in-progress-with-marks') ? { step: first, before: { ...progress.steps[first]! } } : undefined;
+    const [, mark] = await Promise.all([
+      k8s.holdActivationUsage(ref, va!.stage, stage.target.name),
+      k8s.markStageVersion(ref.namespace, stage.target.name, holder),
+      early ? startStep(plan, early.step) : undefined,
+    ]);
     if (mark.terminating) {
+      if (early) progress.steps[early.step] = early.before;
       return finish({ phase: 'Failed', reason: 'StageVersionTerminating', message: `StageVersion ${stage.target.name} is being deleted` });
     }
     startTime ??= now();
-    // InProgress is reported by the first step (one status write instead of two in a row).
 
     const ctx: TaskContext = {
       ref,
@@ -260,7 +268,7 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
           return finish(failureEnding({ step: plan.steps[i]!.name, ...(firstError ? { firstError } : {}), cancelled: cancelRequested ?? {}, onFailure: plan.onFailure, ...(revert ? { revert } : {}), progress: progress.steps }));
         }
       }
-      const ending = await runStep(plan, ctx, i);
+      const ending = await runStep(plan, ctx, i, early?.step === i);
       if (ending) return ending;
     }
     // ADR-0012 step 9: the new version is marked serving and the active usage moves to it before
@@ -272,13 +280,20 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     return finish({ phase: 'Succeeded', reason: 'Activated', message: `Stage ${va!.stage} now serves ${stage.target.name}${previous ? ` (was ${previous.name})` : ''}` });
   }
 
-  /** Runs step i (its tasks together); undefined when it succeeded, else how the activation ends. */
-  async function runStep(plan: ResolvedPlan, ctx: TaskContext, i: number): Promise<Ending | undefined> {
+  /** Step i is InProgress, and the object says so (one status write: the step's, not the phase's). */
+  async function startStep(plan: ResolvedPlan, i: number): Promise<void> {
     const step = plan.steps[i]!;
     const stepProgress = progress.steps[i]!;
     stepProgress.phase = 'InProgress';
     stepProgress.tasks = step.tasks.map((t) => ({ registration: t.registration, phase: 'InProgress' }));
     await report('InProgress', 'RunningPlan', `step ${i + 1}/${plan.steps.length} (${step.name}) of ${plan.source}`);
+  }
+
+  /** Runs step i (its tasks together; started: its InProgress is written already); undefined when it succeeded, else how the activation ends. */
+  async function runStep(plan: ResolvedPlan, ctx: TaskContext, i: number, started = false): Promise<Ending | undefined> {
+    const step = plan.steps[i]!;
+    const stepProgress = progress.steps[i]!;
+    if (!started) await startStep(plan, i);
 
     const scope = new CancellationScope();
     const running = scope.run(() => Promise.all(step.tasks.map((t) => runTask(ctx, i, step.name, t, 'Apply'))));

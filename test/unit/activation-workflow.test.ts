@@ -401,6 +401,23 @@ test('a final status is the record: a Succeeded or Failed object is not run agai
   expect(cluster.callsOf(resumed).map((c) => [c.execution, c.outcome])).toEqual([['rec-resumed-1-rec-mesh-r3', 'succeeded']]);
 }, TEST_TIMEOUT);
 
+test('a StageVersion found being deleted when it is marked fails the activation (StageVersionTerminating) before any executor runs', async () => {
+  cluster.addStage(ns, 'gone', { 'gone-1': 1, 'gone-2': 2 }, 'gone-1');
+  cluster.addPlan('gone-plan', { onFailure: 'Stop', steps: [{ name: 'route', tasks: ['gone-route'] }] });
+  cluster.stageVersion(ns, 'gone-2').deleting = true;
+  const ref = activate('gone-to-2', 'gone', 'gone-2', 'gone-plan');
+
+  const result = await (await start(ref)).result();
+
+  expect(result.phase).toBe('Failed');
+  expect(cluster.activation(ref).status).toMatchObject({ reason: 'StageVersionTerminating', message: 'StageVersion gone-2 is being deleted' });
+  // The step never ran: not left InProgress on the object, nothing executed, the Stage unchanged.
+  expect(cluster.activation(ref).status.steps?.map((x) => x.phase)).not.toContain('InProgress');
+  expect(cluster.callsOf(ref)).toEqual([]);
+  expect(cluster.activeUsage(ns, 'gone')).toBe('gone-1');
+  expect(cluster.lease(ns, 'gone')?.holder).toBeUndefined();
+}, TEST_TIMEOUT);
+
 test('revert with no previous version: a later step fails, nothing is reverted, and the status says so and what stayed applied', async () => {
   cluster.addStage(ns, 'fresh', { 'fresh-1': 1 });
   cluster.addPlan('fresh-plan', { onFailure: 'Revert', steps: [{ name: 'gateway', tasks: ['fresh-gw'] }, { name: 'mesh', tasks: ['fresh-mesh'] }] });

@@ -50,6 +50,14 @@ export function breakerActivities(deps: CoreDeps) {
 
   return {
     /**
+     * Whether any CircuitBreaker guards `namespace`: read beside the Stage after the grant, so that
+     * an activation no breaker guards skips the admission (a step of its own) on the handoff's path.
+     */
+    async breakersApply(namespace: string): Promise<boolean> {
+      return (await applicable(namespace)).length > 0;
+    },
+
+    /**
      * May activation `ref` make the routing changes of `step` now? checkOpen (its first routing
      * change of this attempt): every breaker of its namespace must be Closed. Then each
      * rate-limiting one must give a token, once per uid/attempt/step however often this is asked.

@@ -201,13 +201,16 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
   async function withStage(retry: boolean, stageUid: string): Promise<Ending> {
     // ADR-0012 steps 2–3: the Lease, then the Stage's state read now, after the grant; never what
     // was read while waiting (a newer version may have become active meanwhile).
-    let stage: StageState, activeName: string | undefined, plan: ResolvedPlan;
+    let stage: StageState, activeName: string | undefined, plan: ResolvedPlan, guarded: boolean;
     try {
       // The plan is not the Stage's state: it resolves while the Lease is taken.
       [, plan] = await Promise.all([access.takeLease(stageUid), k8s.resolvePlan(va!.executionPlan, ref.namespace)]);
-      [stage, activeName] = await Promise.all([
+      // Runs that read no breakers here ask for admission as they always did.
+      const breakersRead = patched('breakers-read-with-stage');
+      [stage, activeName, guarded] = await Promise.all([
         k8s.describeStage(ref.namespace, va!.stage, va!.stageVersion),
         k8s.readActiveStageVersion(ref.namespace, va!.stage),
+        breakersRead ? k8s.breakersApply(ref.namespace) : true,
       ]);
     } catch (err) {
       return fail(err);
@@ -226,7 +229,7 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     const breakerWait = Math.min(BREAKER_ASK_AGAIN_SECONDS, options.lockAskAgainSeconds ?? BREAKER_ASK_AGAIN_SECONDS);
     const cancelled = () => cancelRequested !== undefined;
     let limited = false;
-    if (toRun.run.length > 0 && patched('circuit-breaker')) {
+    if (toRun.run.length > 0 && guarded && patched('circuit-breaker')) {
       const gate = await passBreakers(ref, progress.attempt, toRun.run[0]!, true, (w) => report('Waiting', w.reason, w.message), cancelled, breakerWait);
       if (!gate.admitted) return finish({ phase: 'Cancelled', reason: 'Cancelled', message: `cancelled while waiting at a CircuitBreaker${because(cancelRequested?.reason)}` });
       limited = gate.limited;

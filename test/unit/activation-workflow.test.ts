@@ -66,7 +66,7 @@ beforeAll(async () => {
     'loadActivation', 'writeActivationStatus', 'recordActivationEvent', 'resolvePlan', 'readActiveStageVersion', 'holdActivationUsage',
     'releaseActivationUsage', 'pointActiveUsage', 'createExecution', 'writeExecutionStatus', 'awaitExternalExecution', 'describeStage',
     'markStageVersion', 'markServing', 'unmarkStageVersion', 'acquireStageLease', 'keepStageLease', 'releaseStageLease',
-    'admitActivation', 'recordActivationFailure',
+    'breakersApply', 'admitActivation', 'recordActivationFailure',
   ];
   const core = Object.fromEntries(coreNames.map((n) => [n, (...args: unknown[]) => (cluster.activities()[n] as (...a: unknown[]) => Promise<unknown>)(...args)]));
   workers = await Promise.all([
@@ -238,6 +238,9 @@ test('happy path: Pending → Waiting → InProgress → Succeeded, steps in ord
   expect(cluster.stageVersion(ns, 'shop-2').activatedBy).toBeUndefined();
   expect(cluster.stageVersion(ns, 'shop-2').serving).toBe('shop');
   expect(cluster.stageVersion(ns, 'shop-1').serving).toBeUndefined();
+  // No CircuitBreaker guards the namespace: its admission is no step on the path.
+  expect(cluster.calls.map((c) => c.activity)).toContain('breakersApply');
+  expect(cluster.calls.map((c) => c.activity)).not.toContain('admitActivation');
 }, TEST_TIMEOUT);
 
 test('the order check reads the Stage after the grant: a newer StageVersion made active while waiting skips the activation (OlderThanActive)', async () => {

@@ -273,6 +273,7 @@ export class FakeCluster {
       },
 
       // breaker.ts: no CircuitBreaker here (test/circuit-breaker.test.ts runs the real ones)
+      breakersApply: async () => false,
       admitActivation: async () => ({ admitted: true, limited: false }),
       recordActivationFailure: async () => undefined,
 

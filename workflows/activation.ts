@@ -173,13 +173,16 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
 
   /** One attempt: from the Stage's lock to a final phase. */
   async function attempt(retry: boolean): Promise<Ending> {
-    await report('Pending', 'Validating', `checking Stage ${va!.stage} and StageVersion ${va!.stageVersion}`);
-    let before: StageState;
-    try {
-      before = await k8s.describeStage(ref.namespace, va!.stage, va!.stageVersion);
-    } catch (err) {
-      return fail(err);
-    }
+    const validating = report('Pending', 'Validating', `checking Stage ${va!.stage} and StageVersion ${va!.stageVersion}`);
+    // The check reads while Pending is written (a failed check is written after it, as Failed).
+    if (!patched('validate-while-pending')) await validating;
+    const described = await k8s.describeStage(ref.namespace, va!.stage, va!.stageVersion).then(
+      (stage) => ({ stage }),
+      (err: unknown) => ({ err }),
+    );
+    await validating;
+    if ('err' in described) return fail(described.err);
+    const before = described.stage;
     const lock = await access.acquire(
       before.target.revision,
       () => cancelRequested !== undefined,
@@ -275,11 +278,18 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       if (ending) return ending;
     }
     // ADR-0012 step 9: the new version is marked serving and the active usage moves to it before
-    // anything is taken from the old one, so the serving version is never unheld.
-    await k8s.markServing(ref.namespace, stage.target.name, va!.stage);
-    await k8s.pointActiveUsage(ref.namespace, va!.stage, stage.stageUid, stage.target.name);
-    if (previous && previous.name !== stage.target.name) await k8s.markServing(ref.namespace, previous.name, null);
-    await k8s.releaseActivationUsage(ref);
+    // anything is taken from the old one, so the serving version is never unheld. What is given
+    // goes together, then what is taken (the old version keeps its serving mark until then).
+    const unserve = () => (previous && previous.name !== stage.target.name ? k8s.markServing(ref.namespace, previous.name, null) : undefined);
+    if (patched('final-marks-together')) {
+      await Promise.all([k8s.markServing(ref.namespace, stage.target.name, va!.stage), k8s.pointActiveUsage(ref.namespace, va!.stage, stage.stageUid, stage.target.name)]);
+      await Promise.all([unserve(), k8s.releaseActivationUsage(ref)]);
+    } else {
+      await k8s.markServing(ref.namespace, stage.target.name, va!.stage);
+      await k8s.pointActiveUsage(ref.namespace, va!.stage, stage.stageUid, stage.target.name);
+      await unserve();
+      await k8s.releaseActivationUsage(ref);
+    }
     return finish({ phase: 'Succeeded', reason: 'Activated', message: `Stage ${va!.stage} now serves ${stage.target.name}${previous ? ` (was ${previous.name})` : ''}` });
   }
 

@@ -404,6 +404,20 @@ test('a final status is the record: a Succeeded or Failed object is not run agai
   expect(cluster.callsOf(resumed).map((c) => [c.execution, c.outcome])).toEqual([['rec-resumed-1-rec-mesh-r3', 'succeeded']]);
 }, TEST_TIMEOUT);
 
+test('a Stage that does not exist fails the activation (StageNotFound) after Pending is written, and the Stage is never asked for', async () => {
+  cluster.addPlan('nostage-plan', { onFailure: 'Stop', steps: [{ name: 'route', tasks: ['nostage-route'] }] });
+  const ref = activate('nostage-to-2', 'nostage', 'nostage-2', 'nostage-plan');
+
+  const result = await (await start(ref)).result();
+
+  expect(result.phase).toBe('Failed');
+  // The check reads while Pending is written; the failure is written after it, never before.
+  expect(cluster.phases(ref)).toEqual(['Pending', 'Failed']);
+  expect(cluster.activation(ref).status).toMatchObject({ reason: 'StageNotFound', message: 'Stage unit/nostage does not exist' });
+  expect(cluster.callsOf(ref)).toEqual([]);
+  expect(await lockState('nostage')).toBeUndefined();
+}, TEST_TIMEOUT);
+
 test('a StageVersion found being deleted when it is marked fails the activation (StageVersionTerminating) before any executor runs', async () => {
   cluster.addStage(ns, 'gone', { 'gone-1': 1, 'gone-2': 2 }, 'gone-1');
   cluster.addPlan('gone-plan', { onFailure: 'Stop', steps: [{ name: 'route', tasks: ['gone-route'] }] });

@@ -71,14 +71,14 @@ function relevantState(o: CustomObject): string {
 
 /**
  * What the caches keep of an object: all but managedFields, and of an activation only what
- * decisions/stage.ts and relevantState read: 10,000 activations' steps, conditions and
+ * decisions/stage.ts, relevantState and the event-lag metric read: 10,000 activations' steps, conditions and
  * annotations (kubectl's last-applied copy of the whole object) would be most of the memory.
  */
 function slim(o: CustomObject): void {
   delete (o.metadata as { managedFields?: unknown }).managedFields;
   if (o.kind !== 'VectorActivation') return;
-  const { name, namespace, uid, resourceVersion, generation, deletionTimestamp, labels, finalizers } = o.metadata;
-  o.metadata = { name, namespace, uid, resourceVersion, generation, deletionTimestamp, labels, finalizers };
+  const { name, namespace, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, labels, finalizers } = o.metadata;
+  o.metadata = { name, namespace, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, labels, finalizers };
   o.spec = { stage: o.spec?.stage, stageVersion: o.spec?.stageVersion };
   if (o.status) o.status = { phase: o.status.phase, message: o.status.message };
 }

@@ -174,6 +174,8 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
   /** One attempt: from the Stage's lock to a final phase. */
   async function attempt(retry: boolean): Promise<Ending> {
     const validating = report('Pending', 'Validating', `checking Stage ${va!.stage} and StageVersion ${va!.stageVersion}`);
+    // Awaited below; a failed write must not count as unhandled meanwhile (that fails the workflow task, retried for ever).
+    validating.catch(() => undefined);
     // The check reads while Pending is written (a failed check is written after it, as Failed).
     if (!patched('validate-while-pending')) await validating;
     const described = await k8s.describeStage(ref.namespace, va!.stage, va!.stageVersion).then(
@@ -238,19 +240,13 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       limited = gate.limited;
     }
 
-    // ADR-0012 step 4 and requirement 4, together: the usage holds it, the mark protects it. The
-    // first step's InProgress is written beside them, not after: it is the Stage's handoff, and
-    // a StageVersion found being deleted turns it into Failed before any executor runs.
+    // ADR-0012 step 4 and requirement 4, together: the usage holds it, the mark protects it.
+    // InProgress follows them, written by the first step (one status write instead of two in a
+    // row): written beside them, it would tell a step started (Events, metrics) that a StageVersion
+    // found being deleted, or a refused hold, then never runs.
     marked = stage.target.name;
-    const first = toRun.run[0];
-    const early = first !== undefined && patched('in-progress-with-marks') ? { step: first, before: { ...progress.steps[first]! } } : undefined;
-    const [, mark] = await Promise.all([
-      k8s.holdActivationUsage(ref, va!.stage, stage.target.name),
-      k8s.markStageVersion(ref.namespace, stage.target.name, holder),
-      early ? startStep(plan, early.step) : undefined,
-    ]);
+    const [, mark] = await Promise.all([k8s.holdActivationUsage(ref, va!.stage, stage.target.name), k8s.markStageVersion(ref.namespace, stage.target.name, holder)]);
     if (mark.terminating) {
-      if (early) progress.steps[early.step] = early.before;
       return finish({ phase: 'Failed', reason: 'StageVersionTerminating', message: `StageVersion ${stage.target.name} is being deleted` });
     }
     startTime ??= now();
@@ -274,7 +270,7 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
           return finish(failureEnding({ step: plan.steps[i]!.name, ...(firstError ? { firstError } : {}), cancelled: cancelRequested ?? {}, onFailure: plan.onFailure, ...(revert ? { revert } : {}), progress: progress.steps }));
         }
       }
-      const ending = await runStep(plan, ctx, i, early?.step === i);
+      const ending = await runStep(plan, ctx, i);
       if (ending) return ending;
     }
     // ADR-0012 step 9: the new version is marked serving and the active usage moves to it before
@@ -293,20 +289,13 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     return finish({ phase: 'Succeeded', reason: 'Activated', message: `Stage ${va!.stage} now serves ${stage.target.name}${previous ? ` (was ${previous.name})` : ''}` });
   }
 
-  /** Step i is InProgress, and the object says so (one status write: the step's, not the phase's). */
-  async function startStep(plan: ResolvedPlan, i: number): Promise<void> {
+  /** Runs step i (its tasks together); undefined when it succeeded, else how the activation ends. */
+  async function runStep(plan: ResolvedPlan, ctx: TaskContext, i: number): Promise<Ending | undefined> {
     const step = plan.steps[i]!;
     const stepProgress = progress.steps[i]!;
     stepProgress.phase = 'InProgress';
     stepProgress.tasks = step.tasks.map((t) => ({ registration: t.registration, phase: 'InProgress' }));
     await report('InProgress', 'RunningPlan', `step ${i + 1}/${plan.steps.length} (${step.name}) of ${plan.source}`);
-  }
-
-  /** Runs step i (its tasks together; started: its InProgress is written already); undefined when it succeeded, else how the activation ends. */
-  async function runStep(plan: ResolvedPlan, ctx: TaskContext, i: number, started = false): Promise<Ending | undefined> {
-    const step = plan.steps[i]!;
-    const stepProgress = progress.steps[i]!;
-    if (!started) await startStep(plan, i);
 
     const scope = new CancellationScope();
     const running = scope.run(() => Promise.all(step.tasks.map((t) => runTask(ctx, i, step.name, t, 'Apply'))));

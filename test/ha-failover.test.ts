@@ -65,6 +65,10 @@ let watchingStatuses = true;
 const maxInProgress = new Map<string, number>();
 /** What broke the one-InProgress rule, to tell the story when it happens. */
 const overlaps: string[] = [];
+/** Why the status watch ended, if it did: a Stage never seen InProgress is then no finding. */
+let statusWatchEnded: string | undefined;
+/** The phases and reasons each activation went through, as the watch saw them. */
+const story = new Map<string, string[]>();
 
 beforeAll(async () => {
   // Core and executor workers here; watcher and Stage controller only as the replicas below.
@@ -73,12 +77,17 @@ beforeAll(async () => {
   const phases = new Map<string, { stage: string; phase: string }>();
   watch = await new k8s.Watch(s.kc).watch(`/apis/${GROUP}/${VERSION}/namespaces/${s.ns}/vectoractivations`, {}, (_t, o: any) => {
     phases.set(o.metadata.name, { stage: o.spec.stage, phase: o.status?.phase ?? 'none' });
+    const step = `${o.status?.phase ?? 'none'}/${o.status?.reason ?? ''}`;
+    const seen = story.get(o.metadata.name) ?? [];
+    if (seen.at(-1) !== step) story.set(o.metadata.name, [...seen, step]);
     const running = [...phases.entries()].filter(([, p]) => p.stage === o.spec.stage && p.phase === 'InProgress').map(([name]) => name);
     if (running.length > (maxInProgress.get(o.spec.stage) ?? 0)) {
       maxInProgress.set(o.spec.stage, running.length);
       if (running.length > 1) overlaps.push(`${running.join(' and ')} InProgress together at resourceVersion ${o.metadata.resourceVersion}`);
     }
-  }, () => undefined);
+  }, (err: unknown) => {
+    statusWatchEnded = `the activation watch ended: ${String(err ?? 'closed')}`;
+  });
   await watchStatuses();
 });
 afterAll(async () => {
@@ -282,7 +291,11 @@ it('SIGKILLed leaders of watcher and Stage controller during a burst: standbys t
 
   await allFinal(burst.map((b) => b.name), 150_000);
   await oneRunEach(burst.map((b) => b.name));
-  for (const stage of STAGES) expect({ stage, max: maxInProgress.get(stage), overlaps }).toEqual({ stage, max: 1, overlaps: [] });
+  for (const stage of STAGES) {
+    // On a failure, what each of the Stage's activations went through says why.
+    const stories = Object.fromEntries(burst.filter((b) => b.stage === stage).map((b) => [b.name, story.get(b.name)]));
+    expect({ stage, max: maxInProgress.get(stage), overlaps, statusWatchEnded, stories }).toEqual({ stage, max: 1, overlaps: [], statusWatchEnded: undefined, stories });
+  }
   await converged(4);
   survivors = [w.by, c.by].sort();
 }, 300_000);

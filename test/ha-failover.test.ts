@@ -65,8 +65,11 @@ let watchingStatuses = true;
 const maxInProgress = new Map<string, number>();
 /** What broke the one-InProgress rule, to tell the story when it happens. */
 const overlaps: string[] = [];
-/** Why the status watch ended, if it did: a Stage never seen InProgress is then no finding. */
+/** Why the activation watch gave up, if it did: a Stage never seen InProgress is then no finding. */
 let statusWatchEnded: string | undefined;
+let watchingActivations = true;
+/** Per activation: its Stage and last phase, for the one-InProgress check. */
+const phases = new Map<string, { stage: string; phase: string }>();
 /** The phases and reasons each activation went through, as the watch saw them. */
 const story = new Map<string, string[]>();
 
@@ -74,23 +77,50 @@ beforeAll(async () => {
   // Core and executor workers here; watcher and Stage controller only as the replicas below.
   s = await startTestSystem('ha', { watcher: false, stageController: false });
   await quickDefaultPlan(s, 1);
-  const phases = new Map<string, { stage: string; phase: string }>();
-  watch = await new k8s.Watch(s.kc).watch(`/apis/${GROUP}/${VERSION}/namespaces/${s.ns}/vectoractivations`, {}, (_t, o: any) => {
-    phases.set(o.metadata.name, { stage: o.spec.stage, phase: o.status?.phase ?? 'none' });
-    const step = `${o.status?.phase ?? 'none'}/${o.status?.reason ?? ''}`;
-    const seen = story.get(o.metadata.name) ?? [];
-    if (seen.at(-1) !== step) story.set(o.metadata.name, [...seen, step]);
-    const running = [...phases.entries()].filter(([, p]) => p.stage === o.spec.stage && p.phase === 'InProgress').map(([name]) => name);
-    if (running.length > (maxInProgress.get(o.spec.stage) ?? 0)) {
-      maxInProgress.set(o.spec.stage, running.length);
-      if (running.length > 1) overlaps.push(`${running.join(' and ')} InProgress together at resourceVersion ${o.metadata.resourceVersion}`);
-    }
-  }, (err: unknown) => {
-    statusWatchEnded = `the activation watch ended: ${String(err ?? 'closed')}`;
-  });
+  await watchActivations();
   await watchStatuses();
 });
+
+function observeActivation(o: any): void {
+  phases.set(o.metadata.name, { stage: o.spec.stage, phase: o.status?.phase ?? 'none' });
+  const step = `${o.status?.phase ?? 'none'}/${o.status?.reason ?? ''}`;
+  const seen = story.get(o.metadata.name) ?? [];
+  if (seen.at(-1) !== step) story.set(o.metadata.name, [...seen, step]);
+  const running = [...phases.entries()].filter(([, p]) => p.stage === o.spec.stage && p.phase === 'InProgress').map(([name]) => name);
+  if (running.length > (maxInProgress.get(o.spec.stage) ?? 0)) {
+    maxInProgress.set(o.spec.stage, running.length);
+    if (running.length > 1) overlaps.push(`${running.join(' and ')} InProgress together at resourceVersion ${o.metadata.resourceVersion}`);
+  }
+}
+
+/**
+ * Watches the activations; a watch the apiserver refuses or ends (a 429 under a loaded CI machine
+ * did, before any activation existed) is started again from the last resourceVersion seen, so no
+ * change is missed; after 50 tries in a row it gives up and says so.
+ */
+async function watchActivations(resourceVersion?: string, attempt = 1): Promise<void> {
+  let last = resourceVersion;
+  let restarted = false;
+  const restart = (err: unknown) => {
+    if (!watchingActivations || restarted) return;
+    restarted = true;
+    if (attempt >= 50) {
+      statusWatchEnded = `the activation watch ended and could not be started again: ${String(err ?? 'closed')}`;
+      return;
+    }
+    setTimeout(() => void watchActivations(last, last === resourceVersion ? attempt + 1 : 1), 200);
+  };
+  try {
+    watch = await new k8s.Watch(s.kc).watch(`/apis/${GROUP}/${VERSION}/namespaces/${s.ns}/vectoractivations`, last ? { resourceVersion: last } : {}, (_t, o: any) => {
+      last = o.metadata?.resourceVersion ?? last;
+      observeActivation(o);
+    }, restart);
+  } catch (err) {
+    restart(err);
+  }
+}
 afterAll(async () => {
+  watchingActivations = false;
   watch?.abort();
   watchingStatuses = false;
   statusWatch?.abort();

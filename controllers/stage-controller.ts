@@ -70,12 +70,12 @@ function relevantState(o: CustomObject): string {
 }
 
 /**
- * What the caches keep of an object: all but managedFields, and of an activation only what
- * decisions/stage.ts, relevantState and the event-lag metric read: 10,000 activations' steps, conditions and
- * annotations (kubectl's last-applied copy of the whole object) would be most of the memory.
+ * What the caches keep of an activation (of the other kinds, all but managedFields): what
+ * decisions/stage.ts, relevantState and the event-lag metric read. 10,000 activations' steps,
+ * conditions and annotations (kubectl's last-applied copy of the whole object) would be most of
+ * the memory.
  */
 function slim(o: CustomObject): void {
-  delete (o.metadata as { managedFields?: unknown }).managedFields;
   if (o.kind !== 'VectorActivation') return;
   const { name, namespace, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, labels, finalizers } = o.metadata;
   o.metadata = { name, namespace, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, labels, finalizers };

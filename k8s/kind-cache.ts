@@ -20,9 +20,9 @@ export interface KindCacheOptions {
   /** Every add, update and delete (a re-list's too), after the cache holds it. */
   onChange: (type: 'ADDED' | 'MODIFIED' | 'DELETED', o: CustomObject) => void;
   /**
-   * Drops what no reader of the cache needs from a cached object, in place (memory: managedFields
-   * alone are often half an object): a listed one as its page arrives, a watched one once
-   * onChange saw it whole. onChange must not need what it drops of a listed object.
+   * Drops more of a cached object than managedFields (which no cache keeps: often half an object),
+   * in place: a listed one as its page arrives, a watched one once onChange saw it whole.
+   * onChange must not need what it drops of a listed object.
    */
   slim?: (o: CustomObject) => void;
   /** After each list that succeeded (the first, and each re-list after a break). */
@@ -37,7 +37,11 @@ export class KindCache {
   private stopped = false;
   readonly path: string;
 
-  constructor(private readonly o: KindCacheOptions) {
+  constructor(o: KindCacheOptions) {
+    const slim = (obj: CustomObject) => {
+      delete (obj.metadata as { managedFields?: unknown } | undefined)?.managedFields;
+      o.slim?.(obj);
+    };
     const api = o.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
     const { plural, namespace } = o;
     this.path = namespace ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}` : `/apis/${GROUP}/${VERSION}/${plural}`;
@@ -52,7 +56,7 @@ export class KindCache {
         do {
           const params = { group: GROUP, version: VERSION, plural, limit: LIST_PAGE, ...(next ? { _continue: next } : {}) };
           page = (await (namespace ? api.listNamespacedCustomObject({ ...params, namespace }) : api.listCustomObjectForAllNamespaces(params))) as k8s.KubernetesListObject<k8s.KubernetesObject>;
-          for (const item of page.items) o.slim?.(item as unknown as CustomObject);
+          for (const item of page.items) slim(item as unknown as CustomObject);
           items.push(...page.items);
           // CustomObjectsApi answers plain JSON: the token is `continue` (the typed model's `_continue`).
           next = (page.metadata as { continue?: string } | undefined)?.continue || page.metadata?._continue || undefined;
@@ -70,7 +74,7 @@ export class KindCache {
     const changed = (type: 'ADDED' | 'MODIFIED' | 'DELETED') => (kobj: k8s.KubernetesObject) => {
       const obj = kobj as unknown as CustomObject;
       o.onChange(type, obj);
-      o.slim?.(obj);
+      slim(obj);
     };
     this.informer.on('add', changed('ADDED'));
     this.informer.on('update', changed('MODIFIED'));

@@ -80,12 +80,11 @@ type Watched = k8s.KubernetesObject & {
 };
 
 /**
- * What the watcher keeps of an activation, in place (its KindCache and this.cache hold the same
- * object): what Watched declares. With 10,000 activations cached, managedFields, steps and conditions were
- * most of the heap (bench/shards.ts).
+ * What the watcher keeps of an activation's status, in place (its KindCache and this.cache hold
+ * the same object): what Watched declares. With 10,000 activations cached, steps and conditions
+ * were most of the heap after managedFields, which KindCache drops (bench/shards.ts).
  */
 function slim(o: Watched): void {
-  delete (o.metadata as { managedFields?: unknown } | undefined)?.managedFields;
   if (!o.status) return;
   const { phase, reason, message, workflowId, requests } = o.status;
   o.status = Object.fromEntries(Object.entries({ phase, reason, message, workflowId, requests }).filter(([, v]) => v !== undefined));
@@ -373,7 +372,7 @@ export class ActivationWatcher {
             const ref = this.ref(o);
             try {
               // A previous leader may have started it, and its workflow not written a status yet.
-              if (await this.workflowExists(ref)) return;
+              if ((await this.workflowStatus(activationWorkflowId(ref))) !== undefined) return;
               this.gate.fence(`superseding ${namespace}/${ref.name}`);
               if (await skipBeforeStart(this.deps, ref, supersededMessage(namespace, superseded.get(ref.uid)!))) skipped.add(ref.uid);
             } catch (err) {
@@ -388,13 +387,12 @@ export class ActivationWatcher {
     return skipped;
   }
 
-  /** Whether Temporal has a workflow (any run, any status) for the activation. */
-  private async workflowExists(ref: ActivationRef): Promise<boolean> {
+  /** The status of the workflow's latest run (RUNNING, COMPLETED, ...); undefined when Temporal has none. */
+  private async workflowStatus(workflowId: string): Promise<string | undefined> {
     try {
-      await this.o.client.workflow.getHandle(activationWorkflowId(ref)).describe();
-      return true;
+      return (await this.o.client.workflow.getHandle(workflowId).describe()).status.name;
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return false;
+      if (err instanceof WorkflowNotFoundError) return undefined;
       throw err;
     }
   }
@@ -476,11 +474,8 @@ export class ActivationWatcher {
 
   private async checkClosed(o: Watched, ref: ActivationRef): Promise<void> {
     const workflowId = activationWorkflowId(ref);
-    let status: string;
-    try {
-      status = (await this.o.client.workflow.getHandle(workflowId).describe()).status.name;
-    } catch (err) {
-      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    const status = await this.workflowStatus(workflowId);
+    if (status === undefined) {
       this.running.delete(workflowId);
       return this.ensure(o, ref); // gone (retention, deleted): an unfinished object gets a workflow
     }

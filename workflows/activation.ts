@@ -174,17 +174,12 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
   /** One attempt: from the Stage's lock to a final phase. */
   async function attempt(retry: boolean): Promise<Ending> {
     const validating = report('Pending', 'Validating', `checking Stage ${va!.stage} and StageVersion ${va!.stageVersion}`);
-    // Awaited below; a failed write must not count as unhandled meanwhile (that fails the workflow task, retried for ever).
-    validating.catch(() => undefined);
-    // The check reads while Pending is written (a failed check is written after it, as Failed).
+    // The check reads while Pending is written; a failed check is written after it, as Failed.
     if (!patched('validate-while-pending')) await validating;
-    const described = await k8s.describeStage(ref.namespace, va!.stage, va!.stageVersion).then(
-      (stage) => ({ stage }),
-      (err: unknown) => ({ err }),
-    );
-    await validating;
-    if ('err' in described) return fail(described.err);
-    const before = described.stage;
+    const [written, described] = await Promise.allSettled([validating, k8s.describeStage(ref.namespace, va!.stage, va!.stageVersion)]);
+    if (written.status === 'rejected') throw written.reason;
+    if (described.status === 'rejected') return fail(described.reason);
+    const before = described.value;
     const lock = await access.acquire(
       before.target.revision,
       () => cancelRequested !== undefined,

@@ -5,7 +5,6 @@
  * bench/fixture.ts (Gateway API, then Istio). Run: npm run bench:burst [-- --burst 50 --singles 3]
  */
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { k8s } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { benchActivation, seededBenchSystem, watchFinal } from './fixture.js';
 import { numberArg, quantile, writeResult } from './report.js';

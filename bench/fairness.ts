@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { API_VERSION } from '../api/group.js';
-import { k8s, loadKubeConfig } from '../k8s/client.js';
+import { loadKubeConfig } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { up } from '../scripts/env/control-plane.js';
 import { seedSleepyPlan, startSleepySystem, watchFinal } from './fixture.js';

@@ -14,6 +14,7 @@ import { CustomObjects } from '../k8s/custom-objects.js';
 import { routeCrds } from '../scripts/route-crds.js';
 import { up } from '../scripts/env/control-plane.js';
 import { spawn, type StdioOptions } from 'node:child_process';
+import { resumingWatch } from '../test/support/watch.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -142,7 +143,8 @@ export function deployedRuntimeEnv(role: string): Record<string, string> {
   if (!file) return {};
   const env: Record<string, string> = {};
   for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
-    const containers = (doc.toJS() as { kind?: string; spec?: { template?: { spec?: { containers?: { env?: { name: string; value?: string }[] }[] } } } })?.spec?.template?.spec?.containers ?? [];
+    type Deployment = { spec?: { template?: { spec?: { containers?: { env?: { name: string; value?: string }[] }[] } } } };
+    const containers = (doc.toJS() as Deployment | null)?.spec?.template?.spec?.containers ?? [];
     for (const e of containers.flatMap((c) => c.env ?? [])) if (RUNTIME_ENV.has(e.name) && e.value !== undefined) env[e.name] = e.value;
   }
   return env;
@@ -160,15 +162,15 @@ export async function watchFinal(kc: k8s.KubeConfig, namespaces: readonly string
   const final = new Map<string, FinalPhase>();
   const watches = await Promise.all(
     namespaces.map((ns) =>
-      new k8s.Watch(kc).watch(`/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`, {}, (_t, o: { metadata: { name: string; namespace: string }; status?: { phase?: string; reason?: string } }) => {
+      resumingWatch(kc, `/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`, (_t, o: { metadata: { name: string; namespace: string }; status?: { phase?: string; reason?: string } }) => {
         const key = `${o.metadata.namespace}/${o.metadata.name}`;
         const phase = o.status?.phase;
         if (phase && FINAL.includes(phase) && !final.has(key)) final.set(key, { phase, reason: o.status?.reason, at: performance.now() });
-      }, () => undefined),
+      }),
     ),
   );
   return {
     of: (namespace: string, name: string) => pollUntil(() => final.get(`${namespace}/${name}`), 600_000, `${namespace}/${name} final`, 2),
-    stop: () => watches.forEach((w) => w.abort()),
+    stop: () => watches.forEach((w) => w.stop()),
   };
 }

@@ -4,7 +4,7 @@
  * burst the watcher sees whole costs one workflow: the older ones end before they start.
  */
 import { GROUP, VERSION } from '../api/group.js';
-import { k8s } from '../k8s/client.js';
+import { resumingWatch } from './support/watch.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { activationWorkflowId } from '../shared/activation.js';
@@ -35,13 +35,12 @@ it(`runs a burst of ${N} activations on one Stage one at a time and ends with th
   const phases = new Map<string, string>();
   const ran = new Set<string>();
   let maxInProgress = 0;
-  const watch = new k8s.Watch(s.kc);
-  const request = await watch.watch(`/apis/${GROUP}/${VERSION}/namespaces/${s.ns}/vectoractivations`, {}, (_type, o: any) => {
+  const watch = await resumingWatch(s.kc, `/apis/${GROUP}/${VERSION}/namespaces/${s.ns}/vectoractivations`, (_type, o) => {
     phases.set(o.metadata.name, o.status?.phase ?? 'none');
     const inProgress = [...phases.values()].filter((p) => p === 'InProgress').length;
     if (o.status?.phase === 'InProgress') ran.add(o.metadata.name);
     maxInProgress = Math.max(maxInProgress, inProgress);
-  }, () => undefined);
+  });
 
   try {
     // Created at once, in shuffled order, as a CI pipeline and a person racing each other might.
@@ -58,10 +57,10 @@ it(`runs a burst of ${N} activations on one Stage one at a time and ends with th
       throw new Error(`${err.message}; unfinished: ${JSON.stringify(left.map((va) => ({ name: va.metadata.name, status: va.status })))}`);
     });
   } finally {
-    request.abort();
+    watch.stop();
   }
 
-  expect(maxInProgress).toBe(1);
+  expect({ maxInProgress, watchEnded: watch.ended }).toEqual({ maxInProgress: 1, watchEnded: undefined });
   const newest = await s.objects.get('VectorActivation', s.ns, `hot-to-${N}`);
   expect({ phase: newest?.status.phase, reason: newest?.status.reason, error: newest?.status.firstError }).toEqual({ phase: 'Succeeded', reason: 'Activated', error: undefined });
   expect((await s.objects.get('StageVersionUsage', s.ns, 'hot-active'))?.spec.stageVersionRef.name).toBe(`hot-${N}`);

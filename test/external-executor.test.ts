@@ -4,7 +4,7 @@
  * set a final status. The controller here is a small one that lives in the test.
  */
 import { GROUP, VERSION } from '../api/group.js';
-import { k8s } from '../k8s/client.js';
+import { resumingWatch } from './support/watch.js';
 import { LABEL_VECTOR_ACTIVATION } from '../api/group.js';
 import { activate, seedStage } from './support/scenario.js';
 import { create, object, phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
@@ -20,7 +20,7 @@ afterAll(async () => {
 /** Watches ActivationExecutions of `type`, marks them InProgress, then Succeeded or Error. */
 async function externalController(type: string, decide: (execution: any) => { phase: 'Succeeded' | 'Error' | 'Never'; message: string }) {
   const seen = new Set<string>();
-  const request = await new k8s.Watch(s.kc).watch(`/apis/${GROUP}/${VERSION}/namespaces/${s.ns}/activationexecutions`, {}, (_t, ae: any) => {
+  const request = await resumingWatch(s.kc, `/apis/${GROUP}/${VERSION}/namespaces/${s.ns}/activationexecutions`, (_t, ae) => {
     if (ae.spec.type !== type || seen.has(ae.metadata.name) || ae.status?.phase !== 'Pending') return;
     seen.add(ae.metadata.name);
     void (async () => {
@@ -28,8 +28,8 @@ async function externalController(type: string, decide: (execution: any) => { ph
       const { phase, message } = decide(ae);
       if (phase !== 'Never') await s.objects.patchStatus('ActivationExecution', s.ns, ae.metadata.name, { phase, message });
     })();
-  }, () => undefined);
-  return { stop: () => request.abort(), seen };
+  });
+  return { stop: () => request.stop(), seen };
 }
 
 it('waits for an outside controller to finish an External execution', async () => {

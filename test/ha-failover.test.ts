@@ -15,6 +15,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { createInterface } from 'node:readline';
+import { resumingWatch, type ResumingWatch } from './support/watch.js';
 import { fileURLToPath } from 'node:url';
 import { GROUP, VERSION } from '../api/group.js';
 import { k8s } from '../k8s/client.js';
@@ -56,18 +57,14 @@ interface Published {
 
 let s: TestSystem;
 const replicas: Replica[] = [];
-let watch: AbortController | undefined;
+let watch: ResumingWatch | undefined;
 /** Every change of the ControllerStatus objects in the system namespace, in the order received. */
 const published: Published[] = [];
-let statusWatch: AbortController | undefined;
-let watchingStatuses = true;
+let statusWatch: ResumingWatch | undefined;
 /** Per Stage: the most activations InProgress at one instant, seen on every status change. */
 const maxInProgress = new Map<string, number>();
 /** What broke the one-InProgress rule, to tell the story when it happens. */
 const overlaps: string[] = [];
-/** Why the activation watch gave up, if it did: a Stage never seen InProgress is then no finding. */
-let statusWatchEnded: string | undefined;
-let watchingActivations = true;
 /** Per activation: its Stage and last phase, for the one-InProgress check. */
 const phases = new Map<string, { stage: string; phase: string }>();
 /** The phases and reasons each activation went through, as the watch saw them. */
@@ -77,8 +74,11 @@ beforeAll(async () => {
   // Core and executor workers here; watcher and Stage controller only as the replicas below.
   s = await startTestSystem('ha', { watcher: false, stageController: false });
   await quickDefaultPlan(s, 1);
-  await watchActivations();
-  await watchStatuses();
+  watch = await resumingWatch(s.kc, `/apis/${GROUP}/${VERSION}/namespaces/${s.ns}/vectoractivations`, (_t, o) => observeActivation(o));
+  statusWatch = await resumingWatch(s.kc, `/apis/${GROUP}/${VERSION}/namespaces/${s.systemNs}/controllerstatuses`, (_t, o) => {
+    const a = o.status?.activeController;
+    published.push({ at: performance.now(), role: o.spec?.role ?? o.metadata?.name, identity: a?.identity, endpoint: a?.endpoint, leaderSince: a?.leaderSince, lastUpdated: a?.lastUpdated });
+  });
 });
 
 function observeActivation(o: any): void {
@@ -93,37 +93,9 @@ function observeActivation(o: any): void {
   }
 }
 
-/**
- * Watches the activations; a watch the apiserver refuses or ends (a 429 under a loaded CI machine
- * did, before any activation existed) is started again from the last resourceVersion seen, so no
- * change is missed; after 50 tries in a row it gives up and says so.
- */
-async function watchActivations(resourceVersion?: string, attempt = 1): Promise<void> {
-  let last = resourceVersion;
-  let restarted = false;
-  const restart = (err: unknown) => {
-    if (!watchingActivations || restarted) return;
-    restarted = true;
-    if (attempt >= 50) {
-      statusWatchEnded = `the activation watch ended and could not be started again: ${String(err ?? 'closed')}`;
-      return;
-    }
-    setTimeout(() => void watchActivations(last, last === resourceVersion ? attempt + 1 : 1), 200);
-  };
-  try {
-    watch = await new k8s.Watch(s.kc).watch(`/apis/${GROUP}/${VERSION}/namespaces/${s.ns}/vectoractivations`, last ? { resourceVersion: last } : {}, (_t, o: any) => {
-      last = o.metadata?.resourceVersion ?? last;
-      observeActivation(o);
-    }, restart);
-  } catch (err) {
-    restart(err);
-  }
-}
 afterAll(async () => {
-  watchingActivations = false;
-  watch?.abort();
-  watchingStatuses = false;
-  statusWatch?.abort();
+  watch?.stop();
+  statusWatch?.stop();
   for (const r of replicas) {
     try {
       process.kill(-r.child.pid!, 'SIGKILL');
@@ -133,24 +105,6 @@ afterAll(async () => {
   }
   await s?.stop();
 });
-
-/**
- * Watches the ControllerStatus objects; when the watch ends it is started again from the last
- * resourceVersion seen, so no value is missed (from scratch only if that is refused).
- */
-async function watchStatuses(resourceVersion?: string): Promise<void> {
-  let last = resourceVersion;
-  const path = `/apis/${GROUP}/${VERSION}/namespaces/${s.systemNs}/controllerstatuses`;
-  const restart = () => {
-    if (!watchingStatuses) return;
-    watchStatuses(last).catch(() => watchStatuses().catch((err: Error) => console.error(`ControllerStatus watch: ${err.message}`)));
-  };
-  statusWatch = await new k8s.Watch(s.kc).watch(path, last ? { resourceVersion: last } : {}, (_t, o: any) => {
-    last = o.metadata?.resourceVersion ?? last;
-    const a = o.status?.activeController;
-    published.push({ at: performance.now(), role: o.spec?.role ?? o.metadata?.name, identity: a?.identity, endpoint: a?.endpoint, leaderSince: a?.leaderSince, lastUpdated: a?.lastUpdated });
-  }, restart);
-}
 
 /**
  * Waits until the watch saw `role`'s ControllerStatus name `r` (identity and endpoint) at or after
@@ -324,7 +278,7 @@ it('SIGKILLed leaders of watcher and Stage controller during a burst: standbys t
   for (const stage of STAGES) {
     // On a failure, what each of the Stage's activations went through says why.
     const stories = Object.fromEntries(burst.filter((b) => b.stage === stage).map((b) => [b.name, story.get(b.name)]));
-    expect({ stage, max: maxInProgress.get(stage), overlaps, statusWatchEnded, stories }).toEqual({ stage, max: 1, overlaps: [], statusWatchEnded: undefined, stories });
+    expect({ stage, max: maxInProgress.get(stage), overlaps, watchEnded: watch?.ended, stories }).toEqual({ stage, max: 1, overlaps: [], watchEnded: undefined, stories });
   }
   await converged(4);
   survivors = [w.by, c.by].sort();

@@ -11,7 +11,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { GROUP, VERSION } from '../api/group.js';
 import { DEFAULT_LEADERSHIP_CHECK_MS } from '../decisions/publish.js';
-import { k8s } from '../k8s/client.js';
+import { resumingWatch, type ResumingWatch } from './support/watch.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { freshNamespace, kubeConfig } from './support/cluster.js';
@@ -21,10 +21,10 @@ const kc = kubeConfig();
 const objects = new CustomObjects(kc);
 
 let child: ChildProcess | undefined;
-let watch: AbortController | undefined;
+let watch: ResumingWatch | undefined;
 
 afterAll(async () => {
-  watch?.abort();
+  watch?.stop();
   if (child && child.exitCode === null && child.signalCode === null) {
     const exited = once(child, 'exit');
     try {
@@ -44,12 +44,7 @@ it('a watcher without leader election publishes no ControllerStatus', async () =
   // Every event on ControllerStatus objects in the system namespace, from before the start: an
   // object created and deleted again between two reads would still show here.
   const events: string[] = [];
-  watch = await new k8s.Watch(kc).watch(
-    `/apis/${GROUP}/${VERSION}/namespaces/${systemNs}/controllerstatuses`,
-    {},
-    (type, o: any) => events.push(`${type} ${o?.metadata?.name}`),
-    () => undefined,
-  );
+  watch = await resumingWatch(kc, `/apis/${GROUP}/${VERSION}/namespaces/${systemNs}/controllerstatuses`, (type, o) => events.push(`${type} ${o?.metadata?.name}`));
 
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -92,7 +87,7 @@ it('a watcher without leader election publishes no ControllerStatus', async () =
 
   expect(child.exitCode).toBeNull(); // still running: the absence is not that of a dead process
   expect(await objects.list('ControllerStatus', systemNs)).toEqual([]);
-  expect(events).toEqual([]);
+  expect({ events, watchEnded: watch.ended }).toEqual({ events: [], watchEnded: undefined }); // a dead watch would see no event either
   // Log records are JSON lines (stdout is no terminal): none may come from those components.
   const components = lines.flatMap((l) => {
     try {

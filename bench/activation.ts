@@ -10,6 +10,7 @@ import { k8s } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { benchActivation, seededBenchSystem } from './fixture.js';
+import { handoffSegments, type HandoffSegments, type HandoffTimes } from './handoff-breakdown.js';
 import { numberArg, stats, writeResult } from './report.js';
 
 const RUNS = Math.min(numberArg('runs', 20), 33); // 3 StageVersions a run, history limit 100
@@ -18,10 +19,12 @@ Runtime.install({ logger: new DefaultLogger('ERROR') });
 const { kc, ns, system } = await seededBenchSystem('bench', RUNS * 3 + 1);
 const objects = new CustomObjects(kc);
 
-// Phase transitions as this process sees them.
+// Phase transitions as this process sees them (wall-clock ms, comparable with Temporal's event times).
 const seen = new Map<string, Map<string, number>>();
+const workflowIds = new Map<string, string>();
 const watch = await new k8s.Watch(kc).watch(`/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`, {}, (_t, o: any) => {
-  const at = performance.now();
+  const at = performance.timeOrigin + performance.now();
+  if (o.status?.workflowId) workflowIds.set(o.metadata.name, o.status.workflowId);
   const phases = seen.get(o.metadata.name) ?? new Map<string, number>();
   if (o.status?.phase && !phases.has(o.status.phase)) phases.set(o.status.phase, at);
   seen.set(o.metadata.name, phases);
@@ -29,7 +32,7 @@ const watch = await new k8s.Watch(kc).watch(`/apis/${GROUP}/${VERSION}/namespace
 const phaseAt = (name: string, phase: string) => pollUntil(() => seen.get(name)?.get(phase), 120_000, `${name} ${phase}`, 5);
 
 const activate = async (r: number) => {
-  const t = performance.now();
+  const t = performance.timeOrigin + performance.now();
   await objects.create(benchActivation(ns, r));
   return t;
 };
@@ -42,6 +45,7 @@ for (let i = 0; i < RUNS; i++) {
   latency.push((await phaseAt(`to-${revision}`, 'Succeeded')) - created);
 }
 const handoff: number[] = [];
+const handoffs: HandoffTimes[] = [];
 for (let i = 0; i < RUNS; i++) {
   const first = ++revision;
   const second = ++revision;
@@ -50,14 +54,23 @@ for (let i = 0; i < RUNS; i++) {
   await activate(second);
   await phaseAt(`to-${second}`, 'Waiting');
   const done = await phaseAt(`to-${first}`, 'Succeeded');
-  handoff.push((await phaseAt(`to-${second}`, 'InProgress')) - done);
+  const next = await phaseAt(`to-${second}`, 'InProgress');
+  handoff.push(next - done);
   await phaseAt(`to-${second}`, 'Succeeded');
+  handoffs.push({ previousWorkflowId: workflowIds.get(`to-${first}`)!, nextWorkflowId: workflowIds.get(`to-${second}`)!, succeededSeen: done, inProgressSeen: next });
 }
+const segments = await Promise.all(handoffs.map((h) => handoffSegments(system.client, h)));
+const segment = (k: keyof HandoffSegments) => stats(segments.map((s) => s[k]));
 watch.abort();
 await system.stop();
 
-const figures = { latencyMs: stats(latency), handoffMs: stats(handoff) };
+const figures = {
+  latencyMs: stats(latency),
+  handoffMs: stats(handoff),
+  handoffSegmentsMs: { release: segment('release'), lock: segment('lock'), pickup: segment('pickup'), ours: segment('ours') },
+};
 console.log('activation latency, create → Succeeded, two-step plan (ms):', JSON.stringify(figures.latencyMs));
 console.log('handoff, Succeeded → next InProgress on the same Stage (ms):', JSON.stringify(figures.handoffMs));
+console.log('handoff by segment, median ms (bench/handoff-breakdown.ts):', JSON.stringify(Object.fromEntries(Object.entries(figures.handoffSegmentsMs).map(([k, v]) => [k, v.median]))));
 writeResult('activation', figures);
 process.exit(0);

@@ -12,6 +12,7 @@ import { failFastOnPermanentErrors } from './k8s-errors.js';
 import { leaseActivities } from './lease.js';
 import { planActivities } from './plan.js';
 import { stageVersionActivities } from './stage-versions.js';
+import { takeStageActivities } from './take-stage.js';
 import { usageActivities } from './usages.js';
 
 export interface CoreActivityOptions {
@@ -24,7 +25,7 @@ export interface CoreActivityOptions {
 
 export function createActivationActivities({ kubeConfig, systemNamespace, log, coreBuildId }: CoreActivityOptions) {
   const deps = coreDeps(kubeConfig, systemNamespace, log);
-  return failFastOnPermanentErrors({
+  const parts = failFastOnPermanentErrors({
     ...activationStatusActivities(deps, coreBuildId),
     ...planActivities(deps),
     ...usageActivities(deps),
@@ -33,10 +34,13 @@ export function createActivationActivities({ kubeConfig, systemNamespace, log, c
     ...leaseActivities(deps),
     ...breakerActivities(deps),
   });
+  // Made of the activities above, whose failures already name the operation that failed.
+  return { ...parts, ...takeStageActivities(parts) };
 }
 
 export type ActivationActivities = ReturnType<typeof createActivationActivities>;
 export type { PlannedTask, ResolvedPlan } from './plan.js';
 export type { LoadedActivation } from './activation-status.js';
 export type { StageState } from './stage-versions.js';
+export type { TakenStage } from './take-stage.js';
 export type { Admission } from './breaker.js';

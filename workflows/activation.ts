@@ -203,15 +203,19 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     // was read while waiting (a newer version may have become active meanwhile).
     let stage: StageState, activeName: string | undefined, plan: ResolvedPlan, guarded: boolean;
     try {
-      // The plan is not the Stage's state: it resolves while the Lease is taken.
-      [, plan] = await Promise.all([access.takeLease(stageUid), k8s.resolvePlan(va!.executionPlan, ref.namespace)]);
-      // Runs that read no breakers here ask for admission as they always did.
-      const breakersRead = patched('breakers-read-with-stage');
-      [stage, activeName, guarded] = await Promise.all([
-        k8s.describeStage(ref.namespace, va!.stage, va!.stageVersion),
-        k8s.readActiveStageVersion(ref.namespace, va!.stage),
-        breakersRead ? k8s.breakersApply(ref.namespace) : true,
-      ]);
+      if (patched('stage-taken-in-one')) {
+        ({ plan, stage, activeName, guarded } = await access.takeStage(stageUid, { stageVersion: va!.stageVersion, ...(va!.executionPlan ? { executionPlan: va!.executionPlan } : {}) }));
+      } else {
+        // Runs from before takeStage: the Lease (beside the plan), then the reads, as their history says.
+        [, plan] = await Promise.all([access.takeLease(stageUid), k8s.resolvePlan(va!.executionPlan, ref.namespace)]);
+        // Runs that read no breakers here ask for admission as they always did.
+        const breakersRead = patched('breakers-read-with-stage');
+        [stage, activeName, guarded] = await Promise.all([
+          k8s.describeStage(ref.namespace, va!.stage, va!.stageVersion),
+          k8s.readActiveStageVersion(ref.namespace, va!.stage),
+          breakersRead ? k8s.breakersApply(ref.namespace) : true,
+        ]);
+      }
     } catch (err) {
       return fail(err);
     }

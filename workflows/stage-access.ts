@@ -15,7 +15,8 @@ import {
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ActivationActivities } from '../activities/core.js';
+import type { ActivationActivities, TakenStage } from '../activities/core.js';
+import type { TakeStageInput } from '../activities/take-stage.js';
 import type { LockActivities } from '../activities/lock.js';
 import { lockGrantedSignal, lockSupersededSignal, releaseLockSignal, stageLockWorkflowId } from '../shared/activation.js';
 
@@ -32,12 +33,13 @@ const { requestStageLock: askLockQueued } = proxyActivities<LockActivities>({ st
  * Taking and clearing the Lease are bookkeeping on the handoff's path: local activities. Taking it
  * waits, within bounded attempts, for a live foreign holder's Lease to expire (60 s at most).
  */
-const { acquireStageLease } = proxyLocalActivities<ActivationActivities>({
+const leaseWait = {
   startToCloseTimeout: '30 seconds',
   scheduleToCloseTimeout: '3 minutes',
   retry: { initialInterval: '1 second', backoffCoefficient: 1.5, maximumInterval: '10 seconds', maximumAttempts: 20 },
-  summary: "take the Stage's Lease",
-});
+} as const;
+const { acquireStageLease } = proxyLocalActivities<ActivationActivities>({ ...leaseWait, summary: "take the Stage's Lease" });
+const { takeStage } = proxyLocalActivities<ActivationActivities>({ ...leaseWait, summary: "take the Stage's Lease, then read the Stage" });
 const { releaseStageLease } = proxyLocalActivities<ActivationActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', maximumAttempts: 10 },
@@ -118,6 +120,22 @@ export class StageAccess {
   async takeLease(stageUid: string): Promise<void> {
     await acquireStageLease(this.namespace, this.stage, stageUid, this.holder);
     this.leaseHeld = true;
+    this.keepLease();
+  }
+
+  /**
+   * Takes the Lease (after the grant) and reads the Stage under it, in one local activity; then
+   * renews the Lease in the background until `release()`.
+   */
+  async takeStage(stageUid: string, read: Pick<TakeStageInput, 'stageVersion' | 'executionPlan'>): Promise<TakenStage> {
+    // The activity may fail after the Lease was taken: release() then clears it (only if ours).
+    this.leaseHeld = true;
+    const taken = await takeStage({ namespace: this.namespace, stage: this.stage, stageUid, holder: this.holder, ...read });
+    this.keepLease();
+    return taken;
+  }
+
+  private keepLease(): void {
     this.keeping = new CancellationScope();
     void this.keeping
       .run(async () => {

@@ -66,7 +66,7 @@ beforeAll(async () => {
     'loadActivation', 'writeActivationStatus', 'recordActivationEvent', 'resolvePlan', 'readActiveStageVersion', 'holdActivationUsage',
     'releaseActivationUsage', 'pointActiveUsage', 'createExecution', 'writeExecutionStatus', 'awaitExternalExecution', 'describeStage',
     'markStageVersion', 'markServing', 'unmarkStageVersion', 'acquireStageLease', 'keepStageLease', 'releaseStageLease',
-    'breakersApply', 'admitActivation', 'recordActivationFailure',
+    'breakersApply', 'admitActivation', 'recordActivationFailure', 'takeStage',
   ];
   const core = Object.fromEntries(coreNames.map((n) => [n, (...args: unknown[]) => (cluster.activities()[n] as (...a: unknown[]) => Promise<unknown>)(...args)]));
   workers = await Promise.all([
@@ -416,6 +416,39 @@ test('a Stage that does not exist fails the activation (StageNotFound) after Pen
   expect(cluster.activation(ref).status).toMatchObject({ reason: 'StageNotFound', message: 'Stage unit/nostage does not exist' });
   expect(cluster.callsOf(ref)).toEqual([]);
   expect(await lockState('nostage')).toBeUndefined();
+}, TEST_TIMEOUT);
+
+test('the Stage is read once its Lease is taken: a newer version made active while the Lease was taken skips the older activation', async () => {
+  cluster.addStage(ns, 'under', { 'under-1': 1, 'under-2': 2, 'under-3': 3 }, 'under-1');
+  cluster.addPlan('under-plan', { onFailure: 'Stop', steps: [{ name: 'route', tasks: ['under-route'] }] });
+  // Another controller's switch lands while the Lease is being taken (after anything read
+  // beside the taking, which would then be stale).
+  cluster.before.acquireStageLease = async (namespace: string, stage: string) => {
+    await new Promise((resolve) => setImmediate(resolve));
+    if (stage === 'under') cluster.activeUsages.set(`${namespace}/under`, 'under-3');
+  };
+  const ref = activate('under-to-2', 'under', 'under-2', 'under-plan');
+
+  const result = await (await start(ref)).result();
+
+  expect(result.phase).toBe('Skipped');
+  expect(cluster.activation(ref).status).toMatchObject({ reason: 'OlderThanActive' });
+  expect(cluster.callsOf(ref)).toEqual([]);
+  expect(cluster.activeUsage(ns, 'under')).toBe('under-3');
+  expect(cluster.lease(ns, 'under')?.holder).toBeUndefined();
+}, TEST_TIMEOUT);
+
+test('a plan found missing once the Lease is taken fails the activation (InvalidPlan) and frees the Lease', async () => {
+  cluster.addStage(ns, 'noplan', { 'noplan-1': 1, 'noplan-2': 2 }, 'noplan-1');
+  const ref = activate('noplan-to-2', 'noplan', 'noplan-2', 'noplan-missing-plan');
+
+  const result = await (await start(ref)).result();
+
+  expect(result.phase).toBe('Failed');
+  expect(cluster.activation(ref).status).toMatchObject({ reason: 'InvalidPlan', message: 'ActivationExecutionPlan konfidence-system/noplan-missing-plan does not exist' });
+  expect(cluster.lease(ns, 'noplan')).toMatchObject({ holders: ['unit/noplan-to-2'] });
+  expect(cluster.lease(ns, 'noplan')?.holder).toBeUndefined();
+  expect(cluster.activeUsage(ns, 'noplan')).toBe('noplan-1');
 }, TEST_TIMEOUT);
 
 test('a StageVersion found being deleted when it is marked fails the activation (StageVersionTerminating) before any executor runs', async () => {

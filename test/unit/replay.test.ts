@@ -5,9 +5,11 @@
  * commands a workflow issues is behind patched(); this is the test that it is. Recorded from
  * commit e587af8 on the local servers: a two-step activation that succeeded after waiting, one
  * superseded while waiting, the Stage lock that served them, and a lock that got a burst of ten
- * requests in one workflow task. Stored as the History message's protobufjs object form
- * (`History.toObject`, longs, enums and bytes as strings), which `fromObject` reads back byte for
- * byte.
+ * requests in one workflow task. Also one activation recorded from commit 4d3d12c with
+ * scripts/record-history.ts: it waited behind another, then took the Lease and read the Stage in
+ * two local activities where today's code takes one (takeStage). Stored as the History message's
+ * protobufjs object form (`History.toObject`, longs, enums and bytes as strings), which
+ * `fromObject` reads back byte for byte.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,7 +22,7 @@ const dir = fileURLToPath(new URL('../fixtures/histories/', import.meta.url));
 const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
 
 it('has the recorded histories', () => {
-  expect(files.sort()).toEqual(['activation-succeeded.json', 'activation-superseded.json', 'stage-lock-burst.json', 'stage-lock.json']);
+  expect(files.sort()).toEqual(['activation-succeeded.json', 'activation-superseded.json', 'activation-waited-4d3d12c.json', 'stage-lock-burst.json', 'stage-lock.json']);
 });
 
 it.each(files)('%s replays on the current workflow code', async (file) => {

@@ -13,6 +13,7 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import type { ActivationActivities, PlannedTask, ResolvedPlan, StageState } from '../../../activities/core.js';
 import type { ExecutorActivities } from '../../../activities/execute-task.js';
 import type { ExecutionStatusWrite, ExecutionToCreate } from '../../../activities/executions.js';
+import { takeStageActivities } from '../../../activities/take-stage.js';
 import type { ActivationReport, StepProgress } from '../../../decisions/activation.js';
 import type { StageVersionInfo, TaskInput, TaskResult } from '../../../executors/types.js';
 import type { ActivationRef } from '../../../shared/activation.js';
@@ -105,7 +106,7 @@ export interface ExecutorCall {
 
 const key = (namespace: string, name: string) => `${namespace}/${name}`;
 const final = (phase: string | undefined) => phase === 'Succeeded' || phase === 'Error';
-type ActivityName = keyof ActivationActivities;
+type ActivityName = Exclude<keyof ActivationActivities, 'takeStage'>;
 
 export class FakeCluster {
   readonly systemNamespace = 'konfidence-system';
@@ -236,10 +237,12 @@ export class FakeCluster {
         return fn(...args);
       };
     }
-    return wrapped as ActivationActivities;
+    // takeStage is made of the recorded activities, as in activities/core.ts.
+    const parts = wrapped as Omit<ActivationActivities, 'takeStage'>;
+    return { ...parts, ...takeStageActivities(parts) };
   }
 
-  private core(): ActivationActivities {
+  private core(): Omit<ActivationActivities, 'takeStage'> {
     return {
       // activation-status.ts
       loadActivation: async (ref) => {

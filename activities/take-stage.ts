@@ -1,0 +1,54 @@
+/**
+ * ADR-0012 steps 2–3 as one local activity: the Stage's Lease, then, under it, everything the
+ * activation decides on. One workflow round trip instead of two on every activation's path, the
+ * handoff's above all (issue 11: each local activity costs the workflow an activation of its own).
+ */
+import type { ResolvedPlan } from './plan.js';
+import type { StageState } from './stage-versions.js';
+
+export interface TakeStageInput {
+  namespace: string;
+  stage: string;
+  stageUid: string;
+  /** The Lease holder (namespace/name of the activation). */
+  holder: string;
+  stageVersion: string;
+  executionPlan?: string;
+}
+
+export interface TakenStage {
+  plan: ResolvedPlan;
+  /** Read after the Lease was taken: never what was read while waiting. */
+  stage: StageState;
+  activeName?: string;
+  /** Whether any CircuitBreaker guards the namespace (only then is admission asked). */
+  guarded: boolean;
+}
+
+/** The activities takeStage is made of: the real ones, or a test's fakes of them. */
+export interface StageParts {
+  acquireStageLease(namespace: string, stage: string, stageUid: string, holder: string): Promise<void>;
+  resolvePlan(planName: string | undefined, namespace: string): Promise<ResolvedPlan>;
+  describeStage(namespace: string, stage: string, stageVersion: string): Promise<StageState>;
+  readActiveStageVersion(namespace: string, stage: string): Promise<string | undefined>;
+  breakersApply(namespace: string): Promise<boolean>;
+}
+
+export function takeStageActivities(parts: StageParts) {
+  return {
+    /**
+     * Safe to repeat: taking a Lease one holds renews it, the rest only reads. A failure after the
+     * Lease was taken leaves it to the workflow's release, which clears it if it is ours.
+     */
+    async takeStage(i: TakeStageInput): Promise<TakenStage> {
+      await parts.acquireStageLease(i.namespace, i.stage, i.stageUid, i.holder);
+      const [plan, stage, activeName, guarded] = await Promise.all([
+        parts.resolvePlan(i.executionPlan, i.namespace),
+        parts.describeStage(i.namespace, i.stage, i.stageVersion),
+        parts.readActiveStageVersion(i.namespace, i.stage),
+        parts.breakersApply(i.namespace),
+      ]);
+      return { plan, stage, ...(activeName ? { activeName } : {}), guarded };
+    },
+  };
+}

@@ -276,7 +276,11 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     // anything is taken from the old one, so the serving version is never unheld. What is given
     // goes together, then what is taken (the old version keeps its serving mark until then).
     const unserve = () => (previous && previous.name !== stage.target.name ? k8s.markServing(ref.namespace, previous.name, null) : undefined);
-    if (patched('final-marks-together')) {
+    if (patched('switch-serving-in-one')) {
+      // The in-activation mark goes with what is taken: the active usage holds the target now.
+      await k8s.switchServing({ ref, stage: va!.stage, stageUid: stage.stageUid, target: stage.target.name, ...(previous ? { previous: previous.name } : {}), holder });
+      marked = undefined;
+    } else if (patched('final-marks-together')) {
       await Promise.all([k8s.markServing(ref.namespace, stage.target.name, va!.stage), k8s.pointActiveUsage(ref.namespace, va!.stage, stage.stageUid, stage.target.name)]);
       await Promise.all([unserve(), k8s.releaseActivationUsage(ref)]);
     } else {

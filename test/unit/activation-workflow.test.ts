@@ -66,7 +66,7 @@ beforeAll(async () => {
     'loadActivation', 'writeActivationStatus', 'recordActivationEvent', 'resolvePlan', 'readActiveStageVersion', 'holdActivationUsage',
     'releaseActivationUsage', 'pointActiveUsage', 'createExecution', 'writeExecutionStatus', 'awaitExternalExecution', 'describeStage',
     'markStageVersion', 'markServing', 'unmarkStageVersion', 'acquireStageLease', 'keepStageLease', 'releaseStageLease',
-    'breakersApply', 'admitActivation', 'recordActivationFailure', 'takeStage',
+    'breakersApply', 'admitActivation', 'recordActivationFailure', 'takeStage', 'switchServing',
   ];
   const core = Object.fromEntries(coreNames.map((n) => [n, (...args: unknown[]) => (cluster.activities()[n] as (...a: unknown[]) => Promise<unknown>)(...args)]));
   workers = await Promise.all([

@@ -13,6 +13,7 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import type { ActivationActivities, PlannedTask, ResolvedPlan, StageState } from '../../../activities/core.js';
 import type { ExecutorActivities } from '../../../activities/execute-task.js';
 import type { ExecutionStatusWrite, ExecutionToCreate } from '../../../activities/executions.js';
+import { switchServingActivities } from '../../../activities/switch-serving.js';
 import { takeStageActivities } from '../../../activities/take-stage.js';
 import type { ActivationReport, StepProgress } from '../../../decisions/activation.js';
 import type { StageVersionInfo, TaskInput, TaskResult } from '../../../executors/types.js';
@@ -106,7 +107,9 @@ export interface ExecutorCall {
 
 const key = (namespace: string, name: string) => `${namespace}/${name}`;
 const final = (phase: string | undefined) => phase === 'Succeeded' || phase === 'Error';
-type ActivityName = Exclude<keyof ActivationActivities, 'takeStage'>;
+/** Activities made of others (activities/core.ts): the fake records their parts. */
+type Composite = 'takeStage' | 'switchServing';
+type ActivityName = Exclude<keyof ActivationActivities, Composite>;
 
 export class FakeCluster {
   readonly systemNamespace = 'konfidence-system';
@@ -237,12 +240,12 @@ export class FakeCluster {
         return fn(...args);
       };
     }
-    // takeStage is made of the recorded activities, as in activities/core.ts.
-    const parts = wrapped as Omit<ActivationActivities, 'takeStage'>;
-    return { ...parts, ...takeStageActivities(parts) };
+    // The composites are made of the recorded activities, as in activities/core.ts.
+    const parts = wrapped as Omit<ActivationActivities, Composite>;
+    return { ...parts, ...takeStageActivities(parts), ...switchServingActivities(parts) };
   }
 
-  private core(): Omit<ActivationActivities, 'takeStage'> {
+  private core(): Omit<ActivationActivities, Composite> {
     return {
       // activation-status.ts
       loadActivation: async (ref) => {

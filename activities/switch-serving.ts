@@ -1,0 +1,43 @@
+/**
+ * ADR-0012 step 9 as one local activity: the Stage's serving StageVersion changes hands. What is
+ * given goes first (the new version's serving mark, the active usage), then what is taken (the old
+ * version's serving mark, the activation's usage, the in-activation mark), so that the serving
+ * version is never unheld. One workflow round trip instead of two on every activation's path
+ * (issue 11: each local activity costs the workflow an activation of its own).
+ */
+import type { ActivationRef } from '../shared/activation.js';
+
+export interface SwitchServingInput {
+  ref: ActivationRef;
+  stage: string;
+  stageUid: string;
+  /** The StageVersion that now serves. */
+  target: string;
+  /** The one that served before, when another: it loses its serving mark. */
+  previous?: string;
+  /** Whose in-activation mark on the target is cleared (namespace/name of the activation). */
+  holder: string;
+}
+
+/** The activities switchServing is made of: the real ones, or a test's fakes of them. */
+export interface ServingParts {
+  markServing(namespace: string, name: string, stage: string | null): Promise<void>;
+  pointActiveUsage(namespace: string, stage: string, stageUid: string, stageVersion: string): Promise<void>;
+  releaseActivationUsage(ref: ActivationRef): Promise<void>;
+  unmarkStageVersion(namespace: string, name: string, holder: string): Promise<void>;
+}
+
+export function switchServingActivities(parts: ServingParts) {
+  return {
+    /** Safe to repeat: every part sets a value or removes what is still there. */
+    async switchServing(i: SwitchServingInput): Promise<void> {
+      const ns = i.ref.namespace;
+      await Promise.all([parts.markServing(ns, i.target, i.stage), parts.pointActiveUsage(ns, i.stage, i.stageUid, i.target)]);
+      await Promise.all([
+        i.previous && i.previous !== i.target ? parts.markServing(ns, i.previous, null) : undefined,
+        parts.releaseActivationUsage(i.ref),
+        parts.unmarkStageVersion(ns, i.target, i.holder),
+      ]);
+    },
+  };
+}

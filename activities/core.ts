@@ -12,6 +12,7 @@ import { failFastOnPermanentErrors } from './k8s-errors.js';
 import { leaseActivities } from './lease.js';
 import { planActivities } from './plan.js';
 import { stageVersionActivities } from './stage-versions.js';
+import { startRunActivities } from './start-run.js';
 import { switchServingActivities } from './switch-serving.js';
 import { takeStageActivities } from './take-stage.js';
 import { usageActivities } from './usages.js';
@@ -36,7 +37,7 @@ export function createActivationActivities({ kubeConfig, systemNamespace, log, c
     ...breakerActivities(deps),
   });
   // Made of the activities above, whose failures already name the operation that failed.
-  return { ...parts, ...takeStageActivities(parts), ...switchServingActivities(parts) };
+  return { ...parts, ...takeStageActivities(parts), ...startRunActivities(parts), ...switchServingActivities(parts) };
 }
 
 export type ActivationActivities = ReturnType<typeof createActivationActivities>;

@@ -101,6 +101,11 @@ export function initialProgress(plan: PlanShape): StepProgress[] {
   return plan.steps.map((s) => ({ name: s.name, phase: 'Pending', tasks: s.tasks.map((t) => ({ registration: t.registration, phase: 'Pending' })) }));
 }
 
+/** A step as it starts: InProgress, with each of its plan's tasks InProgress. */
+export function startedStep(step: PlanShape['steps'][number], progress: StepProgress): StepProgress {
+  return { ...progress, phase: 'InProgress', tasks: step.tasks.map((t) => ({ registration: t.registration, phase: 'InProgress' })) };
+}
+
 /**
  * The steps an attempt runs: all of them the first time; on a retry, every step that did not
  * succeed before (a succeeded step stays applied). A plan whose steps changed since cannot resume.

@@ -29,6 +29,7 @@ import {
   orderVerdict,
   reasonOf,
   revertOrder,
+  startedStep,
   stepOutcome,
   stepsToRun,
   taskProgressOf,
@@ -122,6 +123,13 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
   const workflowUrl = options.uiUrl ? temporalWorkflowUrl(options.uiUrl, info.namespace, info.workflowId) : undefined;
 
   async function report(phase: VectorActivationPhase, reason: string, message: string): Promise<void> {
+    noteReport(phase, reason, message);
+    const status = statusOf(phase, reason, message);
+    await CancellationScope.nonCancellable(() => k8s.writeActivationStatus(ref, status));
+  }
+
+  /** What the workflow shows of a report (query, search attribute, current details), written or not. */
+  function noteReport(phase: VectorActivationPhase, reason: string, message: string): void {
     progress.phase = phase;
     progress.reason = reason;
     progress.message = message;
@@ -130,7 +138,11 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     if (phase !== upsertedPhase || !patched('phase-attribute-on-change')) upsertSearchAttributes([{ key: ACTIVATION_PHASE, value: phase }]);
     upsertedPhase = phase;
     setCurrentDetails(`**${phase}** (${reason}): ${message}`);
-    const status = activationStatus({
+  }
+
+  /** The status a report writes; `steps` and `start` when they are not yet the workflow's own. */
+  function statusOf(phase: VectorActivationPhase, reason: string, message: string, steps = progress.steps, start = startTime) {
+    return activationStatus({
       phase,
       reason,
       message,
@@ -139,11 +151,10 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       attempt: progress.attempt,
       ...(previous ? { previousStageVersion: previous.name } : {}),
       ...(firstError ? { firstError } : {}),
-      ...(startTime ? { startTime } : {}),
+      ...(start ? { startTime: start } : {}),
       ...(isFinal(phase) ? { completionTime: now() } : {}),
-      steps: progress.steps,
+      steps,
     });
-    await CancellationScope.nonCancellable(() => k8s.writeActivationStatus(ref, status));
   }
 
   // --- load -------------------------------------------------------------------------------
@@ -240,15 +251,33 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     }
 
     // ADR-0012 step 4 and requirement 4, together: the usage holds it, the mark protects it.
-    // InProgress follows them, written by the first step (one status write instead of two in a
-    // row): written beside them, it would tell a step started (Events, metrics) that a StageVersion
-    // found being deleted, or a refused hold, then never runs.
+    // InProgress follows them, the first step's (one status write instead of two in a row), never
+    // beside them: that would tell a step started (Events, metrics) that a StageVersion found
+    // being deleted, or a refused hold, then never runs.
     marked = stage.target.name;
-    const [, mark] = await Promise.all([k8s.holdActivationUsage(ref, va!.stage, stage.target.name), k8s.markStageVersion(ref.namespace, stage.target.name, holder)]);
-    if (mark.terminating) {
-      return finish({ phase: 'Failed', reason: 'StageVersionTerminating', message: `StageVersion ${stage.target.name} is being deleted` });
+    const terminating = { phase: 'Failed', reason: 'StageVersionTerminating', message: `StageVersion ${stage.target.name} is being deleted` } as const;
+    const first = toRun.run[0];
+    /** Whether the first step's InProgress was written with the hold and the mark. */
+    let started = false;
+    if (first !== undefined && patched('step-started-with-hold')) {
+      // One local activity holds, marks, and only then writes InProgress; the workflow takes the
+      // step as started once it was written.
+      const steps: StepProgress[] = [...progress.steps];
+      steps[first] = startedStep(plan.steps[first]!, steps[first]!);
+      const begun = startTime ?? now();
+      const message = stepMessage(plan, first);
+      const status = statusOf('InProgress', 'RunningPlan', message, steps, begun);
+      const run = await CancellationScope.nonCancellable(() => k8s.startRun({ ref, stage: va!.stage, target: stage.target.name, holder, status }));
+      if (run.terminating) return finish(terminating);
+      progress.steps = steps;
+      startTime = begun;
+      noteReport('InProgress', 'RunningPlan', message);
+      started = true;
+    } else {
+      const [, mark] = await Promise.all([k8s.holdActivationUsage(ref, va!.stage, stage.target.name), k8s.markStageVersion(ref.namespace, stage.target.name, holder)]);
+      if (mark.terminating) return finish(terminating);
+      startTime ??= now();
     }
-    startTime ??= now();
 
     const ctx: TaskContext = {
       ref,
@@ -269,7 +298,7 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
           return finish(failureEnding({ step: plan.steps[i]!.name, ...(firstError ? { firstError } : {}), cancelled: cancelRequested ?? {}, onFailure: plan.onFailure, ...(revert ? { revert } : {}), progress: progress.steps }));
         }
       }
-      const ending = await runStep(plan, ctx, i);
+      const ending = await runStep(plan, ctx, i, started && n === 0);
       if (ending) return ending;
     }
     // ADR-0012 step 9: the new version is marked serving and the active usage moves to it before
@@ -292,13 +321,17 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     return finish({ phase: 'Succeeded', reason: 'Activated', message: `Stage ${va!.stage} now serves ${stage.target.name}${previous ? ` (was ${previous.name})` : ''}` });
   }
 
-  /** Runs step i (its tasks together); undefined when it succeeded, else how the activation ends. */
-  async function runStep(plan: ResolvedPlan, ctx: TaskContext, i: number): Promise<Ending | undefined> {
+  /**
+   * Runs step i (its tasks together); undefined when it succeeded, else how the activation ends.
+   * `started`: its InProgress is written already (with the hold and the mark).
+   */
+  async function runStep(plan: ResolvedPlan, ctx: TaskContext, i: number, started = false): Promise<Ending | undefined> {
     const step = plan.steps[i]!;
+    if (!started) {
+      progress.steps[i] = startedStep(step, progress.steps[i]!);
+      await report('InProgress', 'RunningPlan', stepMessage(plan, i));
+    }
     const stepProgress = progress.steps[i]!;
-    stepProgress.phase = 'InProgress';
-    stepProgress.tasks = step.tasks.map((t) => ({ registration: t.registration, phase: 'InProgress' }));
-    await report('InProgress', 'RunningPlan', `step ${i + 1}/${plan.steps.length} (${step.name}) of ${plan.source}`);
 
     const scope = new CancellationScope();
     const running = scope.run(() => Promise.all(step.tasks.map((t) => runTask(ctx, i, step.name, t, 'Apply'))));
@@ -364,6 +397,10 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       }
     });
     return ending;
+  }
+
+  function stepMessage(plan: ResolvedPlan, i: number): string {
+    return `step ${i + 1}/${plan.steps.length} (${plan.steps[i]!.name}) of ${plan.source}`;
   }
 
   function fail(err: unknown): Promise<Ending> {

@@ -66,7 +66,7 @@ beforeAll(async () => {
     'loadActivation', 'writeActivationStatus', 'recordActivationEvent', 'resolvePlan', 'readActiveStageVersion', 'holdActivationUsage',
     'releaseActivationUsage', 'pointActiveUsage', 'createExecution', 'writeExecutionStatus', 'awaitExternalExecution', 'describeStage',
     'markStageVersion', 'markServing', 'unmarkStageVersion', 'acquireStageLease', 'keepStageLease', 'releaseStageLease',
-    'breakersApply', 'admitActivation', 'recordActivationFailure', 'takeStage', 'switchServing',
+    'breakersApply', 'admitActivation', 'recordActivationFailure', 'takeStage', 'startRun', 'switchServing',
   ];
   const core = Object.fromEntries(coreNames.map((n) => [n, (...args: unknown[]) => (cluster.activities()[n] as (...a: unknown[]) => Promise<unknown>)(...args)]));
   workers = await Promise.all([
@@ -461,7 +461,8 @@ test('a StageVersion found being deleted when it is marked fails the activation 
 
   expect(result.phase).toBe('Failed');
   expect(cluster.activation(ref).status).toMatchObject({ reason: 'StageVersionTerminating', message: 'StageVersion gone-2 is being deleted' });
-  // The step never ran: not left InProgress on the object, nothing executed, the Stage unchanged.
+  // The step never ran: never said InProgress on the object, nothing executed, the Stage unchanged.
+  expect(cluster.phases(ref)).not.toContain('InProgress');
   expect(cluster.activation(ref).status.steps?.map((x) => x.phase)).not.toContain('InProgress');
   expect(cluster.callsOf(ref)).toEqual([]);
   expect(cluster.activeUsage(ns, 'gone')).toBe('gone-1');

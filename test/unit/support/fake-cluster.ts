@@ -13,6 +13,7 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import type { ActivationActivities, PlannedTask, ResolvedPlan, StageState } from '../../../activities/core.js';
 import type { ExecutorActivities } from '../../../activities/execute-task.js';
 import type { ExecutionStatusWrite, ExecutionToCreate } from '../../../activities/executions.js';
+import { startRunActivities } from '../../../activities/start-run.js';
 import { switchServingActivities } from '../../../activities/switch-serving.js';
 import { takeStageActivities } from '../../../activities/take-stage.js';
 import type { ActivationReport, StepProgress } from '../../../decisions/activation.js';
@@ -108,7 +109,7 @@ export interface ExecutorCall {
 const key = (namespace: string, name: string) => `${namespace}/${name}`;
 const final = (phase: string | undefined) => phase === 'Succeeded' || phase === 'Error';
 /** Activities made of others (activities/core.ts): the fake records their parts. */
-type Composite = 'takeStage' | 'switchServing';
+type Composite = 'takeStage' | 'startRun' | 'switchServing';
 type ActivityName = Exclude<keyof ActivationActivities, Composite>;
 
 export class FakeCluster {
@@ -242,7 +243,7 @@ export class FakeCluster {
     }
     // The composites are made of the recorded activities, as in activities/core.ts.
     const parts = wrapped as Omit<ActivationActivities, Composite>;
-    return { ...parts, ...takeStageActivities(parts), ...switchServingActivities(parts) };
+    return { ...parts, ...takeStageActivities(parts), ...startRunActivities(parts), ...switchServingActivities(parts) };
   }
 
   private core(): Omit<ActivationActivities, Composite> {

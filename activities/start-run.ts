@@ -1,0 +1,41 @@
+/**
+ * ADR-0012 step 4 and the first InProgress as one local activity: the activation usage holds the
+ * target and the in-activation mark protects it; only then, and only when the target is not being
+ * deleted, is InProgress written (with its Events). One workflow round trip instead of two on
+ * every activation's path, the handoff's above all (issue 11).
+ */
+import type { ActivationReport } from '../decisions/activation.js';
+import type { ActivationRef } from '../shared/activation.js';
+
+export interface StartRunInput {
+  ref: ActivationRef;
+  stage: string;
+  /** The StageVersion being activated. */
+  target: string;
+  /** The in-activation mark's holder (namespace/name of the activation). */
+  holder: string;
+  /** The InProgress status of the first step to run, written once the target is held. */
+  status: ActivationReport;
+}
+
+/** The activities startRun is made of: the real ones, or a test's fakes of them. */
+export interface StartParts {
+  holdActivationUsage(ref: ActivationRef, stage: string, stageVersion: string): Promise<void>;
+  markStageVersion(namespace: string, name: string, holder: string): Promise<{ terminating: boolean }>;
+  writeActivationStatus(ref: ActivationRef, report: ActivationReport): Promise<boolean>;
+}
+
+export function startRunActivities(parts: StartParts) {
+  return {
+    /**
+     * Safe to repeat: the hold and the mark set what is already set, and a status write that went
+     * through changes nothing and says nothing again. `terminating`: nothing was written.
+     */
+    async startRun(i: StartRunInput): Promise<{ terminating: boolean }> {
+      const [, mark] = await Promise.all([parts.holdActivationUsage(i.ref, i.stage, i.target), parts.markStageVersion(i.ref.namespace, i.target, i.holder)]);
+      if (mark.terminating) return { terminating: true };
+      await parts.writeActivationStatus(i.ref, i.status);
+      return { terminating: false };
+    },
+  };
+}

@@ -39,11 +39,10 @@ export function stageVersionActivities({ objects }: CoreDeps) {
 
     /**
      * Marks the StageVersion as in activation and reports whether it was already being deleted.
-     * Mark first, then read: a delete before the mark shows in the read, a delete after it is refused.
+     * The object as marked tells: a delete before the mark shows in it, a delete after it is refused.
      */
     async markStageVersion(namespace: string, name: string, holder: string): Promise<{ terminating: boolean }> {
-      await objects.mergeMetadata('StageVersion', namespace, name, { annotations: { [ANNOTATION_ACTIVATED_BY]: holder } });
-      const sv = await objects.get('StageVersion', namespace, name);
+      const sv = await objects.mergeMetadataOf('StageVersion', namespace, name, { annotations: { [ANNOTATION_ACTIVATED_BY]: holder } });
       return { terminating: !sv || Boolean(sv.metadata.deletionTimestamp) };
     },
 

@@ -101,6 +101,17 @@ export function initialProgress(plan: PlanShape): StepProgress[] {
   return plan.steps.map((s) => ({ name: s.name, phase: 'Pending', tasks: s.tasks.map((t) => ({ registration: t.registration, phase: 'Pending' })) }));
 }
 
+/**
+ * Whether an ending gives the activation usage back. Skipped: nothing ran. Failed or Cancelled:
+ * only when no step has started in any attempt, since a step left applied may still send traffic to
+ * the StageVersion; a usage kept for nothing would hold a StageVersion being deleted for ever.
+ * (Succeeded gives it back with the serving switch.)
+ */
+export function releasesUsage(phase: VectorActivationPhase, steps: readonly StepProgress[]): boolean {
+  if (phase === 'Skipped') return true;
+  return (phase === 'Failed' || phase === 'Cancelled') && steps.every((s) => s.phase === 'Pending');
+}
+
 /** A step as it starts: InProgress, with each of its plan's tasks InProgress. */
 export function startedStep(step: PlanShape['steps'][number], progress: StepProgress): StepProgress {
   return { ...progress, phase: 'InProgress', tasks: step.tasks.map((t) => ({ registration: t.registration, phase: 'InProgress' })) };

@@ -94,13 +94,18 @@ export class CustomObjects {
   }
 
   /** Merge-patches labels, annotations or finalizers (null removes a key); false when the object is gone. */
-  mergeMetadata(kind: string, namespace: string, name: string, metadata: Record<string, unknown>): Promise<boolean> {
+  async mergeMetadata(kind: string, namespace: string, name: string, metadata: Record<string, unknown>): Promise<boolean> {
+    return (await this.mergeMetadataOf(kind, namespace, name, metadata)) !== undefined;
+  }
+
+  /** mergeMetadata, answering the object as written (undefined when it is gone): no read after it. */
+  mergeMetadataOf(kind: string, namespace: string, name: string, metadata: Record<string, unknown>): Promise<CustomObject | undefined> {
     return this.mergePatch(kind, namespace, name, { metadata }, false);
   }
 
   /** Merge-patches the status subresource; false when the object is gone. */
-  patchStatus(kind: string, namespace: string, name: string, status: unknown): Promise<boolean> {
-    return this.mergePatch(kind, namespace, name, { status }, true);
+  async patchStatus(kind: string, namespace: string, name: string, status: unknown): Promise<boolean> {
+    return (await this.mergePatch(kind, namespace, name, { status }, true)) !== undefined;
   }
 
   /**
@@ -109,22 +114,22 @@ export class CustomObjects {
    */
   async patchStatusAt(kind: string, namespace: string, name: string, resourceVersion: string, status: unknown): Promise<boolean> {
     try {
-      return await this.mergePatch(kind, namespace, name, { metadata: { resourceVersion }, status }, true);
+      return (await this.mergePatch(kind, namespace, name, { metadata: { resourceVersion }, status }, true)) !== undefined;
     } catch (err) {
       if (apiStatus(err) === 409) return false;
       throw err;
     }
   }
 
-  private async mergePatch(kind: string, namespace: string, name: string, body: object, status: boolean): Promise<boolean> {
+  /** The object as written; undefined when it is gone. */
+  private async mergePatch(kind: string, namespace: string, name: string, body: object, status: boolean): Promise<CustomObject | undefined> {
     const params = { group: GROUP, version: VERSION, namespace, plural: pluralOf(kind), name, body };
     const options = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
     try {
-      if (status) await this.api.patchNamespacedCustomObjectStatus(params, options);
-      else await this.api.patchNamespacedCustomObject(params, options);
-      return true;
+      const written = status ? await this.api.patchNamespacedCustomObjectStatus(params, options) : await this.api.patchNamespacedCustomObject(params, options);
+      return written as CustomObject;
     } catch (err) {
-      if (apiStatus(err) === 404) return false;
+      if (apiStatus(err) === 404) return undefined;
       throw err;
     }
   }

@@ -84,6 +84,11 @@ it('keeps a deleted StageVersion Terminating while a usage references it (by sel
   const terminating = await waitFor(s, 'StageVersion', 'keep-1', (sv) => Boolean(sv.status?.message));
   expect(terminating.metadata.deletionTimestamp).toBeDefined();
   expect(terminating.status.message).toBe('deletion waits: in use by StageVersionUsage migration');
+  // An activation of it fails before any route is touched, saying why (the mark's answer shows the deletion).
+  await create(s, object('VectorActivation', s.ns, 'keep-to-1', { stage: 'keep', stageVersion: 'keep-1' }));
+  const refused = await waitFor(s, 'VectorActivation', 'keep-to-1', phaseIs('Failed', 'Succeeded'));
+  expect(refused.status).toMatchObject({ phase: 'Failed', reason: 'StageVersionTerminating', message: 'StageVersion keep-1 is being deleted' });
+  expect(refused.status.steps.map((x: { phase: string }) => x.phase)).not.toContain('InProgress');
 
   await s.objects.delete('StageVersionUsage', s.ns, 'migration');
   await pollUntil(async () => (await s.objects.get('StageVersion', s.ns, 'keep-1')) === undefined, 15_000, 'keep-1 to be gone');

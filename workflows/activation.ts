@@ -28,6 +28,7 @@ import {
   isRetryable,
   orderVerdict,
   reasonOf,
+  releasesUsage,
   revertOrder,
   startedStep,
   stepOutcome,
@@ -378,8 +379,10 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
 
   async function finish(ending: Ending): Promise<Ending> {
     await CancellationScope.nonCancellable(async () => {
-      // A Failed or Cancelled activation keeps its usage: steps left applied may still send traffic to it.
-      if (ending.phase === 'Skipped') await k8s.releaseActivationUsage(ref);
+      // A Failed or Cancelled activation keeps its usage while a step left applied may still send
+      // traffic to it. Runs from before gave it back only when Skipped.
+      const release = releasesUsage(ending.phase, progress.steps);
+      if (ending.phase === 'Skipped' || (release && patched('usage-freed-when-nothing-ran'))) await k8s.releaseActivationUsage(ref);
       // A failed attempt counts on the CircuitBreakers before anyone reads Failed; a breaker that
       // cannot be written must not keep the activation from ending.
       if (ending.phase === 'Failed' && patched('circuit-breaker')) await k8s.recordActivationFailure(ref, progress.attempt).catch(() => undefined);

@@ -8,6 +8,7 @@ import {
   initialProgress,
   orderVerdict,
   reasonOf,
+  releasesUsage,
   revertOrder,
   stepOutcome,
   stepsToRun,
@@ -50,6 +51,19 @@ describe('stepsToRun: a retry resumes at the first unfinished step', () => {
     const changed = { steps: [{ name: 'other', tasks: [{ registration: 'x' }] }] };
     expect(stepsToRun(changed, progressWith('Succeeded', 'Failed'))).toEqual({ error: expect.stringContaining('create a new VectorActivation') });
   });
+});
+
+describe('releasesUsage: the activation usage is kept only while a step may have left traffic on it', () => {
+  it.each([
+    ['Skipped', [], true],
+    ['Failed before any step (StageVersion being deleted, plan missing)', progressWith(), true],
+    ['Failed with no plan read yet', [], true],
+    ['Cancelled while waiting', progressWith(), true],
+    ['Failed in a step', progressWith('Failed'), false],
+    ['Failed after a revert', progressWith('Reverted', 'Failed'), false],
+    ['Cancelled in a step', progressWith('Succeeded', 'InProgress'), false],
+    ['Succeeded (the serving switch gives it back)', progressWith('Succeeded', 'Succeeded'), false],
+  ] as const)('%s → %s', (name, steps, released) => expect(releasesUsage(name.split(' ')[0] as 'Failed', steps)).toBe(released));
 });
 
 describe('stepOutcome and revertOrder', () => {

@@ -467,6 +467,9 @@ test('a StageVersion found being deleted when it is marked fails the activation 
   expect(cluster.callsOf(ref)).toEqual([]);
   expect(cluster.activeUsage(ns, 'gone')).toBe('gone-1');
   expect(cluster.lease(ns, 'gone')?.holder).toBeUndefined();
+  // Nothing ran, so nothing holds the StageVersion: its deletion can go on.
+  expect(journalIndex('hold gone-to-2 gone-2')).toBeGreaterThanOrEqual(0);
+  expect(cluster.activationUsage(ref)).toBeUndefined();
 }, TEST_TIMEOUT);
 
 test('revert with no previous version: a later step fails, nothing is reverted, and the status says so and what stayed applied', async () => {

@@ -7,7 +7,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { MAX_STATUS_STEPS } from '../api/vector-activation.js';
 import { executorFor } from '../executors/index.js';
-import { getTyped, listTyped, type Typed } from '../k8s/typed.js';
+import { getTyped, parseTyped, type Typed } from '../k8s/typed.js';
 import { dnsLabelOf } from '../shared/names.js';
 import type { CoreDeps } from './deps.js';
 
@@ -65,26 +65,26 @@ export function plannedTask(reg: Typed<'ActivationTaskRegistration'>, namespace:
 }
 
 export function planActivities({ objects, systemNamespace }: CoreDeps) {
-  async function registration(name: string, namespace: string): Promise<PlannedTask> {
-    const reg = await getTyped(objects, 'ActivationTaskRegistration', systemNamespace, name);
-    if (!reg) throw invalid('InvalidPlan', `ActivationTaskRegistration ${systemNamespace}/${name} does not exist`);
-    return plannedTask(reg, namespace);
-  }
-
   return {
     /** The steps an activation in `namespace` runs; refuses anything that would fail or overreach. */
     async resolvePlan(planName: string | undefined, namespace: string): Promise<ResolvedPlan> {
       const name = planName ?? 'default';
-      const plan = await getTyped(objects, 'ActivationExecutionPlan', systemNamespace, name);
+      // The plan and the registrations in one round trip, not a read per registration after the plan's.
+      const [plan, all] = await Promise.all([getTyped(objects, 'ActivationExecutionPlan', systemNamespace, name), objects.list('ActivationTaskRegistration', systemNamespace)]);
       if (!plan && planName) throw invalid('InvalidPlan', `ActivationExecutionPlan ${systemNamespace}/${planName} does not exist`);
       if (plan) {
-        const steps = await Promise.all(
-          plan.spec.steps.map(async (step) => ({ name: step.name, tasks: await Promise.all(step.tasks.map((t) => registration(t, namespace))) })),
-        );
+        // Only the plan's own registrations are parsed: a broken one it does not name is no concern of it.
+        const byName = new Map(all.map((r) => [r.metadata.name, r]));
+        const registration = (task: string): PlannedTask => {
+          const reg = byName.get(task);
+          if (!reg) throw invalid('InvalidPlan', `ActivationTaskRegistration ${systemNamespace}/${task} does not exist`);
+          return plannedTask(parseTyped('ActivationTaskRegistration', reg), namespace);
+        };
+        const steps = plan.spec.steps.map((step) => ({ name: step.name, tasks: step.tasks.map(registration) }));
         return { source: `plan ${systemNamespace}/${name}`, onFailure: plan.spec.onFailure, steps };
       }
       // No plan: every registration, one per step, in name order (routing order matters; make it known).
-      const regs = (await listTyped(objects, 'ActivationTaskRegistration', systemNamespace)).sort((a, b) => a.metadata.name!.localeCompare(b.metadata.name!));
+      const regs = all.map((r) => parseTyped('ActivationTaskRegistration', r)).sort((a, b) => a.metadata.name!.localeCompare(b.metadata.name!));
       if (regs.length === 0) throw invalid('InvalidPlan', `no ActivationExecutionPlan and no ActivationTaskRegistration in ${systemNamespace}`);
       if (regs.length > MAX_STATUS_STEPS) {
         throw invalid('InvalidPlan', `${regs.length} ActivationTaskRegistrations in ${systemNamespace} and no plan: at most ${MAX_STATUS_STEPS} run without one; write an ActivationExecutionPlan`);

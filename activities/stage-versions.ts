@@ -5,6 +5,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { ANNOTATION_ACTIVATED_BY, ANNOTATION_SERVING } from '../api/group.js';
 import type { StageVersionInfo } from '../executors/types.js';
+import { apiStatus } from '../k8s/client.js';
 import { getTyped, listTyped, type Typed } from '../k8s/typed.js';
 import type { CoreDeps } from './deps.js';
 
@@ -53,6 +54,15 @@ export function stageVersionActivities({ objects }: CoreDeps) {
 
     /** Clears the in-activation mark if it is still ours; a StageVersion deleted meanwhile is fine. */
     async unmarkStageVersion(namespace: string, name: string, holder: string): Promise<void> {
+      // The common case in one request: the mark is ours, and a JSON patch tests that as it removes it.
+      const path = `/metadata/annotations/${ANNOTATION_ACTIVATED_BY.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+      try {
+        await objects.jsonPatch('StageVersion', namespace, name, [{ op: 'test', path, value: holder }, { op: 'remove', path }]);
+        return;
+      } catch (err) {
+        // Not ours, or not there (a failed test), or refused: look, as below.
+        if (apiStatus(err) !== 422) throw err;
+      }
       const sv = await objects.get('StageVersion', namespace, name);
       if (sv?.metadata.annotations?.[ANNOTATION_ACTIVATED_BY] !== holder) return;
       await objects.mergeMetadata('StageVersion', namespace, name, { annotations: { [ANNOTATION_ACTIVATED_BY]: null } });

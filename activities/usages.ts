@@ -51,6 +51,11 @@ export function usageActivities({ objects, event, log }: CoreDeps) {
       const current = await objects.get('StageVersionUsage', namespace, activeUsageName(stage));
       const from: string | undefined = current?.spec?.stageVersionRef?.name;
       if (from !== stageVersion) sendEvents(event, namespace, activeChangedEvents(stage, stageVersion, from), { [`Stage/${stage}`]: stageUid }, log);
+      // It exists (every activation but a Stage's first): moved in one request, not a refused create first.
+      if (current) {
+        if (from !== stageVersion) await objects.mergeSpec('StageVersionUsage', namespace, activeUsageName(stage), { ...spec, stageVersionSelector: null });
+        return;
+      }
       const { object, created } = await objects.create({
         apiVersion: API_VERSION,
         kind: 'StageVersionUsage',

@@ -103,6 +103,21 @@ export class CustomObjects {
     return this.mergePatch(kind, namespace, name, { metadata }, false);
   }
 
+  /**
+   * Applies a JSON patch (RFC 6902) to the object: its `test` operations make it conditional in one
+   * request (a failed test answers 422). False when the object is gone.
+   */
+  async jsonPatch(kind: string, namespace: string, name: string, operations: object[]): Promise<boolean> {
+    const params = { group: GROUP, version: VERSION, namespace, plural: pluralOf(kind), name, body: operations };
+    try {
+      await this.api.patchNamespacedCustomObject(params, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch));
+      return true;
+    } catch (err) {
+      if (apiStatus(err) === 404) return false;
+      throw err;
+    }
+  }
+
   /** Merge-patches the status subresource; false when the object is gone. */
   async patchStatus(kind: string, namespace: string, name: string, status: unknown): Promise<boolean> {
     return (await this.mergePatch(kind, namespace, name, { status }, true)) !== undefined;

@@ -328,9 +328,14 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
    */
   async function runStep(plan: ResolvedPlan, ctx: TaskContext, i: number, started = false): Promise<Ending | undefined> {
     const step = plan.steps[i]!;
+    /** The step's InProgress write, made while its executions are created (one round trip fewer a step). */
+    let reporting: Promise<{ error?: unknown }> | undefined;
     if (!started) {
       progress.steps[i] = startedStep(step, progress.steps[i]!);
-      await report('InProgress', 'RunningPlan', stepMessage(plan, i));
+      const reported = report('InProgress', 'RunningPlan', stepMessage(plan, i));
+      // Settled into a value at once: a rejection left waiting would fail the workflow task.
+      if (patched('step-report-beside-tasks')) reporting = reported.then(() => ({}), (error: unknown) => ({ error }));
+      else await reported;
     }
     const stepProgress = progress.steps[i]!;
 
@@ -344,6 +349,8 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     if (cancelRequested) scope.cancel();
     // Every execution reaches a final state before the activation does (ADR-0012).
     const outcomes = await running;
+    const reported = await reporting;
+    if (reported && 'error' in reported) throw reported.error;
     stepProgress.tasks = taskProgressOf(outcomes);
     stepProgress.phase = stepOutcome(outcomes, cancelRequested !== undefined);
     if (stepProgress.phase === 'Succeeded') return undefined;

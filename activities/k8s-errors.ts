@@ -2,10 +2,12 @@
  * Kubernetes errors that no retry can mend become non-retryable activity failures: a 4xx other
  * than 409 (conflict) and 429 (throttled) means the request itself is wrong (a name or label over
  * its limit, a field over its maximum, a forbidden verb) and would fail the same way forever.
- * Everything else (5xx, a dropped connection) is retried within the activity's bounded policy.
+ * So does an object that does not match its schema. Everything else (5xx, a dropped connection)
+ * is retried within the activity's bounded policy.
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import { apiMessage, apiStatus } from '../k8s/client.js';
+import { InvalidObjectError } from '../k8s/typed.js';
 
 const REASONS: Record<number, string> = { 400: 'BadRequest', 403: 'Forbidden', 404: 'NotFound', 422: 'Invalid' };
 
@@ -16,6 +18,8 @@ export function permanent(err: unknown): boolean {
 
 /** The failure an activity throws for `err`, naming the operation and the apiserver's answer. */
 export function activityFailure(err: unknown, operation: string): unknown {
+  // An object that does not match its schema (written around the CRD's validation) stays so.
+  if (err instanceof InvalidObjectError) return ApplicationFailure.nonRetryable(`${operation}: ${err.message}`, 'InvalidObject');
   if (!permanent(err)) return err;
   const code = apiStatus(err)!;
   const hint = code === 403 ? ' (grant the permission to the controller\'s ServiceAccount)' : '';

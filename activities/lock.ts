@@ -1,19 +1,43 @@
 /** Activities around the per-Stage lock workflow that a workflow cannot do itself. */
-import type { Client } from '@temporalio/client';
-import { requestLockSignal, stageLockWorkflowId, type LockRequest } from '../shared/activation.js';
+import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { requestLockSignal, requestLockUpdate, stageLockWorkflowId, type LockAnswer, type LockRequest } from '../shared/activation.js';
 
 export function createLockActivities(client: Client, taskQueue: string) {
+  const summary = (namespace: string, stage: string) => `Serializes the activations of Stage ${namespace}/${stage}`;
+
+  /** Queues the request at the Stage's lock, starting the lock workflow if none runs. */
+  async function requestStageLock(namespace: string, stage: string, request: LockRequest): Promise<void> {
+    await client.workflow.signalWithStart('stageLock', {
+      workflowId: stageLockWorkflowId(namespace, stage),
+      taskQueue,
+      args: [],
+      signal: requestLockSignal,
+      signalArgs: [request],
+      staticSummary: summary(namespace, stage),
+    });
+  }
+
   return {
-    /** Queues the request at the Stage's lock, starting the lock workflow if none runs. */
-    async requestStageLock(namespace: string, stage: string, request: LockRequest): Promise<void> {
-      await client.workflow.signalWithStart('stageLock', {
-        workflowId: stageLockWorkflowId(namespace, stage),
-        taskQueue,
-        args: [],
-        signal: requestLockSignal,
-        signalArgs: [request],
-        staticSummary: `Serializes the activations of Stage ${namespace}/${stage}`,
-      });
+    requestStageLock,
+
+    /**
+     * Asks the Stage's lock (starting it if none runs) and returns its answer: granted at once when
+     * the Stage is free. Safe to repeat: the holder asking again is told it holds the Stage.
+     */
+    async askStageLock(namespace: string, stage: string, request: LockRequest): Promise<LockAnswer> {
+      const workflowId = stageLockWorkflowId(namespace, stage);
+      try {
+        return await client.workflow.executeUpdateWithStart(requestLockUpdate, {
+          args: [request],
+          startWorkflowOperation: new WithStartWorkflowOperation('stageLock', { workflowId, taskQueue, args: [], workflowIdConflictPolicy: 'USE_EXISTING', staticSummary: summary(namespace, stage) }),
+        });
+      } catch (err) {
+        // Our handler never fails: a lock run on a build from before the Update refused it. Ask by
+        // signal; its answer comes as a signal too.
+        if (!(err instanceof WorkflowUpdateFailedError)) throw err;
+        await requestStageLock(namespace, stage, request);
+        return { outcome: 'queued' };
+      }
     },
 
     /**

@@ -76,6 +76,14 @@ export interface LockRequest {
 }
 
 export const requestLockSignal = defineSignal<[LockRequest]>('requestLock');
+
+/** The lock's answer to a request made as an Update: a free Stage is granted in it. */
+export type LockAnswer = { outcome: 'granted' } | { outcome: 'queued' } | { outcome: 'superseded'; by: string; revision: number };
+/**
+ * The request as an Update (with start): answered at once, so that an activation finding its Stage
+ * free waits for no signal. A lock run on a build from before it refuses it; ask by signal then.
+ */
+export const requestLockUpdate = defineUpdate<LockAnswer, [LockRequest]>('requestLock');
 /** Sent by the holder when done, or by a waiting requester that gives up. */
 export const releaseLockSignal = defineSignal<[{ requester: string }]>('releaseLock');
 

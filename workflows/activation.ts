@@ -216,7 +216,8 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     let stage: StageState, activeName: string | undefined, plan: ResolvedPlan, guarded: boolean;
     try {
       if (patched('stage-taken-in-one')) {
-        ({ plan, stage, activeName, guarded } = await access.takeStage(stageUid, { stageVersion: va!.stageVersion, ...(va!.executionPlan ? { executionPlan: va!.executionPlan } : {}) }));
+        const read = { stageVersion: va!.stageVersion, ...(va!.executionPlan ? { executionPlan: va!.executionPlan } : {}) };
+        ({ plan, stage, activeName, guarded } = await access.takeStage(stageUid, read, (message) => report('Waiting', 'WaitingForLease', message)));
       } else {
         // Runs from before takeStage: the Lease (beside the plan), then the reads, as their history says.
         [, plan] = await Promise.all([access.takeLease(stageUid), k8s.resolvePlan(va!.executionPlan, ref.namespace)]);

@@ -4,6 +4,8 @@
  * it renewed, and give everything back. All lock state of an activation lives here.
  */
 import {
+  ActivityFailure,
+  ApplicationFailure,
   CancellationScope,
   condition,
   getExternalWorkflowHandle,
@@ -18,7 +20,7 @@ import {
 import type { ActivationActivities, TakenStage } from '../activities/core.js';
 import type { TakeStageInput } from '../activities/take-stage.js';
 import type { LockActivities } from '../activities/lock.js';
-import { lockGrantedSignal, lockSupersededSignal, releaseLockSignal, stageLockWorkflowId } from '../shared/activation.js';
+import { lockGrantedSignal, lockSupersededSignal, releaseLockSignal, stageLockWorkflowId, type LockAnswer } from '../shared/activation.js';
 
 const lockRetry = { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10 };
 /**
@@ -26,7 +28,7 @@ const lockRetry = { initialInterval: '1 second', maximumInterval: '10 seconds', 
  * a round trip through the task queue on every activation's path (issue 11). Runs that asked
  * through a task queue replay so (patched in acquire()).
  */
-const { requestStageLock: askLock } = proxyLocalActivities<LockActivities>({ startToCloseTimeout: '30 seconds', retry: lockRetry, summary: "ask the Stage's lock" });
+const { requestStageLock: askLock, askStageLock } = proxyLocalActivities<LockActivities>({ startToCloseTimeout: '30 seconds', retry: lockRetry, summary: "ask the Stage's lock" });
 const { requestStageLock: askLockQueued } = proxyActivities<LockActivities>({ startToCloseTimeout: '30 seconds', retry: lockRetry });
 
 /**
@@ -40,6 +42,12 @@ const leaseWait = {
 } as const;
 const { acquireStageLease } = proxyLocalActivities<ActivationActivities>({ ...leaseWait, summary: "take the Stage's Lease" });
 const { takeStage } = proxyLocalActivities<ActivationActivities>({ ...leaseWait, summary: "take the Stage's Lease, then read the Stage" });
+/** The first try, alone: a Lease found held by another is said (Waiting) before it is waited for. */
+const { takeStage: takeStageOnce } = proxyLocalActivities<ActivationActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 1 },
+  summary: "take the Stage's Lease, then read the Stage",
+});
 const { releaseStageLease } = proxyLocalActivities<ActivationActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', maximumAttempts: 10 },
@@ -94,6 +102,16 @@ export class StageAccess {
     });
   }
 
+  /** The lock's answer to an Update, taken as its signals would be. */
+  private heard(answer: LockAnswer): void {
+    if (this.state !== 'waiting') return;
+    if (answer.outcome === 'granted') this.state = 'granted';
+    else if (answer.outcome === 'superseded') {
+      this.state = 'superseded';
+      this.supersededBy = `${answer.by} (revision ${answer.revision})`;
+    }
+  }
+
   get waiting(): boolean {
     return this.state === 'waiting';
   }
@@ -102,9 +120,15 @@ export class StageAccess {
   async acquire(revision: number, stop: () => boolean, onQueued: () => Promise<void>): Promise<LockOutcome> {
     this.state = 'waiting';
     const request = { requester: workflowInfo().workflowId, revision, activation: this.holder };
-    const ask = patched('lock-request-local') ? askLock : askLockQueued;
+    // Asked as an Update, the lock answers at once; runs that asked by signal replay so.
+    const ask = patched('lock-request-update')
+      ? async (...args: Parameters<typeof askStageLock>) => this.heard(await askStageLock(...args))
+      : patched('lock-request-local')
+        ? askLock
+        : askLockQueued;
     await ask(this.namespace, this.stage, request);
-    await onQueued();
+    // Granted (or superseded) in the answer: nothing was waited for, so nothing says Waiting.
+    if (this.state === 'waiting') await onQueued();
     while (!(await condition(() => this.state !== 'waiting' || stop(), `${this.askAgainSeconds} seconds`))) {
       await ask(this.namespace, this.stage, request);
     }
@@ -127,10 +151,21 @@ export class StageAccess {
    * Takes the Lease (after the grant) and reads the Stage under it, in one local activity; then
    * renews the Lease in the background until `release()`.
    */
-  async takeStage(stageUid: string, read: Pick<TakeStageInput, 'stageVersion' | 'executionPlan'>): Promise<TakenStage> {
+  async takeStage(stageUid: string, read: Pick<TakeStageInput, 'stageVersion' | 'executionPlan'>, onLeaseHeld: (message: string) => Promise<void>): Promise<TakenStage> {
     // The activity may fail after the Lease was taken: release() then clears it (only if ours).
     this.leaseHeld = true;
-    const taken = await takeStage({ namespace: this.namespace, stage: this.stage, stageUid, holder: this.holder, ...read });
+    const input = { namespace: this.namespace, stage: this.stage, stageUid, holder: this.holder, ...read };
+    let taken: TakenStage;
+    try {
+      taken = await takeStageOnce(input);
+    } catch (err) {
+      const cause = err instanceof ActivityFailure && err.cause ? err.cause : err;
+      if (cause instanceof ApplicationFailure && cause.nonRetryable) throw err;
+      // Held by another holder (a second installation, a stale activation): say so, then wait
+      // within the bounded retries. Anything else is retried the same way, without a word.
+      if (cause instanceof ApplicationFailure && cause.type === 'StageLeaseHeld') await onLeaseHeld(cause.message);
+      taken = await takeStage(input);
+    }
     this.keepLease();
     return taken;
   }

@@ -25,6 +25,8 @@ import {
   lockSupersededSignal,
   releaseLockSignal,
   requestLockSignal,
+  requestLockUpdate,
+  type LockAnswer,
   type LockRequest,
   type LockState,
 } from '../shared/activation.js';
@@ -85,21 +87,36 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
 
   setHandler(lockStateQuery, () => state);
 
-  setHandler(requestLockSignal, (req) => {
+  /** Queues a request; what the requester itself is to be told goes to `tell`. */
+  function request(req: LockRequest, tell: (n: Notice) => void): void {
     if (state.holder?.requester === req.requester) {
       // The requester asked again (its activity was retried): confirm, do not queue it twice.
-      outbox.push({ to: req.requester, granted: true });
+      tell({ to: req.requester, granted: true });
       return;
     }
     if (state.waiting.some((w) => w.requester === req.requester)) return;
     const winner = superseded.get(req.requester) ?? state.waiting.find((w) => w.revision > req.revision);
     if (winner) {
-      supersede(req, winner);
+      supersede(req, winner, tell);
       return;
     }
     // Equal revisions: the later request wins, as a later kubectl apply would.
     for (const older of state.waiting) supersede(older, req);
     state.waiting = [req];
+  }
+
+  setHandler(requestLockSignal, (req) => request(req, (n) => outbox.push(n)));
+
+  // As an Update the requester is told in the answer, and a free Stage is granted in it: the main
+  // loop would grant it next anyway, one signal round trip later.
+  setHandler(requestLockUpdate, (req): LockAnswer => {
+    let answer: LockAnswer = { outcome: 'queued' };
+    request(req, (n) => (answer = n.granted ? { outcome: 'granted' } : { outcome: 'superseded', by: n.by.activation, revision: n.by.revision }));
+    if (!state.holder && state.waiting[0]?.requester === req.requester) {
+      state.holder = state.waiting.shift();
+      answer = { outcome: 'granted' };
+    }
+    return answer;
   });
 
   setHandler(releaseLockSignal, ({ requester }) => {
@@ -107,8 +124,8 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
     state.waiting = state.waiting.filter((w) => w.requester !== requester);
   });
 
-  function supersede(loser: LockRequest, by: LockRequest): void {
-    outbox.push({ to: loser.requester, granted: false, by });
+  function supersede(loser: LockRequest, by: LockRequest, tell: (n: Notice) => void = (n) => outbox.push(n)): void {
+    tell({ to: loser.requester, granted: false, by });
     superseded.delete(loser.requester);
     superseded.set(loser.requester, by);
     if (superseded.size > SUPERSEDED_MEMORY) superseded.delete(superseded.keys().next().value!);

@@ -190,7 +190,7 @@ const journalIndex = (entry: string) => cluster.journal.indexOf(entry);
 
 // --- the tests ---------------------------------------------------------------------------------
 
-test('happy path: Pending → Waiting → InProgress → Succeeded, steps in order with the tasks of a step together; usages, Lease and marks end right', async () => {
+test('happy path on a free Stage: Pending → InProgress → Succeeded (nothing waited for, no Waiting), steps in order with the tasks of a step together; usages, Lease and marks end right', async () => {
   cluster.addStage(ns, 'shop', { 'shop-1': 1, 'shop-2': 2 }, 'shop-1');
   cluster.stageVersion(ns, 'shop-1').serving = 'shop';
   cluster.addPlan('shop-plan', { onFailure: 'Stop', steps: [{ name: 'gateway', tasks: ['shop-gw-a', 'shop-gw-b'] }, { name: 'mesh', tasks: ['shop-mesh'] }] });
@@ -202,7 +202,7 @@ test('happy path: Pending → Waiting → InProgress → Succeeded, steps in ord
   const result = await (await start(ref)).result();
 
   expect(result.phase).toBe('Succeeded');
-  expect(cluster.phases(ref)).toEqual(['Pending', 'Waiting', 'InProgress', 'Succeeded']);
+  expect(cluster.phases(ref)).toEqual(['Pending', 'InProgress', 'Succeeded']);
   const status = cluster.activation(ref).status;
   expect(status).toMatchObject({ reason: 'Activated', message: 'Stage shop now serves shop-2 (was shop-1)', attempt: 1, previousStageVersion: 'shop-1' });
   expect(status.steps?.map((s) => [s.name, s.phase])).toEqual([
@@ -436,6 +436,23 @@ test('the Stage is read once its Lease is taken: a newer version made active whi
   expect(cluster.callsOf(ref)).toEqual([]);
   expect(cluster.activeUsage(ns, 'under')).toBe('under-3');
   expect(cluster.lease(ns, 'under')?.holder).toBeUndefined();
+}, TEST_TIMEOUT);
+
+test("a Lease held by another holder: granted the lock, the activation says it waits for the Lease (Waiting, WaitingForLease), then runs once it is free", async () => {
+  cluster.addStage(ns, 'foreign', { 'foreign-1': 1, 'foreign-2': 2 }, 'foreign-1');
+  cluster.addPlan('foreign-plan', { onFailure: 'Stop', steps: [{ name: 'route', tasks: ['foreign-route'] }] });
+  cluster.leases.set(`${ns}/foreign`, { holder: 'another-installation', stageUid: 'x', holders: ['another-installation'] });
+  const ref = activate('foreign-to-2', 'foreign', 'foreign-2', 'foreign-plan');
+  const handle = await start(ref);
+
+  const waiting = await phaseIs(ref, 'Waiting');
+  expect(waiting).toMatchObject({ reason: 'WaitingForLease', message: expect.stringContaining('is held by another-installation') });
+  expect(cluster.callsOf(ref)).toEqual([]);
+  cluster.leases.get(`${ns}/foreign`)!.holder = undefined;
+
+  expect((await handle.result()).phase).toBe('Succeeded');
+  expect(cluster.phases(ref)).toEqual(['Pending', 'Waiting', 'InProgress', 'Succeeded']);
+  expect(cluster.lease(ns, 'foreign')?.holders).toEqual(['another-installation', 'unit/foreign-to-2']);
 }, TEST_TIMEOUT);
 
 test('a plan found missing once the Lease is taken fails the activation (InvalidPlan) and frees the Lease', async () => {

@@ -176,6 +176,40 @@ test('supersede rules: the newest revision wins, on equal revisions the later re
   });
 });
 
+test('asked as an Update, the lock answers at once: a free Stage granted, a busy one queued, an older request superseded', async () => {
+  const { stage, taskQueue, lockId } = newStage();
+  const { askStageLock } = createLockActivities(env.client, taskQueue);
+  const request = (n: number) => ({ requester: `${stage}/r${n}`, revision: n, activation: `unit/a${n}` });
+  await withWorker(taskQueue, async () => {
+    // No lock runs yet: the Update starts it, and the Stage is granted in the answer.
+    expect(await askStageLock(namespace, stage, request(1))).toEqual({ outcome: 'granted' });
+    // Asking again (a retried activity) confirms it.
+    expect(await askStageLock(namespace, stage, request(1))).toEqual({ outcome: 'granted' });
+    expect(await askStageLock(namespace, stage, request(3))).toEqual({ outcome: 'queued' });
+    expect(await askStageLock(namespace, stage, request(2))).toEqual({ outcome: 'superseded', by: 'unit/a3', revision: 3 });
+    const state = await env.client.workflow.getHandle(lockId).query(lockStateQuery);
+    expect(state.holder?.requester).toBe(`${stage}/r1`);
+    expect(state.waiting.map((w) => w.requester)).toEqual([`${stage}/r3`]);
+  });
+  await env.client.workflow.getHandle(lockId).terminate('test done');
+});
+
+test('a lock run on a build from before the Update refuses it: the request goes as a signal, answered by one later', async () => {
+  const { stage, taskQueue, lockId } = newStage();
+  const { askStageLock } = createLockActivities(env.client, taskQueue);
+  await withWorker(taskQueue, async () => {
+    // A running workflow without the Update's handler stands in for the old lock run.
+    const old = await env.client.workflow.start(lockRequester, { taskQueue, workflowId: lockId, args: [{ namespace, stage: `${stage}-other`, revision: 1, hold: true }] });
+    await pollUntil(async () => (await old.query(requesterQuery))?.outcome, 10_000, 'the stand-in to hold its own Stage');
+    expect(await askStageLock(namespace, stage, { requester: `${stage}/r1`, revision: 1, activation: 'unit/a1' })).toEqual({ outcome: 'queued' });
+    const signals = ((await old.fetchHistory()).events ?? []).filter((e) => e.eventType === events.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED);
+    expect(signals.map((e) => e.workflowExecutionSignaledEventAttributes?.signalName)).toContain('requestLock');
+    await old.signal(finishSignal);
+    await old.result();
+  });
+  await env.client.workflow.getHandle(stageLockWorkflowId(namespace, `${stage}-other`)).terminate('test done').catch(() => undefined);
+});
+
 test('the Stage is never granted to a requester whose workflow has closed', async () => {
   const { stage, taskQueue, lockId } = newStage();
   const checks: string[] = [];

@@ -2,6 +2,9 @@
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { requestLockSignal, requestLockUpdate, stageLockWorkflowId, type LockAnswer, type LockRequest } from '../shared/activation.js';
 
+/** How long an ask waits for the lock's answer before it asks by signal instead. */
+const ANSWER_WITHIN_MS = 10_000;
+
 export function createLockActivities(client: Client, taskQueue: string) {
   const summary = (namespace: string, stage: string) => `Serializes the activations of Stage ${namespace}/${stage}`;
 
@@ -24,17 +27,22 @@ export function createLockActivities(client: Client, taskQueue: string) {
      * Asks the Stage's lock (starting it if none runs) and returns its answer: granted at once when
      * the Stage is free. Safe to repeat: the holder asking again is told it holds the Stage.
      */
-    async askStageLock(namespace: string, stage: string, request: LockRequest): Promise<LockAnswer> {
+    async askStageLock(namespace: string, stage: string, request: LockRequest, answerWithinMs = ANSWER_WITHIN_MS): Promise<LockAnswer> {
       const workflowId = stageLockWorkflowId(namespace, stage);
+      const deadline = AbortSignal.timeout(answerWithinMs);
       try {
-        return await client.workflow.executeUpdateWithStart(requestLockUpdate, {
-          args: [request],
-          startWorkflowOperation: new WithStartWorkflowOperation('stageLock', { workflowId, taskQueue, args: [], workflowIdConflictPolicy: 'USE_EXISTING', staticSummary: summary(namespace, stage) }),
-        });
+        return await client.withAbortSignal(deadline, () =>
+          client.workflow.executeUpdateWithStart(requestLockUpdate, {
+            args: [request],
+            startWorkflowOperation: new WithStartWorkflowOperation('stageLock', { workflowId, taskQueue, args: [], workflowIdConflictPolicy: 'USE_EXISTING', staticSummary: summary(namespace, stage) }),
+          }),
+        );
       } catch (err) {
-        // Our handler never fails: a lock run on a build from before the Update refused it. Ask by
-        // signal; its answer comes as a signal too.
-        if (!(err instanceof WorkflowUpdateFailedError)) throw err;
+        // Our handler never fails: a lock run on a build from before the Update refused it. And a
+        // lock whose worker does not answer in time (down, backlogged) must not fail the ask: the
+        // server takes a signal without it. Either way the answer comes as a signal (a grant the
+        // late Update gave is confirmed by the signal's request, the holder asking again).
+        if (!(err instanceof WorkflowUpdateFailedError) && !deadline.aborted) throw err;
         await requestStageLock(namespace, stage, request);
         return { outcome: 'queued' };
       }

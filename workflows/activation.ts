@@ -350,13 +350,16 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     if (cancelRequested) scope.cancel();
     // Every execution reaches a final state before the activation does (ADR-0012).
     const outcomes = await running;
-    const reported = await reporting;
-    if (reported && 'error' in reported) throw reported.error;
     stepProgress.tasks = taskProgressOf(outcomes);
     stepProgress.phase = stepOutcome(outcomes, cancelRequested !== undefined);
-    if (stepProgress.phase === 'Succeeded') return undefined;
+    // The step's InProgress could not be written while its executions ran: the activation cannot
+    // go on saying nothing, so it ends as a failed step does (reverted under onFailure Revert).
+    const reported = await reporting;
+    const unwritten = reported && 'error' in reported ? messageOf(reported.error) : undefined;
+    if (stepProgress.phase === 'Succeeded' && !unwritten) return undefined;
     const failed = outcomes.find((o) => !o.ok);
     if (failed) firstError ??= `step ${step.name}, task ${failed.registration}: ${failed.message}`;
+    if (unwritten) firstError ??= `step ${step.name}: its InProgress status could not be written: ${unwritten}`;
     const revert = plan.onFailure === 'Revert' ? await revertSteps(plan, ctx, i) : undefined;
     return finish(failureEnding({ step: step.name, ...(firstError ? { firstError } : {}), ...(cancelRequested ? { cancelled: cancelRequested } : {}), onFailure: plan.onFailure, ...(revert ? { revert } : {}), progress: progress.steps }));
   }
@@ -410,6 +413,12 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     return ending;
   }
 
+  /** What failed, without the activity wrapper around it. */
+  function messageOf(err: unknown): string {
+    const cause = err instanceof ActivityFailure && err.cause ? err.cause : err;
+    return cause instanceof Error ? cause.message : String(cause);
+  }
+
   function stepMessage(plan: ResolvedPlan, i: number): string {
     return `step ${i + 1}/${plan.steps.length} (${plan.steps[i]!.name}) of ${plan.source}`;
   }
@@ -417,7 +426,7 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
   function fail(err: unknown): Promise<Ending> {
     const cause = err instanceof ActivityFailure && err.cause ? err.cause : err;
     const reason = cause instanceof ApplicationFailure && cause.type ? cause.type : 'Error';
-    const message = cause instanceof Error ? cause.message : String(cause);
+    const message = messageOf(err);
     firstError ??= message;
     return finish({ phase: 'Failed', reason, message });
   }

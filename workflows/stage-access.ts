@@ -121,20 +121,23 @@ export class StageAccess {
     this.state = 'waiting';
     const request = { requester: workflowInfo().workflowId, revision, activation: this.holder };
     // Asked as an Update, the lock answers at once; runs that asked by signal replay so.
-    const ask = patched('lock-request-update')
+    const byUpdate = patched('lock-request-update');
+    const ask = byUpdate
       ? async (...args: Parameters<typeof askStageLock>) => this.heard(await askStageLock(...args))
       : patched('lock-request-local')
         ? askLock
         : askLockQueued;
     await ask(this.namespace, this.stage, request);
     // Granted (or superseded) in the answer: nothing was waited for, so nothing says Waiting.
-    if (this.state === 'waiting') await onQueued();
+    // Runs that asked by signal always said it.
+    if (!byUpdate || this.state === 'waiting') await onQueued();
     while (!(await condition(() => this.state !== 'waiting' || stop(), `${this.askAgainSeconds} seconds`))) {
       await ask(this.namespace, this.stage, request);
     }
     // Signal handlers changed the state meanwhile; TypeScript cannot know.
     const state = this.state as LockState;
-    if (state === 'granted') return 'granted';
+    // A cancel that came while the answer was on its way wins over a grant: nothing ran yet.
+    if (state === 'granted' && !(byUpdate && stop())) return 'granted';
     if (state === 'superseded') return 'superseded';
     await this.releaseLock();
     return 'cancelled';
@@ -159,6 +162,7 @@ export class StageAccess {
     try {
       taken = await takeStageOnce(input);
     } catch (err) {
+      if (isCancellation(err)) throw err;
       const cause = err instanceof ActivityFailure && err.cause ? err.cause : err;
       if (cause instanceof ApplicationFailure && cause.nonRetryable) throw err;
       // Held by another holder (a second installation, a stale activation): say so, then wait

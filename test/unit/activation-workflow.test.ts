@@ -10,6 +10,7 @@
  * (deletion closes promptly, the retry window is still open) polls with a real-time deadline while
  * time is locked, and a test that must show a long wait uses `env.sleep` / `result()`.
  */
+import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
@@ -487,6 +488,25 @@ test('a StageVersion found being deleted when it is marked fails the activation 
   // Nothing ran, so nothing holds the StageVersion: its deletion can go on.
   expect(journalIndex('hold gone-to-2 gone-2')).toBeGreaterThanOrEqual(0);
   expect(cluster.activationUsage(ref)).toBeUndefined();
+}, TEST_TIMEOUT);
+
+test("a later step's InProgress that cannot be written fails the activation once its executions are final, and what ran is reverted", async () => {
+  cluster.addStage(ns, 'mute', { 'mute-1': 1, 'mute-2': 2 }, 'mute-1');
+  cluster.addPlan('mute-plan', { onFailure: 'Revert', steps: [{ name: 'gateway', tasks: ['mute-gw'] }, { name: 'mesh', tasks: ['mute-mesh'] }] });
+  cluster.before.writeActivationStatus = (_ref: ActivationRef, report: { phase: string; message: string }) => {
+    if (report.phase === 'InProgress' && report.message.startsWith('step 2/2')) throw ApplicationFailure.nonRetryable('the apiserver refused with HTTP 422', 'Invalid');
+  };
+  const ref = activate('mute-to-2', 'mute', 'mute-2', 'mute-plan');
+
+  const result = await (await start(ref)).result();
+
+  expect(result.phase).toBe('Failed');
+  const status = cluster.activation(ref).status;
+  expect(status.firstError).toBe('step mesh: its InProgress status could not be written: the apiserver refused with HTTP 422');
+  expect(status.message).toMatch(/succeeded tasks were reverted$/);
+  // Both steps' executions ran (the write went beside them) and both were reverted, newest first.
+  expect(cluster.callsOf(ref).map((c) => `${c.action} ${c.registration}`)).toEqual(['Apply mute-gw', 'Apply mute-mesh', 'Revert mute-mesh', 'Revert mute-gw']);
+  expect(cluster.activeUsage(ns, 'mute')).toBe('mute-1');
 }, TEST_TIMEOUT);
 
 test('revert with no previous version: a later step fails, nothing is reverted, and the status says so and what stayed applied', async () => {

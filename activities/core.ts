@@ -25,9 +25,10 @@ export interface CoreActivityOptions {
   coreBuildId?: string;
 }
 
-export function createActivationActivities({ kubeConfig, systemNamespace, log, coreBuildId }: CoreActivityOptions) {
+/** The activities that each make one change or read; the composites below are made of them. */
+function coreParts({ kubeConfig, systemNamespace, log, coreBuildId }: CoreActivityOptions) {
   const deps = coreDeps(kubeConfig, systemNamespace, log);
-  const parts = failFastOnPermanentErrors({
+  return failFastOnPermanentErrors({
     ...activationStatusActivities(deps, coreBuildId),
     ...planActivities(deps),
     ...usageActivities(deps),
@@ -36,8 +37,20 @@ export function createActivationActivities({ kubeConfig, systemNamespace, log, c
     ...leaseActivities(deps),
     ...breakerActivities(deps),
   });
-  // Made of the activities above, whose failures already name the operation that failed.
+}
+export type CoreParts = ReturnType<typeof coreParts>;
+
+/**
+ * The parts and the composites made of them (each one local activity where the workflow would
+ * wait for several). Tests compose their fakes of the parts the same way.
+ */
+export function composeActivities<P extends CoreParts>(parts: P) {
   return { ...parts, ...takeStageActivities(parts), ...startRunActivities(parts), ...switchServingActivities(parts) };
+}
+
+export function createActivationActivities(options: CoreActivityOptions) {
+  // The parts' failures already name the operation that failed.
+  return composeActivities(coreParts(options));
 }
 
 export type ActivationActivities = ReturnType<typeof createActivationActivities>;

@@ -12,6 +12,7 @@ import { kubeTime } from '../shared/format.js';
 import { observeStageHandoff } from '../telemetry/metrics.js';
 import { permanent } from './k8s-errors.js';
 import type { CoreDeps } from './deps.js';
+import { STAGE_LEASE_HELD } from '../shared/activation.js';
 
 export const LEASE_SECONDS = 60;
 /** Who released the Lease last: a holder taking back its own release (a retry) is no handoff. */
@@ -143,7 +144,7 @@ export function leaseActivities(deps: CoreDeps) {
       if (!outcome.ok) {
         throw ApplicationFailure.retryable(
           `Lease ${namespace}/${stageLeaseName(stage)} of Stage ${stage} is held by ${outcome.heldBy} until ${outcome.until}; waiting for it to be released or to expire`,
-          'StageLeaseHeld',
+          STAGE_LEASE_HELD,
         );
       }
     },

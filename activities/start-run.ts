@@ -4,6 +4,7 @@
  * deleted, is InProgress written (with its Events). One workflow round trip instead of two on
  * every activation's path, the handoff's above all (issue 11).
  */
+import type { CoreParts } from './core.js';
 import type { ActivationReport } from '../decisions/activation.js';
 import type { ActivationRef } from '../shared/activation.js';
 
@@ -19,11 +20,7 @@ export interface StartRunInput {
 }
 
 /** The activities startRun is made of: the real ones, or a test's fakes of them. */
-export interface StartParts {
-  holdActivationUsage(ref: ActivationRef, stage: string, stageVersion: string): Promise<void>;
-  markStageVersion(namespace: string, name: string, holder: string): Promise<{ terminating: boolean }>;
-  writeActivationStatus(ref: ActivationRef, report: ActivationReport): Promise<boolean>;
-}
+type StartParts = Pick<CoreParts, 'holdActivationUsage' | 'markStageVersion' | 'writeActivationStatus'>;
 
 export function startRunActivities(parts: StartParts) {
   return {

@@ -5,6 +5,7 @@
  * version is never unheld. One workflow round trip instead of two on every activation's path
  * (issue 11: each local activity costs the workflow an activation of its own).
  */
+import type { CoreParts } from './core.js';
 import type { ActivationRef } from '../shared/activation.js';
 
 export interface SwitchServingInput {
@@ -20,12 +21,7 @@ export interface SwitchServingInput {
 }
 
 /** The activities switchServing is made of: the real ones, or a test's fakes of them. */
-export interface ServingParts {
-  markServing(namespace: string, name: string, stage: string | null): Promise<void>;
-  pointActiveUsage(namespace: string, stage: string, stageUid: string, stageVersion: string): Promise<void>;
-  releaseActivationUsage(ref: ActivationRef): Promise<void>;
-  unmarkStageVersion(namespace: string, name: string, holder: string): Promise<void>;
-}
+type ServingParts = Pick<CoreParts, 'markServing' | 'pointActiveUsage' | 'releaseActivationUsage' | 'unmarkStageVersion'>;
 
 export function switchServingActivities(parts: ServingParts) {
   return {

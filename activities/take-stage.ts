@@ -3,6 +3,7 @@
  * activation decides on. One workflow round trip instead of two on every activation's path, the
  * handoff's above all (issue 11: each local activity costs the workflow an activation of its own).
  */
+import type { CoreParts } from './core.js';
 import type { ResolvedPlan } from './plan.js';
 import type { StageState } from './stage-versions.js';
 
@@ -26,13 +27,7 @@ export interface TakenStage {
 }
 
 /** The activities takeStage is made of: the real ones, or a test's fakes of them. */
-export interface StageParts {
-  acquireStageLease(namespace: string, stage: string, stageUid: string, holder: string): Promise<void>;
-  resolvePlan(planName: string | undefined, namespace: string): Promise<ResolvedPlan>;
-  describeStage(namespace: string, stage: string, stageVersion: string): Promise<StageState>;
-  readActiveStageVersion(namespace: string, stage: string): Promise<string | undefined>;
-  breakersApply(namespace: string): Promise<boolean>;
-}
+type StageParts = Pick<CoreParts, 'acquireStageLease' | 'resolvePlan' | 'describeStage' | 'readActiveStageVersion' | 'breakersApply'>;
 
 export function takeStageActivities(parts: StageParts) {
   return {

@@ -6,9 +6,10 @@
  */
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { GROUP, VERSION } from '../api/group.js';
-import { k8s } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { pollUntil } from '../scripts/env/process.js';
+import { activationWorkflowId } from '../shared/activation.js';
+import { resumingWatch } from '../test/support/watch.js';
 import { benchActivation, seededBenchSystem } from './fixture.js';
 import { handoffSegments, type HandoffSegments, type HandoffTimes } from './handoff-breakdown.js';
 import { numberArg, stats, writeResult } from './report.js';
@@ -19,22 +20,23 @@ Runtime.install({ logger: new DefaultLogger('ERROR') });
 const { kc, ns, system } = await seededBenchSystem('bench', RUNS * 3 + 1);
 const objects = new CustomObjects(kc);
 
-// Phase transitions as this process sees them (wall-clock ms, comparable with Temporal's event times).
+// Phase transitions as this process sees them, by the wall clock (Date.now(): Temporal stamps its
+// events by it, and handoff-breakdown.ts compares the two).
 const seen = new Map<string, Map<string, number>>();
-const workflowIds = new Map<string, string>();
-const watch = await new k8s.Watch(kc).watch(`/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`, {}, (_t, o: any) => {
-  const at = performance.timeOrigin + performance.now();
-  if (o.status?.workflowId) workflowIds.set(o.metadata.name, o.status.workflowId);
+const watch = await resumingWatch(kc, `/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`, (_t, o: any) => {
+  const at = Date.now();
   const phases = seen.get(o.metadata.name) ?? new Map<string, number>();
   if (o.status?.phase && !phases.has(o.status.phase)) phases.set(o.status.phase, at);
   seen.set(o.metadata.name, phases);
-}, () => undefined);
-const phaseAt = (name: string, phase: string) => pollUntil(() => seen.get(name)?.get(phase), 120_000, `${name} ${phase}`, 5);
+});
+const phaseAt = (name: string, phase: string) =>
+  pollUntil(() => seen.get(name)?.get(phase), 120_000, `${name} ${phase}${watch.ended ? ` (${watch.ended})` : ''}`, 5);
 
+/** Creates to-<r>: when, and its workflow's id. */
 const activate = async (r: number) => {
-  const t = performance.timeOrigin + performance.now();
-  await objects.create(benchActivation(ns, r));
-  return t;
+  const at = Date.now();
+  const { object } = await objects.create(benchActivation(ns, r));
+  return { at, workflowId: activationWorkflowId({ namespace: ns, name: object.metadata.name, uid: object.metadata.uid! }) };
 };
 
 let revision = 1;
@@ -42,31 +44,29 @@ const latency: number[] = [];
 for (let i = 0; i < RUNS; i++) {
   revision++;
   const created = await activate(revision);
-  latency.push((await phaseAt(`to-${revision}`, 'Succeeded')) - created);
+  latency.push((await phaseAt(`to-${revision}`, 'Succeeded')) - created.at);
 }
-const handoff: number[] = [];
 const handoffs: HandoffTimes[] = [];
 for (let i = 0; i < RUNS; i++) {
   const first = ++revision;
   const second = ++revision;
-  await activate(first);
+  const previous = await activate(first);
   await phaseAt(`to-${first}`, 'InProgress');
-  await activate(second);
+  const next = await activate(second);
   await phaseAt(`to-${second}`, 'Waiting');
-  const done = await phaseAt(`to-${first}`, 'Succeeded');
-  const next = await phaseAt(`to-${second}`, 'InProgress');
-  handoff.push(next - done);
+  const succeededSeen = await phaseAt(`to-${first}`, 'Succeeded');
+  const inProgressSeen = await phaseAt(`to-${second}`, 'InProgress');
   await phaseAt(`to-${second}`, 'Succeeded');
-  handoffs.push({ previousWorkflowId: workflowIds.get(`to-${first}`)!, nextWorkflowId: workflowIds.get(`to-${second}`)!, succeededSeen: done, inProgressSeen: next });
+  handoffs.push({ previousWorkflowId: previous.workflowId, nextWorkflowId: next.workflowId, succeededSeen, inProgressSeen });
 }
 const segments = await Promise.all(handoffs.map((h) => handoffSegments(system.client, h)));
 const segment = (k: keyof HandoffSegments) => stats(segments.map((s) => s[k]));
-watch.abort();
+watch.stop();
 await system.stop();
 
 const figures = {
   latencyMs: stats(latency),
-  handoffMs: stats(handoff),
+  handoffMs: stats(handoffs.map((h) => h.inProgressSeen - h.succeededSeen)),
   handoffSegmentsMs: { release: segment('release'), lock: segment('lock'), pickup: segment('pickup'), ours: segment('ours') },
 };
 console.log('activation latency, create → Succeeded, two-step plan (ms):', JSON.stringify(figures.latencyMs));

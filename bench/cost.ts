@@ -13,6 +13,7 @@
 import { execFileSync } from 'node:child_process';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { k8s } from '../k8s/client.js';
+import { resumingWatch } from '../test/support/watch.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { binaries } from '../scripts/env/paths.js';
 import { pollUntil } from '../scripts/env/process.js';
@@ -59,23 +60,28 @@ async function settledCounts(): Promise<Map<string, number>> {
 
 // Phases as this process sees them, through a watch: a WATCH is not counted, polling would be.
 const succeeded = new Set<string>();
-const watch = await new k8s.Watch(kc).watch(`/apis/landscape.konfidence.cloud/v1alpha1/namespaces/${ns}/vectoractivations`, {}, (_t, o: { metadata: { name: string }; status?: { phase?: string } }) => {
+const watch = await resumingWatch(kc, `/apis/landscape.konfidence.cloud/v1alpha1/namespaces/${ns}/vectoractivations`, (_t, o: { metadata: { name: string }; status?: { phase?: string } }) => {
   if (o.status?.phase === 'Succeeded') succeeded.add(o.metadata.name);
-}, () => undefined);
+});
+
+/** Creates to-<r> once the counters are still, and waits for it to succeed; its create → Succeeded. */
+async function timedActivation(r: number) {
+  const before = await settledCounts();
+  const start = performance.now();
+  const created = await objects.create(benchActivation(ns, r));
+  await pollUntil(() => succeeded.has(`to-${r}`) || undefined, 60_000, `to-${r} Succeeded${watch.ended ? ` (${watch.ended})` : ''}`, 2);
+  return { before, start, uid: created.object.metadata.uid!, activationMs: performance.now() - start };
+}
 
 type Window = { ms: number; requests: Map<string, number> };
-const runs: (Window & { activationMs: number; historyEvents: number; lockEvents: number })[] = [];
+const runs: (Window & { historyEvents: number; lockEvents: number })[] = [];
 for (let r = 2; r <= RUNS + 2; r++) {
-  const before = await settledCounts();
-  const windowStart = performance.now();
-  const created = await objects.create(benchActivation(ns, r));
-  await pollUntil(() => succeeded.has(`to-${r}`) || undefined, 60_000, `to-${r} Succeeded`, 2);
-  const activationMs = performance.now() - windowStart;
+  const { before, start: windowStart, uid } = await timedActivation(r);
   const requests = diff(await settledCounts(), before);
   const ms = performance.now() - windowStart;
-  const workflow = await system.client.workflow.getHandle(activationWorkflowId({ namespace: ns, name: `to-${r}`, uid: created.object.metadata.uid! })).describe();
+  const workflow = await system.client.workflow.getHandle(activationWorkflowId({ namespace: ns, name: `to-${r}`, uid })).describe();
   const lock = await system.client.workflow.getHandle(stageLockWorkflowId(ns, 'bench')).describe();
-  if (r > 2) runs.push({ ms, requests, activationMs, historyEvents: workflow.historyLength, lockEvents: lock.historyLength }); // the first warms up
+  if (r > 2) runs.push({ ms, requests, historyEvents: workflow.historyLength, lockEvents: lock.historyLength }); // the first warms up
 }
 
 // What the system asks when nothing happens (informer resyncs, the Stage controller's periodic
@@ -133,16 +139,12 @@ const typical = median(runs, (x) => [...x.requests.values()].reduce((a, b) => a 
 // Side by side: an activation, then the floor of the typical one's requests, PAIRS times.
 const pairs: { activationMs: number; floorMs: number; made: number }[] = [];
 for (let r = RUNS + 3; r <= RUNS + PAIRS + 2; r++) {
-  await settledCounts();
-  const start = performance.now();
-  await objects.create(benchActivation(ns, r));
-  await pollUntil(() => succeeded.has(`to-${r}`) || undefined, 60_000, `to-${r} Succeeded`, 2);
-  const activationMs = performance.now() - start;
+  const { activationMs } = await timedActivation(r);
   await settledCounts();
   const floor = await requestFloor(typical.requests);
   pairs.push({ activationMs, floorMs: floor.ms, made: floor.made });
 }
-watch.abort();
+watch.stop();
 const ratio = median(pairs, (p) => p.activationMs / p.floorMs);
 const floor = { ms: median(pairs, (p) => p.floorMs).floorMs, made: pairs[0]!.made };
 const latency = median(pairs, (p) => p.activationMs).activationMs;

@@ -108,14 +108,7 @@ export class CustomObjects {
    * request (a failed test answers 422). False when the object is gone.
    */
   async jsonPatch(kind: string, namespace: string, name: string, operations: object[]): Promise<boolean> {
-    const params = { group: GROUP, version: VERSION, namespace, plural: pluralOf(kind), name, body: operations };
-    try {
-      await this.api.patchNamespacedCustomObject(params, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch));
-      return true;
-    } catch (err) {
-      if (apiStatus(err) === 404) return false;
-      throw err;
-    }
+    return (await this.patch(kind, namespace, name, operations, k8s.PatchStrategy.JsonPatch, false)) !== undefined;
   }
 
   /** Merge-patches the status subresource; false when the object is gone. */
@@ -136,10 +129,14 @@ export class CustomObjects {
     }
   }
 
+  private mergePatch(kind: string, namespace: string, name: string, body: object, status: boolean): Promise<CustomObject | undefined> {
+    return this.patch(kind, namespace, name, body, k8s.PatchStrategy.MergePatch, status);
+  }
+
   /** The object as written; undefined when it is gone. */
-  private async mergePatch(kind: string, namespace: string, name: string, body: object, status: boolean): Promise<CustomObject | undefined> {
+  private async patch(kind: string, namespace: string, name: string, body: object, strategy: k8s.PatchStrategy, status: boolean): Promise<CustomObject | undefined> {
     const params = { group: GROUP, version: VERSION, namespace, plural: pluralOf(kind), name, body };
-    const options = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+    const options = k8s.setHeaderOptions('Content-Type', strategy);
     try {
       const written = status ? await this.api.patchNamespacedCustomObjectStatus(params, options) : await this.api.patchNamespacedCustomObject(params, options);
       return written as CustomObject;

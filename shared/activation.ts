@@ -77,6 +77,9 @@ export interface LockRequest {
 
 export const requestLockSignal = defineSignal<[LockRequest]>('requestLock');
 
+/** The failure type of a Lease another live holder has: the activation says so, then waits. */
+export const STAGE_LEASE_HELD = 'StageLeaseHeld';
+
 /** The lock's answer to a request made as an Update: a free Stage is granted in it. */
 export type LockAnswer = { outcome: 'granted' } | { outcome: 'queued' } | { outcome: 'superseded'; by: string; revision: number };
 /**

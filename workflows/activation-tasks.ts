@@ -2,7 +2,7 @@
  * Running the tasks of one plan step: an ActivationExecution per task, the executor's activity on its
  * own task queue with the registration's timeout, and the execution's status along the way.
  */
-import { ActivityCancellationType, ActivityFailure, CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, TimeoutFailure } from '@temporalio/workflow';
+import { ActivityCancellationType, CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, TimeoutFailure } from '@temporalio/workflow';
 import type { ActivationActivities, PlannedTask } from '../activities/core.js';
 import type { TaskOutcome } from '../decisions/activation.js';
 import type { ExecutorActivities } from '../activities/execute-task.js';
@@ -11,6 +11,7 @@ import type { ActivationRef } from '../shared/activation.js';
 import { kubeTime as now } from '../shared/format.js';
 import { executionName } from '../shared/names.js';
 import { executorTaskQueue } from '../shared/task-queues.js';
+import { causeOf } from './failures.js';
 
 /**
  * Kubernetes bookkeeping (reads, creates, status writes) takes milliseconds: local activities run
@@ -42,7 +43,7 @@ const record = <T>(fn: () => Promise<T>) => CancellationScope.nonCancellable(fn)
 /** Why a task failed, and the reason the ActivationExecution carries (TimedOut/Cancelled: the core gave up on it). */
 function failureOf(err: unknown, task: PlannedTask): { reason: string; message: string } {
   if (isCancellation(err)) return { reason: 'Cancelled', message: 'cancelled: the activation was cancelled' };
-  const cause = err instanceof ActivityFailure ? err.cause : err;
+  const cause = causeOf(err);
   if (cause instanceof TimeoutFailure) {
     const message =
       task.executor === 'External'

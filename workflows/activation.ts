@@ -5,7 +5,6 @@
  * Failed and Cancelled activations stay open for a retry (Update or signal, or the annotation).
  */
 import {
-  ActivityFailure,
   ApplicationFailure,
   CancellationScope,
   condition,
@@ -55,6 +54,7 @@ import {
 import { kubeTime as now, temporalWorkflowUrl } from '../shared/format.js';
 import { ACTIVATION_PHASE, K8S_NAMESPACE, STAGE, STAGE_VERSION, VECTOR } from '../shared/search-attributes.js';
 import { k8sActivities as k8s, runTask, type TaskContext } from './activation-tasks.js';
+import { causeOf, messageOf } from './failures.js';
 import { StageAccess } from './stage-access.js';
 import { BREAKER_ASK_AGAIN_SECONDS, passBreakers } from './breaker-gate.js';
 
@@ -413,18 +413,12 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     return ending;
   }
 
-  /** What failed, without the activity wrapper around it. */
-  function messageOf(err: unknown): string {
-    const cause = err instanceof ActivityFailure && err.cause ? err.cause : err;
-    return cause instanceof Error ? cause.message : String(cause);
-  }
-
   function stepMessage(plan: ResolvedPlan, i: number): string {
     return `step ${i + 1}/${plan.steps.length} (${plan.steps[i]!.name}) of ${plan.source}`;
   }
 
   function fail(err: unknown): Promise<Ending> {
-    const cause = err instanceof ActivityFailure && err.cause ? err.cause : err;
+    const cause = causeOf(err);
     const reason = cause instanceof ApplicationFailure && cause.type ? cause.type : 'Error';
     const message = messageOf(err);
     firstError ??= message;

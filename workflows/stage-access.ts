@@ -4,7 +4,6 @@
  * it renewed, and give everything back. All lock state of an activation lives here.
  */
 import {
-  ActivityFailure,
   ApplicationFailure,
   CancellationScope,
   condition,
@@ -20,7 +19,8 @@ import {
 import type { ActivationActivities, TakenStage } from '../activities/core.js';
 import type { TakeStageInput } from '../activities/take-stage.js';
 import type { LockActivities } from '../activities/lock.js';
-import { lockGrantedSignal, lockSupersededSignal, releaseLockSignal, stageLockWorkflowId, type LockAnswer } from '../shared/activation.js';
+import { lockGrantedSignal, lockSupersededSignal, releaseLockSignal, stageLockWorkflowId, STAGE_LEASE_HELD, type LockAnswer } from '../shared/activation.js';
+import { causeOf } from './failures.js';
 
 const lockRetry = { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10 };
 /**
@@ -163,11 +163,11 @@ export class StageAccess {
       taken = await takeStageOnce(input);
     } catch (err) {
       if (isCancellation(err)) throw err;
-      const cause = err instanceof ActivityFailure && err.cause ? err.cause : err;
+      const cause = causeOf(err);
       if (cause instanceof ApplicationFailure && cause.nonRetryable) throw err;
       // Held by another holder (a second installation, a stale activation): say so, then wait
       // within the bounded retries. Anything else is retried the same way, without a word.
-      if (cause instanceof ApplicationFailure && cause.type === 'StageLeaseHeld') await onLeaseHeld(cause.message);
+      if (cause instanceof ApplicationFailure && cause.type === STAGE_LEASE_HELD) await onLeaseHeld(cause.message);
       taken = await takeStage(input);
     }
     this.keepLease();

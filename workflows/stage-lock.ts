@@ -113,7 +113,7 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
     let answer: LockAnswer = { outcome: 'queued' };
     request(req, (n) => (answer = n.granted ? { outcome: 'granted' } : { outcome: 'superseded', by: n.by.activation, revision: n.by.revision }));
     if (!state.holder && state.waiting[0]?.requester === req.requester) {
-      state.holder = state.waiting.shift();
+      grantNext();
       answer = { outcome: 'granted' };
     }
     return answer;
@@ -129,6 +129,12 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
     superseded.delete(loser.requester);
     superseded.set(loser.requester, by);
     if (superseded.size > SUPERSEDED_MEMORY) superseded.delete(superseded.keys().next().value!);
+  }
+
+  /** The Stage to the first in line (there is one, and no holder). */
+  function grantNext(): LockRequest {
+    state.holder = state.waiting.shift()!;
+    return state.holder;
   }
 
   function idle(): boolean {
@@ -162,8 +168,7 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
   for (;;) {
     await deliver(outbox.splice(0), state);
     if (!state.holder && state.waiting.length > 0) {
-      state.holder = state.waiting.shift();
-      outbox.push({ to: state.holder!.requester, granted: true });
+      outbox.push({ to: grantNext().requester, granted: true });
       continue;
     }
     if (idle()) {

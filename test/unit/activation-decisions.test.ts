@@ -55,15 +55,15 @@ describe('stepsToRun: a retry resumes at the first unfinished step', () => {
 
 describe('releasesUsage: the activation usage is kept only while a step may have left traffic on it', () => {
   it.each([
-    ['Skipped', [], true],
-    ['Failed before any step (StageVersion being deleted, plan missing)', progressWith(), true],
-    ['Failed with no plan read yet', [], true],
-    ['Cancelled while waiting', progressWith(), true],
-    ['Failed in a step', progressWith('Failed'), false],
-    ['Failed after a revert', progressWith('Reverted', 'Failed'), false],
-    ['Cancelled in a step', progressWith('Succeeded', 'InProgress'), false],
-    ['Succeeded (the serving switch gives it back)', progressWith('Succeeded', 'Succeeded'), false],
-  ] as const)('%s → %s', (name, steps, released) => expect(releasesUsage(name.split(' ')[0] as 'Failed', steps)).toBe(released));
+    ['superseded or older', 'Skipped', true, []],
+    ['before any step (StageVersion being deleted, plan missing)', 'Failed', true, progressWith()],
+    ['with no plan read yet', 'Failed', true, []],
+    ['while waiting', 'Cancelled', true, progressWith()],
+    ['in a step', 'Failed', false, progressWith('Failed')],
+    ['after a revert', 'Failed', false, progressWith('Reverted', 'Failed')],
+    ['in a step', 'Cancelled', false, progressWith('Succeeded', 'InProgress')],
+    ['(the serving switch gives it back)', 'Succeeded', false, progressWith('Succeeded', 'Succeeded')],
+  ] as const)('%s: %s → released %s', (_when, phase, released, steps) => expect(releasesUsage(phase, steps)).toBe(released));
 });
 
 describe('stepOutcome and revertOrder', () => {

@@ -63,12 +63,8 @@ beforeAll(async () => {
   // The workflow upserts the project's search attributes; the test server must know them, as a production namespace must.
   await addSearchAttributes(env.connection.operatorService, env.namespace ?? 'default');
   // The workers are made once per file; their activities call the fake of the current test.
-  const coreNames: (keyof ActivationActivities)[] = [
-    'loadActivation', 'writeActivationStatus', 'recordActivationEvent', 'resolvePlan', 'readActiveStageVersion', 'holdActivationUsage',
-    'releaseActivationUsage', 'pointActiveUsage', 'createExecution', 'writeExecutionStatus', 'awaitExternalExecution', 'describeStage',
-    'markStageVersion', 'markServing', 'unmarkStageVersion', 'acquireStageLease', 'keepStageLease', 'releaseStageLease',
-    'breakersApply', 'admitActivation', 'recordActivationFailure', 'takeStage', 'startRun', 'switchServing',
-  ];
+  // Every activity the fake has (the names are the same for any fake: take them from a blank one).
+  const coreNames = Object.keys(new FakeCluster().activities()) as (keyof ActivationActivities)[];
   const core = Object.fromEntries(coreNames.map((n) => [n, (...args: unknown[]) => (cluster.activities()[n] as (...a: unknown[]) => Promise<unknown>)(...args)]));
   workers = await Promise.all([
     Worker.create({

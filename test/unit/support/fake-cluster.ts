@@ -10,15 +10,12 @@
  * activities and the executor ("the executor stopped before the status said Cancelled").
  */
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
-import type { ActivationActivities, PlannedTask, ResolvedPlan, StageState } from '../../../activities/core.js';
+import { composeActivities, type ActivationActivities, type CoreParts, type PlannedTask, type ResolvedPlan, type StageState } from '../../../activities/core.js';
 import type { ExecutorActivities } from '../../../activities/execute-task.js';
 import type { ExecutionStatusWrite, ExecutionToCreate } from '../../../activities/executions.js';
-import { startRunActivities } from '../../../activities/start-run.js';
-import { switchServingActivities } from '../../../activities/switch-serving.js';
-import { takeStageActivities } from '../../../activities/take-stage.js';
 import type { ActivationReport, StepProgress } from '../../../decisions/activation.js';
 import type { StageVersionInfo, TaskInput, TaskResult } from '../../../executors/types.js';
-import type { ActivationRef } from '../../../shared/activation.js';
+import { STAGE_LEASE_HELD, type ActivationRef } from '../../../shared/activation.js';
 import { activationUsageName, stageLeaseName } from '../../../shared/names.js';
 
 export interface FakeStageVersion {
@@ -108,9 +105,8 @@ export interface ExecutorCall {
 
 const key = (namespace: string, name: string) => `${namespace}/${name}`;
 const final = (phase: string | undefined) => phase === 'Succeeded' || phase === 'Error';
-/** Activities made of others (activities/core.ts): the fake records their parts. */
-type Composite = 'takeStage' | 'startRun' | 'switchServing';
-type ActivityName = Exclude<keyof ActivationActivities, Composite>;
+/** The fake records the parts; the composites made of them (activities/core.ts) are not recorded. */
+type ActivityName = keyof CoreParts;
 
 export class FakeCluster {
   readonly systemNamespace = 'konfidence-system';
@@ -241,12 +237,11 @@ export class FakeCluster {
         return fn(...args);
       };
     }
-    // The composites are made of the recorded activities, as in activities/core.ts.
-    const parts = wrapped as Omit<ActivationActivities, Composite>;
-    return { ...parts, ...takeStageActivities(parts), ...startRunActivities(parts), ...switchServingActivities(parts) };
+    // The composites are made of the recorded activities, as in production.
+    return composeActivities(wrapped as CoreParts);
   }
 
-  private core(): Omit<ActivationActivities, Composite> {
+  private core(): CoreParts {
     return {
       // activation-status.ts
       loadActivation: async (ref) => {
@@ -410,7 +405,7 @@ export class FakeCluster {
         if (lease.holder && lease.holder !== holder) {
           throw ApplicationFailure.retryable(
             `Lease ${namespace}/${stageLeaseName(stage)} of Stage ${stage} is held by ${lease.holder}; waiting for it to be released or to expire`,
-            'StageLeaseHeld',
+            STAGE_LEASE_HELD,
           );
         }
         if (lease.holder !== holder) lease.holders.push(holder);

@@ -16,14 +16,13 @@
  * Prometheus metrics on the health port's /metrics.
  */
 import { hostname } from 'node:os';
-import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
+import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import { k8s, loadKubeConfig } from '../k8s/client.js';
 import { fenceWrites, LEASE_NAMES, leaseName, LeaderElector, type Leadership } from '../k8s/leader-election.js';
 import { ShardMembership, type ShardedComponent } from './shards.js';
 import { CORE_TASK_QUEUE, executorTaskQueue } from '../shared/task-queues.js';
 import { loadConfig } from './config.js';
-import { ActivationWatcher } from './watcher.js';
 import { StageController } from '../controllers/stage-controller.js';
 import { startHealthServer, type HealthServer, type ReadinessCheck } from './health.js';
 import { endpointFromEnv, startPublisher, versionFromEnv, type Publisher } from './publisher.js';
@@ -41,6 +40,9 @@ const log = componentLogger('main', { role });
  */
 const runsWorkers = role === 'core' || role === 'executor' || role === 'all';
 const usesTemporal = role !== 'stage-controller';
+// Loaded only where used: the SDK's client (gRPC, the protobuf bundle) is some 30 MiB of resident
+// memory the Stage controller would carry for nothing (bench/scale).
+const temporal = usesTemporal ? await import('@temporalio/client') : undefined;
 // The SDK's runtime shuts every Worker down on SIGINT/SIGTERM: polling stops, in-flight activities
 // are cancelled (a heartbeating one fails its attempt and Temporal retries it on another replica),
 // sticky workflow tasks go back to the shared queue; worker.run() resolves when that is done.
@@ -57,8 +59,8 @@ const logWrite = config.KONFIDENCE_LOG_WRITES ? (what: string) => logger().line(
 const baseKubeConfig = loadKubeConfig(config.KUBECONFIG);
 const kubeConfig = logWrite ? fenceWrites(baseKubeConfig, { onWrite: (method, path) => logWrite(`k8s ${method} ${path}`) }) : baseKubeConfig;
 const namespaces = config.KONFIDENCE_WATCH_NAMESPACES?.split(',').map((n) => n.trim()).filter(Boolean);
-const connection = usesTemporal ? await Connection.connect({ address: config.TEMPORAL_ADDRESS }) : undefined;
-const client = connection && new Client({
+const connection = temporal ? await temporal.Connection.connect({ address: config.TEMPORAL_ADDRESS }) : undefined;
+const client = connection && new temporal!.Client({
   connection,
   namespace: config.TEMPORAL_NAMESPACE,
   // Electing: the Temporal history names the replica that started or signalled a workflow.
@@ -187,6 +189,7 @@ if (role === 'core') {
   worker = await createExecutorWorker({ ...common, executor, taskQueue: executorTaskQueue(executor.type) + suffix });
 } else if (role === 'watcher') {
   const elector = electorFor('watcher');
+  const { ActivationWatcher } = await import('./watcher.js');
   const watcher = new ActivationWatcher({
     kubeConfig,
     client: client!,

@@ -21,7 +21,7 @@ import { parseAllDocuments } from 'yaml';
 import { builtInExecutors } from '../executors/index.js';
 import type { ControlPlane } from '../scripts/env/control-plane.js';
 import { repoRoot } from '../scripts/env/paths.js';
-import { distMain } from '../scripts/dist.js';
+import { distMain, nodeFlagsOf } from '../scripts/dist.js';
 import { sleepyExecutor } from '../test/support/executors.js';
 import { loadConfig } from '../worker/config.js';
 import { startSystem, type SystemOptions } from '../worker/system.js';
@@ -118,14 +118,15 @@ export function startSleepySystem(cp: ControlPlane, kc: k8s.KubeConfig, systemNs
 /**
  * A role as its own process group on the local servers, in the test Temporal namespace, run as the
  * image runs it (compiled, dist/: call buildDist() once before) with the runtime settings of its
- * Deployment (NODE_OPTIONS, MALLOC_ARENA_MAX); `env` adds the role's settings.
+ * Deployment (its command's Node flags, NODE_OPTIONS, MALLOC_ARENA_MAX); `env` adds the role's settings.
  */
 export function spawnRole(cp: ControlPlane, role: string, systemNs: string, env: Record<string, string>, stdio: StdioOptions) {
-  return spawn(process.execPath, [distMain, role], {
+  const runtime = deployedRuntime(role);
+  return spawn(process.execPath, [...runtime.nodeFlags, distMain, role], {
     cwd: repoRoot,
     env: {
       ...process.env,
-      ...deployedRuntimeEnv(role),
+      ...runtime.env,
       KUBECONFIG: cp.kubeconfig,
       TEMPORAL_ADDRESS: cp.temporalAddress,
       TEMPORAL_NAMESPACE: cp.testTemporalNamespace,
@@ -138,16 +139,19 @@ export function spawnRole(cp: ControlPlane, role: string, systemNs: string, env:
 }
 
 /** The Node and libc settings a role's Deployment gives its container (deploy/base/workloads/). */
-export function deployedRuntimeEnv(role: string): Record<string, string> {
+export function deployedRuntime(role: string): { env: Record<string, string>; nodeFlags: string[] } {
   const file = [join(repoRoot, 'deploy/base/workloads', `${role}.yaml`), join(repoRoot, 'deploy/base/workloads/elected', `${role}.yaml`)].find((f) => existsSync(f));
-  if (!file) return {};
   const env: Record<string, string> = {};
-  for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
-    type Deployment = { spec?: { template?: { spec?: { containers?: { env?: { name: string; value?: string }[] }[] } } } };
-    const containers = (doc.toJS() as Deployment | null)?.spec?.template?.spec?.containers ?? [];
-    for (const e of containers.flatMap((c) => c.env ?? [])) if (RUNTIME_ENV.has(e.name) && e.value !== undefined) env[e.name] = e.value;
+  const nodeFlags: string[] = [];
+  for (const doc of file ? parseAllDocuments(readFileSync(file, 'utf8')) : []) {
+    type Container = { command?: string[]; env?: { name: string; value?: string }[] };
+    type Deployment = { spec?: { template?: { spec?: { containers?: Container[] } } } };
+    for (const c of (doc.toJS() as Deployment | null)?.spec?.template?.spec?.containers ?? []) {
+      nodeFlags.push(...nodeFlagsOf(c));
+      for (const e of c.env ?? []) if (RUNTIME_ENV.has(e.name) && e.value !== undefined) env[e.name] = e.value;
+    }
   }
-  return env;
+  return { env, nodeFlags };
 }
 const RUNTIME_ENV = new Set(['NODE_OPTIONS', 'MALLOC_ARENA_MAX']);
 

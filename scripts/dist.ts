@@ -15,3 +15,17 @@ export function buildDist(): void {
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   execFileSync(process.execPath, [tsc, '-p', join(repoRoot, 'tsconfig.build.json')], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
 }
+
+/**
+ * The Node flags a Deployment's container puts before the entry point: its `command`, when it
+ * replaces the image's ENTRYPOINT (`node dist/worker/main.js`) to add flags NODE_OPTIONS refuses.
+ * Tests and benchmarks run a role with them, as its Pod does.
+ */
+export function nodeFlagsOf(container: { command?: string[] }): string[] {
+  const command = container.command;
+  if (!command) return [];
+  if (command[0] !== 'node' || command.at(-1) !== 'dist/worker/main.js') {
+    throw new Error(`a container's command must be "node [flags] dist/worker/main.js" (the image's entry point), not "${command.join(' ')}"`);
+  }
+  return command.slice(1, -1);
+}

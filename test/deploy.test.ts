@@ -20,7 +20,7 @@ import { freshNamespace, kubectl, objectApi } from './support/cluster.js';
 import { routes, seedActive, seedPlan, seedRoutes, seedStageVersion } from './support/scenario.js';
 import { rollOut } from './support/stages.js';
 import { create, object, phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
-import { buildDist, distMain } from '../scripts/dist.js';
+import { buildDist, distMain, nodeFlagsOf } from '../scripts/dist.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const deployDir = join(root, 'deploy');
@@ -95,15 +95,15 @@ function impersonating(user: string): string {
 }
 
 /**
- * Runs a component as its Deployment does (args, literal env), the way the image's ENTRYPOINT
- * does (node dist/worker/main.js, built in beforeAll), with this file's namespaces, queues and a
+ * Runs a component as its Deployment does (command's Node flags, args, literal env), the way the
+ * image's ENTRYPOINT does (node dist/worker/main.js, built in beforeAll), with this file's namespaces, queues and a
  * free port.
  */
 async function run(component: string, user: string, extraEnv: Record<string, string> = {}, d = deployment(component)): Promise<Component> {
   const container = d.spec.template.spec.containers[0];
   const port = await freePort();
   const literal = Object.fromEntries((container.env as { name: string; value?: string }[]).filter((e) => e.value !== undefined).map((e) => [e.name, e.value!]));
-  const child = spawn(process.execPath, [distMain, ...container.args], {
+  const child = spawn(process.execPath, [...nodeFlagsOf(container), distMain, ...container.args], {
     cwd: root,
     env: {
       ...process.env,

@@ -38,6 +38,10 @@ const single = quantile(singles, 0.5);
 const byOutcome: Record<string, number> = {};
 for (const e of ends) byOutcome[`${e.phase}${e.reason ? `/${e.reason}` : ''}`] = (byOutcome[`${e.phase}${e.reason ? `/${e.reason}` : ''}`] ?? 0) + 1;
 const executed = ends.filter((e) => e.phase === 'Succeeded' || e.phase === 'Failed').length;
+// Where the time goes: the executions one after the other, and the skips beside them.
+const since = (at: number) => Math.round(at - started);
+const executedAt = ends.filter((e) => e.phase === 'Succeeded' || e.phase === 'Failed').map((e) => since(e.at)).sort((a, b) => a - b);
+const skippedAt = ends.filter((e) => e.phase === 'Skipped').map((e) => since(e.at));
 const figures = {
   burst: BURST,
   singleMs: Math.round(single),
@@ -45,9 +49,12 @@ const figures = {
   convergedOverSingle: Number((converged / single).toFixed(2)),
   executed,
   outcomes: byOutcome,
+  executionsEndedAtMs: executedAt,
+  lastSkippedAtMs: skippedAt.length ? Math.max(...skippedAt) : undefined,
   newestActive: ends.at(-1)?.phase === 'Succeeded',
 };
 console.log(`burst: ${BURST} activations at once on one Stage: ${executed} executed (goal ≤ 2), all final after ${figures.convergedMs} ms = ${figures.convergedOverSingle} × one alone (${figures.singleMs} ms; goal ≤ 2 ×)`);
 console.log(`  outcomes: ${JSON.stringify(byOutcome)}; the newest ${figures.newestActive ? 'Succeeded' : 'did NOT succeed'}`);
+console.log(`  executions ended at ${executedAt.join(', ')} ms; the last skip at ${figures.lastSkippedAtMs ?? '-'} ms (from the creates)`);
 writeResult('burst', figures);
 process.exit(0);

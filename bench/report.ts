@@ -34,6 +34,15 @@ export function numberArg(name: string, fallback: number): number {
   return value;
 }
 
+/** Reads `--name VALUE` from the command line; undefined when absent. */
+export function stringArg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return undefined;
+  const value = process.argv[i + 1];
+  if (!value || value.startsWith('--')) throw new Error(`--${name} wants a value`);
+  return value;
+}
+
 /** Runs `work` over `items`, `width` at a time. */
 export async function pool<T>(items: T[], width: number, work: (item: T) => Promise<unknown>): Promise<void> {
   const queue = [...items];

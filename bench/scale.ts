@@ -13,6 +13,9 @@
  * No core worker runs: the started workflows wait in a task queue of their own and are terminated
  * at the end, with the namespaces.
  * Run: npm run bench:scale [-- --namespaces 20 --stages 2000 --activations 10000 --unfinished 40]
+ * Profiling one role: --roles stage-controller (or watcher) measures only it; --keep leaves the
+ * seeded objects in place and prints the id to pass as --reuse ID next time (no seeding, minutes
+ * saved); a run without --keep cleans up, also what a --reuse run used.
  */
 import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
@@ -25,7 +28,7 @@ import { freePort } from '../scripts/env/ports.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { buildDist } from '../scripts/dist.js';
 import { seedSleepyPlan, spawnRole } from './fixture.js';
-import { numberArg, pool, writeResult } from './report.js';
+import { numberArg, pool, stringArg, writeResult } from './report.js';
 
 buildDist(); // the roles run as the image runs them: compiled (scripts/dist.ts)
 
@@ -34,12 +37,15 @@ const STAGES = numberArg('stages', 2000);
 const ACTIVATIONS = numberArg('activations', 10_000);
 const UNFINISHED = numberArg('unfinished', 40);
 const QUIET_MS = numberArg('quiet-ms', 5_000);
+const ROLES = (stringArg('roles') ?? 'stage-controller,watcher').split(',') as ('stage-controller' | 'watcher')[];
+const KEEP = process.argv.includes('--keep');
+const REUSE = stringArg('reuse');
 
 const cp = await up(() => undefined);
 const kc = loadKubeConfig(cp.kubeconfig);
 const objects = new CustomObjects(kc);
 const core = kc.makeApiClient(k8s.CoreV1Api);
-const id = randomBytes(3).toString('hex');
+const id = REUSE ?? randomBytes(3).toString('hex');
 const systemNs = `scale-${id}-sys`;
 const suffix = `-scale-${id}`;
 const names = Array.from({ length: NAMESPACES }, (_, i) => `scale-${id}-${i}`);
@@ -50,28 +56,30 @@ const unfinishedPer = Math.ceil(UNFINISHED / NAMESPACES);
 const cr = (kind: string, namespace: string, name: string, spec: unknown) => objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec });
 
 // --- seed: per namespace, Stages already serving their StageVersion, and mostly final activations
-const seeded = performance.now();
-await seedSleepyPlan(kc, names, systemNs, 0); // creates the namespaces too
 const stageWork = names.flatMap((ns) => Array.from({ length: stagesPer }, (_, i) => ({ ns, stage: `s${i}` })));
-await pool(stageWork, 16, async ({ ns, stage }) => {
-  await cr('StageVersion', ns, `${stage}-1`, { stage, vector: `bench/${stage}:1`, revision: 1 });
-  await cr('StageVersionUsage', ns, `${stage}-active`, { reason: `serves Stage ${stage}`, stageVersionRef: { name: `${stage}-1` } });
-  await cr('Stage', ns, stage, { vector: `bench/${stage}:1` });
-});
 const activationWork = names.flatMap((ns) => Array.from({ length: activationsPer }, (_, j) => ({ ns, j, open: j < unfinishedPer })));
-await pool(activationWork, 16, async ({ ns, j, open }) => {
-  // The unfinished ones on a Stage each (s0, s1, …: 2 per namespace by default, within the default
-  // Stage limit), so that each needs a workflow: on one Stage the older would end Skipped unstarted.
-  const stage = open ? `s${j}` : `s${j % stagesPer}`;
-  const name = `${open ? 'open' : 'done'}-${j}`;
-  await cr('VectorActivation', ns, name, { stage, stageVersion: `${stage}-1` });
-  if (!open) await objects.patchStatus('VectorActivation', ns, name, { phase: 'Succeeded', reason: 'Bench', message: 'finished before the bench' });
-});
-console.log(`seeded ${names.length} namespaces: ${stageWork.length} Stages (with StageVersion and active usage), ${activationWork.length} VectorActivations (${names.length * unfinishedPer} unfinished) in ${Math.round((performance.now() - seeded) / 1000)} s`);
+const seeded = performance.now();
+if (!REUSE) {
+  await seedSleepyPlan(kc, names, systemNs, 0); // creates the namespaces too
+  await pool(stageWork, 16, async ({ ns, stage }) => {
+    await cr('StageVersion', ns, `${stage}-1`, { stage, vector: `bench/${stage}:1`, revision: 1 });
+    await cr('StageVersionUsage', ns, `${stage}-active`, { reason: `serves Stage ${stage}`, stageVersionRef: { name: `${stage}-1` } });
+    await cr('Stage', ns, stage, { vector: `bench/${stage}:1` });
+  });
+  await pool(activationWork, 16, async ({ ns, j, open }) => {
+    // The unfinished ones on a Stage each (s0, s1, …: 2 per namespace by default, within the default
+    // Stage limit), so that each needs a workflow: on one Stage the older would end Skipped unstarted.
+    const stage = open ? `s${j}` : `s${j % stagesPer}`;
+    const name = `${open ? 'open' : 'done'}-${j}`;
+    await cr('VectorActivation', ns, name, { stage, stageVersion: `${stage}-1` });
+    if (!open) await objects.patchStatus('VectorActivation', ns, name, { phase: 'Succeeded', reason: 'Bench', message: 'finished before the bench' });
+  });
+}
+console.log(`${REUSE ? 'reused' : 'seeded'} ${names.length} namespaces: ${stageWork.length} Stages (with StageVersion and active usage), ${activationWork.length} VectorActivations (${names.length * unfinishedPer} unfinished) in ${Math.round((performance.now() - seeded) / 1000)} s`);
 
 const metric = (text: string, name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
 
-interface Start { role: string; start: 'first' | 'restart'; readyMs: number; quietMs: number; rssMiB: number; heapMiB: number; apiserverWrites: number; workflowStarts: number }
+interface Start { role: string; start: 'first' | 'restart'; readyMs: number; quietMs: number; rssMiB: number; heapMiB: number; heapTotalMiB: number; externalMiB: number; apiserverWrites: number; workflowStarts: number }
 
 /** One start of a role: until it is ready and then quiet; its figures; then SIGTERM. */
 async function measure(role: 'watcher' | 'stage-controller', start: Start['start']): Promise<Start> {
@@ -100,6 +108,8 @@ async function measure(role: 'watcher' | 'stage-controller', start: Start['start
       quietMs: Math.round(quietMs),
       rssMiB: +(metric(text, 'process_resident_memory_bytes') / 2 ** 20).toFixed(1),
       heapMiB: +(metric(text, 'nodejs_heap_size_used_bytes') / 2 ** 20).toFixed(1),
+      heapTotalMiB: +(metric(text, 'nodejs_heap_size_total_bytes') / 2 ** 20).toFixed(1),
+      externalMiB: +(metric(text, 'nodejs_external_memory_bytes') / 2 ** 20).toFixed(1),
       apiserverWrites: writes.filter((w) => / k8s /.test(w.what)).length,
       workflowStarts: writes.filter((w) => / temporal start /.test(w.what)).length,
     };
@@ -113,7 +123,7 @@ const starts: Start[] = [];
 const connection = await Connection.connect({ address: cp.temporalAddress });
 const client = new Client({ connection, namespace: cp.testTemporalNamespace });
 try {
-  for (const role of ['stage-controller', 'watcher'] as const) {
+  for (const role of ROLES) {
     for (const start of ['first', 'restart'] as const) {
       const s = await measure(role, start);
       starts.push(s);
@@ -121,10 +131,13 @@ try {
     }
   }
 } finally {
+  if (KEEP) console.log(`kept the seeded objects: --reuse ${id}`);
+  else await cleanUp();
+}
+async function cleanUp() {
   for await (const wf of client.workflow.list({ query: `TaskQueue = 'konfidence-core${suffix}' AND ExecutionStatus = 'Running'` })) {
     await client.workflow.getHandle(wf.workflowId).terminate('bench/scale is done').catch(() => undefined);
   }
-  await connection.close();
   // No Stage controller runs any more to lift the StageVersions' in-use protection: without this,
   // the namespaces stay Terminating and their controller loops, loading the apiserver for hours.
   await pool(names, 2, async (ns) => {
@@ -133,6 +146,7 @@ try {
   });
   await pool([...names, systemNs], 4, (ns) => core.deleteNamespace({ name: ns }).catch(() => undefined));
 }
+await connection.close();
 console.table(starts);
 const unfinished = names.length * unfinishedPer;
 writeResult('scale', { namespaces: names.length, stages: stageWork.length, activations: activationWork.length, unfinished, starts });

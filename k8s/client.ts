@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Agent } from 'node:http';
+import * as tls from 'node:tls';
 import * as k8s from '@kubernetes/client-node';
 import { statusMessage } from './status-message.js';
 
@@ -32,7 +33,12 @@ function shareAgents(): void {
     const key = hash.digest('hex');
     let agent = agents.get(key);
     if (!agent) {
-      agent = original.call(this, cluster, { ...options, keepAlive: true });
+      // One TLS context for all of the agent's connections: without it every new connection (a
+      // burst opens several at once) parses the CA, certificate and key again (bench/burst profile).
+      const direct = !(cluster as { proxyUrl?: string } | null)?.proxyUrl;
+      const { ca, cert, key: privateKey, pfx, passphrase } = options as tls.SecureContextOptions;
+      const secureContext = direct ? tls.createSecureContext({ ca, cert, key: privateKey, pfx, passphrase }) : undefined;
+      agent = original.call(this, cluster, { ...options, keepAlive: true, ...(secureContext ? { secureContext } : {}) });
       // A few distinct configurations are expected (one per kubeconfig and credential); bound it anyway.
       if (agents.size >= 64) agents.delete(agents.keys().next().value!);
       agents.set(key, agent);

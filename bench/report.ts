@@ -44,9 +44,4 @@ export function stringArg(name: string): string | undefined {
 }
 
 /** Runs `work` over `items`, `width` at a time. */
-export async function pool<T>(items: T[], width: number, work: (item: T) => Promise<unknown>): Promise<void> {
-  const queue = [...items];
-  await Promise.all(Array.from({ length: width }, async () => {
-    for (let item = queue.shift(); item !== undefined; item = queue.shift()) await work(item);
-  }));
-}
+export { forEachLimited as pool } from '../shared/pool.js';

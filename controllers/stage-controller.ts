@@ -22,7 +22,6 @@ import { observeEventLag } from '../telemetry/metrics.js';
 /** What a pass reads, in Observed's order. */
 const KINDS = ['Stage', 'StageVersion', 'StageVersionUsage', 'VectorActivation'];
 const RESYNC_MS = 30_000;
-/** How often a replica looks whether it became leader (isLeader() is a local computation). */
 
 export interface StageControllerOptions {
   kubeConfig: k8s.KubeConfig;

@@ -21,6 +21,7 @@ import { apiMessage, k8s } from '../k8s/client.js';
 import { KindCache } from '../k8s/kind-cache.js';
 import { LeaderGate, NotLeaderError, type Leadership } from '../k8s/leader-election.js';
 import { kubeTime } from '../shared/format.js';
+import { forEachLimited } from '../shared/pool.js';
 import {
   activationWorkflowId,
   cancelSignal,
@@ -70,7 +71,8 @@ export interface WatcherOptions {
 
 /** Sharded: how many namespaces' informers list at once when a shard gains namespaces. */
 const LIST_PARALLEL = 16;
-/** How often a replica looks whether it became leader (isLeader() is a local computation). */
+/** Superseded activations of a burst ended Skipped at a time (supersedeBurst). */
+const SKIPS_AT_ONCE = 4;
 /** Deletions a standby saw are handed to the workflows when it takes over, if this recent. */
 const STANDBY_DELETIONS_KEPT_MS = 5 * 60_000;
 
@@ -331,8 +333,14 @@ export class ActivationWatcher {
         .then(work)
         .catch((err: unknown) => err instanceof NotLeaderError || this.log(`VectorActivation ${namespace}/${o.metadata!.name}: ${what}: ${apiMessage(err)}`, { level: 'warn', ...this.about(o) }));
     const starting = unfinished.filter((o) => admitted.has(o.metadata!.uid!) && !this.running.has(activationWorkflowId(this.ref(o))) && !o.status?.workflowId);
-    const skipped = await this.supersedeBurst(namespace, starting);
-    await Promise.all(unfinished.filter((o) => admitted.has(o.metadata!.uid!) && !skipped.has(o.metadata!.uid!)).map((o) => attempt(o, 'start', () => this.ensure(o, this.ref(o)))));
+    const losers = await this.burstLosers(namespace, starting);
+    const start = (o: Watched) => attempt(o, 'start', () => this.ensure(o, this.ref(o)));
+    // The winners start while the losers are ended: not after them (a burst's newest would wait
+    // for every skip). A loser that could not be ended starts, and the Stage's lock supersedes it.
+    await Promise.all([
+      ...unfinished.filter((o) => admitted.has(o.metadata!.uid!) && !losers.has(o.metadata!.uid!)).map(start),
+      this.skipLosers(namespace, starting.filter((o) => losers.has(o.metadata!.uid!)), losers).then((unended) => Promise.all(unended.map(start))),
+    ]);
     const message = heldMessage(namespace, limit);
     for (const o of unfinished) {
       if (admitted.has(o.metadata!.uid!) || (o.status?.reason === NAMESPACE_LIMIT_REASON && o.status.phase === 'Waiting')) continue;
@@ -345,46 +353,51 @@ export class ActivationWatcher {
 
   /**
    * A burst on one Stage: of the activations about to start, only the newest gets a workflow; the
-   * others end Skipped/Superseded now (decisions/supersede.ts). Returns the uids it ended. Reads
-   * the Stage and StageVersions only when a Stage has more than one activation starting; when
-   * they cannot be read, everything starts and the lock supersedes as before.
+   * others (the losers: uid → the one that supersedes it) end Skipped/Superseded at once
+   * (decisions/supersede.ts). Reads the Stage and StageVersions only when a Stage has more than one
+   * activation starting; when they cannot be read, there are no losers: everything starts and the
+   * lock supersedes as before.
    */
-  private async supersedeBurst(namespace: string, starting: Watched[]): Promise<Set<string>> {
-    const skipped = new Set<string>();
+  private async burstLosers(namespace: string, starting: Watched[]): Promise<Map<string, { name: string; revision: number }>> {
     const count = new Map<string, number>();
     for (const o of starting) count.set(o.spec?.stage ?? '', (count.get(o.spec?.stage ?? '') ?? 0) + 1);
     const crowded = [...count].filter(([, n]) => n > 1).map(([stage]) => stage);
-    if (crowded.length === 0) return skipped;
+    if (crowded.length === 0) return new Map();
     try {
       const [stages, stageVersions] = await Promise.all([
         Promise.all(crowded.map((stage) => this.deps.objects.get('Stage', namespace, stage))),
         this.deps.objects.list('StageVersion', namespace),
       ]);
-      const superseded = supersededBeforeStart(
+      return supersededBeforeStart(
         starting.map((o) => ({ uid: o.metadata!.uid!, name: o.metadata!.name!, stage: o.spec?.stage ?? '', stageVersion: o.spec?.stageVersion ?? '', created: new Date(o.metadata!.creationTimestamp ?? 0).toISOString() })),
         new Set(stages.flatMap((st) => (st && !st.metadata.deletionTimestamp ? [st.metadata.name] : []))),
         new Map(stageVersions.map((sv) => [sv.metadata.name, { stage: sv.spec?.stage, revision: sv.spec?.revision }])),
       );
-      await Promise.all(
-        starting
-          .filter((o) => superseded.has(o.metadata!.uid!))
-          .map(async (o) => {
-            const ref = this.ref(o);
-            try {
-              // A previous leader may have started it, and its workflow not written a status yet.
-              if ((await this.workflowStatus(activationWorkflowId(ref))) !== undefined) return;
-              this.gate.fence(`superseding ${namespace}/${ref.name}`);
-              if (await skipBeforeStart(this.deps, ref, supersededMessage(namespace, superseded.get(ref.uid)!))) skipped.add(ref.uid);
-            } catch (err) {
-              // This one starts, and the Stage's lock supersedes it as before.
-              if (!(err instanceof NotLeaderError)) this.log(`superseding ${namespace}/${ref.name}: ${apiMessage(err)}; starting it`, { level: 'warn', ...this.about(o) });
-            }
-          }),
-      );
     } catch (err) {
       this.log(`superseding a burst in ${namespace}: ${apiMessage(err)}; starting every activation`, { level: 'warn', namespace });
+      return new Map();
     }
-    return skipped;
+  }
+
+  /** Ends a burst's losers Skipped, a few at a time; returns those it did not end (they start). */
+  private async skipLosers(namespace: string, losers: Watched[], winners: Map<string, { name: string; revision: number }>): Promise<Watched[]> {
+    const unended: Watched[] = [];
+    // A few at a time: all of a burst's skips at once (a read, a status write and an Event each)
+    // would queue the Stage's running activation behind them at the apiserver (bench/burst).
+    await forEachLimited(losers, SKIPS_AT_ONCE, async (o) => {
+      const ref = this.ref(o);
+      try {
+        // A previous leader may have started it, and its workflow not written a status yet.
+        if ((await this.workflowStatus(activationWorkflowId(ref))) === undefined) {
+          this.gate.fence(`superseding ${namespace}/${ref.name}`);
+          if (await skipBeforeStart(this.deps, ref, supersededMessage(namespace, winners.get(ref.uid)!))) return;
+        }
+      } catch (err) {
+        if (!(err instanceof NotLeaderError)) this.log(`superseding ${namespace}/${ref.name}: ${apiMessage(err)}; starting it`, { level: 'warn', ...this.about(o) });
+      }
+      unended.push(o);
+    });
+    return unended;
   }
 
   /** The status of the workflow's latest run (RUNNING, COMPLETED, ...); undefined when Temporal has none. */

@@ -4,6 +4,7 @@ import { activationConditions, activationStatus, reasonOf, type ActivationReport
 import { activationEvents, type StatusView } from '../decisions/events.js';
 import { sendEvents } from '../k8s/events.js';
 import { getTyped } from '../k8s/typed.js';
+import type { CustomObject } from '../k8s/custom-objects.js';
 import { stageLeaseName } from '../shared/names.js';
 import { recordActivationPhase } from '../telemetry/metrics.js';
 import type { ActivationRef } from '../shared/activation.js';
@@ -46,7 +47,11 @@ export function conditionsAfter(va: { status?: { conditions?: Condition[] }; met
 
 export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string) {
   const { objects, event } = deps;
+  const readActivation = (ref: ActivationRef) => objects.get('VectorActivation', ref.namespace, ref.name);
   return {
+    /** The VectorActivation as a status write needs it (startRun reads it beside its hold and mark). */
+    readActivation,
+
     /** The VectorActivation, or undefined when it is gone (or re-created under a new uid). */
     async loadActivation(ref: ActivationRef): Promise<LoadedActivation | undefined> {
       const va = await getTyped(objects, 'VectorActivation', ref.namespace, ref.name);
@@ -65,9 +70,13 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
       };
     },
 
-    /** Writes phase, conditions and progress; false when the VectorActivation is gone. */
-    async writeActivationStatus(ref: ActivationRef, report: ActivationReport): Promise<boolean> {
-      const va = await objects.get('VectorActivation', ref.namespace, ref.name);
+    /**
+     * Writes phase, conditions and progress; false when the VectorActivation is gone. `read`: the
+     * object read already, by a caller in this process that read it beside other requests
+     * (startRun); through Temporal it is never passed, and the object is read here.
+     */
+    async writeActivationStatus(ref: ActivationRef, report: ActivationReport, read?: Promise<CustomObject | undefined>): Promise<boolean> {
+      const va = await (read ?? readActivation(ref));
       if (!va || va.metadata.uid !== ref.uid) return false;
       // The Events of this transition are sent first (written in the background, off the
       // activation's path): a retry after a crash between the two repeats them, which

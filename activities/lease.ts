@@ -29,8 +29,11 @@ function expired(spec: k8s.V1LeaseSpec, now: Date): boolean {
 /** releasedAt: the Lease was free, released by its previous holder then (ms); for the handoff metric. */
 type Outcome = { ok: true; releasedAt?: number } | { ok: false; heldBy: string; until: string };
 
-/** Takes (or renews) the Lease for `holder` if free, expired or ours; conditional on resourceVersion. */
-export async function takeStageLease(deps: CoreDeps, namespace: string, stage: string, stageUid: string | undefined, holder: string, durationSeconds: number, renewOnly = false): Promise<Outcome> {
+/**
+ * Takes (or renews) the Lease for `holder` if free, expired or ours; conditional on resourceVersion.
+ * `whenTakeable` is called each time a read found it so, just before the write that takes it.
+ */
+export async function takeStageLease(deps: CoreDeps, namespace: string, stage: string, stageUid: string | undefined, holder: string, durationSeconds: number, renewOnly = false, whenTakeable?: () => void): Promise<Outcome> {
   const name = stageLeaseName(stage);
   for (let attempt = 0; attempt < 5; attempt++) {
     const now = new Date();
@@ -43,6 +46,7 @@ export async function takeStageLease(deps: CoreDeps, namespace: string, stage: s
     const micro = new k8s.V1MicroTime(now.getTime());
     if (!lease) {
       if (renewOnly) return { ok: false, heldBy: '(nobody: the Lease was deleted)', until: kubeTime(now) };
+      whenTakeable?.();
       try {
         await deps.leases.createNamespacedLease({
           namespace,
@@ -68,6 +72,7 @@ export async function takeStageLease(deps: CoreDeps, namespace: string, stage: s
       const renewed = new Date(spec.renewTime ?? spec.acquireTime ?? now);
       return { ok: false, heldBy: spec.holderIdentity ?? '(nobody)', until: kubeTime(new Date(renewed.getTime() + (spec.leaseDurationSeconds ?? 0) * 1000)) };
     }
+    whenTakeable?.();
     lease.spec = {
       ...spec,
       holderIdentity: holder,
@@ -138,8 +143,8 @@ export function leaseActivities(deps: CoreDeps) {
      * Takes the Stage's Lease. Held by another live holder: a retryable failure saying who and
      * until when, so the activity's bounded retries wait for it to be released or to expire.
      */
-    async acquireStageLease(namespace: string, stage: string, stageUid: string, holder: string, durationSeconds = LEASE_SECONDS): Promise<void> {
-      const outcome = await takeStageLease(deps, namespace, stage, stageUid, holder, durationSeconds);
+    async acquireStageLease(namespace: string, stage: string, stageUid: string, holder: string, durationSeconds = LEASE_SECONDS, whenTakeable?: () => void): Promise<void> {
+      const outcome = await takeStageLease(deps, namespace, stage, stageUid, holder, durationSeconds, false, whenTakeable);
       if (outcome.ok && outcome.releasedAt !== undefined) void observeHandoff(deps, holder, outcome.releasedAt);
       if (!outcome.ok) {
         throw ApplicationFailure.retryable(

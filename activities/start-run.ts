@@ -20,7 +20,7 @@ export interface StartRunInput {
 }
 
 /** The activities startRun is made of: the real ones, or a test's fakes of them. */
-type StartParts = Pick<CoreParts, 'holdActivationUsage' | 'markStageVersion' | 'writeActivationStatus'>;
+type StartParts = Pick<CoreParts, 'holdActivationUsage' | 'markStageVersion' | 'readActivation' | 'writeActivationStatus'>;
 
 export function startRunActivities(parts: StartParts) {
   return {
@@ -29,9 +29,14 @@ export function startRunActivities(parts: StartParts) {
      * through changes nothing and says nothing again. `terminating`: nothing was written.
      */
     async startRun(i: StartRunInput): Promise<{ terminating: boolean }> {
+      // The status write's read goes beside the hold and the mark: one apiserver round trip less
+      // before InProgress. While the workflow runs, only it writes the fields it writes (the
+      // watcher answers in status.requests), so nothing is missed by reading a little earlier.
+      const read = parts.readActivation(i.ref);
+      read.catch(() => undefined); // awaited below, or not needed when the target is terminating
       const [, mark] = await Promise.all([parts.holdActivationUsage(i.ref, i.stage, i.target), parts.markStageVersion(i.ref.namespace, i.target, i.holder)]);
       if (mark.terminating) return { terminating: true };
-      await parts.writeActivationStatus(i.ref, i.status);
+      await parts.writeActivationStatus(i.ref, i.status, read);
       return { terminating: false };
     },
   };

@@ -36,13 +36,22 @@ export function takeStageActivities(parts: StageParts) {
      * Lease was taken leaves it to the workflow's release, which clears it if it is ours.
      */
     async takeStage(i: TakeStageInput): Promise<TakenStage> {
-      await parts.acquireStageLease(i.namespace, i.stage, i.stageUid, i.holder);
-      const [plan, stage, activeName, guarded] = await Promise.all([
-        parts.resolvePlan(i.executionPlan, i.namespace),
-        parts.describeStage(i.namespace, i.stage, i.stageVersion),
-        parts.readActiveStageVersion(i.namespace, i.stage),
-        parts.breakersApply(i.namespace),
-      ]);
+      const read = () =>
+        Promise.all([
+          parts.resolvePlan(i.executionPlan, i.namespace),
+          parts.describeStage(i.namespace, i.stage, i.stageVersion),
+          parts.readActiveStageVersion(i.namespace, i.stage),
+          parts.breakersApply(i.namespace),
+        ]);
+      // The reads go beside the Lease's write, once its read found it free, expired or ours: the
+      // holder before let go only after its writes, so they see those (one round trip less). The
+      // last such reads count; when the Lease is not taken they are dropped.
+      let reads: ReturnType<typeof read> | undefined;
+      await parts.acquireStageLease(i.namespace, i.stage, i.stageUid, i.holder, undefined, () => {
+        reads = read();
+        reads.catch(() => undefined);
+      });
+      const [plan, stage, activeName, guarded] = await (reads ?? read());
       return { plan, stage, ...(activeName ? { activeName } : {}), guarded };
     },
   };

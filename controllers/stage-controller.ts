@@ -13,6 +13,7 @@ import { isFinal } from '../decisions/activation.js';
 import { apiMessage, apiStatus, k8s } from '../k8s/client.js';
 import { CustomObjects, pluralOf, type CustomObject } from '../k8s/custom-objects.js';
 import { KindCache } from '../k8s/kind-cache.js';
+import { forEachLimited } from '../shared/pool.js';
 import { LeaderGate, NotLeaderError, type Leadership } from '../k8s/leader-election.js';
 import { activationCreatedEvents, cleanedUpEvents, stageVersionCreatedEvents, type EventSpec } from '../decisions/events.js';
 import { eventRecorder, sendEvents, type EventRecorder } from '../k8s/events.js';
@@ -125,7 +126,9 @@ export class StageController {
     const added = [...namespaces].filter((ns) => !this.caches.has(ns));
     for (const ns of added) this.namespaces!.add(ns);
     // A few namespaces at a time: one list after the other, 200 namespaces took seconds.
-    for (let i = 0; i < added.length && !this.stopped; i += 16) await Promise.all(added.slice(i, i + 16).map((ns) => this.cacheNamespace(ns)));
+    await forEachLimited(added, 16, async (ns) => {
+      if (!this.stopped) await this.cacheNamespace(ns);
+    });
   }
 
   /** Lists and watches every kind a pass reads, in one namespace (undefined: all). */

@@ -36,8 +36,9 @@ function shareAgents(): void {
       // One TLS context for all of the agent's connections: without it every new connection (a
       // burst opens several at once) parses the CA, certificate and key again (bench/burst profile).
       const direct = !(cluster as { proxyUrl?: string } | null)?.proxyUrl;
-      const { ca, cert, key: privateKey, pfx, passphrase } = options as tls.SecureContextOptions;
-      const secureContext = direct ? tls.createSecureContext({ ca, cert, key: privateKey, pfx, passphrase }) : undefined;
+      // Made of all the options (it takes the TLS ones: CA, certificate, key, ciphers, ...): a
+      // connection given a context ignores those options of its own.
+      const secureContext = direct ? tls.createSecureContext(options as tls.SecureContextOptions) : undefined;
       agent = original.call(this, cluster, { ...options, keepAlive: true, ...(secureContext ? { secureContext } : {}) });
       // A few distinct configurations are expected (one per kubeconfig and credential); bound it anyway.
       if (agents.size >= 64) agents.delete(agents.keys().next().value!);

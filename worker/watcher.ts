@@ -71,7 +71,7 @@ export interface WatcherOptions {
 
 /** Sharded: how many namespaces' informers list at once when a shard gains namespaces. */
 const LIST_PARALLEL = 16;
-/** Superseded activations of a burst ended Skipped at a time (supersedeBurst). */
+/** How many of a burst's superseded activations skipLosers ends Skipped at a time. */
 const SKIPS_AT_ONCE = 4;
 /** Deletions a standby saw are handed to the workflows when it takes over, if this recent. */
 const STANDBY_DELETIONS_KEPT_MS = 5 * 60_000;
@@ -186,7 +186,9 @@ export class ActivationWatcher {
     }
     // Lists in parallel, a few at a time: one after the other, 200 namespaces took seconds (bench/shards.ts).
     const added = [...namespaces].filter((ns) => !this.informers.has(ns));
-    for (let i = 0; i < added.length && !this.stopped; i += LIST_PARALLEL) await Promise.all(added.slice(i, i + LIST_PARALLEL).map((ns) => this.watchNamespace(ns)));
+    await forEachLimited(added, LIST_PARALLEL, async (ns) => {
+      if (!this.stopped) await this.watchNamespace(ns);
+    });
   }
 
   /** Sharded: acts in these namespaces from now on, deciding again for what it has cached there. */
@@ -353,8 +355,8 @@ export class ActivationWatcher {
 
   /**
    * A burst on one Stage: of the activations about to start, only the newest gets a workflow; the
-   * others (the losers: uid → the one that supersedes it) end Skipped/Superseded at once
-   * (decisions/supersede.ts). Reads the Stage and StageVersions only when a Stage has more than one
+   * others (the losers: uid → the one that supersedes it) end Skipped/Superseded without one
+   * (decisions/supersede.ts; skipLosers ends them). Reads the Stage and StageVersions only when a Stage has more than one
    * activation starting; when they cannot be read, there are no losers: everything starts and the
    * lock supersedes as before.
    */

@@ -401,7 +401,7 @@ export class FakeCluster {
       },
 
       // lease.ts
-      acquireStageLease: async (namespace, stage, stageUid, holder) => {
+      acquireStageLease: async (namespace, stage, stageUid, holder, _duration, whenTakeable) => {
         const k = key(namespace, stage);
         const lease = this.leases.get(k) ?? { stageUid, holders: [] };
         if (lease.holder && lease.holder !== holder) {
@@ -410,6 +410,7 @@ export class FakeCluster {
             STAGE_LEASE_HELD,
           );
         }
+        whenTakeable?.(); // as the real one: found takeable, the caller's reads start beside the write
         if (lease.holder !== holder) lease.holders.push(holder);
         lease.holder = holder;
         this.leases.set(k, lease);

@@ -12,6 +12,7 @@ import { failFastOnPermanentErrors } from './k8s-errors.js';
 import { leaseActivities } from './lease.js';
 import { planActivities } from './plan.js';
 import { stageVersionActivities } from './stage-versions.js';
+import { finishRunActivities } from './finish-run.js';
 import { startRunActivities } from './start-run.js';
 import { switchServingActivities } from './switch-serving.js';
 import { takeStageActivities } from './take-stage.js';
@@ -45,7 +46,7 @@ export type CoreParts = ReturnType<typeof coreParts>;
  * wait for several). Tests compose their fakes of the parts the same way.
  */
 export function composeActivities<P extends CoreParts>(parts: P) {
-  return { ...parts, ...takeStageActivities(parts), ...startRunActivities(parts), ...switchServingActivities(parts) };
+  return { ...parts, ...takeStageActivities(parts), ...startRunActivities(parts), ...switchServingActivities(parts), ...finishRunActivities(parts) };
 }
 
 export function createActivationActivities(options: CoreActivityOptions) {

@@ -397,7 +397,16 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       // A failed attempt counts on the CircuitBreakers before anyone reads Failed; a breaker that
       // cannot be written must not keep the activation from ending.
       if (ending.phase === 'Failed' && patched('circuit-breaker')) await k8s.recordActivationFailure(ref, progress.attempt).catch(() => undefined);
-      // Whoever reads the final phase finds the StageVersion free to change again and the Lease free.
+      // Whoever reads the final phase finds the StageVersion free to change again and the Lease
+      // free: one local activity lets both go, then writes it.
+      if (patched('finish-in-one')) {
+        const name = marked;
+        marked = undefined;
+        noteReport(ending.phase, ending.reason, ending.message);
+        const status = statusOf(ending.phase, ending.reason, ending.message);
+        await k8s.finishRun({ ref, stage: va!.stage, holder, lease: access.handOverLease(), ...(name ? { marked: name } : {}), status });
+        return;
+      }
       await Promise.all([unmark(), access.releaseLease()]);
       // The status write records the Events of the transition (decisions/events.ts). Workflows
       // that reached this line before that keep recording the final Event here as their history

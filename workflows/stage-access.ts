@@ -188,6 +188,18 @@ export class StageAccess {
   }
 
   /**
+   * Stops renewing; whether the Lease is still to be cleared, which the caller does (finishRun),
+   * before the final status, as releaseLease does.
+   */
+  handOverLease(): boolean {
+    this.keeping?.cancel();
+    this.keeping = undefined;
+    const held = this.leaseHeld;
+    this.leaseHeld = false;
+    return held;
+  }
+
+  /**
    * Stops renewing and clears the Lease if ours. Done before the final status is written, so that
    * whoever reads the final phase finds the Lease free; the lock is left after it (release()), so
    * that the next activation cannot be InProgress while this one still says it is.

@@ -231,6 +231,9 @@ test('happy path on a free Stage: Pending → InProgress → Succeeded (nothing 
   // The Lease was ours during the activation and is free now; the in-activation mark was set and cleared.
   expect(cluster.lease(ns, 'shop')).toMatchObject({ holders: ['unit/shop-to-2'] });
   expect(cluster.lease(ns, 'shop')?.holder).toBeUndefined();
+  // Whoever reads Succeeded finds the Lease free: it was let go before the final status.
+  expect(journalIndex('lease shop released by unit/shop-to-2')).toBeGreaterThanOrEqual(0);
+  expect(journalIndex('lease shop released by unit/shop-to-2')).toBeLessThan(journalIndex('status shop-to-2 Succeeded'));
   expect(journalIndex('mark shop-2 unit/shop-to-2')).toBeGreaterThanOrEqual(0);
   expect(cluster.stageVersion(ns, 'shop-2').activatedBy).toBeUndefined();
   expect(cluster.stageVersion(ns, 'shop-2').serving).toBe('shop');

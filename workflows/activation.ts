@@ -402,9 +402,10 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       if (patched('finish-in-one')) {
         const name = marked;
         marked = undefined;
-        noteReport(ending.phase, ending.reason, ending.message);
         const status = statusOf(ending.phase, ending.reason, ending.message);
         await k8s.finishRun({ ref, stage: va!.stage, holder, lease: access.handOverLease(), ...(name ? { marked: name } : {}), status });
+        // The query and the search attribute say the ending once it is written, the Lease free.
+        noteReport(ending.phase, ending.reason, ending.message);
         return;
       }
       await Promise.all([unmark(), access.releaseLease()]);

@@ -11,7 +11,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUp
 import { closeOutActivation } from '../activities/close-out.js';
 import { holdActivation, skipBeforeStart } from '../activities/hold.js';
 import { fairShare, heldMessage, NAMESPACE_LIMIT_REASON } from '../decisions/fair-share.js';
-import { supersededBeforeStart, supersededMessage } from '../decisions/supersede.js';
+import { SUPERSEDED_REASON, supersededBeforeStart, supersededMessage } from '../decisions/supersede.js';
 import { coreDeps, type CoreDeps } from '../activities/deps.js';
 import { closedWorkflowEnding, watcherActions, type WatcherAction } from '../decisions/watcher.js';
 import { isFinal, type RequestAction } from '../decisions/activation.js';
@@ -392,7 +392,13 @@ export class ActivationWatcher {
         // A previous leader may have started it, and its workflow not written a status yet.
         if ((await this.workflowStatus(activationWorkflowId(ref))) === undefined) {
           this.gate.fence(`superseding ${namespace}/${ref.name}`);
-          if (await skipBeforeStart(this.deps, ref, supersededMessage(namespace, winners.get(ref.uid)!))) return;
+          if (await skipBeforeStart(this.deps, ref, supersededMessage(namespace, winners.get(ref.uid)!))) {
+            // Final in the cache at once: a pass that runs before the watch brings the write back
+            // must not start it (its winner's start no longer follows the skips, bench/burst).
+            const cached = this.cache.get(ref.uid);
+            if (cached) this.cache.set(ref.uid, { ...cached, status: { ...cached.status, phase: 'Skipped', reason: SUPERSEDED_REASON } });
+            return;
+          }
         }
       } catch (err) {
         if (!(err instanceof NotLeaderError)) this.log(`superseding ${namespace}/${ref.name}: ${apiMessage(err)}; starting it`, { level: 'warn', ...this.about(o) });

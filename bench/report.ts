@@ -42,6 +42,3 @@ export function stringArg(name: string): string | undefined {
   if (!value || value.startsWith('--')) throw new Error(`--${name} wants a value`);
   return value;
 }
-
-/** Runs `work` over `items`, `width` at a time. */
-export { forEachLimited as pool } from '../shared/pool.js';

@@ -28,7 +28,8 @@ import { freePort } from '../scripts/env/ports.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { buildDist } from '../scripts/dist.js';
 import { seedSleepyPlan, spawnRole } from './fixture.js';
-import { numberArg, pool, stringArg, writeResult } from './report.js';
+import { numberArg, stringArg, writeResult } from './report.js';
+import { forEachLimited } from '../shared/pool.js';
 
 buildDist(); // the roles run as the image runs them: compiled (scripts/dist.ts)
 
@@ -38,6 +39,7 @@ const ACTIVATIONS = numberArg('activations', 10_000);
 const UNFINISHED = numberArg('unfinished', 40);
 const QUIET_MS = numberArg('quiet-ms', 5_000);
 const ROLES = (stringArg('roles') ?? 'stage-controller,watcher').split(',') as ('stage-controller' | 'watcher')[];
+for (const role of ROLES) if (role !== 'stage-controller' && role !== 'watcher') throw new Error(`--roles: stage-controller, watcher or both (comma-separated), not ${role}`);
 const KEEP = process.argv.includes('--keep');
 const REUSE = stringArg('reuse');
 
@@ -61,12 +63,12 @@ const activationWork = names.flatMap((ns) => Array.from({ length: activationsPer
 const seeded = performance.now();
 if (!REUSE) {
   await seedSleepyPlan(kc, names, systemNs, 0); // creates the namespaces too
-  await pool(stageWork, 16, async ({ ns, stage }) => {
+  await forEachLimited(stageWork, 16, async ({ ns, stage }) => {
     await cr('StageVersion', ns, `${stage}-1`, { stage, vector: `bench/${stage}:1`, revision: 1 });
     await cr('StageVersionUsage', ns, `${stage}-active`, { reason: `serves Stage ${stage}`, stageVersionRef: { name: `${stage}-1` } });
     await cr('Stage', ns, stage, { vector: `bench/${stage}:1` });
   });
-  await pool(activationWork, 16, async ({ ns, j, open }) => {
+  await forEachLimited(activationWork, 16, async ({ ns, j, open }) => {
     // The unfinished ones on a Stage each (s0, s1, …: 2 per namespace by default, within the default
     // Stage limit), so that each needs a workflow: on one Stage the older would end Skipped unstarted.
     const stage = open ? `s${j}` : `s${j % stagesPer}`;
@@ -140,11 +142,11 @@ async function cleanUp() {
   }
   // No Stage controller runs any more to lift the StageVersions' in-use protection: without this,
   // the namespaces stay Terminating and their controller loops, loading the apiserver for hours.
-  await pool(names, 2, async (ns) => {
+  await forEachLimited(names, 2, async (ns) => {
     const svs = await objects.list('StageVersion', ns).catch(() => []);
-    await pool(svs, 8, (sv) => objects.mergeMetadata('StageVersion', ns, sv.metadata.name, { finalizers: null }).catch(() => undefined));
+    await forEachLimited(svs, 8, (sv) => objects.mergeMetadata('StageVersion', ns, sv.metadata.name, { finalizers: null }).catch(() => undefined));
   });
-  await pool([...names, systemNs], 4, (ns) => core.deleteNamespace({ name: ns }).catch(() => undefined));
+  await forEachLimited([...names, systemNs], 4, (ns) => core.deleteNamespace({ name: ns }).catch(() => undefined));
 }
 await connection.close();
 console.table(starts);

@@ -25,7 +25,8 @@ import { freePort } from '../scripts/env/ports.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { buildDist } from '../scripts/dist.js';
 import { spawnRole } from './fixture.js';
-import { numberArg, pool } from './report.js';
+import { numberArg } from './report.js';
+import { forEachLimited } from '../shared/pool.js';
 
 buildDist(); // the roles run as the image runs them: compiled (scripts/dist.ts)
 
@@ -48,7 +49,7 @@ await applyCrds(kc, readCrdFiles().filter((c) => ['shardingconfigs', 'controller
 
 const seeded = performance.now();
 await core.createNamespace({ body: { metadata: { name: systemNs } } });
-await pool(names, 8, async (ns) => {
+await forEachLimited(names, 8, async (ns) => {
   await core.createNamespace({ body: { metadata: { name: ns, labels: { [LABEL]: id } } } });
   for (let j = 0; j < PER_NAMESPACE; j++) {
     const name = `done-${j}`;
@@ -110,7 +111,7 @@ try {
     }
   }
 } finally {
-  await pool([...names, systemNs], 8, (ns) => core.deleteNamespace({ name: ns }).catch(() => undefined));
+  await forEachLimited([...names, systemNs], 8, (ns) => core.deleteNamespace({ name: ns }).catch(() => undefined));
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const summary = [SHARDS, 1].map((n) => {

@@ -205,10 +205,7 @@ export class StageAccess {
    * that the next activation cannot be InProgress while this one still says it is.
    */
   async releaseLease(): Promise<void> {
-    this.keeping?.cancel();
-    this.keeping = undefined;
-    if (!this.leaseHeld) return;
-    this.leaseHeld = false;
+    if (!this.handOverLease()) return;
     await CancellationScope.nonCancellable(() => releaseStageLease(this.namespace, this.stage, this.holder));
   }
 

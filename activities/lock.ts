@@ -1,12 +1,28 @@
 /** Activities around the per-Stage lock workflow that a workflow cannot do itself. */
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
-import { requestLockSignal, requestLockUpdate, stageLockWorkflowId, type LockAnswer, type LockRequest } from '../shared/activation.js';
+import { expectLockSignal, requestLockSignal, requestLockUpdate, stageLockWorkflowId, type LockAnswer, type LockRequest } from '../shared/activation.js';
 
 /** How long an ask waits for the lock's answer before it asks by signal instead. */
 const ANSWER_WITHIN_MS = 10_000;
 
+const summary = (namespace: string, stage: string) => `Serializes the activations of Stage ${namespace}/${stage}`;
+
+/**
+ * Tells the Stage's lock (starting it if none runs) that `request` is on its way: older requests
+ * wait for it a while instead of being granted (expectLockSignal). The watcher's, for a burst's newest.
+ */
+export async function expectStageLock(client: Client, taskQueue: string, namespace: string, stage: string, request: LockRequest): Promise<void> {
+  await client.workflow.signalWithStart('stageLock', {
+    workflowId: stageLockWorkflowId(namespace, stage),
+    taskQueue,
+    args: [],
+    signal: expectLockSignal,
+    signalArgs: [request],
+    staticSummary: summary(namespace, stage),
+  });
+}
+
 export function createLockActivities(client: Client, taskQueue: string) {
-  const summary = (namespace: string, stage: string) => `Serializes the activations of Stage ${namespace}/${stage}`;
 
   /** Queues the request at the Stage's lock, starting the lock workflow if none runs. */
   async function requestStageLock(namespace: string, stage: string, request: LockRequest): Promise<void> {

@@ -54,6 +54,48 @@ function newer(a: StartCandidate & { revision: number }, b: StartCandidate & { r
   return a.name > b.name;
 }
 
+/**
+ * A burst reaches the watcher in pieces: its creates arrive over a few hundred milliseconds. The
+ * newest of the first piece would take the free Stage at once and run, and the burst's real newest
+ * would run after it: two executions where one does (bench/burst). So the newest of a crowd waits
+ * this long, once per burst, for the rest: a newer one that arrives meanwhile supersedes it before
+ * it starts. An activation that is alone on its Stage never waits.
+ */
+export const BURST_SETTLE_MS = 250;
+
+export interface StartingNow {
+  uid: string;
+  stage: string;
+  /** It won over others of its Stage in this pass (a burst). */
+  crowd: boolean;
+}
+
+/**
+ * Which of the activations a pass would start wait for the rest of their burst. `settling`: per
+ * Stage, until when (ms) its burst's newest waits; the next map is returned, with `wakeAt` when a
+ * pass must run again (something is held). A wait begins with a crowd and holds whatever would start on
+ * that Stage until its time has come (the losers of an earlier pass are being skipped, so a lone
+ * candidate may still be a burst's); then the Stage's newest starts.
+ */
+export function holdBurstWinners(
+  starts: readonly StartingNow[],
+  settling: ReadonlyMap<string, number>,
+  now: number,
+  settleMs = BURST_SETTLE_MS,
+): { held: Set<string>; settling: Map<string, number>; wakeAt?: number } {
+  const next = new Map([...settling].filter(([, until]) => until > now));
+  const held = new Set<string>();
+  let wakeAt: number | undefined;
+  for (const s of starts) {
+    if (s.crowd && !next.has(s.stage) && !settling.has(s.stage)) next.set(s.stage, now + settleMs);
+    const until = next.get(s.stage);
+    if (until === undefined) continue;
+    held.add(s.uid);
+    wakeAt = Math.min(wakeAt ?? Infinity, until);
+  }
+  return { held, settling: next, ...(wakeAt !== undefined ? { wakeAt } : {}) };
+}
+
 /** What a superseded activation's status says; like the lock's "superseded while waiting by …". */
 export function supersededMessage(namespace: string, by: { name: string; revision: number }): string {
   return `superseded before it started by the newer activation ${namespace}/${by.name} (revision ${by.revision})`;

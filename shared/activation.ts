@@ -94,8 +94,18 @@ export const releaseLockSignal = defineSignal<[{ requester: string }]>('releaseL
 export const lockGrantedSignal = defineSignal<[{ lock: string }]>('lockGranted');
 export const lockSupersededSignal = defineSignal<[{ by: string; revision: number }]>('lockSuperseded');
 
+/**
+ * Sent by the watcher when a burst's newest activation is about to start (decisions/supersede.ts):
+ * for a while (until it asks, or EXPECT_MS), the lock grants no older request, so that an older
+ * activation started a moment before the burst was seen whole waits to be superseded by it instead
+ * of taking the free Stage and running first. It grants nothing and supersedes nobody by itself.
+ */
+export const expectLockSignal = defineSignal<[LockRequest]>('expectLock');
+
 export interface LockState {
   holder?: LockRequest;
   waiting: LockRequest[];
+  /** A newer request on its way (expectLockSignal), and until when (workflow time, ms) it is waited for. */
+  expected?: LockRequest & { until: number };
 }
 export const lockStateQuery = defineQuery<LockState>('lockState');

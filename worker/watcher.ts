@@ -10,8 +10,9 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { closeOutActivation } from '../activities/close-out.js';
 import { holdActivation, skipBeforeStart } from '../activities/hold.js';
+import { expectStageLock } from '../activities/lock.js';
 import { fairShare, heldMessage, NAMESPACE_LIMIT_REASON } from '../decisions/fair-share.js';
-import { SUPERSEDED_REASON, supersededBeforeStart, supersededMessage } from '../decisions/supersede.js';
+import { BURST_SETTLE_MS, holdBurstWinners, supersededBeforeStart, supersededMessage } from '../decisions/supersede.js';
 import { coreDeps, type CoreDeps } from '../activities/deps.js';
 import { closedWorkflowEnding, watcherActions, type WatcherAction } from '../decisions/watcher.js';
 import { isFinal, type RequestAction } from '../decisions/activation.js';
@@ -67,6 +68,8 @@ export interface WatcherOptions {
    * namespace have activations running; the others wait, visibly (reason NamespaceLimit). Absent: no limit.
    */
   stagesPerNamespace?: number;
+  /** How long a burst's newest waits for the rest of the burst (decisions/supersede.ts; default 250 ms). */
+  burstSettleMs?: number;
 }
 
 /** Sharded: how many namespaces' informers list at once when a shard gains namespaces. */
@@ -106,6 +109,12 @@ export class ActivationWatcher {
   private readonly inFlight = new Set<string>();
   /** Per namespace, while its fair-share pass runs: whether another pass must follow it. */
   private readonly sharing = new Map<string, { again: boolean }>();
+  /** Per namespace: per Stage, until when its burst's newest waits for the rest (holdBurstWinners). */
+  private readonly settling = new Map<string, Map<string, number>>();
+  /** Losers being ended Skipped: not candidates of another pass meanwhile (their write is on its way). */
+  private readonly skipping = new Set<string>();
+  /** A burst's newest activations (uid) whose Stage's lock was told to expect them: told once. */
+  private readonly expectSent = new Set<string>();
   private stopped = false;
   private timer?: NodeJS.Timeout;
   private readonly gate: LeaderGate;
@@ -251,6 +260,7 @@ export class ActivationWatcher {
 
   private observe(o: Watched, startedAt: number): void {
     observeEventLag('watcher', 'VectorActivation', o, startedAt);
+    if (isFinal(o.status?.phase)) this.skipping.delete(o.metadata!.uid!);
     this.cache.set(o.metadata!.uid!, o);
     void this.reconcile(o);
     // An activation that ended may free a place for a held one.
@@ -334,15 +344,25 @@ export class ActivationWatcher {
       Promise.resolve()
         .then(work)
         .catch((err: unknown) => err instanceof NotLeaderError || this.log(`VectorActivation ${namespace}/${o.metadata!.name}: ${what}: ${apiMessage(err)}`, { level: 'warn', ...this.about(o) }));
-    const starting = unfinished.filter((o) => admitted.has(o.metadata!.uid!) && !this.running.has(activationWorkflowId(this.ref(o))) && !o.status?.workflowId);
+    for (const set of [this.expectSent, this.skipping]) for (const uid of set) if (!this.cache.has(uid) || isFinal(this.cache.get(uid)!.status?.phase)) set.delete(uid);
+    const starting = unfinished.filter((o) => admitted.has(o.metadata!.uid!) && !this.running.has(activationWorkflowId(this.ref(o))) && !o.status?.workflowId && !this.skipping.has(o.metadata!.uid!));
     const losers = await this.burstLosers(namespace, starting);
+    // A burst's newest: its lock expects it (an older one started already waits for it there), and
+    // it waits a moment for the rest of its burst (decisions/supersede.ts).
+    const winners = new Map([...losers.values()].map((w) => [w.uid, w]));
+    for (const w of winners.values()) if (!this.expectSent.has(w.uid)) void this.tracked(namespace, () => this.expectAtLock(namespace, w));
+    const starts = starting.filter((o) => !losers.has(o.metadata!.uid!)).map((o) => ({ uid: o.metadata!.uid!, stage: o.spec?.stage ?? '', crowd: winners.has(o.metadata!.uid!) }));
+    const hold = holdBurstWinners(starts, this.settling.get(namespace) ?? new Map(), Date.now(), this.o.burstSettleMs ?? BURST_SETTLE_MS);
+    this.settling.set(namespace, hold.settling);
+    if (hold.wakeAt !== undefined) setTimeout(() => this.share(namespace), Math.max(hold.wakeAt - Date.now(), 0) + 1).unref();
     const start = (o: Watched) => attempt(o, 'start', () => this.ensure(o, this.ref(o)));
     // The winners start while the losers are ended: not after them (a burst's newest would wait
     // for every skip). A loser that could not be ended starts, and the Stage's lock supersedes it.
-    await Promise.all([
-      ...unfinished.filter((o) => admitted.has(o.metadata!.uid!) && !losers.has(o.metadata!.uid!)).map(start),
-      this.skipLosers(namespace, starting.filter((o) => losers.has(o.metadata!.uid!)), losers).then((unended) => Promise.all(unended.map(start))),
-    ]);
+    // Nor does the next pass wait for them: a burst's newest held for the rest of the burst starts
+    // when its time comes (skipping keeps the losers out of that pass).
+    const skipped = starting.filter((o) => losers.has(o.metadata!.uid!));
+    if (skipped.length > 0) void this.tracked(namespace, () => this.skipLosers(namespace, skipped, losers).then((unended) => Promise.all(unended.map(start))));
+    await Promise.all(unfinished.filter((o) => admitted.has(o.metadata!.uid!) && !losers.has(o.metadata!.uid!) && !hold.held.has(o.metadata!.uid!) && !this.skipping.has(o.metadata!.uid!)).map(start));
     const message = heldMessage(namespace, limit);
     for (const o of unfinished) {
       if (admitted.has(o.metadata!.uid!) || (o.status?.reason === NAMESPACE_LIMIT_REASON && o.status.phase === 'Waiting')) continue;
@@ -360,7 +380,7 @@ export class ActivationWatcher {
    * activation starting; when they cannot be read, there are no losers: everything starts and the
    * lock supersedes as before.
    */
-  private async burstLosers(namespace: string, starting: Watched[]): Promise<Map<string, { name: string; revision: number }>> {
+  private async burstLosers(namespace: string, starting: Watched[]): Promise<Map<string, { uid: string; name: string; stage: string; revision: number }>> {
     const count = new Map<string, number>();
     for (const o of starting) count.set(o.spec?.stage ?? '', (count.get(o.spec?.stage ?? '') ?? 0) + 1);
     const crowded = [...count].filter(([, n]) => n > 1).map(([stage]) => stage);
@@ -381,28 +401,43 @@ export class ActivationWatcher {
     }
   }
 
+  /**
+   * Tells the Stage's lock that a burst's newest is on its way: an older activation started before
+   * the burst was seen whole then waits at the lock to be superseded by it, instead of taking the
+   * free Stage and running first (bench/burst). Without it (the signal failed) that one runs first.
+   */
+  private async expectAtLock(namespace: string, w: { uid: string; name: string; stage: string; revision: number }): Promise<void> {
+    this.expectSent.add(w.uid);
+    const activation = `${namespace}/${w.name}`;
+    try {
+      this.gate.fence(`expecting ${activation} at its Stage's lock`);
+      await expectStageLock(this.o.client, this.o.taskQueue, namespace, w.stage, { requester: activationWorkflowId({ namespace, name: w.name, uid: w.uid }), revision: w.revision, activation });
+    } catch (err) {
+      if (err instanceof NotLeaderError) this.expectSent.delete(w.uid);
+      else this.log(`telling the lock of ${namespace}/${w.stage} to expect ${w.name}: ${apiMessage(err)}`, { level: 'warn', namespace, activation: w.name, stage: w.stage });
+    }
+  }
+
   /** Ends a burst's losers Skipped, a few at a time; returns those it did not end (they start). */
   private async skipLosers(namespace: string, losers: Watched[], winners: Map<string, { name: string; revision: number }>): Promise<Watched[]> {
     const unended: Watched[] = [];
     // A few at a time: all of a burst's skips at once (a read, a status write and an Event each)
     // would queue the Stage's running activation behind them at the apiserver (bench/burst).
+    for (const o of losers) this.skipping.add(o.metadata!.uid!);
     await forEachLimited(losers, SKIPS_AT_ONCE, async (o) => {
       const ref = this.ref(o);
       try {
         // A previous leader may have started it, and its workflow not written a status yet.
         if ((await this.workflowStatus(activationWorkflowId(ref))) === undefined) {
           this.gate.fence(`superseding ${namespace}/${ref.name}`);
-          if (await skipBeforeStart(this.deps, ref, supersededMessage(namespace, winners.get(ref.uid)!))) {
-            // Final in the cache at once: a pass that runs before the watch brings the write back
-            // must not start it (its winner's start no longer follows the skips, bench/burst).
-            const cached = this.cache.get(ref.uid);
-            if (cached) this.cache.set(ref.uid, { ...cached, status: { ...cached.status, phase: 'Skipped', reason: SUPERSEDED_REASON } });
-            return;
-          }
+          // Ended: it stays among those being skipped until the watch brings the write back (a
+          // stale event may come first), so that no pass starts it meanwhile.
+          if (await skipBeforeStart(this.deps, ref, supersededMessage(namespace, winners.get(ref.uid)!))) return;
         }
       } catch (err) {
         if (!(err instanceof NotLeaderError)) this.log(`superseding ${namespace}/${ref.name}: ${apiMessage(err)}; starting it`, { level: 'warn', ...this.about(o) });
       }
+      this.skipping.delete(ref.uid);
       unended.push(o);
     });
     return unended;
@@ -531,6 +566,7 @@ export class ActivationWatcher {
 
   private async deleted(o: Watched): Promise<void> {
     this.cache.delete(o.metadata!.uid!);
+    this.skipping.delete(o.metadata!.uid!);
     if (this.o.stagesPerNamespace && this.acting(o.metadata!.namespace!)) this.share(o.metadata!.namespace!);
     const workflowId = activationWorkflowId(this.ref(o));
     this.running.delete(workflowId);

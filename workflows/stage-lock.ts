@@ -20,6 +20,7 @@ import {
 } from '@temporalio/workflow';
 import type { LockActivities } from '../activities/lock.js';
 import {
+  expectLockSignal,
   lockGrantedSignal,
   lockStateQuery,
   lockSupersededSignal,
@@ -40,6 +41,13 @@ const { isWorkflowOpen } = proxyActivities<LockActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 5 },
   summary: 'check that the lock holder still runs',
 });
+
+/**
+ * How long an expected request (expectLockSignal) holds older ones back at most: a started
+ * activation asks within a second or two; one that fails before it asks must not keep the Stage
+ * from the others for long.
+ */
+export const EXPECT_MS = 15_000;
 
 /** How often the lock checks that its holder's workflow is still open. */
 export const HOLDER_CHECK_MS = 60_000;
@@ -73,7 +81,7 @@ type Notice = { to: string; granted: true } | { to: string; granted: false; by: 
  */
 setWorkflowOptions(() => (workflowInfo().currentDeploymentVersion?.deploymentName ? { versioningBehavior: 'AUTO_UPGRADE' } : {}), stageLock);
 export async function stageLock(initial: LockState = { waiting: [] }, options: StageLockOptions = {}): Promise<void> {
-  const state: LockState = { holder: initial.holder, waiting: [...initial.waiting] };
+  const state: LockState = { holder: initial.holder, waiting: [...initial.waiting], ...(initial.expected ? { expected: initial.expected } : {}) };
   const outbox: Notice[] = [];
   const superseded = new Map<string, LockRequest>();
   const historyLimit = options.historyLimit ?? DEFAULT_HISTORY_LIMIT;
@@ -87,8 +95,28 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
 
   setHandler(lockStateQuery, () => state);
 
+  /** Whether the first in line waits for an expected newer request (expectLockSignal). */
+  function expecting(): boolean {
+    const e = state.expected;
+    if (e && Date.now() >= e.until) delete state.expected;
+    return state.expected !== undefined && (state.waiting[0]?.revision ?? 0) <= state.expected.revision;
+  }
+
+  /** Whether the Stage goes to the first in line now. */
+  function grantable(): boolean {
+    return !state.holder && state.waiting.length > 0 && !expecting();
+  }
+
+  setHandler(expectLockSignal, (req) => {
+    if (state.holder?.requester === req.requester || state.waiting.some((w) => w.requester === req.requester) || superseded.has(req.requester)) return;
+    if (state.expected && state.expected.revision > req.revision) return;
+    state.expected = { ...req, until: Date.now() + EXPECT_MS };
+  });
+
   /** Queues a request; what the requester itself is to be told goes to `tell`. */
   function request(req: LockRequest, tell: (n: Notice) => void): void {
+    // The expected request came (or one at least as new): the usual rules decide from here.
+    if (state.expected && (state.expected.requester === req.requester || req.revision >= state.expected.revision)) delete state.expected;
     if (state.holder?.requester === req.requester) {
       // The requester asked again (its activity was retried): confirm, do not queue it twice.
       tell({ to: req.requester, granted: true });
@@ -112,7 +140,7 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
   setHandler(requestLockUpdate, (req): LockAnswer => {
     let answer: LockAnswer = { outcome: 'queued' };
     request(req, (n) => (answer = n.granted ? { outcome: 'granted' } : { outcome: 'superseded', by: n.by.activation, revision: n.by.revision }));
-    if (!state.holder && state.waiting[0]?.requester === req.requester) {
+    if (grantable() && state.waiting[0]?.requester === req.requester) {
       grantNext();
       answer = { outcome: 'granted' };
     }
@@ -138,7 +166,7 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
   }
 
   function idle(): boolean {
-    return !state.holder && state.waiting.length === 0 && outbox.length === 0;
+    return !state.holder && state.waiting.length === 0 && outbox.length === 0 && !(state.expected && Date.now() < state.expected.until);
   }
 
   /** Looks at the holder's workflow in the background; the lock keeps answering meanwhile. */
@@ -167,7 +195,7 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
 
   for (;;) {
     await deliver(outbox.splice(0), state);
-    if (!state.holder && state.waiting.length > 0) {
+    if (grantable()) {
       outbox.push({ to: grantNext().requester, granted: true });
       continue;
     }
@@ -185,12 +213,16 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
       if (outbox.length === 0) await continueAsNew<typeof stageLock>(state, options);
       continue;
     }
-    // Wake for a notice to send, a Stage to hand on, a finished check, or the next check's time.
+    // Wake for a notice to send, a Stage to hand on, nothing left to do, a finished check, the
+    // next check's time, or the end of a wait for an expected request.
     const finished = checksFinished;
+    const expected = state.expected;
     const untilCheck = state.holder && !checking ? Math.max(nextCheck - Date.now(), 1) : undefined;
-    const wake = () => outbox.length > 0 || !state.holder || checksFinished !== finished;
-    if (untilCheck === undefined) await condition(wake);
-    else await condition(wake, untilCheck);
+    const untilExpected = expected ? Math.max(expected.until - Date.now(), 1) : undefined;
+    const timeout = untilCheck === undefined ? untilExpected : untilExpected === undefined ? untilCheck : Math.min(untilCheck, untilExpected);
+    const wake = () => outbox.length > 0 || grantable() || idle() || checksFinished !== finished || state.expected !== expected;
+    if (timeout === undefined) await condition(wake);
+    else await condition(wake, timeout);
   }
 }
 

@@ -8,10 +8,10 @@ import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import proto from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import { createLockActivities, type LockActivities } from '../../activities/lock.js';
+import { createLockActivities, expectStageLock, type LockActivities } from '../../activities/lock.js';
 import { pollUntil } from '../../scripts/env/process.js';
 import { lockStateQuery, requestLockSignal, stageLockWorkflowId, type LockState } from '../../shared/activation.js';
-import { HOLDER_CHECK_MS, stageLock } from '../../workflows/stage-lock.js';
+import { EXPECT_MS, HOLDER_CHECK_MS, stageLock } from '../../workflows/stage-lock.js';
 import { createTestActivities } from './support/activities.js';
 import { finishSignal, lockRequester, lockTraffic, requesterQuery } from './support/lock-workflows.js';
 import { testWorkflowBundle, timeSkippingEnv } from './support/temporal.js';
@@ -192,6 +192,36 @@ test('asked as an Update, the lock answers at once: a free Stage granted, a busy
     expect(state.waiting.map((w) => w.requester)).toEqual([`${stage}/r3`]);
   });
   await env.client.workflow.getHandle(lockId).terminate('test done');
+});
+
+test("a burst's newest, expected: an older request on a free Stage is held back and superseded once the newest asks", async () => {
+  const { stage, taskQueue, lockId } = newStage();
+  await withWorker(taskQueue, async () => {
+    // The watcher saw the burst's newest (revision 9) and tells the lock before its workflow asks.
+    await expectStageLock(env.client, taskQueue, namespace, stage, { requester: `${stage}/new`, revision: 9, activation: `${namespace}/new` });
+    // An older activation, started before the burst was seen whole, asks first: it is not granted.
+    const old = await startRequester(taskQueue, stage, 'old', 3);
+    const held = await waitForLock(lockId, waitingAre(old.workflowId), 'the older request queued');
+    expect({ holder: held.holder, expected: held.expected?.requester }).toEqual({ holder: undefined, expected: `${stage}/new` });
+    const newest = await startRequester(taskQueue, stage, 'new', 9);
+    expect(await old.result()).toEqual(expect.objectContaining({ outcome: 'superseded', by: newest.workflowId, byRevision: 9, notices: [`superseded by ${newest.workflowId} (9)`] }));
+    expect(await newest.result()).toEqual(expect.objectContaining({ outcome: 'granted', notices: ['granted'] }));
+  });
+});
+
+test('an expected request that never asks holds an older one back only for EXPECT_MS: then the older one is granted', async () => {
+  const { stage, taskQueue, lockId } = newStage();
+  await withWorker(taskQueue, async () => {
+    await expectStageLock(env.client, taskQueue, namespace, stage, { requester: `${stage}/never`, revision: 9, activation: `${namespace}/never` });
+    const expectedAt = await env.currentTimeMs();
+    const old = await startRequester(taskQueue, stage, 'old', 3);
+    await waitForLock(lockId, waitingAre(old.workflowId), 'the older request queued');
+    // result() lets time skip: the lock's wait for the expected request runs out.
+    const result = await old.result();
+    expect(result).toEqual(expect.objectContaining({ outcome: 'granted', notices: ['granted'] }));
+    expect(result.at - expectedAt).toBeGreaterThanOrEqual(EXPECT_MS);
+    expect(result.at - expectedAt).toBeLessThan(EXPECT_MS + 5_000);
+  });
 });
 
 test('a lock run on a build from before the Update refuses it: the request goes as a signal, answered by one later', async () => {

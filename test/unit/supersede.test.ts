@@ -1,5 +1,5 @@
 /** supersededBeforeStart (decisions/supersede.ts): which activations of a burst never need a workflow. */
-import { supersededBeforeStart, supersededMessage, type KnownStageVersion, type StartCandidate } from '../../decisions/supersede.js';
+import { BURST_SETTLE_MS, holdBurstWinners, supersededBeforeStart, supersededMessage, type KnownStageVersion, type StartCandidate, type StartingNow } from '../../decisions/supersede.js';
 
 /** `name` switching `stage` to `sv`, created at second `at`. */
 const va = (name: string, stage: string, sv: string, at: number): StartCandidate => ({
@@ -44,5 +44,23 @@ describe('supersededBeforeStart', () => {
 
   it("says who superseded it, like the lock's message", () => {
     expect(supersededMessage('team-a', { name: 'to-v3', revision: 3 })).toBe('superseded before it started by the newer activation team-a/to-v3 (revision 3)');
+  });
+});
+
+describe('holdBurstWinners', () => {
+  const T = 1_000_000;
+  const start = (uid: string, stage: string, crowd = false): StartingNow => ({ uid, stage, crowd });
+  it.each<[string, StartingNow[], [string, number][], number, string[], [string, number][], number | undefined]>([
+    ['an activation alone on its Stage never waits', [start('a', 's1')], [], T, [], [], undefined],
+    ["a burst's newest waits for the rest of its burst", [start('w', 's1', true)], [], T, ['w'], [['s1', T + BURST_SETTLE_MS]], T + BURST_SETTLE_MS],
+    ["a newer one arriving meanwhile waits out the same time, not a new one", [start('w2', 's1', true)], [['s1', T + 100]], T, ['w2'], [['s1', T + 100]], T + 100],
+    ['while its Stage waits, a lone candidate waits too (the losers before it are being skipped)', [start('w', 's1')], [['s1', T + 100]], T, ['w'], [['s1', T + 100]], T + 100],
+    ['its time come, the newest starts and the wait is over', [start('w', 's1')], [['s1', T]], T, [], [], undefined],
+    ['its time come, a crowd starts at once too (no second wait in a row)', [start('w', 's1', true)], [['s1', T - 5]], T, [], [], undefined],
+    ['Stages apart: only the crowded one waits', [start('w', 's1', true), start('b', 's2')], [], T, ['w'], [['s1', T + BURST_SETTLE_MS]], T + BURST_SETTLE_MS],
+    ['a wait of a Stage with nothing left to start is forgotten once over', [], [['s1', T - 1], ['s2', T + 50]], T, [], [['s2', T + 50]], undefined],
+  ])('%s', (_n, starts, settling, now, held, next, wakeAt) => {
+    const r = holdBurstWinners(starts, new Map(settling), now);
+    expect({ held: [...r.held].sort(), settling: [...r.settling], wakeAt: r.wakeAt }).toEqual({ held, settling: next, wakeAt });
   });
 });

@@ -46,16 +46,27 @@ export async function holdActivation(deps: CoreDeps, ref: ActivationRef, message
 
 /**
  * Ends an activation that has no workflow yet as Skipped/Superseded (decisions/supersede.ts), with
- * its Events; conditional on the resourceVersion read, like the hold. True when the activation is
+ * its Events; conditional on the resourceVersion read (or, for one without any status yet, the
+ * one the watcher saw), like the hold. True when the activation is
  * final now (this write, or an earlier one: it must not start); false when it is gone, has a
  * workflow, or changed since the read (it starts, and its workflow decides).
  */
-export async function skipBeforeStart(deps: CoreDeps, ref: ActivationRef, message: string): Promise<boolean> {
+export async function skipBeforeStart(deps: CoreDeps, ref: ActivationRef, message: string, seen?: CustomObject): Promise<boolean> {
+  // A burst's loser the watcher saw a moment ago without any status is written over as seen, one
+  // read less per loser; had anything written it since, the write conflicts and it is read.
+  const fresh = seen && seen.metadata.uid === ref.uid && seen.status === undefined ? seen : undefined;
+  if (fresh && (await writeOver(deps, ref, fresh, 'Skipped', SUPERSEDED_REASON, message, { completionTime: kubeTime() }))) return skipped(deps, ref, fresh, message);
   const va = await readSame(deps, ref);
   if (!va) return false;
   const before = (va.status ?? {}) as StatusView;
   if (isFinal(before.phase)) return true;
   if (va.status?.workflowId || !(await writeOver(deps, ref, va, 'Skipped', SUPERSEDED_REASON, message, { completionTime: kubeTime() }))) return false;
+  return skipped(deps, ref, va, message);
+}
+
+/** What follows a skip that was written: its Events and the phase metric. */
+function skipped(deps: CoreDeps, ref: ActivationRef, va: CustomObject, message: string): true {
+  const before = (va.status ?? {}) as StatusView;
   const facts = { name: ref.name, stage: va.spec.stage, stageVersion: va.spec.stageVersion };
   sendEvents(deps.event, ref.namespace, activationEvents(facts, before, { phase: 'Skipped', reason: SUPERSEDED_REASON, message }), { [`VectorActivation/${ref.name}`]: ref.uid }, deps.log);
   recordActivationPhase(va, 'Skipped', reasonOf(SUPERSEDED_REASON));

@@ -20,6 +20,7 @@ import { requestEvent } from '../decisions/events.js';
 import { recordEvents } from '../k8s/events.js';
 import { apiMessage, k8s } from '../k8s/client.js';
 import { KindCache } from '../k8s/kind-cache.js';
+import type { CustomObject } from '../k8s/custom-objects.js';
 import { LeaderGate, NotLeaderError, type Leadership } from '../k8s/leader-election.js';
 import { kubeTime } from '../shared/format.js';
 import { forEachLimited } from '../shared/pool.js';
@@ -432,7 +433,7 @@ export class ActivationWatcher {
           this.gate.fence(`superseding ${namespace}/${ref.name}`);
           // Ended: it stays among those being skipped until the watch brings the write back (a
           // stale event may come first), so that no pass starts it meanwhile.
-          if (await skipBeforeStart(this.deps, ref, supersededMessage(namespace, winners.get(ref.uid)!))) return;
+          if (await skipBeforeStart(this.deps, ref, supersededMessage(namespace, winners.get(ref.uid)!), o as CustomObject)) return;
         }
       } catch (err) {
         if (!(err instanceof NotLeaderError)) this.log(`superseding ${namespace}/${ref.name}: ${apiMessage(err)}; starting it`, { level: 'warn', ...this.about(o) });

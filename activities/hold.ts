@@ -2,8 +2,9 @@
  * What the watcher writes on activations that have no workflow yet: held back by the namespace's
  * Stage limit (decisions/fair-share.ts: phase Waiting, reason NamespaceLimit, so `kubectl get va`
  * says why it has not started), or superseded before it started (decisions/supersede.ts). Each
- * write is conditional on the resourceVersion it read, so it never lands over a status a workflow
- * wrote meanwhile. Repeating it changes nothing.
+ * write is conditional on the resourceVersion it read (a skip of one without any status: the one
+ * the watcher saw), so it never lands over a status a workflow wrote meanwhile. Repeating it
+ * changes nothing.
  */
 import { isFinal, reasonOf } from '../decisions/activation.js';
 import { activationEvents, type StatusView } from '../decisions/events.js';

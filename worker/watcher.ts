@@ -337,7 +337,8 @@ export class ActivationWatcher {
         name: o.metadata!.name!,
         stage: o.spec?.stage ?? '',
         created: new Date(o.metadata!.creationTimestamp ?? 0).toISOString(),
-        started: this.running.has(activationWorkflowId(this.ref(o))) || Boolean(o.status?.workflowId),
+        // A burst's newest held for the rest of its burst keeps the place its Stage was admitted to.
+        started: this.running.has(activationWorkflowId(this.ref(o))) || Boolean(o.status?.workflowId) || Boolean(this.settling.get(namespace)?.has(o.spec?.stage ?? '')),
       })),
       limit,
     );

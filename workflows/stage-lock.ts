@@ -13,6 +13,7 @@ import {
   continueAsNew,
   getExternalWorkflowHandle,
   log,
+  patched,
   proxyActivities,
   setHandler,
   setWorkflowOptions,
@@ -95,10 +96,14 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
 
   setHandler(lockStateQuery, () => state);
 
+  /** Forgets an expected request whose time is up. */
+  function lapse(): void {
+    if (state.expected && Date.now() >= state.expected.until) delete state.expected;
+  }
+
   /** Whether the first in line waits for an expected newer request (expectLockSignal). */
   function expecting(): boolean {
-    const e = state.expected;
-    if (e && Date.now() >= e.until) delete state.expected;
+    lapse();
     return state.expected !== undefined && (state.waiting[0]?.revision ?? 0) <= state.expected.revision;
   }
 
@@ -108,15 +113,20 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
   }
 
   setHandler(expectLockSignal, (req) => {
+    // A lock build from before the signal ignored it: its histories must replay so, and a lock
+    // that moved to this build must not start withholding grants in the middle of one.
+    if (!patched('expect-lock')) return;
+    lapse();
     if (state.holder?.requester === req.requester || state.waiting.some((w) => w.requester === req.requester) || superseded.has(req.requester)) return;
-    if (state.expected && state.expected.revision > req.revision) return;
+    // Told again (a new leader, a restart): the wait keeps its end, so it is bounded by EXPECT_MS.
+    if (state.expected && (state.expected.requester === req.requester || state.expected.revision > req.revision)) return;
     state.expected = { ...req, until: Date.now() + EXPECT_MS };
   });
 
   /** Queues a request; what the requester itself is to be told goes to `tell`. */
   function request(req: LockRequest, tell: (n: Notice) => void): void {
-    // The expected request came (or one at least as new): the usual rules decide from here.
-    if (state.expected && (state.expected.requester === req.requester || req.revision >= state.expected.revision)) delete state.expected;
+    // The expected request came: the usual rules decide from here.
+    if (state.expected?.requester === req.requester) delete state.expected;
     if (state.holder?.requester === req.requester) {
       // The requester asked again (its activity was retried): confirm, do not queue it twice.
       tell({ to: req.requester, granted: true });
@@ -131,6 +141,8 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
     // Equal revisions: the later request wins, as a later kubectl apply would.
     for (const older of state.waiting) supersede(older, req);
     state.waiting = [req];
+    // Queued, and at least as new as the one expected: no older request is left to hold back.
+    if (state.expected && req.revision >= state.expected.revision) delete state.expected;
   }
 
   setHandler(requestLockSignal, (req) => request(req, (n) => outbox.push(n)));
@@ -195,6 +207,7 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
 
   for (;;) {
     await deliver(outbox.splice(0), state);
+    lapse();
     if (grantable()) {
       outbox.push({ to: grantNext().requester, granted: true });
       continue;

@@ -7,7 +7,9 @@
  * superseded while waiting, the Stage lock that served them, and a lock that got a burst of ten
  * requests in one workflow task. Also one activation recorded from commit 4d3d12c with
  * scripts/record-history.ts: it waited behind another, then took the Lease and read the Stage in
- * two local activities where today's code takes one (takeStage). Stored as the History message's
+ * two local activities where today's code takes one (takeStage). And a Stage lock recorded from
+ * commit 1785a3b, a build without the expectLock signal, that got one while the Stage was held and
+ * granted an older request right after the release (today's lock would have held it back). Stored as the History message's
  * protobufjs object form (`History.toObject`, longs, enums and bytes as strings), which
  * `fromObject` reads back byte for byte.
  */
@@ -22,7 +24,7 @@ const dir = fileURLToPath(new URL('../fixtures/histories/', import.meta.url));
 const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
 
 it('has the recorded histories', () => {
-  expect(files.sort()).toEqual(['activation-succeeded.json', 'activation-superseded.json', 'activation-waited-4d3d12c.json', 'stage-lock-burst.json', 'stage-lock.json']);
+  expect(files.sort()).toEqual(['activation-succeeded.json', 'activation-superseded.json', 'activation-waited-4d3d12c.json', 'stage-lock-burst.json', 'stage-lock-expect-ignored-1785a3b.json', 'stage-lock.json']);
 });
 
 it.each(files)('%s replays on the current workflow code', async (file) => {

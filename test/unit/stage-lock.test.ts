@@ -224,6 +224,25 @@ test('an expected request that never asks holds an older one back only for EXPEC
   });
 });
 
+test('an expectation that runs out while the Stage is held costs the lock one timer, and the holder keeps the Stage', async () => {
+  const { stage, taskQueue, lockId } = newStage();
+  await withWorker(taskQueue, async () => {
+    const holder = await startRequester(taskQueue, stage, 'holder', 1, true);
+    await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
+    // Told while the Stage is held; the newest never asks (deleted before it started, say).
+    await expectStageLock(env.client, taskQueue, namespace, stage, { requester: `${stage}/never`, revision: 9, activation: `${namespace}/never` });
+    await waitForLock(lockId, (s) => s.expected?.requester === `${stage}/never`, 'the lock expects it');
+    await env.sleep(EXPECT_MS + 10_000); // well before the holder check (HOLDER_CHECK_MS)
+    const state = await waitForLock(lockId, (s) => s.expected === undefined, 'the expectation forgotten');
+    expect(state.holder?.requester).toBe(holder.workflowId);
+    // A lapsed expectation once set a 1 ms timer on every turn of the loop until the release.
+    const timers = ((await env.client.workflow.getHandle(lockId).fetchHistory()).events ?? []).filter((e) => e.eventType === events.EVENT_TYPE_TIMER_STARTED).length;
+    expect(timers).toBeLessThanOrEqual(3);
+    await holder.signal(finishSignal);
+    expect(await holder.result()).toEqual(expect.objectContaining({ outcome: 'granted', notices: ['granted'] }));
+  });
+});
+
 test('a lock run on a build from before the Update refuses it: the request goes as a signal, answered by one later', async () => {
   const { stage, taskQueue, lockId } = newStage();
   const { askStageLock } = createLockActivities(env.client, taskQueue);

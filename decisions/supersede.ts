@@ -19,6 +19,16 @@ export interface StartCandidate {
   stageVersion: string;
   /** metadata.creationTimestamp (RFC 3339, so it sorts as text). */
   created: string;
+  /**
+   * Started a moment ago and not yet past validation (supersedableOnceStarted): it takes part, but
+   * as a loser it is not skipped (its workflow runs); the lock, told to expect the winner, holds it.
+   */
+  started?: boolean;
+}
+
+/** Whether a started activation still takes part in a burst: its status says nothing past Pending. */
+export function supersedableOnceStarted(phase: string | undefined): boolean {
+  return phase === undefined || phase === 'Pending';
 }
 
 export interface KnownStageVersion {
@@ -40,7 +50,8 @@ export function supersededBeforeStart(
   }
   const superseded = new Map<string, StartCandidate & { revision: number }>();
   for (const group of byStage.values()) {
-    if (group.length < 2) continue;
+    // Started ones alone are the lock's: a burst is decided when something new is to start.
+    if (group.length < 2 || group.every((c) => c.started)) continue;
     const newest = group.reduce((w, c) => (newer(c, w) ? c : w));
     for (const c of group) if (c !== newest) superseded.set(c.uid, newest);
   }

@@ -19,16 +19,6 @@ export interface StartCandidate {
   stageVersion: string;
   /** metadata.creationTimestamp (RFC 3339, so it sorts as text). */
   created: string;
-  /**
-   * Started a moment ago and not yet past validation (supersedableOnceStarted): it takes part, but
-   * as a loser it is not skipped (its workflow runs); the lock, told to expect the winner, holds it.
-   */
-  started?: boolean;
-}
-
-/** Whether a started activation still takes part in a burst: its status says nothing past Pending. */
-export function supersedableOnceStarted(phase: string | undefined): boolean {
-  return phase === undefined || phase === 'Pending';
 }
 
 export interface KnownStageVersion {
@@ -50,8 +40,7 @@ export function supersededBeforeStart(
   }
   const superseded = new Map<string, StartCandidate & { revision: number }>();
   for (const group of byStage.values()) {
-    // Started ones alone are the lock's: a burst is decided when something new is to start.
-    if (group.length < 2 || group.every((c) => c.started)) continue;
+    if (group.length < 2) continue;
     const newest = group.reduce((w, c) => (newer(c, w) ? c : w));
     for (const c of group) if (c !== newest) superseded.set(c.uid, newest);
   }

@@ -12,7 +12,7 @@ import { closeOutActivation } from '../activities/close-out.js';
 import { holdActivation, skipBeforeStart } from '../activities/hold.js';
 import { expectStageLock } from '../activities/lock.js';
 import { fairShare, heldMessage, NAMESPACE_LIMIT_REASON } from '../decisions/fair-share.js';
-import { BURST_SETTLE_MS, holdBurstWinners, supersedableOnceStarted, supersededBeforeStart, supersededMessage } from '../decisions/supersede.js';
+import { BURST_SETTLE_MS, holdBurstWinners, supersededBeforeStart, supersededMessage } from '../decisions/supersede.js';
 import { coreDeps, type CoreDeps } from '../activities/deps.js';
 import { closedWorkflowEnding, watcherActions, type WatcherAction } from '../decisions/watcher.js';
 import { isFinal, type RequestAction } from '../decisions/activation.js';
@@ -348,10 +348,7 @@ export class ActivationWatcher {
         .catch((err: unknown) => err instanceof NotLeaderError || this.log(`VectorActivation ${namespace}/${o.metadata!.name}: ${what}: ${apiMessage(err)}`, { level: 'warn', ...this.about(o) }));
     for (const set of [this.expectSent, this.skipping]) for (const uid of set) if (!this.cache.has(uid) || isFinal(this.cache.get(uid)!.status?.phase)) set.delete(uid);
     const starting = unfinished.filter((o) => admitted.has(o.metadata!.uid!) && !this.running.has(activationWorkflowId(this.ref(o))) && !o.status?.workflowId && !this.skipping.has(o.metadata!.uid!));
-    // Started a moment ago, not yet past validation: a newer one starting now is their burst's too.
-    const startingNow = new Set(starting);
-    const early = unfinished.filter((o) => admitted.has(o.metadata!.uid!) && !startingNow.has(o) && !this.skipping.has(o.metadata!.uid!) && supersedableOnceStarted(o.status?.phase));
-    const losers = await this.burstLosers(namespace, starting, early);
+    const losers = await this.burstLosers(namespace, starting);
     // A burst's newest: its lock expects it (an older one started already waits for it there), and
     // it waits a moment for the rest of its burst (decisions/supersede.ts).
     const winners = new Map([...losers.values()].map((w) => [w.uid, w]));
@@ -379,27 +376,24 @@ export class ActivationWatcher {
   }
 
   /**
-   * A burst on one Stage: of the activations about to start and those started a moment ago
-   * (`early`), only the newest gets a workflow; the others (the losers: uid → the one that
-   * supersedes it) end Skipped/Superseded without one (decisions/supersede.ts; skipLosers ends
-   * them), or, started already, are held at the lock that expects the newest. Reads the Stage and
-   * StageVersions only when a Stage has more than one such activation and one of them is starting;
-   * when they cannot be read, there are no losers: everything starts and the lock supersedes as before.
+   * A burst on one Stage: of the activations about to start, only the newest gets a workflow; the
+   * others (the losers: uid → the one that supersedes it) end Skipped/Superseded without one
+   * (decisions/supersede.ts; skipLosers ends them). Reads the Stage and StageVersions only when a Stage has more than one
+   * activation starting; when they cannot be read, there are no losers: everything starts and the
+   * lock supersedes as before.
    */
-  private async burstLosers(namespace: string, starting: Watched[], early: Watched[]): Promise<Map<string, { uid: string; name: string; stage: string; revision: number }>> {
+  private async burstLosers(namespace: string, starting: Watched[]): Promise<Map<string, { uid: string; name: string; stage: string; revision: number }>> {
     const count = new Map<string, number>();
-    for (const o of [...starting, ...early]) count.set(o.spec?.stage ?? '', (count.get(o.spec?.stage ?? '') ?? 0) + 1);
-    const startingOn = new Set(starting.map((o) => o.spec?.stage ?? ''));
-    const crowded = [...count].filter(([stage, n]) => n > 1 && startingOn.has(stage)).map(([stage]) => stage);
+    for (const o of starting) count.set(o.spec?.stage ?? '', (count.get(o.spec?.stage ?? '') ?? 0) + 1);
+    const crowded = [...count].filter(([, n]) => n > 1).map(([stage]) => stage);
     if (crowded.length === 0) return new Map();
     try {
       const [stages, stageVersions] = await Promise.all([
         Promise.all(crowded.map((stage) => this.deps.objects.get('Stage', namespace, stage))),
         this.deps.objects.list('StageVersion', namespace),
       ]);
-      const candidate = (o: Watched, started: boolean) => ({ uid: o.metadata!.uid!, name: o.metadata!.name!, stage: o.spec?.stage ?? '', stageVersion: o.spec?.stageVersion ?? '', created: new Date(o.metadata!.creationTimestamp ?? 0).toISOString(), started });
       return supersededBeforeStart(
-        [...starting.map((o) => candidate(o, false)), ...early.map((o) => candidate(o, true))],
+        starting.map((o) => ({ uid: o.metadata!.uid!, name: o.metadata!.name!, stage: o.spec?.stage ?? '', stageVersion: o.spec?.stageVersion ?? '', created: new Date(o.metadata!.creationTimestamp ?? 0).toISOString() })),
         new Set(stages.flatMap((st) => (st && !st.metadata.deletionTimestamp ? [st.metadata.name] : []))),
         new Map(stageVersions.map((sv) => [sv.metadata.name, { stage: sv.spec?.stage, revision: sv.spec?.revision }])),
       );

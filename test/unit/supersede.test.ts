@@ -1,5 +1,5 @@
 /** supersededBeforeStart (decisions/supersede.ts): which activations of a burst never need a workflow. */
-import { BURST_SETTLE_MS, holdBurstWinners, supersedableOnceStarted, supersededBeforeStart, supersededMessage, type KnownStageVersion, type StartCandidate, type StartingNow } from '../../decisions/supersede.js';
+import { BURST_SETTLE_MS, holdBurstWinners, supersededBeforeStart, supersededMessage, type KnownStageVersion, type StartCandidate, type StartingNow } from '../../decisions/supersede.js';
 
 /** `name` switching `stage` to `sv`, created at second `at`. */
 const va = (name: string, stage: string, sv: string, at: number): StartCandidate => ({
@@ -9,7 +9,6 @@ const va = (name: string, stage: string, sv: string, at: number): StartCandidate
   stageVersion: sv,
   created: `2026-11-30T10:00:${String(at).padStart(2, '0')}Z`,
 });
-const started = (c: StartCandidate): StartCandidate => ({ ...c, started: true });
 const svs = new Map<string, KnownStageVersion>([
   ['s1-v1', { stage: 's1', revision: 1 }],
   ['s1-v2', { stage: 's1', revision: 2 }],
@@ -32,9 +31,6 @@ describe('supersededBeforeStart', () => {
     ["a StageVersion of another Stage takes no part, however high its revision", [va('ok', 's1', 's1-v1', 1), va('wrong', 's1', 's2-v2', 2), va('ok2', 's1', 's1-v2', 3)], both, { ok: 'ok2' }],
     ['no such Stage: nobody is superseded (every workflow fails and says so)', [va('a', 's3', 's1-v1', 1), va('b', 's3', 's1-v2', 2)], both, {}],
     ['a Stage that is gone: nobody is superseded', [va('a', 's1', 's1-v1', 1), va('b', 's1', 's1-v2', 2)], new Set(['s2']), {}],
-    ['a burst seen in pieces: one started a moment ago loses to a newer one starting now', [started(va('early', 's1', 's1-v1', 1)), va('late', 's1', 's1-v3', 2)], both, { early: 'late' }],
-    ['a started one that is newer wins over those starting now', [started(va('early', 's1', 's1-v3', 1)), va('late', 's1', 's1-v2', 2)], both, { late: 'early' }],
-    ['started ones alone are left to the lock', [started(va('a', 's1', 's1-v1', 1)), started(va('b', 's1', 's1-v2', 2)), va('c', 's2', 's2-v1', 3)], both, {}],
   ])('%s', (_n, candidates, stages, expected) => {
     expect(outcome(supersededBeforeStart(candidates, stages, svs))).toEqual(expected);
   });
@@ -44,16 +40,6 @@ describe('supersededBeforeStart', () => {
     const expected = { a: 'd', b: 'd', c: 'd' };
     expect(outcome(supersededBeforeStart(burst, both, svs))).toEqual(expected);
     expect(outcome(supersededBeforeStart([...burst].reverse(), both, svs))).toEqual(expected);
-  });
-
-  it.each<[string | undefined, boolean]>([
-    [undefined, true],
-    ['Pending', true],
-    ['Waiting', false],
-    ['InProgress', false],
-    ['Failed', false],
-  ])('a started activation whose status says %s takes part in a burst: %s', (phase, expected) => {
-    expect(supersedableOnceStarted(phase)).toBe(expected);
   });
 
   it("says who superseded it, like the lock's message", () => {

@@ -1,7 +1,8 @@
 /**
  * A burst of activations on one Stage: at no instant are two InProgress (checked on every status
  * change by a watch), the newest ends active, and the older ones are Skipped rather than run. A
- * burst the watcher sees whole costs one workflow: the older ones end before they start.
+ * burst the watcher sees whole costs one workflow: the older ones end before they start; so does
+ * one that arrives in two pieces while the newest of the first waits for the rest of its burst.
  */
 import { GROUP, VERSION } from '../api/group.js';
 import { resumingWatch } from './support/watch.js';
@@ -107,6 +108,45 @@ it('a burst the watcher sees at once gets one workflow: the older activations en
       const describe = b.client.workflow.getHandle(activationWorkflowId({ namespace: b.ns, name: `cold-to-${r}`, uid: va!.metadata.uid! })).describe();
       await expect(describe).rejects.toBeInstanceOf(WorkflowNotFoundError);
     }
+  } finally {
+    await b.stop();
+  }
+});
+
+it('a burst that arrives in two pieces runs once: the newest of the first piece waits for the rest, and the later newest supersedes it before it starts', async () => {
+  // The wait for the rest of a burst is 250 ms by default; long here, so that the second piece
+  // surely arrives within it on a busy machine.
+  const b = await startTestSystem('burst-pieces', { burstSettleMs: 5_000, watcher: false });
+  try {
+    await seedStage(b, 'warm', [1, 2, 3, 4], { stageVersionHistoryLimit: 4 });
+    await seedRoutes(b, 'warm', 1);
+    await seedActive(b, 'warm', 1);
+    await seedPlan(b, 'warm');
+    const ran = new Set<string>();
+    const watch = await resumingWatch(b.kc, `/apis/${GROUP}/${VERSION}/namespaces/${b.ns}/vectoractivations`, (_type, o) => {
+      if (o.status?.phase === 'InProgress') ran.add(o.metadata.name);
+    });
+    try {
+      // The first piece, seen whole (the watcher starts after it): the older of the two ends
+      // Skipped at once, the newer waits for the rest of its burst.
+      await activate(b, 'warm-to-2', 'warm', 2);
+      await activate(b, 'warm-to-3', 'warm', 3);
+      await b.watcher.start();
+      await waitFor(b, 'VectorActivation', 'warm-to-2', phaseIs('Skipped'));
+      // The second piece, while warm-to-3 waits for the rest of its burst.
+      await activate(b, 'warm-to-4', 'warm', 4);
+      await waitFor(b, 'VectorActivation', 'warm-to-4', phaseIs('Succeeded'));
+    } finally {
+      watch.stop();
+    }
+    const third = await b.objects.get('VectorActivation', b.ns, 'warm-to-3');
+    expect({ phase: third?.status.phase, message: third?.status.message, workflowId: third?.status.workflowId }).toEqual({
+      phase: 'Skipped',
+      message: `superseded before it started by the newer activation ${b.ns}/warm-to-4 (revision 4)`,
+      workflowId: undefined,
+    });
+    expect([...ran]).toEqual(['warm-to-4']);
+    expect((await routes(b, 'warm')).api).toEqual(['mirror-sink:0', 'warm-shop-v4:100']);
   } finally {
     await b.stop();
   }

@@ -45,6 +45,8 @@ export interface SystemOptions {
   stagesPerNamespace?: number;
   /** How often a waiting activation asks its Stage's lock again (tests shorten it). */
   lockAskAgainSeconds?: number;
+  /** How long a burst's newest waits for the rest of its burst (decisions/supersede.ts; tests lengthen it). */
+  burstSettleMs?: number;
   /** The watcher's and Stage controller's log (default: the project's logger, telemetry/log.ts). */
   log?: LogFn;
 }
@@ -91,6 +93,7 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
     ...(o.watcherCheckIntervalMs ? { checkIntervalMs: o.watcherCheckIntervalMs } : {}),
     ...(o.lockAskAgainSeconds ? { lockAskAgainSeconds: o.lockAskAgainSeconds } : {}),
     ...(o.stagesPerNamespace ? { stagesPerNamespace: o.stagesPerNamespace } : {}),
+    ...(o.burstSettleMs !== undefined ? { burstSettleMs: o.burstSettleMs } : {}),
     ...(o.log ? { log: o.log } : {}),
     ...(o.watcherLeadership ? { leadership: o.watcherLeadership } : {}),
   });

@@ -56,17 +56,16 @@ export async function skipBeforeStart(deps: CoreDeps, ref: ActivationRef, messag
   // A burst's loser the watcher saw a moment ago without any status is written over as seen, one
   // read less per loser; had anything written it since, the write conflicts and it is read.
   const fresh = seen && seen.metadata.uid === ref.uid && seen.status === undefined ? seen : undefined;
-  if (fresh && (await writeOver(deps, ref, fresh, 'Skipped', SUPERSEDED_REASON, message, { completionTime: kubeTime() }))) return skipped(deps, ref, fresh, message);
+  if (fresh && (await skipOver(deps, ref, fresh, message))) return true;
   const va = await readSame(deps, ref);
   if (!va) return false;
-  const before = (va.status ?? {}) as StatusView;
-  if (isFinal(before.phase)) return true;
-  if (va.status?.workflowId || !(await writeOver(deps, ref, va, 'Skipped', SUPERSEDED_REASON, message, { completionTime: kubeTime() }))) return false;
-  return skipped(deps, ref, va, message);
+  if (isFinal(va.status?.phase)) return true;
+  return !va.status?.workflowId && skipOver(deps, ref, va, message);
 }
 
-/** What follows a skip that was written: its Events and the phase metric. */
-function skipped(deps: CoreDeps, ref: ActivationRef, va: CustomObject, message: string): true {
+/** Writes Skipped over `va` (its resourceVersion) and, when written, its Events and the phase metric. */
+async function skipOver(deps: CoreDeps, ref: ActivationRef, va: CustomObject, message: string): Promise<boolean> {
+  if (!(await writeOver(deps, ref, va, 'Skipped', SUPERSEDED_REASON, message, { completionTime: kubeTime() }))) return false;
   const before = (va.status ?? {}) as StatusView;
   const facts = { name: ref.name, stage: va.spec.stage, stageVersion: va.spec.stageVersion };
   sendEvents(deps.event, ref.namespace, activationEvents(facts, before, { phase: 'Skipped', reason: SUPERSEDED_REASON, message }), { [`VectorActivation/${ref.name}`]: ref.uid }, deps.log);

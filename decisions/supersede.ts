@@ -26,19 +26,22 @@ export interface KnownStageVersion {
   revision: number;
 }
 
+/** A candidate that supersedes others, with its StageVersion's revision. */
+export type Superseder = StartCandidate & { revision: number };
+
 /** Of activations about to start, those superseded (uid → the one that supersedes it). */
 export function supersededBeforeStart(
   candidates: readonly StartCandidate[],
   stages: ReadonlySet<string>,
   stageVersions: ReadonlyMap<string, KnownStageVersion>,
-): Map<string, StartCandidate & { revision: number }> {
-  const byStage = new Map<string, (StartCandidate & { revision: number })[]>();
+): Map<string, Superseder> {
+  const byStage = new Map<string, Superseder[]>();
   for (const c of candidates) {
     const sv = stageVersions.get(c.stageVersion);
     if (!stages.has(c.stage) || !sv || sv.stage !== c.stage) continue;
     byStage.set(c.stage, [...(byStage.get(c.stage) ?? []), { ...c, revision: sv.revision }]);
   }
-  const superseded = new Map<string, StartCandidate & { revision: number }>();
+  const superseded = new Map<string, Superseder>();
   for (const group of byStage.values()) {
     if (group.length < 2) continue;
     const newest = group.reduce((w, c) => (newer(c, w) ? c : w));
@@ -48,7 +51,7 @@ export function supersededBeforeStart(
 }
 
 /** a after b in the lock's order: revision, then creation time, then name (creation times have one-second resolution). */
-function newer(a: StartCandidate & { revision: number }, b: StartCandidate & { revision: number }): boolean {
+function newer(a: Superseder, b: Superseder): boolean {
   if (a.revision !== b.revision) return a.revision > b.revision;
   if (a.created !== b.created) return a.created > b.created;
   return a.name > b.name;

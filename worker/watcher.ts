@@ -12,7 +12,7 @@ import { closeOutActivation } from '../activities/close-out.js';
 import { holdActivation, skipBeforeStart } from '../activities/hold.js';
 import { expectStageLock } from '../activities/lock.js';
 import { fairShare, heldMessage, NAMESPACE_LIMIT_REASON } from '../decisions/fair-share.js';
-import { BURST_SETTLE_MS, holdBurstWinners, supersededBeforeStart, supersededMessage } from '../decisions/supersede.js';
+import { BURST_SETTLE_MS, holdBurstWinners, supersededBeforeStart, supersededMessage, type Superseder } from '../decisions/supersede.js';
 import { coreDeps, type CoreDeps } from '../activities/deps.js';
 import { closedWorkflowEnding, watcherActions, type WatcherAction } from '../decisions/watcher.js';
 import { isFinal, type RequestAction } from '../decisions/activation.js';
@@ -261,7 +261,6 @@ export class ActivationWatcher {
 
   private observe(o: Watched, startedAt: number): void {
     observeEventLag('watcher', 'VectorActivation', o, startedAt);
-    if (isFinal(o.status?.phase)) this.skipping.delete(o.metadata!.uid!);
     this.cache.set(o.metadata!.uid!, o);
     void this.reconcile(o);
     // An activation that ended may free a place for a held one.
@@ -346,6 +345,7 @@ export class ActivationWatcher {
       Promise.resolve()
         .then(work)
         .catch((err: unknown) => err instanceof NotLeaderError || this.log(`VectorActivation ${namespace}/${o.metadata!.name}: ${what}: ${apiMessage(err)}`, { level: 'warn', ...this.about(o) }));
+    // Both hold an activation until it is final or gone, as the cache says (the watch brought the skip back).
     for (const set of [this.expectSent, this.skipping]) for (const uid of set) if (!this.cache.has(uid) || isFinal(this.cache.get(uid)!.status?.phase)) set.delete(uid);
     const starting = unfinished.filter((o) => admitted.has(o.metadata!.uid!) && !this.running.has(activationWorkflowId(this.ref(o))) && !o.status?.workflowId && !this.skipping.has(o.metadata!.uid!));
     const losers = await this.burstLosers(namespace, starting);
@@ -382,7 +382,7 @@ export class ActivationWatcher {
    * activation starting; when they cannot be read, there are no losers: everything starts and the
    * lock supersedes as before.
    */
-  private async burstLosers(namespace: string, starting: Watched[]): Promise<Map<string, { uid: string; name: string; stage: string; revision: number }>> {
+  private async burstLosers(namespace: string, starting: Watched[]): Promise<Map<string, Superseder>> {
     const count = new Map<string, number>();
     for (const o of starting) count.set(o.spec?.stage ?? '', (count.get(o.spec?.stage ?? '') ?? 0) + 1);
     const crowded = [...count].filter(([, n]) => n > 1).map(([stage]) => stage);
@@ -408,7 +408,7 @@ export class ActivationWatcher {
    * the burst was seen whole then waits at the lock to be superseded by it, instead of taking the
    * free Stage and running first (bench/burst). Without it (the signal failed) that one runs first.
    */
-  private async expectAtLock(namespace: string, w: { uid: string; name: string; stage: string; revision: number }): Promise<void> {
+  private async expectAtLock(namespace: string, w: Superseder): Promise<void> {
     this.expectSent.add(w.uid);
     const activation = `${namespace}/${w.name}`;
     try {
@@ -421,7 +421,7 @@ export class ActivationWatcher {
   }
 
   /** Ends a burst's losers Skipped, a few at a time; returns those it did not end (they start). */
-  private async skipLosers(namespace: string, losers: Watched[], winners: Map<string, { name: string; revision: number }>): Promise<Watched[]> {
+  private async skipLosers(namespace: string, losers: Watched[], winners: Map<string, Superseder>): Promise<Watched[]> {
     const unended: Watched[] = [];
     // A few at a time: all of a burst's skips at once (a read, a status write and an Event each)
     // would queue the Stage's running activation behind them at the apiserver (bench/burst).
@@ -568,7 +568,6 @@ export class ActivationWatcher {
 
   private async deleted(o: Watched): Promise<void> {
     this.cache.delete(o.metadata!.uid!);
-    this.skipping.delete(o.metadata!.uid!);
     if (this.o.stagesPerNamespace && this.acting(o.metadata!.namespace!)) this.share(o.metadata!.namespace!);
     const workflowId = activationWorkflowId(this.ref(o));
     this.running.delete(workflowId);

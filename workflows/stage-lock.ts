@@ -178,7 +178,8 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
   }
 
   function idle(): boolean {
-    return !state.holder && state.waiting.length === 0 && outbox.length === 0 && !(state.expected && Date.now() < state.expected.until);
+    lapse();
+    return !state.holder && state.waiting.length === 0 && outbox.length === 0 && !state.expected;
   }
 
   /** Looks at the holder's workflow in the background; the lock keeps answering meanwhile. */
@@ -232,7 +233,8 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
     const expected = state.expected;
     const untilCheck = state.holder && !checking ? Math.max(nextCheck - Date.now(), 1) : undefined;
     const untilExpected = expected ? Math.max(expected.until - Date.now(), 1) : undefined;
-    const timeout = untilCheck === undefined ? untilExpected : untilExpected === undefined ? untilCheck : Math.min(untilCheck, untilExpected);
+    const timeouts = [untilCheck, untilExpected].filter((t) => t !== undefined);
+    const timeout = timeouts.length > 0 ? Math.min(...timeouts) : undefined;
     const wake = () => outbox.length > 0 || grantable() || idle() || checksFinished !== finished || state.expected !== expected;
     if (timeout === undefined) await condition(wake);
     else await condition(wake, timeout);

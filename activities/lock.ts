@@ -1,8 +1,19 @@
 /** Activities around the per-Stage lock workflow that a workflow cannot do itself. */
-import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
-import { expectLockSignal, requestLockSignal, requestLockUpdate, stageLockWorkflowId, type LockAnswer, type LockRequest } from '../shared/activation.js';
+import { WithStartWorkflowOperation, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import {
+  expectLockSignal,
+  lockGrantedSignal,
+  releaseLockSignal,
+  releaseLockUpdate,
+  requestLockSignal,
+  requestLockUpdate,
+  stageLockWorkflowId,
+  type LockAnswer,
+  type LockRequest,
+  type ReleaseAnswer,
+} from '../shared/activation.js';
 
-/** How long an ask waits for the lock's answer before it asks by signal instead. */
+/** How long an ask (or a release) waits for the lock's answer before it goes by signal instead. */
 const ANSWER_WITHIN_MS = 10_000;
 
 const summary = (namespace: string, stage: string) => `Serializes the activations of Stage ${namespace}/${stage}`;
@@ -65,6 +76,35 @@ export function createLockActivities(client: Client, taskQueue: string) {
     },
 
     /**
+     * Gives the Stage back to its lock and tells whom the lock granted it to next, straight from
+     * here (releaseLockUpdate). No lock workflow: nothing is held. Safe to repeat: asked again, the
+     * lock answers the same, and a second grant signal changes nothing.
+     */
+    async releaseStageLock(namespace: string, stage: string, requester: string, answerWithinMs = ANSWER_WITHIN_MS): Promise<void> {
+      const lock = client.workflow.getHandle(stageLockWorkflowId(namespace, stage));
+      const deadline = AbortSignal.timeout(answerWithinMs);
+      let answer: ReleaseAnswer;
+      try {
+        answer = await client.withAbortSignal(deadline, () => lock.executeUpdate(releaseLockUpdate, { args: [{ requester }] }));
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) return;
+        // As for the ask: a lock from before the Update refuses it, and one whose worker does not
+        // answer in time is told by signal; the lock then tells the next holder itself.
+        if (!(err instanceof WorkflowUpdateFailedError) && !deadline.aborted) throw err;
+        await ignoreNotFound(lock.signal(releaseLockSignal, { requester }));
+        return;
+      }
+      if (!answer.granted) return;
+      try {
+        await client.workflow.getHandle(answer.granted).signal(lockGrantedSignal, { lock: lock.workflowId });
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+        // The new holder's workflow is gone: the Stage must not stay granted to it.
+        await ignoreNotFound(lock.signal(releaseLockSignal, { requester: answer.granted }));
+      }
+    },
+
+    /**
      * Whether the workflow (its latest run) still runs: false when it closed or is unknown. Other
      * errors throw; the lock retries a few times and otherwise checks again at its next period.
      */
@@ -78,6 +118,14 @@ export function createLockActivities(client: Client, taskQueue: string) {
       }
     },
   };
+}
+
+async function ignoreNotFound(sent: Promise<void>): Promise<void> {
+  try {
+    await sent;
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
 }
 
 export type LockActivities = ReturnType<typeof createLockActivities>;

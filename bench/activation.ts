@@ -8,10 +8,10 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { GROUP, VERSION } from '../api/group.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { pollUntil } from '../scripts/env/process.js';
-import { activationWorkflowId } from '../shared/activation.js';
+import { activationWorkflowId, stageLockWorkflowId } from '../shared/activation.js';
 import { resumingWatch } from '../test/support/watch.js';
 import { benchActivation, seededBenchSystem } from './fixture.js';
-import { handoffSegments, type HandoffSegments, type HandoffTimes } from './handoff-breakdown.js';
+import { handoffSegments, lockHistory, type HandoffSegments, type HandoffTimes } from './handoff-breakdown.js';
 import { numberArg, stats, writeResult } from './report.js';
 
 const RUNS = Math.min(numberArg('runs', 20), 33); // 3 StageVersions a run, history limit 100
@@ -57,7 +57,9 @@ for (let i = 0; i < RUNS; i++) {
   const succeededSeen = await phaseAt(`to-${first}`, 'Succeeded');
   const inProgressSeen = await phaseAt(`to-${second}`, 'InProgress');
   await phaseAt(`to-${second}`, 'Succeeded');
-  handoffs.push({ previousWorkflowId: previous.workflowId, nextWorkflowId: next.workflowId, succeededSeen, inProgressSeen });
+  // The lock run that served the pair (it ends once idle; the next pair starts another).
+  const lock = await lockHistory(system.client, stageLockWorkflowId(ns, 'bench'));
+  handoffs.push({ previousWorkflowId: previous.workflowId, nextWorkflowId: next.workflowId, lockHistory: lock, succeededSeen, inProgressSeen });
 }
 const segments = await Promise.all(handoffs.map((h) => handoffSegments(system.client, h)));
 const segment = (k: keyof HandoffSegments) => stats(segments.map((s) => s[k]));

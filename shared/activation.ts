@@ -89,6 +89,18 @@ export type LockAnswer = { outcome: 'granted' } | { outcome: 'queued' } | { outc
 export const requestLockUpdate = defineUpdate<LockAnswer, [LockRequest]>('requestLock');
 /** Sent by the holder when done, or by a waiting requester that gives up. */
 export const releaseLockSignal = defineSignal<[{ requester: string }]>('releaseLock');
+/** The lock's answer to a release made as an Update: whom it granted the Stage to, to be told by the releaser. */
+export interface ReleaseAnswer {
+  /** Workflow id of the new holder, granted the Stage by this release. */
+  granted?: string;
+}
+/**
+ * The release as an Update: the releaser tells the new holder itself, by a signal straight from
+ * the client, instead of the lock by a signal of its own (two transfers through the server fewer
+ * on the handoff's path, issue 11). The answer comes once the grant is in the lock's history, so
+ * nobody is told of a grant the lock could forget. A lock run on a build from before it refuses it.
+ */
+export const releaseLockUpdate = defineUpdate<ReleaseAnswer, [{ requester: string }]>('release');
 
 /** Sent by the lock to the requester. */
 export const lockGrantedSignal = defineSignal<[{ lock: string }]>('lockGranted');

@@ -26,11 +26,13 @@ import {
   lockStateQuery,
   lockSupersededSignal,
   releaseLockSignal,
+  releaseLockUpdate,
   requestLockSignal,
   requestLockUpdate,
   type LockAnswer,
   type LockRequest,
   type LockState,
+  type ReleaseAnswer,
 } from '../shared/activation.js';
 
 /**
@@ -159,9 +161,38 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
     return answer;
   });
 
-  setHandler(releaseLockSignal, ({ requester }) => {
+  /**
+   * The last release answered by Update (releaseLockUpdate): who released, and whom the Stage went
+   * to. Not carried across continue-as-new: at worst a lost answer is then made good by the new
+   * holder's next ask.
+   */
+  let handedOn: { by: string; to: string } | undefined;
+  /** The holder `releaser` was (or is to be) told of, while it still holds the Stage. */
+  const toldBy = (releaser: string): string | undefined => (handedOn?.by === releaser && handedOn.to === state.holder?.requester ? handedOn.to : undefined);
+
+  function release(requester: string): void {
     if (state.holder?.requester === requester) state.holder = undefined;
     state.waiting = state.waiting.filter((w) => w.requester !== requester);
+  }
+
+  setHandler(releaseLockSignal, ({ requester }) => {
+    // A releaser whose Update was answered but who did not hear it (its wait ran out) releases
+    // again by signal: the new holder may never have been told, so the lock tells it.
+    const holder = toldBy(requester);
+    if (holder) outbox.push({ to: holder, granted: true });
+    release(requester);
+  });
+
+  // The holder's release: the Stage goes to the next in line inside the Update, and the answer
+  // names it; the releaser tells it at once. Asked again (the releaser's activity was retried), it
+  // answers the same. One that holds nothing (it let go by signal already, or was only waiting)
+  // grants nothing here: the main loop grants, and tells, as after a signal.
+  setHandler(releaseLockUpdate, ({ requester }): ReleaseAnswer => {
+    const held = state.holder?.requester === requester;
+    release(requester);
+    if (held && grantable()) handedOn = { by: requester, to: grantNext().requester };
+    const granted = toldBy(requester);
+    return granted ? { granted } : {};
   });
 
   function supersede(loser: LockRequest, by: LockRequest, tell: (n: Notice) => void = (n) => outbox.push(n)): void {

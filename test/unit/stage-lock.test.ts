@@ -10,7 +10,7 @@ import proto from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { createLockActivities, expectStageLock, type LockActivities } from '../../activities/lock.js';
 import { pollUntil } from '../../scripts/env/process.js';
-import { lockStateQuery, requestLockSignal, stageLockWorkflowId, type LockState } from '../../shared/activation.js';
+import { lockGrantedSignal, lockStateQuery, releaseLockSignal, releaseLockUpdate, requestLockSignal, stageLockWorkflowId, type LockState } from '../../shared/activation.js';
 import { EXPECT_MS, HOLDER_CHECK_MS, stageLock } from '../../workflows/stage-lock.js';
 import { createTestActivities } from './support/activities.js';
 import { finishSignal, lockRequester, lockTraffic, requesterQuery } from './support/lock-workflows.js';
@@ -49,11 +49,11 @@ async function withWorker<T>(taskQueue: string, body: () => Promise<T>, activiti
   return worker.runUntil(body);
 }
 
-function startRequester(taskQueue: string, stage: string, id: string, revision: number, hold = false) {
+function startRequester(taskQueue: string, stage: string, id: string, revision: number, hold = false, releaseBy: 'signal' | 'update' = 'signal') {
   return env.client.workflow.start(lockRequester, {
     taskQueue,
     workflowId: `${stage}/${id}`,
-    args: [{ namespace, stage, revision, hold }],
+    args: [{ namespace, stage, revision, hold, releaseBy }],
   });
 }
 
@@ -259,7 +259,7 @@ test('a lock run on a build from before the Update refuses it: the request goes 
   await env.client.workflow.getHandle(stageLockWorkflowId(namespace, `${stage}-other`)).terminate('test done').catch(() => undefined);
 });
 
-test('the Stage is never granted to a requester whose workflow has closed', async () => {
+test.each(['signal', 'update'] as const)('the Stage is never granted to a requester whose workflow has closed (released by %s)', async (releaseBy) => {
   const { stage, taskQueue, lockId } = newStage();
   const checks: string[] = [];
   const real = createLockActivities(env.client, taskQueue);
@@ -270,7 +270,7 @@ test('the Stage is never granted to a requester whose workflow has closed', asyn
   await withWorker(
     taskQueue,
     async () => {
-      const holder = await startRequester(taskQueue, stage, 'holder', 1, true);
+      const holder = await startRequester(taskQueue, stage, 'holder', 1, true, releaseBy);
       await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
       const gone = await startRequester(taskQueue, stage, 'gone', 2);
       await waitForLock(lockId, waitingAre(gone.workflowId), 'a second requester waits');
@@ -363,4 +363,74 @@ test('continue-as-new keeps the holder and the waiter', async () => {
       expect(await w.result()).toEqual(expect.objectContaining({ outcome: 'superseded', by: waiters[i + 1]!.workflowId }));
     }
   });
+});
+
+// The release by Update, last in this file: the time-skipping test server was seen to stop
+// skipping (or to skip far ahead) for the tests after one that sends Updates of this kind, so these
+// wait by polling in real time, never on a result.
+
+/** The lock's grant signals: what the lock told requesters itself. */
+async function grantsSentByLock(lockId: string): Promise<string[]> {
+  const history = (await env.client.workflow.getHandle(lockId).fetchHistory()).events ?? [];
+  return history
+    .filter((e) => e.eventType === events.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED && e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName === lockGrantedSignal.name)
+    .map((e) => e.signalExternalWorkflowExecutionInitiatedEventAttributes!.workflowExecution!.workflowId!);
+}
+
+/** A requester's answer, polled in real time. */
+const answerOf = (requester: WorkflowHandle) => pollUntil(async () => requester.query(requesterQuery).catch(() => undefined), 10_000, `${requester.workflowId} answered`, 20);
+
+test('released by Update, the lock names the next holder and the releaser tells it; released again, the lock answers the same', async () => {
+  const { stage, taskQueue, lockId } = newStage();
+  const { releaseStageLock } = createLockActivities(env.client, taskQueue);
+  await withWorker(taskQueue, async () => {
+    const holder = await startRequester(taskQueue, stage, 'holder', 1, true);
+    await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
+    const next = await startRequester(taskQueue, stage, 'next', 2, true);
+    await waitForLock(lockId, waitingAre(next.workflowId), 'the next one waits');
+
+    await releaseStageLock(namespace, stage, holder.workflowId);
+    expect(await answerOf(next)).toEqual(expect.objectContaining({ outcome: 'granted' }));
+    // The releaser's activity retried: the new holder keeps the Stage, nobody else is queued or let in.
+    await releaseStageLock(namespace, stage, holder.workflowId);
+    const state = await env.client.workflow.getHandle(lockId).query(lockStateQuery);
+    expect({ holder: state.holder?.requester, waiting: state.waiting }).toEqual({ holder: next.workflowId, waiting: [] });
+    // The grant went from the releaser, not from the lock (two transfers fewer on the handoff).
+    expect(await grantsSentByLock(lockId)).toEqual([holder.workflowId]);
+    await Promise.all([holder.terminate('test done'), next.terminate('test done')]);
+  });
+  await env.client.workflow.getHandle(lockId).terminate('test done');
+});
+
+test('a releaser that did not hear the Update answer and releases by signal: the lock tells the new holder itself', async () => {
+  const { stage, taskQueue, lockId } = newStage();
+  await withWorker(taskQueue, async () => {
+    const holder = await startRequester(taskQueue, stage, 'holder', 1, true);
+    await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
+    const next = await startRequester(taskQueue, stage, 'next', 2, true);
+    await waitForLock(lockId, waitingAre(next.workflowId), 'the next one waits');
+    const lock = env.client.workflow.getHandle(lockId);
+    // Answered, but the answer lost on its way (the activity's wait ran out): nobody told the next.
+    expect(await lock.executeUpdate(releaseLockUpdate, { args: [{ requester: holder.workflowId }] })).toEqual({ granted: next.workflowId });
+    await lock.signal(releaseLockSignal, { requester: holder.workflowId });
+    expect(await answerOf(next)).toEqual(expect.objectContaining({ outcome: 'granted' }));
+    expect(await grantsSentByLock(lockId)).toEqual([holder.workflowId, next.workflowId]);
+    await Promise.all([holder.terminate('test done'), next.terminate('test done')]);
+  });
+  await env.client.workflow.getHandle(lockId).terminate('test done');
+});
+
+test('a lock run on a build from before the release Update refuses it: the release goes as a signal', async () => {
+  const { stage, taskQueue, lockId } = newStage();
+  const { releaseStageLock } = createLockActivities(env.client, taskQueue);
+  await withWorker(taskQueue, async () => {
+    // A running workflow without the Update's handler stands in for the old lock run.
+    const old = await env.client.workflow.start(lockRequester, { taskQueue, workflowId: lockId, args: [{ namespace, stage: `${stage}-other`, revision: 1, hold: true }] });
+    await answerOf(old);
+    await releaseStageLock(namespace, stage, `${stage}/r1`);
+    const signals = ((await old.fetchHistory()).events ?? []).filter((e) => e.eventType === events.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED);
+    expect(signals.map((e) => e.workflowExecutionSignaledEventAttributes?.signalName)).toContain(releaseLockSignal.name);
+    await old.terminate('test done');
+  });
+  await env.client.workflow.getHandle(stageLockWorkflowId(namespace, `${stage}-other`)).terminate('test done').catch(() => undefined);
 });

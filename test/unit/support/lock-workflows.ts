@@ -17,7 +17,7 @@ import type { LockActivities } from '../../../activities/lock.js';
 import { lockGrantedSignal, lockSupersededSignal, releaseLockSignal, stageLockWorkflowId } from '../../../shared/activation.js';
 import type { TestActivities } from './activities.js';
 
-const { requestStageLock } = proxyActivities<LockActivities>({ startToCloseTimeout: '10 seconds' });
+const { requestStageLock, releaseStageLock } = proxyActivities<LockActivities>({ startToCloseTimeout: '10 seconds' });
 const { terminateWorkflow } = proxyActivities<TestActivities>({ startToCloseTimeout: '10 seconds' });
 
 export interface RequesterInput {
@@ -26,6 +26,8 @@ export interface RequesterInput {
   revision: number;
   /** Keep the Stage once granted until the `finish` signal (default: release at once). */
   hold?: boolean;
+  /** How the Stage is given back: by signal (default), or by Update as activations do now. */
+  releaseBy?: 'signal' | 'update';
 }
 
 export interface RequesterResult {
@@ -65,7 +67,8 @@ export async function lockRequester(input: RequesterInput): Promise<RequesterRes
   await condition(() => result !== undefined);
   if (result!.outcome === 'granted') {
     if (input.hold) await condition(() => finish);
-    await getExternalWorkflowHandle(stageLockWorkflowId(input.namespace, input.stage)).signal(releaseLockSignal, { requester });
+    if (input.releaseBy === 'update') await releaseStageLock(input.namespace, input.stage, requester);
+    else await getExternalWorkflowHandle(stageLockWorkflowId(input.namespace, input.stage)).signal(releaseLockSignal, { requester });
   }
   return result!;
 }

@@ -9,7 +9,9 @@
  * scripts/record-history.ts: it waited behind another, then took the Lease and read the Stage in
  * two local activities where today's code takes one (takeStage). And a Stage lock recorded from
  * commit 1785a3b, a build without the expectLock signal, that got one while the Stage was held and
- * granted an older request right after the release (today's lock would have held it back). Stored as the History message's
+ * granted an older request right after the release (today's lock would have held it back). And,
+from commit 0f1174b, a handoff on the Stage's lock released by Update: the activation that released
+and told the next one, the next one, and the lock run that served both. Stored as the History message's
  * protobufjs object form (`History.toObject`, longs, enums and bytes as strings), which
  * `fromObject` reads back byte for byte.
  */
@@ -24,7 +26,17 @@ const dir = fileURLToPath(new URL('../fixtures/histories/', import.meta.url));
 const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
 
 it('has the recorded histories', () => {
-  expect(files.sort()).toEqual(['activation-succeeded.json', 'activation-superseded.json', 'activation-waited-4d3d12c.json', 'stage-lock-burst.json', 'stage-lock-expect-ignored-1785a3b.json', 'stage-lock.json']);
+  expect(files.sort()).toEqual([
+    'activation-handed-on-0f1174b.json',
+    'activation-succeeded.json',
+    'activation-superseded.json',
+    'activation-told-0f1174b.json',
+    'activation-waited-4d3d12c.json',
+    'stage-lock-burst.json',
+    'stage-lock-expect-ignored-1785a3b.json',
+    'stage-lock-release-update-0f1174b.json',
+    'stage-lock.json',
+  ]);
 });
 
 it.each(files)('%s replays on the current workflow code', async (file) => {

@@ -88,9 +88,10 @@ export function createLockActivities(client: Client, taskQueue: string) {
         answer = await client.withAbortSignal(deadline, () => lock.executeUpdate(releaseLockUpdate, { args: [{ requester }] }));
       } catch (err) {
         if (err instanceof WorkflowNotFoundError) return;
-        // As for the ask: a lock from before the Update refuses it, and one whose worker does not
-        // answer in time is told by signal; the lock then tells the next holder itself.
-        if (!(err instanceof WorkflowUpdateFailedError) && !deadline.aborted) throw err;
+        // A lock from before the Update refuses it, one whose worker does not answer in time, or a
+        // server that turns the Update away (too many in flight, say): release by signal, which is
+        // always safe. The lock then tells the next holder itself, also when the Update went
+        // through unheard.
         await ignoreNotFound(lock.signal(releaseLockSignal, { requester }));
         return;
       }

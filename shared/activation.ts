@@ -119,5 +119,10 @@ export interface LockState {
   waiting: LockRequest[];
   /** A newer request on its way (expectLockSignal), and until when (workflow time, ms) it is waited for. */
   expected?: LockRequest & { until: number };
+  /**
+   * The last release answered by Update (releaseLockUpdate): the releaser, and the holder it was told
+   * to tell, while that one holds the Stage. Kept across continue-as-new: a releaser's retry asks again.
+   */
+  handedOn?: { by: string; to: string };
 }
 export const lockStateQuery = defineQuery<LockState>('lockState');

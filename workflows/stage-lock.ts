@@ -84,7 +84,12 @@ type Notice = { to: string; granted: true } | { to: string; granted: false; by: 
  */
 setWorkflowOptions(() => (workflowInfo().currentDeploymentVersion?.deploymentName ? { versioningBehavior: 'AUTO_UPGRADE' } : {}), stageLock);
 export async function stageLock(initial: LockState = { waiting: [] }, options: StageLockOptions = {}): Promise<void> {
-  const state: LockState = { holder: initial.holder, waiting: [...initial.waiting], ...(initial.expected ? { expected: initial.expected } : {}) };
+  const state: LockState = {
+    holder: initial.holder,
+    waiting: [...initial.waiting],
+    ...(initial.expected ? { expected: initial.expected } : {}),
+    ...(initial.handedOn ? { handedOn: initial.handedOn } : {}),
+  };
   const outbox: Notice[] = [];
   const superseded = new Map<string, LockRequest>();
   const historyLimit = options.historyLimit ?? DEFAULT_HISTORY_LIMIT;
@@ -161,17 +166,17 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
     return answer;
   });
 
-  /**
-   * The last release answered by Update (releaseLockUpdate): who released, and whom the Stage went
-   * to. Not carried across continue-as-new: at worst a lost answer is then made good by the new
-   * holder's next ask.
-   */
-  let handedOn: { by: string; to: string } | undefined;
-  /** The holder `releaser` was (or is to be) told of, while it still holds the Stage. */
-  const toldBy = (releaser: string): string | undefined => (handedOn?.by === releaser && handedOn.to === state.holder?.requester ? handedOn.to : undefined);
+  /** The holder `releaser` was (or is to be) told of by Update, while that one still holds the Stage. */
+  const toldBy = (releaser: string): string | undefined => {
+    const handed = state.handedOn;
+    return handed?.by === releaser && handed.to === state.holder?.requester ? handed.to : undefined;
+  };
 
   function release(requester: string): void {
-    if (state.holder?.requester === requester) state.holder = undefined;
+    if (state.holder?.requester === requester) {
+      state.holder = undefined;
+      if (state.handedOn?.to === requester) delete state.handedOn;
+    }
     state.waiting = state.waiting.filter((w) => w.requester !== requester);
   }
 
@@ -185,12 +190,13 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
 
   // The holder's release: the Stage goes to the next in line inside the Update, and the answer
   // names it; the releaser tells it at once. Asked again (the releaser's activity was retried), it
-  // answers the same. One that holds nothing (it let go by signal already, or was only waiting)
-  // grants nothing here: the main loop grants, and tells, as after a signal.
+  // answers the same, while that one holds the Stage. One that holds nothing (it let go by signal
+  // already, or was only waiting) grants nothing here: the main loop grants, and tells, as after a
+  // signal.
   setHandler(releaseLockUpdate, ({ requester }): ReleaseAnswer => {
     const held = state.holder?.requester === requester;
     release(requester);
-    if (held && grantable()) handedOn = { by: requester, to: grantNext().requester };
+    if (held && grantable()) state.handedOn = { by: requester, to: grantNext().requester };
     const granted = toldBy(requester);
     return granted ? { granted } : {};
   });

@@ -110,6 +110,14 @@ function waitForAsk(requester: WorkflowHandle): Promise<true> {
   );
 }
 
+/** The lock's grant signals: what the lock told requesters itself. */
+async function grantsSentByLock(lockId: string): Promise<string[]> {
+  const history = (await env.client.workflow.getHandle(lockId).fetchHistory()).events ?? [];
+  return history
+    .filter((e) => e.eventType === events.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED && e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName === lockGrantedSignal.name)
+    .map((e) => e.signalExternalWorkflowExecutionInitiatedEventAttributes!.workflowExecution!.workflowId!);
+}
+
 const holderIs = (id: string) => (s: LockState) => s.holder?.requester === id;
 const waitingAre = (...ids: string[]) => (s: LockState) => s.waiting.map((w) => w.requester).join() === ids.join();
 
@@ -281,6 +289,9 @@ test.each(['signal', 'update'] as const)('the Stage is never granted to a reques
       // needed to take the Stage back) and, idle, finishes.
       await env.client.workflow.getHandle(lockId).result();
       expect(checks).toEqual([]);
+      // By Update, the lock never signalled the closed requester: the releaser found it gone and
+      // released for it.
+      expect(await grantsSentByLock(lockId)).toEqual(releaseBy === 'update' ? [holder.workflowId] : [holder.workflowId, gone.workflowId]);
       // The next requester is served by a new lock run.
       const next = await startRequester(taskQueue, stage, 'next', 1);
       expect(await next.result()).toEqual(expect.objectContaining({ outcome: 'granted', notices: ['granted'] }));
@@ -369,14 +380,6 @@ test('continue-as-new keeps the holder and the waiter', async () => {
 // skipping (or to skip far ahead) for the tests after one that sends Updates of this kind, so these
 // wait by polling in real time, never on a result.
 
-/** The lock's grant signals: what the lock told requesters itself. */
-async function grantsSentByLock(lockId: string): Promise<string[]> {
-  const history = (await env.client.workflow.getHandle(lockId).fetchHistory()).events ?? [];
-  return history
-    .filter((e) => e.eventType === events.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED && e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName === lockGrantedSignal.name)
-    .map((e) => e.signalExternalWorkflowExecutionInitiatedEventAttributes!.workflowExecution!.workflowId!);
-}
-
 /** A requester's answer, polled in real time. */
 const answerOf = (requester: WorkflowHandle) => pollUntil(async () => requester.query(requesterQuery).catch(() => undefined), 10_000, `${requester.workflowId} answered`, 20);
 
@@ -391,9 +394,11 @@ test('released by Update, the lock names the next holder and the releaser tells 
 
     await releaseStageLock(namespace, stage, holder.workflowId);
     expect(await answerOf(next)).toEqual(expect.objectContaining({ outcome: 'granted' }));
-    // The releaser's activity retried: the new holder keeps the Stage, nobody else is queued or let in.
-    await releaseStageLock(namespace, stage, holder.workflowId);
-    const state = await env.client.workflow.getHandle(lockId).query(lockStateQuery);
+    // The releaser's activity retried: the lock answers the same, the new holder keeps the Stage,
+    // nobody else is queued or let in.
+    const lock = env.client.workflow.getHandle(lockId);
+    expect(await lock.executeUpdate(releaseLockUpdate, { args: [{ requester: holder.workflowId }] })).toEqual({ granted: next.workflowId });
+    const state = await lock.query(lockStateQuery);
     expect({ holder: state.holder?.requester, waiting: state.waiting }).toEqual({ holder: next.workflowId, waiting: [] });
     // The grant went from the releaser, not from the lock (two transfers fewer on the handoff).
     expect(await grantsSentByLock(lockId)).toEqual([holder.workflowId]);
@@ -433,4 +438,19 @@ test('a lock run on a build from before the release Update refuses it: the relea
     await old.terminate('test done');
   });
   await env.client.workflow.getHandle(stageLockWorkflowId(namespace, `${stage}-other`)).terminate('test done').catch(() => undefined);
+});
+
+test('a continued lock still answers a releaser that retries: the hand-on is part of its state', async () => {
+  const { stage, taskQueue, lockId } = newStage();
+  await withWorker(taskQueue, async () => {
+    // Started as a continued run is: the Stage was handed from `released` to `holder` by Update.
+    const [released, holder] = [`${stage}/released`, `${stage}/holder`];
+    const lock = await env.client.workflow.start(stageLock, {
+      taskQueue,
+      workflowId: lockId,
+      args: [{ holder: { requester: holder, revision: 2, activation: holder }, waiting: [], handedOn: { by: released, to: holder } }],
+    });
+    expect(await lock.executeUpdate(releaseLockUpdate, { args: [{ requester: released }] })).toEqual({ granted: holder });
+  });
+  await env.client.workflow.getHandle(lockId).terminate('test done').catch(() => undefined);
 });

@@ -13,8 +13,13 @@ import {
   type ReleaseAnswer,
 } from '../shared/activation.js';
 
-/** How long an ask (or a release) waits for the lock's answer before it goes by signal instead. */
+/** How long an ask waits for the lock's answer before it goes by signal instead. */
 const ANSWER_WITHIN_MS = 10_000;
+/**
+ * The same for a release, shorter: the answer only saves the lock a signal round trip, and a worker
+ * shutting down stops polling the lock's tasks while its last releases still wait for them.
+ */
+const RELEASE_ANSWER_WITHIN_MS = 2_000;
 
 const summary = (namespace: string, stage: string) => `Serializes the activations of Stage ${namespace}/${stage}`;
 
@@ -80,7 +85,7 @@ export function createLockActivities(client: Client, taskQueue: string) {
      * here (releaseLockUpdate). No lock workflow: nothing is held. Safe to repeat: asked again, the
      * lock answers the same, and a second grant signal changes nothing.
      */
-    async releaseStageLock(namespace: string, stage: string, requester: string, answerWithinMs = ANSWER_WITHIN_MS): Promise<void> {
+    async releaseStageLock(namespace: string, stage: string, requester: string, answerWithinMs = RELEASE_ANSWER_WITHIN_MS): Promise<void> {
       const lock = client.workflow.getHandle(stageLockWorkflowId(namespace, stage));
       const deadline = AbortSignal.timeout(answerWithinMs);
       let answer: ReleaseAnswer;

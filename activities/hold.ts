@@ -68,7 +68,9 @@ async function skipOver(deps: CoreDeps, ref: ActivationRef, va: CustomObject, me
   if (!(await writeOver(deps, ref, va, 'Skipped', SUPERSEDED_REASON, message, { completionTime: kubeTime() }))) return false;
   const before = (va.status ?? {}) as StatusView;
   const facts = { name: ref.name, stage: va.spec.stage, stageVersion: va.spec.stageVersion };
-  sendEvents(deps.event, ref.namespace, activationEvents(facts, before, { phase: 'Skipped', reason: SUPERSEDED_REASON, message }), { [`VectorActivation/${ref.name}`]: ref.uid }, deps.log);
+  // Sent only by the write that made the skip (conditional on the resourceVersion seen): no
+  // earlier Event can say it, so none is looked for (a burst's 49 look-ups fewer).
+  sendEvents(deps.event, ref.namespace, activationEvents(facts, before, { phase: 'Skipped', reason: SUPERSEDED_REASON, message }), { [`VectorActivation/${ref.name}`]: ref.uid }, deps.log, { once: true });
   recordActivationPhase(va, 'Skipped', reasonOf(SUPERSEDED_REASON));
   return true;
 }

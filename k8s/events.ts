@@ -109,11 +109,11 @@ export function eventRecorder(kc: k8s.KubeConfig, log: (message: string) => void
     return o?.metadata.uid ? { ...regarding, uid: o.metadata.uid } : regarding;
   }
 
-  /** Bumps the series of the Event that says the same, or creates one; true when done. */
-  async function countOrCreate(regarding: Regarding, type: EventType, reason: string, action: string, note: string): Promise<boolean> {
+  /** Bumps the series of the Event that says the same (unless `once`: none can), or creates one; true when done. */
+  async function countOrCreate(regarding: Regarding, type: EventType, reason: string, action: string, note: string, once: boolean): Promise<boolean> {
     const { namespace } = regarding;
     const selector = regarding.uid ? `regarding.uid=${regarding.uid}` : `regarding.kind=${regarding.kind},regarding.name=${regarding.name}`;
-    const { items } = await api.listNamespacedEvent({ namespace, fieldSelector: `${selector},reason=${reason}` });
+    const items = once ? [] : (await api.listNamespacedEvent({ namespace, fieldSelector: `${selector},reason=${reason}` })).items;
     const existing = items.find((e) => saysTheSame(e, type, reason, action, note, regarding));
     if (existing) {
       // series needs count ≥ 2 and lastObservedTime; everything else of an events.k8s.io/v1 Event is immutable.
@@ -146,7 +146,11 @@ export function eventRecorder(kc: k8s.KubeConfig, log: (message: string) => void
     return true;
   }
 
-  return async function record(regarding: Regarding, type: EventType, reason: string, note: string, action = reason): Promise<void> {
+  /**
+   * `once`: the caller says this only once, whatever crashes (it follows a write that succeeds once,
+   * conditional on a resourceVersion): created without the look-up for a repeat.
+   */
+  return async function record(regarding: Regarding, type: EventType, reason: string, note: string, action = reason, { once = false }: RecordOptions = {}): Promise<void> {
     const r = eventWord(reason);
     const a = eventWord(action);
     const n = clipNote(note);
@@ -155,7 +159,7 @@ export function eventRecorder(kc: k8s.KubeConfig, log: (message: string) => void
       const ref = await complete(regarding);
       for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
         try {
-          if (await countOrCreate(ref, type, r, a, n)) return;
+          if (await countOrCreate(ref, type, r, a, n, once)) return;
           lastError = new Error('the Event changed under us on every attempt');
         } catch (err) {
           lastError = err;
@@ -170,15 +174,18 @@ export function eventRecorder(kc: k8s.KubeConfig, log: (message: string) => void
   };
 }
 export type EventRecorder = ReturnType<typeof eventRecorder>;
+export interface RecordOptions {
+  once?: boolean;
+}
 
 /**
  * Records what decisions/events.ts decided, one after the other (their names, hence kubectl's
  * order, follow). `uids` holds the uids known already (`Kind/name`); the others are read.
  */
-export async function recordEvents(record: EventRecorder, namespace: string, events: readonly EventSpec[], uids: Record<string, string | undefined> = {}): Promise<void> {
+export async function recordEvents(record: EventRecorder, namespace: string, events: readonly EventSpec[], uids: Record<string, string | undefined> = {}, options: RecordOptions = {}): Promise<void> {
   for (const e of events) {
     const uid = uids[`${e.kind}/${e.name}`];
-    await record({ apiVersion: API_VERSION, kind: e.kind, namespace, name: e.name, ...(uid ? { uid } : {}) }, e.type, e.reason, e.note, e.action);
+    await record({ apiVersion: API_VERSION, kind: e.kind, namespace, name: e.name, ...(uid ? { uid } : {}) }, e.type, e.reason, e.note, e.action, options);
   }
 }
 
@@ -197,7 +204,14 @@ let epoch = 0;
  * same object may land in between); a crash before they are written loses them, as it would lose
  * client-go's. Over MAX_QUEUED waiting, new ones are dropped and logged.
  */
-export function sendEvents(record: EventRecorder, namespace: string, events: readonly EventSpec[], uids: Record<string, string | undefined> = {}, log: (message: string) => void = (m) => console.warn(m)): void {
+export function sendEvents(
+  record: EventRecorder,
+  namespace: string,
+  events: readonly EventSpec[],
+  uids: Record<string, string | undefined> = {},
+  log: (message: string) => void = (m) => console.warn(m),
+  options: RecordOptions = {},
+): void {
   if (events.length === 0) return;
   if (queued + events.length > MAX_QUEUED) {
     log(`${events.length} Event(s) in namespace ${namespace} dropped: ${queued} are waiting to be written`);
@@ -206,7 +220,7 @@ export function sendEvents(record: EventRecorder, namespace: string, events: rea
   queued += events.length;
   const sentIn = epoch;
   const tail = (tails.get(namespace) ?? Promise.resolve())
-    .then(() => (sentIn < epoch ? undefined : recordEvents(record, namespace, events, uids)))
+    .then(() => (sentIn < epoch ? undefined : recordEvents(record, namespace, events, uids, options)))
     .catch(() => undefined) // record() logs its own failures
     .finally(() => {
       queued -= events.length;

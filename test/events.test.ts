@@ -7,6 +7,7 @@ import { createActivationActivities } from '../activities/core.js';
 import type { ActivationReport } from '../decisions/activation.js';
 import { StageController } from '../controllers/stage-controller.js';
 import { k8s } from '../k8s/client.js';
+import { eventRecorder } from '../k8s/events.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { kubectl } from './support/cluster.js';
 import { activationWorkflowId } from '../shared/activation.js';
@@ -194,4 +195,19 @@ it('a transition repeated (the status activity retried after a crash) counts on 
   expect((await s.objects.get('VectorActivation', s.ns, 'rep-to-1'))?.status.phase).toBe('Skipped');
   const list = await s.kc.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace: s.ns, fieldSelector: `regarding.uid=${ref.uid},reason=Skipped` });
   expect(list.items.map((e) => e.series?.count)).toEqual([2]);
+});
+
+it("said once (after a write that succeeds once, as a burst's skip), an Event is created without looking for a repeat", async () => {
+  const record = eventRecorder(s.kc, () => undefined);
+  const events = s.kc.makeApiClient(k8s.EventsV1Api);
+  const regarding = { apiVersion: 'v1', kind: 'ConfigMap', namespace: s.ns, name: 'said-once', uid: 'b1f1c6a8-0000-4000-8000-000000000001' };
+  const counts = async () => (await events.listNamespacedEvent({ namespace: s.ns, fieldSelector: `regarding.uid=${regarding.uid}` })).items.map((e) => e.series?.count ?? 1);
+  // By default a repeat is looked for and counted on the one Event.
+  await record(regarding, 'Normal', 'Repeated', 'the same thing', 'Repeated');
+  await record(regarding, 'Normal', 'Repeated', 'the same thing', 'Repeated');
+  expect(await counts()).toEqual([2]);
+  // Said once, nothing is looked for: the same words again (which `once` promises never happens)
+  // would be an Event of their own.
+  await record(regarding, 'Normal', 'Repeated', 'the same thing', 'Repeated', { once: true });
+  expect(await counts()).toEqual([2, 1]);
 });

@@ -93,7 +93,10 @@ export function createLockActivities(client: Client, taskQueue: string) {
       const deadline = AbortSignal.timeout(answerWithinMs);
       let answer: ReleaseAnswer;
       try {
-        answer = await client.withAbortSignal(deadline, () => lock.executeUpdate(releaseLockUpdate, { args: [{ requester }] }));
+        const asked = client.withAbortSignal(deadline, () => lock.executeUpdate(releaseLockUpdate, { args: [{ requester }] }));
+        // The abort does not reach an Update the client is retrying (seen waiting 2 s after a 500 ms
+        // deadline): the wait ends at the deadline whatever the request does.
+        answer = await Promise.race([asked, aborted(deadline)]);
       } catch (err) {
         if (err instanceof WorkflowNotFoundError) return;
         // A lock from before the Update refuses it, one whose worker does not answer in time, or a
@@ -127,6 +130,13 @@ export function createLockActivities(client: Client, taskQueue: string) {
       }
     },
   };
+}
+
+/** Rejects when `signal` aborts; a rejection left unheard (the race was won) is dropped. */
+function aborted(signal: AbortSignal): Promise<never> {
+  const late = new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(new Error('no answer in time')), { once: true }));
+  late.catch(() => undefined);
+  return late;
 }
 
 async function ignoreNotFound(sent: Promise<void>): Promise<void> {

@@ -101,6 +101,8 @@ export interface ReleaseAnswer {
  * nobody is told of a grant the lock could forget. A lock run on a build from before it refuses it.
  */
 export const releaseLockUpdate = defineUpdate<ReleaseAnswer, [{ requester: string }]>('release');
+/** The failure type of a release the lock did not answer: the releaser releases by signal instead. */
+export const RELEASE_UNANSWERED = 'ReleaseUnanswered';
 
 /** Sent by the lock to the requester. */
 export const lockGrantedSignal = defineSignal<[{ lock: string }]>('lockGranted');

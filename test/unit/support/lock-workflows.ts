@@ -67,8 +67,10 @@ export async function lockRequester(input: RequesterInput): Promise<RequesterRes
   await condition(() => result !== undefined);
   if (result!.outcome === 'granted') {
     if (input.hold) await condition(() => finish);
-    if (input.releaseBy === 'update') await releaseStageLock(input.namespace, input.stage, requester);
-    else await getExternalWorkflowHandle(stageLockWorkflowId(input.namespace, input.stage)).signal(releaseLockSignal, { requester });
+    const bySignal = () => getExternalWorkflowHandle(stageLockWorkflowId(input.namespace, input.stage)).signal(releaseLockSignal, { requester });
+    // As StageAccess does: a release the lock did not answer goes by signal.
+    if (input.releaseBy === 'update') await releaseStageLock(input.namespace, input.stage, requester).catch(bySignal);
+    else await bySignal();
   }
   return result!;
 }

@@ -17,7 +17,6 @@ import {
   proxyActivities,
   setHandler,
   setWorkflowOptions,
-  sleep,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { LockActivities } from '../activities/lock.js';
@@ -261,11 +260,12 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
       await condition(() => (allHandlersFinished() && !checking) || !idle());
       // Not in the workflow task of a release Update: a signal arriving meanwhile makes the server
       // refuse a task that closes the workflow, and the Update in it was then seen holding up the
-      // lock's signals for 2-3 s. The lock finishes in a task of its own, a moment later. Runs
+      // lock's signals for 2-3 s. The lock finishes in a task of its own, at its next timer (the
+      // server fires a 1 ms timer up to a second later), serving whatever comes meanwhile. Runs
       // from before finished at once, as their histories say.
       if (idle() && releasedByUpdate && patched('finish-after-release-update')) {
         releasedByUpdate = false;
-        await sleep(1);
+        await condition(() => !idle(), 1);
         continue;
       }
       if (idle()) return;

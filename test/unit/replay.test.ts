@@ -11,7 +11,9 @@
  * commit 1785a3b, a build without the expectLock signal, that got one while the Stage was held and
  * granted an older request right after the release (today's lock would have held it back). And,
 from commit 0f1174b, a handoff on the Stage's lock released by Update: the activation that released
-and told the next one, the next one, and the lock run that served both. Stored as the History message's
+and told the next one, the next one, and the lock run that served both. And, from commit ffc3107, a lock that waits for its next timer
+before it finishes after a release by Update, serving the next activations meanwhile (recorded while
+it still ran). Stored as the History message's
  * protobufjs object form (`History.toObject`, longs, enums and bytes as strings), which
  * `fromObject` reads back byte for byte.
  */
@@ -34,6 +36,7 @@ it('has the recorded histories', () => {
     'activation-waited-4d3d12c.json',
     'stage-lock-burst.json',
     'stage-lock-expect-ignored-1785a3b.json',
+    'stage-lock-finish-after-release-ffc3107.json',
     'stage-lock-release-update-0f1174b.json',
     'stage-lock.json',
   ]);

@@ -68,7 +68,7 @@ export function createLockActivities(client: Client, taskQueue: string) {
       const workflowId = stageLockWorkflowId(namespace, stage);
       const deadline = AbortSignal.timeout(answerWithinMs);
       try {
-        return await client.withAbortSignal(deadline, () =>
+        return await answeredBy(client, deadline, () =>
           client.workflow.executeUpdateWithStart(requestLockUpdate, {
             args: [request],
             startWorkflowOperation: new WithStartWorkflowOperation('stageLock', { workflowId, taskQueue, args: [], workflowIdConflictPolicy: 'USE_EXISTING', staticSummary: summary(namespace, stage) }),
@@ -101,10 +101,7 @@ export function createLockActivities(client: Client, taskQueue: string) {
       const deadline = AbortSignal.timeout(answerWithinMs);
       let answer: ReleaseAnswer;
       try {
-        const asked = client.withAbortSignal(deadline, () => lock.executeUpdate(releaseLockUpdate, { args: [{ requester }] }));
-        // The abort does not reach an Update the client is retrying: the wait ends at the deadline
-        // whatever the request does.
-        answer = await Promise.race([asked, aborted(deadline)]);
+        answer = await answeredBy(client, deadline, () => lock.executeUpdate(releaseLockUpdate, { args: [{ requester }] }));
       } catch (err) {
         if (err instanceof WorkflowNotFoundError) return;
         throw ApplicationFailure.nonRetryable(`the Stage's lock did not answer the release: ${(err as Error).message}; release by signal`, RELEASE_UNANSWERED);
@@ -135,11 +132,17 @@ export function createLockActivities(client: Client, taskQueue: string) {
   };
 }
 
-/** Rejects when `signal` aborts; a rejection left unheard (the race was won) is dropped. */
-function aborted(signal: AbortSignal): Promise<never> {
-  const late = new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(new Error('no answer in time')), { once: true }));
+/**
+ * An Update's answer, or a rejection once `deadline` aborts. The abort cancels the request, but it
+ * does not reach an Update the client is retrying (a release was seen waiting 2 s past a 500 ms
+ * deadline): the wait ends at the deadline whatever the request does, and its late outcome is dropped.
+ */
+async function answeredBy<T>(client: Client, deadline: AbortSignal, update: () => Promise<T>): Promise<T> {
+  const late = new Promise<never>((_, reject) => deadline.addEventListener('abort', () => reject(new Error('no answer in time')), { once: true }));
+  const asked = client.withAbortSignal(deadline, update);
   late.catch(() => undefined);
-  return late;
+  asked.catch(() => undefined);
+  return Promise.race([asked, late]);
 }
 
 async function ignoreNotFound(sent: Promise<void>): Promise<void> {

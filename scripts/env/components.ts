@@ -154,6 +154,11 @@ export function startTemporal(p: Ports): number {
     `--http-port=${p.temporalHttp}`,
     `--metrics-port=${p.temporalMetrics}`,
     `--db-filename=${join(dataDir, 'temporal.db')}`,
+    // A local development store, as etcd's above: a write-ahead log and no fsync per commit keep
+    // every history write off the disk's latency (each commit in the default journal mode syncs
+    // twice; activations came out ~50 ms slower). A killed server loses nothing; a lost machine may.
+    '--sqlite-pragma=journal_mode=wal',
+    '--sqlite-pragma=synchronous=normal',
     ...TEMPORAL_NAMESPACES.map((n) => `--namespace=${n}`),
     ...attributes,
     '--log-level=warn',

@@ -78,13 +78,8 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
     async writeActivationStatus(ref: ActivationRef, report: ActivationReport, read?: Promise<CustomObject | undefined>): Promise<boolean> {
       const va = await (read ?? readActivation(ref));
       if (!va || va.metadata.uid !== ref.uid) return false;
-      // The Events of this transition are sent first (written in the background, off the
-      // activation's path): a retry after a crash between the two repeats them, which
-      // k8s/events.ts counts; a repeat of a write that went through changes nothing, says nothing.
       const before = (va.status ?? {}) as StatusView;
       const holder = report.phase === 'Waiting' && before.phase !== 'Waiting' ? await stageHolder(deps, ref.namespace, va.spec.stage) : undefined;
-      const facts = { name: ref.name, stage: va.spec.stage, stageVersion: va.spec.stageVersion, ...(holder ? { holder } : {}) };
-      sendEvents(event, ref.namespace, activationEvents(facts, before, report), { [`VectorActivation/${ref.name}`]: ref.uid }, deps.log);
       const conditions = conditionsAfter(va, report.phase, report.reason, report.message);
       const written = await objects.patchStatus('VectorActivation', ref.namespace, ref.name, {
         ...activationStatus(report),
@@ -92,8 +87,15 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
         conditions,
         ...(coreBuildId ? { coreBuildId } : {}),
       });
-      if (written) recordActivationPhase(va, report.phase, reasonOf(report.reason));
-      return written;
+      if (!written) return false;
+      recordActivationPhase(va, report.phase, reasonOf(report.reason));
+      // The Events of this transition, once it is written (in the background, off the activation's
+      // path). Said once: a retry re-reads the status, finds the transition made, and says nothing,
+      // so no look-up for a repeat is needed. A crash between the write and the Events loses them,
+      // as it loses those still queued (best effort, as client-go's recorder).
+      const facts = { name: ref.name, stage: va.spec.stage, stageVersion: va.spec.stageVersion, ...(holder ? { holder } : {}) };
+      sendEvents(event, ref.namespace, activationEvents(facts, before, report), { [`VectorActivation/${ref.name}`]: ref.uid }, deps.log, { once: true });
+      return true;
     },
 
     /**

@@ -46,15 +46,16 @@ export function usageActivities({ objects, event, log }: CoreDeps) {
     /** Points the Stage's "active" usage at the StageVersion, creating it if needed. */
     async pointActiveUsage(namespace: string, stage: string, stageUid: string, stageVersion: string): Promise<void> {
       const spec = { reason: `serves the traffic of Stage ${stage}`, stageVersionRef: { name: stageVersion } };
-      // Events sent before the write (written in the background): a retry after a crash between
-      // them repeats (counts) them; a retry after the write finds the usage moved and says nothing.
       const current = await objects.get('StageVersionUsage', namespace, activeUsageName(stage));
       const from: string | undefined = current?.spec?.stageVersionRef?.name;
-      if (from !== stageVersion) sendEvents(event, namespace, activeChangedEvents(stage, stageVersion, from), { [`Stage/${stage}`]: stageUid }, log);
+      // Said once the usage moved (in the background): a retry after the write finds it moved and
+      // says nothing, so the Events need no look-up for a repeat.
+      const moved = (was: string | undefined) => sendEvents(event, namespace, activeChangedEvents(stage, stageVersion, was), { [`Stage/${stage}`]: stageUid }, log, { once: true });
       // It exists (every activation but a Stage's first): moved in one request, not a refused create first.
       if (current) {
-        if (from !== stageVersion) await objects.mergeSpec('StageVersionUsage', namespace, activeUsageName(stage), { ...spec, stageVersionSelector: null });
-        return;
+        if (from === stageVersion) return;
+        await objects.mergeSpec('StageVersionUsage', namespace, activeUsageName(stage), { ...spec, stageVersionSelector: null });
+        return moved(from);
       }
       const { object, created } = await objects.create({
         apiVersion: API_VERSION,
@@ -67,9 +68,12 @@ export function usageActivities({ objects, event, log }: CoreDeps) {
         },
         spec,
       });
-      if (!created && object.spec?.stageVersionRef?.name !== stageVersion) {
-        await objects.mergeSpec('StageVersionUsage', namespace, activeUsageName(stage), { ...spec, stageVersionSelector: null });
-      }
+      if (created) return moved(undefined);
+      // Created meanwhile by another writer: moved from what it holds.
+      const was: string | undefined = object.spec?.stageVersionRef?.name;
+      if (was === stageVersion) return;
+      await objects.mergeSpec('StageVersionUsage', namespace, activeUsageName(stage), { ...spec, stageVersionSelector: null });
+      moved(was);
     },
   };
 }

@@ -304,7 +304,8 @@ export class StageController {
     if (o.kind === 'StageVersion') events = stageVersionCreatedEvents({ name: o.metadata.name, stage: o.spec.stage, revision: o.spec.revision, vector: o.spec.vector });
     if (o.kind === 'VectorActivation') events = activationCreatedEvents({ name: o.metadata.name, stage: o.spec.stage, stageVersion: o.spec.stageVersion });
     const stage = o.spec?.stage as string | undefined;
-    sendEvents(this.event, ns, events, { ...(stage ? { [`Stage/${stage}`]: stageUid } : {}), [`${o.kind}/${o.metadata.name}`]: o.metadata.uid }, this.log);
+    // Only a create that made the object says so: no look-up for a repeat is needed.
+    sendEvents(this.event, ns, events, { ...(stage ? { [`Stage/${stage}`]: stageUid } : {}), [`${o.kind}/${o.metadata.name}`]: o.metadata.uid }, this.log, { once: true });
   }
 
   /** A pass in a second, for a change no watch event will announce. */

@@ -8,12 +8,9 @@ import { z } from 'zod';
 import { defineKind, resourceSchema } from './kind.js';
 import { dnsLabel, statusOf, timestamp } from './meta.js';
 
-/** Set on a breaker to close it by hand; answered in status.lastRequest under `konfidence.cloud/close=<value>`. */
-export const ANNOTATION_CLOSE = 'konfidence.cloud/close';
+import { MAX_ADMISSIONS, MAX_RECENT_FAILURES } from './circuit-breaker-limits.js';
 
-/** How many recent failures and admissions a breaker keeps (status stays small). */
-export const MAX_RECENT_FAILURES = 32;
-export const MAX_ADMISSIONS = 64;
+export { ANNOTATION_CLOSE, MAX_ADMISSIONS, MAX_RECENT_FAILURES } from './circuit-breaker-limits.js';
 
 export const rateLimit = z.object({
   routingChanges: z.int().min(1).max(10_000).describe('R: routing changes (plan steps) allowed per interval; also the burst.'),

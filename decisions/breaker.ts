@@ -4,7 +4,8 @@
  * sleep window or a request by hand closes it, and whether a routing change may go now. The
  * activities (activities/breaker.ts) read, ask these, and write the result once.
  */
-import { ANNOTATION_CLOSE, MAX_ADMISSIONS, MAX_RECENT_FAILURES, type CircuitBreakerPhase, type CircuitBreakerStatus, type RecentFailure } from '../api/circuit-breaker.js';
+import type { CircuitBreakerPhase, CircuitBreakerStatus, RecentFailure } from '../api/circuit-breaker.js';
+import { ANNOTATION_CLOSE, MAX_ADMISSIONS, MAX_RECENT_FAILURES } from '../api/circuit-breaker-limits.js';
 import { kubeTime } from '../shared/format.js';
 
 export interface BreakerSpec {

@@ -1,0 +1,20 @@
+/**
+ * What the workflow bundle holds. Under the reusable V8 context every workflow run evaluates its own
+ * copy of each module it imports: a run that loaded zod built the api/ schemas again, about a tenth
+ * of the core worker's CPU per activation at full load (bench:throughput, profiled). Workflow code
+ * imports api/ for types only, and constants from zod-free modules.
+ */
+import { fileURLToPath } from 'node:url';
+import { bundleWorkflowCode } from '@temporalio/worker';
+
+const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
+const quiet = { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: console.error };
+
+it('the workflows load no zod at run time, and of api/ only its zod-free constants', async () => {
+  const { code } = await bundleWorkflowCode({ workflowsPath, logger: quiet as never });
+  const modules = new Set([...code.matchAll(/"\.\/((?:node_modules\/)?[^"]+\.[cm]?[jt]s)"/g)].map((m) => m[1]!));
+  expect([...modules].filter((m) => m.startsWith('workflows/')).length).toBeGreaterThan(0);
+  expect([...modules].filter((m) => m.startsWith('node_modules/zod/'))).toEqual([]);
+  // api/ at run time: only its zod-free constants.
+  expect([...modules].filter((m) => m.startsWith('api/'))).toEqual(['api/circuit-breaker-limits.ts']);
+});

@@ -22,17 +22,21 @@ export interface FinishRunInput {
 }
 
 /** The activities finishRun is made of: the real ones, or a test's fakes of them. */
-type FinishParts = Pick<CoreParts, 'releaseStageLease' | 'unmarkStageVersion' | 'writeActivationStatus'>;
+type FinishParts = Pick<CoreParts, 'readActivation' | 'releaseStageLease' | 'unmarkStageVersion' | 'writeActivationStatus'>;
 
 export function finishRunActivities(parts: FinishParts) {
   return {
     /** Safe to repeat: the Lease and the mark are cleared only while still ours; a repeated status write says nothing new. */
     async finishRun(i: FinishRunInput): Promise<boolean> {
+      // The object is read beside the letting go (nobody else writes its status meanwhile): the
+      // final status is one request after them, not two.
+      const read = parts.readActivation(i.ref);
+      read.catch(() => undefined); // awaited below; a rejection must not go unhandled meanwhile
       await Promise.all([
         i.lease ? parts.releaseStageLease(i.ref.namespace, i.stage, i.holder) : undefined,
         i.marked ? parts.unmarkStageVersion(i.ref.namespace, i.marked, i.holder) : undefined,
       ]);
-      return parts.writeActivationStatus(i.ref, i.status);
+      return parts.writeActivationStatus(i.ref, i.status, read);
     },
   };
 }

@@ -53,7 +53,7 @@ import {
 } from '../shared/activation.js';
 import { kubeTime as now, temporalWorkflowUrl } from '../shared/format.js';
 import { ACTIVATION_PHASE, K8S_NAMESPACE, STAGE, STAGE_VERSION, VECTOR } from '../shared/search-attributes.js';
-import { k8sActivities as k8s, runTask, type TaskContext } from './activation-tasks.js';
+import { k8sActivities as k8s, runTask, type Recording, type TaskContext } from './activation-tasks.js';
 import { causeOf, messageOf } from './failures.js';
 import { StageAccess } from './stage-access.js';
 import { BREAKER_ASK_AGAIN_SECONDS, passBreakers } from './breaker-gate.js';
@@ -95,6 +95,8 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
   let marked: string | undefined;
   /** The ActivationPhase search attribute as last upserted. */
   let upsertedPhase: string | undefined;
+  /** The final status writes of a step's executions, made while the next step runs (runStep). */
+  const recordings: Recording[] = [];
 
   // --- requests: Updates answer (accepted, or refused with the reason); signals cannot --------
   const answer = (action: RequestAction, r: ActionRequest) => (r.token && seen.has(`${action}:${r.token}`) ? { accepted: true as const } : answerRequest(action, progress.phase));
@@ -300,7 +302,7 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
           return finish(failureEnding({ step: plan.steps[i]!.name, ...(firstError ? { firstError } : {}), cancelled: cancelRequested ?? {}, onFailure: plan.onFailure, ...(revert ? { revert } : {}), progress: progress.steps }));
         }
       }
-      const ending = await runStep(plan, ctx, i, started && n === 0);
+      const ending = await runStep(plan, ctx, i, started && n === 0, n < toRun.run.length - 1);
       if (ending) return ending;
     }
     // ADR-0012 step 9: the new version is marked serving and the active usage moves to it before
@@ -325,10 +327,14 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
 
   /**
    * Runs step i (its tasks together); undefined when it succeeded, else how the activation ends.
-   * `started`: its InProgress is written already (with the hold and the mark).
+   * `started`: its InProgress is written already (with the hold and the mark). `followed`: another
+   * step comes, and the final status of this step's executions is written while it runs; it
+   * checks those writes as its own, so a record that fails fails a step, and what ran is reverted.
+   * The last step's records are awaited in place: the switch follows only what is recorded.
    */
-  async function runStep(plan: ResolvedPlan, ctx: TaskContext, i: number, started = false): Promise<Ending | undefined> {
+  async function runStep(plan: ResolvedPlan, ctx: TaskContext, i: number, started = false, followed = false): Promise<Ending | undefined> {
     const step = plan.steps[i]!;
+    const recordingsBefore = recordings.splice(0);
     /** The step's InProgress write, made while its executions are created (one round trip fewer a step). */
     let reporting: Promise<{ error?: unknown }> | undefined;
     if (!started) {
@@ -341,7 +347,7 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     const stepProgress = progress.steps[i]!;
 
     const scope = new CancellationScope();
-    const running = scope.run(() => Promise.all(step.tasks.map((t) => runTask(ctx, i, step.name, t, 'Apply'))));
+    const running = scope.run(() => Promise.all(step.tasks.map((t) => runTask(ctx, i, step.name, t, 'Apply', followed ? recordings : undefined))));
     await Promise.race([running, condition(() => cancelRequested !== undefined)]).catch((err: unknown) => {
       // The whole workflow was cancelled (Temporal UI/CLI): its executions are being cancelled too.
       if (!isCancellation(err)) throw err;
@@ -356,8 +362,10 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     // go on saying nothing, so it ends as a failed step does (reverted under onFailure Revert).
     const reported = await reporting;
     const unwritten = reported && 'error' in reported ? messageOf(reported.error) : undefined;
-    if (stepProgress.phase === 'Succeeded' && !unwritten) return undefined;
+    const unrecorded = (await Promise.all(recordingsBefore)).find((r) => 'error' in r);
+    if (stepProgress.phase === 'Succeeded' && !unwritten && !unrecorded) return undefined;
     const failed = outcomes.find((o) => !o.ok);
+    if (unrecorded) firstError ??= `the final status of ActivationExecution ${unrecorded.execution} could not be written: ${messageOf(unrecorded.error)}`;
     if (failed) firstError ??= `step ${step.name}, task ${failed.registration}: ${failed.message}`;
     if (unwritten) firstError ??= `step ${step.name}: its InProgress status could not be written: ${unwritten}`;
     const revert = plan.onFailure === 'Revert' ? await revertSteps(plan, ctx, i) : undefined;
@@ -390,6 +398,8 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
 
   async function finish(ending: Ending): Promise<Ending> {
     await CancellationScope.nonCancellable(async () => {
+      // Every execution reaches a final state before the activation does (ADR-0012).
+      await Promise.all(recordings.splice(0));
       // A Failed or Cancelled activation keeps its usage while a step left applied may still send
       // traffic to it. Runs from before gave it back only when Skipped.
       const release = releasesUsage(ending.phase, progress.steps);

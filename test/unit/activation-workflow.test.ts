@@ -508,6 +508,46 @@ test("a later step's InProgress that cannot be written fails the activation once
   expect(cluster.activeUsage(ns, 'mute')).toBe('mute-1');
 }, TEST_TIMEOUT);
 
+test("a step's executions are recorded final while the next step runs, and every one before the activation ends", async () => {
+  cluster.addStage(ns, 'rec', { 'rec-1': 1, 'rec-2': 2 }, 'rec-1');
+  cluster.addPlan('rec-plan', { onFailure: 'Revert', steps: [{ name: 'gateway', tasks: ['rec-gw'] }, { name: 'mesh', tasks: ['rec-mesh'] }] });
+  // The first step's record waits for the next step's execution: it can only come while the record is pending.
+  let nextSeenFirst = false;
+  cluster.before.writeExecutionStatus = async (_ns: string, name: string, w: { phase: string }) => {
+    if (name !== 'rec-to-2-0-rec-gw' || w.phase !== 'Succeeded') return;
+    nextSeenFirst = await pollUntil(() => cluster.executions.has(`${ns}/rec-to-2-1-rec-mesh`) || undefined, 5_000, 'the next step', 10).catch(() => false);
+  };
+  const ref = activate('rec-to-2', 'rec', 'rec-2', 'rec-plan');
+
+  const result = await (await start(ref)).result();
+
+  expect(result.phase).toBe('Succeeded');
+  expect(nextSeenFirst).toBe(true);
+  const end = journalIndex('status rec-to-2 Succeeded');
+  expect(journalIndex('execution rec-to-2-0-rec-gw Succeeded')).toBeGreaterThan(journalIndex('execution rec-to-2-1-rec-mesh created'));
+  expect(journalIndex('execution rec-to-2-0-rec-gw Succeeded')).toBeLessThan(end);
+  // The last step's record comes before the switch: the active usage moves only after it.
+  expect(journalIndex('execution rec-to-2-1-rec-mesh Succeeded')).toBeLessThan(journalIndex('active rec rec-2'));
+}, TEST_TIMEOUT);
+
+test("a step's record that cannot be written fails the step that ran beside it, and what ran is reverted", async () => {
+  cluster.addStage(ns, 'unrec', { 'unrec-1': 1, 'unrec-2': 2 }, 'unrec-1');
+  cluster.addPlan('unrec-plan', { onFailure: 'Revert', steps: [{ name: 'gateway', tasks: ['unrec-gw'] }, { name: 'mesh', tasks: ['unrec-mesh'] }] });
+  cluster.before.writeExecutionStatus = (_ns: string, name: string, w: { phase: string }) => {
+    if (name === 'unrec-to-2-0-unrec-gw' && w.phase === 'Succeeded') throw ApplicationFailure.nonRetryable('the apiserver refused with HTTP 422', 'Invalid');
+  };
+  const ref = activate('unrec-to-2', 'unrec', 'unrec-2', 'unrec-plan');
+
+  const result = await (await start(ref)).result();
+
+  expect(result.phase).toBe('Failed');
+  const status = cluster.activation(ref).status;
+  expect(status.firstError).toBe('the final status of ActivationExecution unrec-to-2-0-unrec-gw could not be written: the apiserver refused with HTTP 422');
+  expect(status.message).toMatch(/succeeded tasks were reverted$/);
+  expect(cluster.callsOf(ref).map((c) => `${c.action} ${c.registration}`)).toEqual(['Apply unrec-gw', 'Apply unrec-mesh', 'Revert unrec-mesh', 'Revert unrec-gw']);
+  expect(cluster.activeUsage(ns, 'unrec')).toBe('unrec-1');
+}, TEST_TIMEOUT);
+
 test('revert with no previous version: a later step fails, nothing is reverted, and the status says so and what stayed applied', async () => {
   cluster.addStage(ns, 'fresh', { 'fresh-1': 1 });
   cluster.addPlan('fresh-plan', { onFailure: 'Revert', steps: [{ name: 'gateway', tasks: ['fresh-gw'] }, { name: 'mesh', tasks: ['fresh-mesh'] }] });

@@ -13,7 +13,8 @@
 from commit 0f1174b, a handoff on the Stage's lock released by Update: the activation that released
 and told the next one, the next one, and the lock run that served both. And, from commit ffc3107, a lock that waits for its next timer
 before it finishes after a release by Update, serving the next activations meanwhile (recorded while
-it still ran). Stored as the History message's
+it still ran). And, from commit 53a3fbf, a two-step activation whose first step's execution record was
+written beside its second step. Stored as the History message's
  * protobufjs object form (`History.toObject`, longs, enums and bytes as strings), which
  * `fromObject` reads back byte for byte.
  */
@@ -30,6 +31,7 @@ const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
 it('has the recorded histories', () => {
   expect(files.sort()).toEqual([
     'activation-handed-on-0f1174b.json',
+    'activation-record-beside-53a3fbf.json',
     'activation-succeeded.json',
     'activation-superseded.json',
     'activation-told-0f1174b.json',

@@ -60,11 +60,14 @@ function newer(a: Superseder, b: Superseder): boolean {
 /**
  * A burst reaches the watcher in pieces: its creates arrive over a few hundred milliseconds. The
  * newest of the first piece would take the free Stage at once and run, and the burst's real newest
- * would run after it: two executions where one does (bench/burst). So the newest of a crowd waits
- * this long, once per burst, for the rest: a newer one that arrives meanwhile supersedes it before
- * it starts. An activation that is alone on its Stage never waits.
+ * would run after it: two executions where one does (bench/burst). So the newest of a crowd waits,
+ * once per burst, for the rest: a newer one that arrives meanwhile supersedes it before it starts.
+ * It waits until the Stage has had no new activation for BURST_QUIET_MS, and at most
+ * BURST_SETTLE_MS in all. An activation that is alone on its Stage never waits.
  */
 export const BURST_SETTLE_MS = 250;
+/** The creates of 50 at once landed 20-30 ms apart at most (bench/burst, the 2-core machine). */
+export const BURST_QUIET_MS = 75;
 
 export interface StartingNow {
   uid: string;
@@ -73,28 +76,47 @@ export interface StartingNow {
   crowd: boolean;
 }
 
+/** A Stage's burst being waited for. */
+export interface BurstWait {
+  /** When the wait began (its crowd was first seen). */
+  since: number;
+  /** Until when the Stage's newest waits: the quiet after the last arrival, at most the settle after `since`. */
+  until: number;
+  /** The Stage's unfinished activations seen so far: one not among them is an arrival. */
+  seen: ReadonlySet<string>;
+}
+
 /**
- * Which of the activations a pass would start wait for the rest of their burst. `settling`: per
- * Stage, until when (ms) its burst's newest waits; the next map is returned, with `wakeAt` when a
- * pass must run again (something is held). A wait begins with a crowd and holds whatever would start on
- * that Stage until its time has come (the losers of an earlier pass are being skipped, so a lone
- * candidate may still be a burst's); then the Stage's newest starts.
+ * Which of the activations a pass would start wait for the rest of their burst. `onStage`: per
+ * Stage, the uids of its unfinished activations this pass (losers included: an older arrival is
+ * part of the burst too). `settling`: per Stage, its wait; the next map is returned, with `wakeAt`
+ * when a pass must run again (something is held). A wait begins with a crowd and holds whatever
+ * would start on that Stage until its time has come (the losers of an earlier pass are being
+ * skipped, so a lone candidate may still be a burst's); every arrival moves that time to a quiet
+ * period later, never past the settle; then the Stage's newest starts.
  */
 export function holdBurstWinners(
   starts: readonly StartingNow[],
-  settling: ReadonlyMap<string, number>,
+  onStage: ReadonlyMap<string, readonly string[]>,
+  settling: ReadonlyMap<string, BurstWait>,
   now: number,
   settleMs = BURST_SETTLE_MS,
-): { held: Set<string>; settling: Map<string, number>; wakeAt?: number } {
-  const next = new Map([...settling].filter(([, until]) => until > now));
+  quietMs = BURST_QUIET_MS,
+): { held: Set<string>; settling: Map<string, BurstWait>; wakeAt?: number } {
+  const next = new Map([...settling].filter(([, w]) => w.until > now));
   const held = new Set<string>();
   let wakeAt: number | undefined;
   for (const s of starts) {
-    if (s.crowd && !next.has(s.stage) && !settling.has(s.stage)) next.set(s.stage, now + settleMs);
-    const until = next.get(s.stage);
-    if (until === undefined) continue;
+    const here = onStage.get(s.stage) ?? [s.uid];
+    let wait = next.get(s.stage);
+    if (!wait && s.crowd && !settling.has(s.stage)) wait = { since: now, until: now + Math.min(quietMs, settleMs), seen: new Set(here) };
+    else if (wait && here.some((uid) => !wait!.seen.has(uid))) {
+      wait = { since: wait.since, until: Math.min(wait.since + settleMs, now + quietMs), seen: new Set([...wait.seen, ...here]) };
+    }
+    if (!wait) continue;
+    next.set(s.stage, wait);
     held.add(s.uid);
-    wakeAt = Math.min(wakeAt ?? Infinity, until);
+    wakeAt = Math.min(wakeAt ?? Infinity, wait.until);
   }
   return { held, settling: next, ...(wakeAt !== undefined ? { wakeAt } : {}) };
 }

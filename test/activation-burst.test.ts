@@ -114,9 +114,9 @@ it('a burst the watcher sees at once gets one workflow: the older activations en
 });
 
 it('a burst that arrives in two pieces runs once: the newest of the first piece waits for the rest, and the later newest supersedes it before it starts', async () => {
-  // The wait for the rest of a burst is 250 ms by default; long here, so that the second piece
-  // surely arrives within it on a busy machine.
-  const b = await startTestSystem('burst-pieces', { burstSettleMs: 5_000, watcher: false });
+  // The wait for the rest of a burst ends after 75 ms without an arrival, at most 250 ms by
+  // default; long here, so that the second piece surely arrives within it on a busy machine.
+  const b = await startTestSystem('burst-pieces', { burstSettleMs: 5_000, burstQuietMs: 5_000, watcher: false });
   try {
     await seedStage(b, 'warm', [1, 2, 3, 4], { stageVersionHistoryLimit: 4 });
     await seedRoutes(b, 'warm', 1);

@@ -45,8 +45,9 @@ export interface SystemOptions {
   stagesPerNamespace?: number;
   /** How often a waiting activation asks its Stage's lock again (tests shorten it). */
   lockAskAgainSeconds?: number;
-  /** How long a burst's newest waits for the rest of its burst (decisions/supersede.ts; tests lengthen it). */
+  /** How long a burst's newest waits for the rest of its burst at most, and the quiet that ends it sooner (decisions/supersede.ts; tests lengthen them). */
   burstSettleMs?: number;
+  burstQuietMs?: number;
   /** The watcher's and Stage controller's log (default: the project's logger, telemetry/log.ts). */
   log?: LogFn;
 }
@@ -94,6 +95,7 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
     ...(o.lockAskAgainSeconds ? { lockAskAgainSeconds: o.lockAskAgainSeconds } : {}),
     ...(o.stagesPerNamespace ? { stagesPerNamespace: o.stagesPerNamespace } : {}),
     ...(o.burstSettleMs !== undefined ? { burstSettleMs: o.burstSettleMs } : {}),
+    ...(o.burstQuietMs !== undefined ? { burstQuietMs: o.burstQuietMs } : {}),
     ...(o.log ? { log: o.log } : {}),
     ...(o.watcherLeadership ? { leadership: o.watcherLeadership } : {}),
   });

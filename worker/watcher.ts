@@ -12,7 +12,7 @@ import { closeOutActivation } from '../activities/close-out.js';
 import { holdActivation, skipBeforeStart } from '../activities/hold.js';
 import { expectStageLock } from '../activities/lock.js';
 import { fairShare, heldMessage, NAMESPACE_LIMIT_REASON } from '../decisions/fair-share.js';
-import { BURST_SETTLE_MS, holdBurstWinners, supersededBeforeStart, supersededMessage, type Superseder } from '../decisions/supersede.js';
+import { BURST_QUIET_MS, BURST_SETTLE_MS, holdBurstWinners, type BurstWait, supersededBeforeStart, supersededMessage, type Superseder } from '../decisions/supersede.js';
 import { coreDeps, type CoreDeps } from '../activities/deps.js';
 import { closedWorkflowEnding, watcherActions, type WatcherAction } from '../decisions/watcher.js';
 import { isFinal, type RequestAction } from '../decisions/activation.js';
@@ -69,8 +69,10 @@ export interface WatcherOptions {
    * namespace have activations running; the others wait, visibly (reason NamespaceLimit). Absent: no limit.
    */
   stagesPerNamespace?: number;
-  /** How long a burst's newest waits for the rest of the burst (decisions/supersede.ts; default 250 ms). */
+  /** How long a burst's newest waits for the rest of the burst at most (decisions/supersede.ts; default 250 ms). */
   burstSettleMs?: number;
+  /** How long a Stage without a new activation ends that wait (decisions/supersede.ts; default 75 ms). */
+  burstQuietMs?: number;
 }
 
 /** Sharded: how many namespaces' informers list at once when a shard gains namespaces. */
@@ -111,7 +113,7 @@ export class ActivationWatcher {
   /** Per namespace, while its fair-share pass runs: whether another pass must follow it. */
   private readonly sharing = new Map<string, { again: boolean }>();
   /** Per namespace: per Stage, until when its burst's newest waits for the rest (holdBurstWinners). */
-  private readonly settling = new Map<string, Map<string, number>>();
+  private readonly settling = new Map<string, Map<string, BurstWait>>();
   /** Losers being ended Skipped: not candidates of another pass meanwhile (their write is on its way). */
   private readonly skipping = new Set<string>();
   /** A burst's newest activations (uid) whose Stage's lock was told to expect them: told once. */
@@ -354,7 +356,9 @@ export class ActivationWatcher {
     const winners = new Map([...losers.values()].map((w) => [w.uid, w]));
     for (const w of winners.values()) if (!this.expectSent.has(w.uid)) void this.tracked(namespace, () => this.expectAtLock(namespace, w));
     const starts = starting.filter((o) => !losers.has(o.metadata!.uid!)).map((o) => ({ uid: o.metadata!.uid!, stage: o.spec?.stage ?? '', crowd: winners.has(o.metadata!.uid!) }));
-    const hold = holdBurstWinners(starts, this.settling.get(namespace) ?? new Map(), Date.now(), this.o.burstSettleMs ?? BURST_SETTLE_MS);
+    const onStage = new Map<string, string[]>();
+    for (const o of unfinished) onStage.set(o.spec?.stage ?? '', [...(onStage.get(o.spec?.stage ?? '') ?? []), o.metadata!.uid!]);
+    const hold = holdBurstWinners(starts, onStage, this.settling.get(namespace) ?? new Map(), Date.now(), this.o.burstSettleMs ?? BURST_SETTLE_MS, this.o.burstQuietMs ?? BURST_QUIET_MS);
     this.settling.set(namespace, hold.settling);
     if (hold.wakeAt !== undefined) setTimeout(() => this.share(namespace), Math.max(hold.wakeAt - Date.now(), 0) + 1).unref();
     const start = (o: Watched) => attempt(o, 'start', () => this.ensure(o, this.ref(o)));

@@ -2,13 +2,14 @@
 import { setCondition, type Condition, type VectorActivationPhase } from '../api/index.js';
 import { activationConditions, activationStatus, reasonOf, type ActivationReport, type StepProgress } from '../decisions/activation.js';
 import { activationEvents, type StatusView } from '../decisions/events.js';
-import { sendEvents } from '../k8s/events.js';
+import { sendEvents, type RecordOptions } from '../k8s/events.js';
 import { getTyped } from '../k8s/typed.js';
 import type { CustomObject } from '../k8s/custom-objects.js';
 import { stageLeaseName } from '../shared/names.js';
 import { recordActivationPhase } from '../telemetry/metrics.js';
 import type { ActivationRef } from '../shared/activation.js';
 import { activationRegarding, type CoreDeps } from './deps.js';
+import { writeThenSay } from './transition-events.js';
 
 export interface LoadedActivation {
   stage: string;
@@ -81,21 +82,14 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
       const before = (va.status ?? {}) as StatusView;
       const holder = report.phase === 'Waiting' && before.phase !== 'Waiting' ? await stageHolder(deps, ref.namespace, va.spec.stage) : undefined;
       const conditions = conditionsAfter(va, report.phase, report.reason, report.message);
-      const written = await objects.patchStatus('VectorActivation', ref.namespace, ref.name, {
-        ...activationStatus(report),
-        observedGeneration: va.metadata.generation,
-        conditions,
-        ...(coreBuildId ? { coreBuildId } : {}),
-      });
-      if (!written) return false;
-      recordActivationPhase(va, report.phase, reasonOf(report.reason));
-      // The Events of this transition, once it is written (in the background, off the activation's
-      // path). Said once: a retry re-reads the status, finds the transition made, and says nothing,
-      // so no look-up for a repeat is needed. A crash between the write and the Events loses them,
-      // as it loses those still queued (best effort, as client-go's recorder).
+      // The Events of this transition follow its write (activities/transition-events.ts), in the
+      // background, off the activation's path.
       const facts = { name: ref.name, stage: va.spec.stage, stageVersion: va.spec.stageVersion, ...(holder ? { holder } : {}) };
-      sendEvents(event, ref.namespace, activationEvents(facts, before, report), { [`VectorActivation/${ref.name}`]: ref.uid }, deps.log, { once: true });
-      return true;
+      const say = (options: RecordOptions) => sendEvents(event, ref.namespace, activationEvents(facts, before, report), { [`VectorActivation/${ref.name}`]: ref.uid }, deps.log, options);
+      const status = { ...activationStatus(report), observedGeneration: va.metadata.generation, conditions, ...(coreBuildId ? { coreBuildId } : {}) };
+      const written = await writeThenSay(() => objects.patchStatus('VectorActivation', ref.namespace, ref.name, status), say, (w) => w);
+      if (written) recordActivationPhase(va, report.phase, reasonOf(report.reason));
+      return written;
     },
 
     /**

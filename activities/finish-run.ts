@@ -28,8 +28,9 @@ export function finishRunActivities(parts: FinishParts) {
   return {
     /** Safe to repeat: the Lease and the mark are cleared only while still ours; a repeated status write says nothing new. */
     async finishRun(i: FinishRunInput): Promise<boolean> {
-      // The object is read beside the letting go (nobody else writes its status meanwhile): the
-      // final status is one request after them, not two.
+      // The object is read beside the letting go: the final status is one request after them, not
+      // two. Only this workflow writes the fields it writes (the watcher answers in status.requests,
+      // which the merge patch leaves alone), so nothing is missed by reading a little earlier.
       const read = parts.readActivation(i.ref);
       read.catch(() => undefined); // awaited below; a rejection must not go unhandled meanwhile
       await Promise.all([

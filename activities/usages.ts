@@ -6,8 +6,9 @@ import { API_VERSION, LABEL_STAGE_NAME, LABEL_USAGE } from '../api/group.js';
 import { activationUsageName, activeUsageName, labelValue } from '../shared/names.js';
 import type { ActivationRef } from '../shared/activation.js';
 import { activeChangedEvents } from '../decisions/events.js';
-import { sendEvents } from '../k8s/events.js';
+import { sendEvents, type RecordOptions } from '../k8s/events.js';
 import { ownerRef, type CoreDeps } from './deps.js';
+import { writeThenSay } from './transition-events.js';
 
 export function usageActivities({ objects, event, log }: CoreDeps) {
   return {
@@ -48,32 +49,31 @@ export function usageActivities({ objects, event, log }: CoreDeps) {
       const spec = { reason: `serves the traffic of Stage ${stage}`, stageVersionRef: { name: stageVersion } };
       const current = await objects.get('StageVersionUsage', namespace, activeUsageName(stage));
       const from: string | undefined = current?.spec?.stageVersionRef?.name;
-      // Said once the usage moved (in the background): a retry after the write finds it moved and
-      // says nothing, so the Events need no look-up for a repeat.
-      const moved = (was: string | undefined) => sendEvents(event, namespace, activeChangedEvents(stage, stageVersion, was), { [`Stage/${stage}`]: stageUid }, log, { once: true });
+      // Said once the usage moved (activities/transition-events.ts): a retry after the write finds
+      // it moved and says nothing.
+      const moved = (was: string | undefined) => (options: RecordOptions) => sendEvents(event, namespace, activeChangedEvents(stage, stageVersion, was), { [`Stage/${stage}`]: stageUid }, log, options);
+      const move = () => objects.mergeSpec('StageVersionUsage', namespace, activeUsageName(stage), { ...spec, stageVersionSelector: null });
       // It exists (every activation but a Stage's first): moved in one request, not a refused create first.
       if (current) {
-        if (from === stageVersion) return;
-        await objects.mergeSpec('StageVersionUsage', namespace, activeUsageName(stage), { ...spec, stageVersionSelector: null });
-        return moved(from);
+        if (from !== stageVersion) await writeThenSay(move, moved(from));
+        return;
       }
-      const { object, created } = await objects.create({
-        apiVersion: API_VERSION,
-        kind: 'StageVersionUsage',
-        metadata: {
-          name: activeUsageName(stage),
-          namespace,
-          labels: { [LABEL_USAGE]: 'active', [LABEL_STAGE_NAME]: labelValue(stage) },
-          ownerReferences: [ownerRef('Stage', stage, stageUid)],
-        },
-        spec,
-      });
-      if (created) return moved(undefined);
+      const create = () =>
+        objects.create({
+          apiVersion: API_VERSION,
+          kind: 'StageVersionUsage',
+          metadata: {
+            name: activeUsageName(stage),
+            namespace,
+            labels: { [LABEL_USAGE]: 'active', [LABEL_STAGE_NAME]: labelValue(stage) },
+            ownerReferences: [ownerRef('Stage', stage, stageUid)],
+          },
+          spec,
+        });
+      const { object, created } = await writeThenSay(create, moved(undefined), (r) => r.created);
       // Created meanwhile by another writer: moved from what it holds.
       const was: string | undefined = object.spec?.stageVersionRef?.name;
-      if (was === stageVersion) return;
-      await objects.mergeSpec('StageVersionUsage', namespace, activeUsageName(stage), { ...spec, stageVersionSelector: null });
-      moved(was);
+      if (!created && was !== stageVersion) await writeThenSay(move, moved(was));
     },
   };
 }

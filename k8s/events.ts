@@ -147,8 +147,9 @@ export function eventRecorder(kc: k8s.KubeConfig, log: (message: string) => void
   }
 
   /**
-   * `once`: the caller says this only once, whatever crashes (it follows a write that succeeds once,
-   * conditional on a resourceVersion): created without the look-up for a repeat.
+   * `once`: the caller says this only once: it follows a write that made the transition, on a first
+   * attempt (activities/transition-events.ts), or one conditional on a resourceVersion. Created
+   * without the look-up for a repeat.
    */
   return async function record(regarding: Regarding, type: EventType, reason: string, note: string, action = reason, { once = false }: RecordOptions = {}): Promise<void> {
     const r = eventWord(reason);

@@ -11,7 +11,7 @@ import type { ActivationRef } from '../shared/activation.js';
 import { kubeTime as now } from '../shared/format.js';
 import { executionName } from '../shared/names.js';
 import { executorTaskQueue } from '../shared/task-queues.js';
-import { causeOf } from './failures.js';
+import { causeOf, messageOf } from './failures.js';
 
 /**
  * Kubernetes bookkeeping (reads, creates, status writes) takes milliseconds: local activities run
@@ -58,6 +58,10 @@ export type { TaskOutcome };
 
 /** A succeeded execution's final status write made beside what follows it, settled into a value. */
 export type Recording = Promise<{ execution: string; error?: unknown }>;
+
+/** What the activation says of a Recording that failed (its firstError). */
+export const unrecordedMessage = (r: { execution: string; error?: unknown }) =>
+  `the final status of ActivationExecution ${r.execution} could not be written: ${messageOf(r.error)}`;
 
 /**
  * Runs one task: its ActivationExecution, the executor, the execution's final status. `beside`:
@@ -135,8 +139,15 @@ export async function runTask(ctx: TaskContext, stepIndex: number, step: string,
     const written = record(() => k8sActivities.writeExecutionStatus(ns, name, { phase: 'Succeeded', message, completionTime: now() }));
     // The outcome is known: the next step need not wait for the record of it (issue 11: one status
     // write fewer on the activation's path per step). Runs from before awaited it here.
-    if (beside && patched('execution-status-beside-next')) beside.push(written.then(() => ({ execution: name }), (error: unknown) => ({ execution: name, error })));
-    else await written;
+    if (beside && patched('execution-status-beside-next')) {
+      // Not recorded Succeeded for good: recorded Error instead (as when awaited here), so that it still ends final.
+      const failed = async (error: unknown) => {
+        const { reason, message: why } = failureOf(error, task);
+        await record(() => k8sActivities.writeExecutionStatus(ns, name, { phase: 'Error', reason, message: why, completionTime: now() })).catch(() => undefined);
+        return { execution: name, error };
+      };
+      beside.push(written.then(() => ({ execution: name }), failed));
+    } else await written;
     return { registration: task.registration, execution: name, ok: true, message };
   } catch (err) {
     const { reason, message } = failureOf(err, task);

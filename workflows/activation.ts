@@ -53,7 +53,7 @@ import {
 } from '../shared/activation.js';
 import { kubeTime as now, temporalWorkflowUrl } from '../shared/format.js';
 import { ACTIVATION_PHASE, K8S_NAMESPACE, STAGE, STAGE_VERSION, VECTOR } from '../shared/search-attributes.js';
-import { k8sActivities as k8s, runTask, type Recording, type TaskContext } from './activation-tasks.js';
+import { k8sActivities as k8s, runTask, unrecordedMessage, type Recording, type TaskContext } from './activation-tasks.js';
 import { causeOf, messageOf } from './failures.js';
 import { StageAccess } from './stage-access.js';
 import { BREAKER_ASK_AGAIN_SECONDS, passBreakers } from './breaker-gate.js';
@@ -365,7 +365,7 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     const unrecorded = (await Promise.all(recordingsBefore)).find((r) => 'error' in r);
     if (stepProgress.phase === 'Succeeded' && !unwritten && !unrecorded) return undefined;
     const failed = outcomes.find((o) => !o.ok);
-    if (unrecorded) firstError ??= `the final status of ActivationExecution ${unrecorded.execution} could not be written: ${messageOf(unrecorded.error)}`;
+    if (unrecorded) firstError ??= unrecordedMessage(unrecorded);
     if (failed) firstError ??= `step ${step.name}, task ${failed.registration}: ${failed.message}`;
     if (unwritten) firstError ??= `step ${step.name}: its InProgress status could not be written: ${unwritten}`;
     const revert = plan.onFailure === 'Revert' ? await revertSteps(plan, ctx, i) : undefined;
@@ -399,7 +399,8 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
   async function finish(ending: Ending): Promise<Ending> {
     await CancellationScope.nonCancellable(async () => {
       // Every execution reaches a final state before the activation does (ADR-0012).
-      await Promise.all(recordings.splice(0));
+      const unrecorded = (await Promise.all(recordings.splice(0))).find((r) => 'error' in r);
+      if (unrecorded) firstError ??= unrecordedMessage(unrecorded);
       // A Failed or Cancelled activation keeps its usage while a step left applied may still send
       // traffic to it. Runs from before gave it back only when Skipped.
       const release = releasesUsage(ending.phase, progress.steps);
@@ -461,7 +462,7 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     if (isCancellation(err)) {
       // The workflow itself was cancelled (Temporal UI/CLI): leave the queue, say so on the object.
       await CancellationScope.nonCancellable(async () => {
-        await Promise.all([unmark(), access.release()]);
+        await Promise.all([unmark(), access.release(), ...recordings.splice(0)]);
         await report('Cancelled', 'WorkflowCancelled', 'the workflow was cancelled in Temporal');
       });
     }

@@ -543,6 +543,8 @@ test("a step's record that cannot be written fails the step that ran beside it, 
   expect(result.phase).toBe('Failed');
   const status = cluster.activation(ref).status;
   expect(status.firstError).toBe('the final status of ActivationExecution unrec-to-2-0-unrec-gw could not be written: the apiserver refused with HTTP 422');
+  // It still ends final: recorded Error, as when its record was awaited in place.
+  expect(cluster.executions.get(`${ns}/unrec-to-2-0-unrec-gw`)?.status).toMatchObject({ phase: 'Error', message: 'the apiserver refused with HTTP 422' });
   expect(status.message).toMatch(/succeeded tasks were reverted$/);
   expect(cluster.callsOf(ref).map((c) => `${c.action} ${c.registration}`)).toEqual(['Apply unrec-gw', 'Apply unrec-mesh', 'Revert unrec-mesh', 'Revert unrec-gw']);
   expect(cluster.activeUsage(ns, 'unrec')).toBe('unrec-1');

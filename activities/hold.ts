@@ -10,7 +10,7 @@ import { isFinal, reasonOf } from '../decisions/activation.js';
 import { activationEvents, type StatusView } from '../decisions/events.js';
 import { NAMESPACE_LIMIT_REASON } from '../decisions/fair-share.js';
 import { SUPERSEDED_REASON } from '../decisions/supersede.js';
-import { sendEvents } from '../k8s/events.js';
+import { sendEvents, type RecordOptions } from '../k8s/events.js';
 import { kubeTime } from '../shared/format.js';
 import { recordActivationPhase } from '../telemetry/metrics.js';
 import { conditionsAfter } from './activation-status.js';
@@ -18,6 +18,7 @@ import type { CustomObject } from '../k8s/custom-objects.js';
 import type { VectorActivationPhase } from '../api/vector-activation.js';
 import type { ActivationRef } from '../shared/activation.js';
 import type { CoreDeps } from './deps.js';
+import { writeThenSay } from './transition-events.js';
 
 /** The activation as it is now, unless it is gone or re-created under another uid. */
 async function readSame(deps: CoreDeps, ref: ActivationRef) {
@@ -65,12 +66,12 @@ export async function skipBeforeStart(deps: CoreDeps, ref: ActivationRef, messag
 
 /** Writes Skipped over `va` (its resourceVersion) and, when written, its Events and the phase metric. */
 async function skipOver(deps: CoreDeps, ref: ActivationRef, va: CustomObject, message: string): Promise<boolean> {
-  if (!(await writeOver(deps, ref, va, 'Skipped', SUPERSEDED_REASON, message, { completionTime: kubeTime() }))) return false;
   const before = (va.status ?? {}) as StatusView;
   const facts = { name: ref.name, stage: va.spec.stage, stageVersion: va.spec.stageVersion };
-  // Sent only by the write that made the skip (conditional on the resourceVersion seen): no
-  // earlier Event can say it, so none is looked for (a burst's 49 look-ups fewer).
-  sendEvents(deps.event, ref.namespace, activationEvents(facts, before, { phase: 'Skipped', reason: SUPERSEDED_REASON, message }), { [`VectorActivation/${ref.name}`]: ref.uid }, deps.log, { once: true });
+  // Said by the write that made the skip (activities/transition-events.ts): conditional on the
+  // resourceVersion seen, so no earlier Event can say it and none is looked for.
+  const say = (options: RecordOptions) => sendEvents(deps.event, ref.namespace, activationEvents(facts, before, { phase: 'Skipped', reason: SUPERSEDED_REASON, message }), { [`VectorActivation/${ref.name}`]: ref.uid }, deps.log, options);
+  if (!(await writeThenSay(() => writeOver(deps, ref, va, 'Skipped', SUPERSEDED_REASON, message, { completionTime: kubeTime() }), say, (w) => w))) return false;
   recordActivationPhase(va, 'Skipped', reasonOf(SUPERSEDED_REASON));
   return true;
 }

@@ -18,14 +18,23 @@ function retried(): boolean {
   }
 }
 
+/**
+ * A write that failed but may have reached the apiserver: no answer, or a 5xx. Not a refusal (4xx),
+ * and not a deposed leader's fenced write (k8s/leader-election.ts), which was never sent.
+ */
+function mayHaveLanded(err: unknown): boolean {
+  if (err instanceof Error && err.name === 'NotLeaderError') return false;
+  const code = apiStatus(err);
+  return code === undefined || code >= 500;
+}
+
 /** Runs `write`, then `say`s its Events when `made` tells it made the transition. */
 export async function writeThenSay<T>(write: () => Promise<T>, say: (options: RecordOptions) => void, made: (result: T) => boolean = () => true): Promise<T> {
   let result: T;
   try {
     result = await write();
   } catch (err) {
-    const code = apiStatus(err);
-    if (code === undefined || code >= 500) say({ once: false });
+    if (mayHaveLanded(err)) say({ once: false });
     throw err;
   }
   if (made(result)) say({ once: !retried() });

@@ -357,7 +357,10 @@ export class ActivationWatcher {
     for (const w of winners.values()) if (!this.expectSent.has(w.uid)) void this.tracked(namespace, () => this.expectAtLock(namespace, w));
     const starts = starting.filter((o) => !losers.has(o.metadata!.uid!)).map((o) => ({ uid: o.metadata!.uid!, stage: o.spec?.stage ?? '', crowd: winners.has(o.metadata!.uid!) }));
     const onStage = new Map<string, string[]>();
-    for (const o of unfinished) onStage.set(o.spec?.stage ?? '', [...(onStage.get(o.spec?.stage ?? '') ?? []), o.metadata!.uid!]);
+    for (const o of unfinished) {
+      const stage = o.spec?.stage ?? '';
+      onStage.set(stage, onStage.get(stage) ?? []).get(stage)!.push(o.metadata!.uid!);
+    }
     const hold = holdBurstWinners(starts, onStage, this.settling.get(namespace) ?? new Map(), Date.now(), this.o.burstSettleMs ?? BURST_SETTLE_MS, this.o.burstQuietMs ?? BURST_QUIET_MS);
     this.settling.set(namespace, hold.settling);
     if (hold.wakeAt !== undefined) setTimeout(() => this.share(namespace), Math.max(hold.wakeAt - Date.now(), 0) + 1).unref();

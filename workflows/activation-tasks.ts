@@ -71,6 +71,12 @@ export const unrecordedMessage = (r: { execution: string; error?: unknown }) =>
 export async function runTask(ctx: TaskContext, stepIndex: number, step: string, task: PlannedTask, action: 'Apply' | 'Revert', beside?: Recording[]): Promise<TaskOutcome> {
   const name = executionName(ctx.ref.name, stepIndex, task.registration, ctx.attempt, action === 'Revert');
   const ns = ctx.ref.namespace;
+  /** Records the execution Error with why `err` ended it, and says why. */
+  const recordError = async (err: unknown) => {
+    const { reason, message } = failureOf(err, task);
+    await record(() => k8sActivities.writeExecutionStatus(ns, name, { phase: 'Error', reason, message, completionTime: now() }));
+    return message;
+  };
   try {
     await record(() =>
       k8sActivities.createExecution({
@@ -141,17 +147,14 @@ export async function runTask(ctx: TaskContext, stepIndex: number, step: string,
     // write fewer on the activation's path per step). Runs from before awaited it here.
     if (beside && patched('execution-status-beside-next')) {
       // Not recorded Succeeded for good: recorded Error instead (as when awaited here), so that it still ends final.
-      const failed = async (error: unknown) => {
-        const { reason, message: why } = failureOf(error, task);
-        await record(() => k8sActivities.writeExecutionStatus(ns, name, { phase: 'Error', reason, message: why, completionTime: now() })).catch(() => undefined);
-        return { execution: name, error };
-      };
+      const failed = (error: unknown) => recordError(error).then(
+        () => ({ execution: name, error }),
+        () => ({ execution: name, error }),
+      );
       beside.push(written.then(() => ({ execution: name }), failed));
     } else await written;
     return { registration: task.registration, execution: name, ok: true, message };
   } catch (err) {
-    const { reason, message } = failureOf(err, task);
-    await record(() => k8sActivities.writeExecutionStatus(ns, name, { phase: 'Error', reason, message, completionTime: now() }));
-    return { registration: task.registration, execution: name, ok: false, message };
+    return { registration: task.registration, execution: name, ok: false, message: await recordError(err) };
   }
 }

@@ -3,6 +3,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { writeThenSay } from '../../activities/transition-events.js';
 import { k8s } from '../../k8s/client.js';
+import { NotLeaderError } from '../../k8s/leader-election.js';
 import type { RecordOptions } from '../../k8s/events.js';
 
 const quiet = { logger: new DefaultLogger('ERROR', () => undefined) };
@@ -17,6 +18,7 @@ describe('writeThenSay', () => {
     ['no answer: it may have landed, so it says it (looking for a repeat) and throws', { fails: new Error('socket hang up') }, 1, [{ once: false }], true],
     ['a 5xx may have landed too', { fails: refused(503) }, 1, [{ once: false }], true],
     ['a refusal (4xx) did not land: nothing is said', { fails: refused(422) }, 1, [], true],
+    ["a deposed leader's fenced write was never sent: nothing is said", { fails: new NotLeaderError('watcher-a', 'a skip') }, 1, [], true],
   ])('%s', async (_name, outcome, attempt, said, throws) => {
     const says: RecordOptions[] = [];
     const write = async () => {

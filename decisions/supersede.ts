@@ -82,22 +82,21 @@ export interface BurstWait {
   since: number;
   /** Until when the Stage's newest waits: the quiet after the last arrival, at most the settle after `since`. */
   until: number;
-  /** The Stage's unfinished activations seen so far: one not among them is an arrival. */
-  seen: ReadonlySet<string>;
 }
 
 /**
- * Which of the activations a pass would start wait for the rest of their burst. `onStage`: per
- * Stage, the uids of its unfinished activations this pass (losers included: an older arrival is
- * part of the burst too). `settling`: per Stage, its wait; the next map is returned, with `wakeAt`
- * when a pass must run again (something is held). A wait begins with a crowd and holds whatever
- * would start on that Stage until its time has come (the losers of an earlier pass are being
- * skipped, so a lone candidate may still be a burst's); every arrival moves that time to a quiet
- * period later, never past the settle; then the Stage's newest starts.
+ * Which of the activations a pass would start wait for the rest of their burst. `lastArrival`: per
+ * Stage, when the newest-seen of its unfinished activations arrived (first seen by the watch, losers
+ * included: an older arrival is part of the burst too). The quiet is counted from that moment, not
+ * from the pass that looks at it, which may run late. `settling`: per Stage, its wait; the next map
+ * is returned, with `wakeAt` when a pass must run again (something is held). A wait begins with a
+ * crowd and holds whatever would start on that Stage until its time has come (the losers of an
+ * earlier pass are being skipped, so a lone candidate may still be a burst's); then the Stage's
+ * newest starts.
  */
 export function holdBurstWinners(
   starts: readonly StartingNow[],
-  onStage: ReadonlyMap<string, readonly string[]>,
+  lastArrival: ReadonlyMap<string, number>,
   settling: ReadonlyMap<string, BurstWait>,
   now: number,
   settleMs = BURST_SETTLE_MS,
@@ -107,16 +106,18 @@ export function holdBurstWinners(
   const held = new Set<string>();
   let wakeAt: number | undefined;
   for (const s of starts) {
-    const here = onStage.get(s.stage) ?? [s.uid];
-    let wait = next.get(s.stage);
-    if (!wait && s.crowd && !settling.has(s.stage)) wait = { since: now, until: now + Math.min(quietMs, settleMs), seen: new Set(here) };
-    else if (wait && here.some((uid) => !wait!.seen.has(uid))) {
-      wait = { since: wait.since, until: Math.min(wait.since + settleMs, now + quietMs), seen: new Set([...wait.seen, ...here]) };
+    const prior = settling.get(s.stage);
+    // A wait over in the pass before does not begin again at once: its newest starts now.
+    if (!prior && !s.crowd) continue;
+    const since = prior?.since ?? now;
+    const until = Math.min(since + settleMs, (lastArrival.get(s.stage) ?? now) + quietMs);
+    if (until <= now) {
+      next.delete(s.stage);
+      continue;
     }
-    if (!wait) continue;
-    next.set(s.stage, wait);
+    next.set(s.stage, { since, until });
     held.add(s.uid);
-    wakeAt = Math.min(wakeAt ?? Infinity, wait.until);
+    wakeAt = Math.min(wakeAt ?? Infinity, until);
   }
   return { held, settling: next, ...(wakeAt !== undefined ? { wakeAt } : {}) };
 }

@@ -114,6 +114,8 @@ export class ActivationWatcher {
   private readonly sharing = new Map<string, { again: boolean }>();
   /** Per namespace: per Stage, until when its burst's newest waits for the rest (holdBurstWinners). */
   private readonly settling = new Map<string, Map<string, BurstWait>>();
+  /** When each unfinished activation was first seen (this process's clock): a burst's arrivals. */
+  private readonly arrived = new Map<string, number>();
   /** Losers being ended Skipped: not candidates of another pass meanwhile (their write is on its way). */
   private readonly skipping = new Set<string>();
   /** A burst's newest activations (uid) whose Stage's lock was told to expect them: told once. */
@@ -194,7 +196,11 @@ export class ActivationWatcher {
       if (namespaces.has(ns)) continue;
       this.informers.delete(ns);
       await informer.stop();
-      for (const [uid, o] of this.cache) if (o.metadata?.namespace === ns) this.cache.delete(uid);
+      for (const [uid, o] of this.cache) {
+        if (o.metadata?.namespace !== ns) continue;
+        this.cache.delete(uid);
+        this.arrived.delete(uid);
+      }
     }
     // Lists in parallel, a few at a time: one after the other, 200 namespaces took seconds (bench/shards.ts).
     const added = [...namespaces].filter((ns) => !this.informers.has(ns));
@@ -264,6 +270,8 @@ export class ActivationWatcher {
   private observe(o: Watched, startedAt: number): void {
     observeEventLag('watcher', 'VectorActivation', o, startedAt);
     this.cache.set(o.metadata!.uid!, o);
+    if (isFinal(o.status?.phase)) this.arrived.delete(o.metadata!.uid!);
+    else if (!this.arrived.has(o.metadata!.uid!)) this.arrived.set(o.metadata!.uid!, Date.now());
     void this.reconcile(o);
     // An activation that ended may free a place for a held one.
     if (this.o.stagesPerNamespace && isFinal(o.status?.phase)) this.share(o.metadata!.namespace!);
@@ -330,6 +338,9 @@ export class ActivationWatcher {
 
   /** Starts the workflows the Stage limit admits; marks the ones it holds (decisions/fair-share.ts). */
   private async sharePass(namespace: string): Promise<void> {
+    // The pass decides over the cache as it is now: a burst's wait is judged at this moment too, not
+    // after the reads below (a slow read would let a wait expire while its arrivals sit unseen).
+    const seenAt = Date.now();
     const unfinished = [...this.cache.values()].filter((o) => o.metadata!.namespace === namespace && !o.metadata!.deletionTimestamp && !isFinal(o.status?.phase));
     const limit = this.o.stagesPerNamespace!;
     const admitted = fairShare(
@@ -356,12 +367,12 @@ export class ActivationWatcher {
     const winners = new Map([...losers.values()].map((w) => [w.uid, w]));
     for (const w of winners.values()) if (!this.expectSent.has(w.uid)) void this.tracked(namespace, () => this.expectAtLock(namespace, w));
     const starts = starting.filter((o) => !losers.has(o.metadata!.uid!)).map((o) => ({ uid: o.metadata!.uid!, stage: o.spec?.stage ?? '', crowd: winners.has(o.metadata!.uid!) }));
-    const onStage = new Map<string, string[]>();
+    const lastArrival = new Map<string, number>();
     for (const o of unfinished) {
       const stage = o.spec?.stage ?? '';
-      onStage.set(stage, onStage.get(stage) ?? []).get(stage)!.push(o.metadata!.uid!);
+      lastArrival.set(stage, Math.max(lastArrival.get(stage) ?? 0, this.arrived.get(o.metadata!.uid!) ?? seenAt));
     }
-    const hold = holdBurstWinners(starts, onStage, this.settling.get(namespace) ?? new Map(), Date.now(), this.o.burstSettleMs ?? BURST_SETTLE_MS, this.o.burstQuietMs ?? BURST_QUIET_MS);
+    const hold = holdBurstWinners(starts, lastArrival, this.settling.get(namespace) ?? new Map(), seenAt, this.o.burstSettleMs ?? BURST_SETTLE_MS, this.o.burstQuietMs ?? BURST_QUIET_MS);
     this.settling.set(namespace, hold.settling);
     if (hold.wakeAt !== undefined) setTimeout(() => this.share(namespace), Math.max(hold.wakeAt - Date.now(), 0) + 1).unref();
     const start = (o: Watched) => attempt(o, 'start', () => this.ensure(o, this.ref(o)));
@@ -575,6 +586,7 @@ export class ActivationWatcher {
 
   private async deleted(o: Watched): Promise<void> {
     this.cache.delete(o.metadata!.uid!);
+    this.arrived.delete(o.metadata!.uid!);
     if (this.o.stagesPerNamespace && this.acting(o.metadata!.namespace!)) this.share(o.metadata!.namespace!);
     const workflowId = activationWorkflowId(this.ref(o));
     this.running.delete(workflowId);

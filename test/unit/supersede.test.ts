@@ -50,22 +50,26 @@ describe('supersededBeforeStart', () => {
 describe('holdBurstWinners', () => {
   const T = 1_000_000;
   const Q = BURST_QUIET_MS;
+  const S = BURST_SETTLE_MS;
   const start = (uid: string, stage: string, crowd = false): StartingNow => ({ uid, stage, crowd });
-  const wait = (since: number, until: number, ...seen: string[]): BurstWait => ({ since, until, seen: new Set(seen) });
-  type Row = [string, StartingNow[], [string, string[]][], [string, BurstWait][], number, string[], [string, BurstWait][], number | undefined];
+  const wait = (since: number, until: number): BurstWait => ({ since, until });
+  // [name, starts, last arrival per Stage, waits before, now, held, waits after, wakeAt]
+  type Row = [string, StartingNow[], [string, number][], [string, BurstWait][], number, string[], [string, BurstWait][], number | undefined];
   it.each<Row>([
-    ['an activation alone on its Stage never waits', [start('a', 's1')], [['s1', ['a']]], [], T, [], [], undefined],
-    ["a burst's newest waits a quiet period for the rest of its burst", [start('w', 's1', true)], [['s1', ['l', 'w']]], [], T, ['w'], [['s1', wait(T, T + Q, 'l', 'w')]], T + Q],
-    ['an arrival moves the wait to a quiet period after it', [start('w2', 's1', true)], [['s1', ['l', 'w', 'w2']]], [['s1', wait(T - 50, T + Q - 50, 'l', 'w')]], T, ['w2'], [['s1', wait(T - 50, T + Q, 'l', 'w', 'w2')]], T + Q],
-    ['an older arrival (a loser) is part of the burst too', [start('w', 's1', true)], [['s1', ['l', 'w', 'l2']]], [['s1', wait(T - 50, T + Q - 50, 'l', 'w')]], T, ['w'], [['s1', wait(T - 50, T + Q, 'l', 'w', 'l2')]], T + Q],
-    ['never past the settle from the first crowd', [start('w3', 's1', true)], [['s1', ['w', 'w2', 'w3']]], [['s1', wait(T - BURST_SETTLE_MS + 10, T + 5, 'w', 'w2')]], T, ['w3'], [['s1', wait(T - BURST_SETTLE_MS + 10, T + 10, 'w', 'w2', 'w3')]], T + 10],
-    ['no arrival: the wait stays as it was', [start('w', 's1')], [['s1', ['w']]], [['s1', wait(T - 10, T + 40, 'l', 'w')]], T, ['w'], [['s1', wait(T - 10, T + 40, 'l', 'w')]], T + 40],
-    ['its time come, the newest starts and the wait is over', [start('w', 's1')], [['s1', ['w']]], [['s1', wait(T - Q, T, 'w')]], T, [], [], undefined],
-    ['its time come, a crowd starts at once too (no second wait in a row)', [start('w', 's1', true)], [['s1', ['l', 'w']]], [['s1', wait(T - 100, T - 5, 'w')]], T, [], [], undefined],
-    ['Stages apart: only the crowded one waits', [start('w', 's1', true), start('b', 's2')], [['s1', ['l', 'w']], ['s2', ['b']]], [], T, ['w'], [['s1', wait(T, T + Q, 'l', 'w')]], T + Q],
+    ['an activation alone on its Stage never waits', [start('a', 's1')], [['s1', T]], [], T, [], [], undefined],
+    ["a burst's newest waits a quiet period after the last arrival", [start('w', 's1', true)], [['s1', T]], [], T, ['w'], [['s1', wait(T, T + Q)]], T + Q],
+    ['the quiet counts from the arrival, not from a pass that runs late', [start('w', 's1', true)], [['s1', T - 30]], [], T, ['w'], [['s1', wait(T, T + Q - 30)]], T + Q - 30],
+    ['a crowd that arrived a quiet period ago starts at once', [start('w', 's1', true)], [['s1', T - Q]], [], T, [], [], undefined],
+    ['an arrival moves the wait to a quiet period after it', [start('w2', 's1', true)], [['s1', T - 5]], [['s1', wait(T - 50, T + Q - 50)]], T, ['w2'], [['s1', wait(T - 50, T + Q - 5)]], T + Q - 5],
+    ['an arrival seen after the wait ran out still moves it (the pass ran late)', [start('w', 's1')], [['s1', T - 5]], [['s1', wait(T - 100, T - 10)]], T, ['w'], [['s1', wait(T - 100, T + Q - 5)]], T + Q - 5],
+    ['never past the settle from the first crowd', [start('w3', 's1', true)], [['s1', T]], [['s1', wait(T - S + 10, T + 5)]], T, ['w3'], [['s1', wait(T - S + 10, T + 10)]], T + 10],
+    ['no arrival: the wait stays as it was', [start('w', 's1')], [['s1', T + 40 - Q]], [['s1', wait(T - 10, T + 40)]], T, ['w'], [['s1', wait(T - 10, T + 40)]], T + 40],
+    ['its time come, the newest starts and the wait is over', [start('w', 's1')], [['s1', T - Q]], [['s1', wait(T - Q, T)]], T, [], [], undefined],
+    ['its time come, a crowd starts at once too (no second wait in a row)', [start('w', 's1', true)], [['s1', T - 80]], [['s1', wait(T - 100, T - 5)]], T, [], [], undefined],
+    ['Stages apart: only the crowded one waits', [start('w', 's1', true), start('b', 's2')], [['s1', T], ['s2', T]], [], T, ['w'], [['s1', wait(T, T + Q)]], T + Q],
     ['a wait of a Stage with nothing left to start is forgotten once over', [], [], [['s1', wait(T - 100, T - 1)], ['s2', wait(T - 10, T + 50)]], T, [], [['s2', wait(T - 10, T + 50)]], undefined],
-  ])('%s', (_n, starts, onStage, settling, now, held, next, wakeAt) => {
-    const r = holdBurstWinners(starts, new Map(onStage), new Map(settling), now);
+  ])('%s', (_n, starts, lastArrival, settling, now, held, next, wakeAt) => {
+    const r = holdBurstWinners(starts, new Map(lastArrival), new Map(settling), now);
     expect({ held: [...r.held].sort(), settling: [...r.settling], wakeAt: r.wakeAt }).toEqual({ held, settling: next, wakeAt });
   });
 });

@@ -2,7 +2,7 @@
  * What every benchmark shares: percentiles, and its figures written as JSON under bench/results/
  * (git-ignored), where `npm run bench` (bench/all.ts) collects them into one table.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../scripts/env/paths.js';
 
@@ -42,3 +42,20 @@ export function stringArg(name: string): string | undefined {
   if (!value || value.startsWith('--')) throw new Error(`--${name} wants a value`);
   return value;
 }
+
+/** CPU seconds (user + system) a process used so far, from /proc; NaN when it cannot be read. */
+export function cpuSeconds(pid: number | undefined): number {
+  if (!pid) return NaN;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100/s)
+  } catch {
+    return NaN;
+  }
+}
+
+/** The local servers' processes and this one (which runs the system), for CPU figures. */
+export const cpuProcesses = (pids: { apiserver?: number; etcd?: number; temporal?: number }) => ({ apiserver: pids.apiserver, etcd: pids.etcd, temporal: pids.temporal, 'konfidence (this process)': process.pid });
+
+/** CPU seconds used so far by each of `processes`. */
+export const cpuNow = (processes: Record<string, number | undefined>) => Object.fromEntries(Object.entries(processes).map(([k, pid]) => [k, cpuSeconds(pid)]));

@@ -11,14 +11,13 @@
  * Run: npm run bench:throughput [-- --stages 200 --namespaces 20 --seconds 60 --warmup 120]
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { API_VERSION, GROUP, VERSION } from '../api/group.js';
 import { k8s, loadKubeConfig } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { up } from '../scripts/env/control-plane.js';
 import { seedSleepyPlan, startSleepySystem } from './fixture.js';
-import { numberArg, quantile, writeResult } from './report.js';
+import { cpuNow, cpuProcesses, numberArg, quantile, writeResult } from './report.js';
 
 const STAGES = numberArg('stages', 200);
 const NAMESPACES = numberArg('namespaces', 20);
@@ -68,18 +67,8 @@ const watches = await Promise.all(
   ),
 );
 
-/** CPU seconds (user + system) a process used so far, from /proc. */
-const cpuSeconds = (pid: number | undefined) => {
-  if (!pid) return NaN;
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100/s)
-  } catch {
-    return NaN;
-  }
-};
-const processes = { apiserver: cp.pids.apiserver, etcd: cp.pids.etcd, temporal: cp.pids.temporal, 'konfidence (this process)': process.pid };
-const cpu = () => Object.fromEntries(Object.entries(processes).map(([k, pid]) => [k, cpuSeconds(pid)]));
+const processes = cpuProcesses(cp.pids);
+const cpu = () => cpuNow(processes);
 
 const deadline = performance.now() + (WARMUP + SECONDS) * 1000;
 const windowStart = performance.now() + WARMUP * 1000;

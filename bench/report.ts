@@ -4,6 +4,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Pids } from '../scripts/env/control-plane.js';
 import { repoRoot } from '../scripts/env/paths.js';
 
 export const resultsDir = join(repoRoot, 'bench', 'results');
@@ -47,15 +48,19 @@ export function stringArg(name: string): string | undefined {
 export function cpuSeconds(pid: number | undefined): number {
   if (!pid) return NaN;
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' '); // after the command name, which may hold ') '
     return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100/s)
   } catch {
     return NaN;
   }
 }
 
-/** The local servers' processes and this one (which runs the system), for CPU figures. */
-export const cpuProcesses = (pids: { apiserver?: number; etcd?: number; temporal?: number }) => ({ apiserver: pids.apiserver, etcd: pids.etcd, temporal: pids.temporal, 'konfidence (this process)': process.pid });
+/** Every local server's process and this one (which runs the system), for CPU figures. */
+export const cpuProcesses = (pids: Pids): Record<string, number | undefined> => ({
+  ...Object.fromEntries(Object.entries(pids).filter(([, pid]) => pid !== undefined)),
+  'konfidence (this process)': process.pid,
+});
 
 /** CPU seconds used so far by each of `processes`. */
 export const cpuNow = (processes: Record<string, number | undefined>) => Object.fromEntries(Object.entries(processes).map(([k, pid]) => [k, cpuSeconds(pid)]));

@@ -72,7 +72,10 @@ export const BURST_QUIET_MS = 75;
 export interface StartingNow {
   uid: string;
   stage: string;
-  /** It won over others of its Stage in this pass (a burst). */
+  /**
+   * It won over others of its Stage in this pass (a burst), or its Stage had an arrival that the
+   * pass's snapshot missed: either way, more of its burst may be on the way.
+   */
   crowd: boolean;
 }
 
@@ -86,9 +89,9 @@ export interface BurstWait {
 
 /**
  * Which of the activations a pass would start wait for the rest of their burst. `lastArrival`: per
- * Stage, when the newest-seen of its unfinished activations arrived (first seen by the watch, losers
- * included: an older arrival is part of the burst too). The quiet is counted from that moment, not
- * from the pass that looks at it, which may run late. `settling`: per Stage, its wait; the next map
+ * Stage, when its latest activation arrived (first seen by the watch, losers included: an older
+ * arrival is part of the burst too); a Stage without one has been quiet for long. The quiet is
+ * counted from that moment, not from the pass that looks at it, which may run late. `settling`: per Stage, its wait; the next map
  * is returned, with `wakeAt` when a pass must run again (something is held). A wait begins with a
  * crowd and holds whatever would start on that Stage until its time has come (the losers of an
  * earlier pass are being skipped, so a lone candidate may still be a burst's); then the Stage's
@@ -107,10 +110,10 @@ export function holdBurstWinners(
   let wakeAt: number | undefined;
   for (const s of starts) {
     const prior = settling.get(s.stage);
-    // A wait over in the pass before does not begin again at once: its newest starts now.
-    if (!prior && !s.crowd) continue;
+    if (!prior && !s.crowd) continue; // alone on its Stage, no wait running: it starts
+    // A running wait keeps its beginning, so arrivals never push it past the settle.
     const since = prior?.since ?? now;
-    const until = Math.min(since + settleMs, (lastArrival.get(s.stage) ?? now) + quietMs);
+    const until = Math.min(since + settleMs, (lastArrival.get(s.stage) ?? -Infinity) + quietMs);
     if (until <= now) {
       next.delete(s.stage);
       continue;

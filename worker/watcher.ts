@@ -114,8 +114,11 @@ export class ActivationWatcher {
   private readonly sharing = new Map<string, { again: boolean }>();
   /** Per namespace: per Stage, until when its burst's newest waits for the rest (holdBurstWinners). */
   private readonly settling = new Map<string, Map<string, BurstWait>>();
-  /** When each unfinished activation was first seen (this process's clock): a burst's arrivals. */
-  private readonly arrived = new Map<string, number>();
+  /**
+   * Per namespace: per Stage, when its latest activation arrived (first seen unfinished by the watch,
+   * performance.now()): how long a burst has been quiet. Entries older than any wait are pruned.
+   */
+  private readonly lastArrival = new Map<string, Map<string, number>>();
   /** Losers being ended Skipped: not candidates of another pass meanwhile (their write is on its way). */
   private readonly skipping = new Set<string>();
   /** A burst's newest activations (uid) whose Stage's lock was told to expect them: told once. */
@@ -147,6 +150,8 @@ export class ActivationWatcher {
     if (this.stopped) return;
     this.log(`${identity} leads: deciding again for ${this.cache.size} cached VectorActivations`);
     this.running.clear();
+    // A wait's timer that fired while standby ran no pass: its entry would cut the next burst's wait short.
+    this.settling.clear();
     this.handDeletionsOver();
     for (const o of this.cache.values()) void this.reconcile(o);
     void this.checkUnfinished();
@@ -196,11 +201,8 @@ export class ActivationWatcher {
       if (namespaces.has(ns)) continue;
       this.informers.delete(ns);
       await informer.stop();
-      for (const [uid, o] of this.cache) {
-        if (o.metadata?.namespace !== ns) continue;
-        this.cache.delete(uid);
-        this.arrived.delete(uid);
-      }
+      for (const [uid, o] of this.cache) if (o.metadata?.namespace === ns) this.cache.delete(uid);
+      this.forgetBursts(ns);
     }
     // Lists in parallel, a few at a time: one after the other, 200 namespaces took seconds (bench/shards.ts).
     const added = [...namespaces].filter((ns) => !this.informers.has(ns));
@@ -219,10 +221,19 @@ export class ActivationWatcher {
 
   /** Sharded: stops acting in these namespaces; resolves once no write there is in flight. */
   async drop(namespaces: readonly string[]): Promise<void> {
-    for (const ns of namespaces) this.serving.delete(ns);
+    for (const ns of namespaces) {
+      this.serving.delete(ns);
+      this.settling.delete(ns);
+    }
     await Promise.allSettled(namespaces.flatMap((ns) => [...(this.pending.get(ns) ?? [])]));
     // Whoever serves them next asks Temporal again (a start finds a running workflow by its id).
     for (const o of this.cache.values()) if (namespaces.includes(o.metadata!.namespace!)) this.running.delete(activationWorkflowId(this.ref(o)));
+  }
+
+  /** A namespace left: its bursts' waits and arrivals go with its cache. */
+  private forgetBursts(namespace: string): void {
+    this.settling.delete(namespace);
+    this.lastArrival.delete(namespace);
   }
 
   /** Standalone or leader, and (sharded) the shard serves the namespace. */
@@ -269,9 +280,11 @@ export class ActivationWatcher {
 
   private observe(o: Watched, startedAt: number): void {
     observeEventLag('watcher', 'VectorActivation', o, startedAt);
+    if (!this.cache.has(o.metadata!.uid!) && !isFinal(o.status?.phase)) {
+      const stages = this.lastArrival.get(o.metadata!.namespace!) ?? new Map<string, number>();
+      this.lastArrival.set(o.metadata!.namespace!, stages.set(o.spec?.stage ?? '', performance.now()));
+    }
     this.cache.set(o.metadata!.uid!, o);
-    if (isFinal(o.status?.phase)) this.arrived.delete(o.metadata!.uid!);
-    else if (!this.arrived.has(o.metadata!.uid!)) this.arrived.set(o.metadata!.uid!, Date.now());
     void this.reconcile(o);
     // An activation that ended may free a place for a held one.
     if (this.o.stagesPerNamespace && isFinal(o.status?.phase)) this.share(o.metadata!.namespace!);
@@ -338,9 +351,7 @@ export class ActivationWatcher {
 
   /** Starts the workflows the Stage limit admits; marks the ones it holds (decisions/fair-share.ts). */
   private async sharePass(namespace: string): Promise<void> {
-    // The pass decides over the cache as it is now: a burst's wait is judged at this moment too, not
-    // after the reads below (a slow read would let a wait expire while its arrivals sit unseen).
-    const seenAt = Date.now();
+    const seenAt = performance.now();
     const unfinished = [...this.cache.values()].filter((o) => o.metadata!.namespace === namespace && !o.metadata!.deletionTimestamp && !isFinal(o.status?.phase));
     const limit = this.o.stagesPerNamespace!;
     const admitted = fairShare(
@@ -366,15 +377,19 @@ export class ActivationWatcher {
     // it waits a moment for the rest of its burst (decisions/supersede.ts).
     const winners = new Map([...losers.values()].map((w) => [w.uid, w]));
     for (const w of winners.values()) if (!this.expectSent.has(w.uid)) void this.tracked(namespace, () => this.expectAtLock(namespace, w));
-    const starts = starting.filter((o) => !losers.has(o.metadata!.uid!)).map((o) => ({ uid: o.metadata!.uid!, stage: o.spec?.stage ?? '', crowd: winners.has(o.metadata!.uid!) }));
-    const lastArrival = new Map<string, number>();
-    for (const o of unfinished) {
-      const stage = o.spec?.stage ?? '';
-      lastArrival.set(stage, Math.max(lastArrival.get(stage) ?? 0, this.arrived.get(o.metadata!.uid!) ?? seenAt));
-    }
-    const hold = holdBurstWinners(starts, lastArrival, this.settling.get(namespace) ?? new Map(), seenAt, this.o.burstSettleMs ?? BURST_SETTLE_MS, this.o.burstQuietMs ?? BURST_QUIET_MS);
+    // A burst's wait is judged after the reads, on every arrival up to now: one that came during
+    // them (not in this pass's snapshot) makes its Stage wait for the next pass, as a crowd does.
+    const judgedAt = performance.now();
+    const arrivals = this.lastArrival.get(namespace) ?? new Map<string, number>();
+    const quietMs = this.o.burstQuietMs ?? BURST_QUIET_MS;
+    const settleMs = this.o.burstSettleMs ?? BURST_SETTLE_MS;
+    for (const [stage, at] of arrivals) if (at < judgedAt - settleMs - quietMs) arrivals.delete(stage);
+    const starts = starting
+      .filter((o) => !losers.has(o.metadata!.uid!))
+      .map((o) => ({ uid: o.metadata!.uid!, stage: o.spec?.stage ?? '', crowd: winners.has(o.metadata!.uid!) || (arrivals.get(o.spec?.stage ?? '') ?? -Infinity) > seenAt }));
+    const hold = holdBurstWinners(starts, arrivals, this.settling.get(namespace) ?? new Map(), judgedAt, settleMs, quietMs);
     this.settling.set(namespace, hold.settling);
-    if (hold.wakeAt !== undefined) setTimeout(() => this.share(namespace), Math.max(hold.wakeAt - Date.now(), 0) + 1).unref();
+    if (hold.wakeAt !== undefined) setTimeout(() => this.share(namespace), Math.max(hold.wakeAt - performance.now(), 0) + 1).unref();
     const start = (o: Watched) => attempt(o, 'start', () => this.ensure(o, this.ref(o)));
     // The winners start while the losers are ended: not after them (a burst's newest would wait
     // for every skip). A loser that could not be ended starts, and the Stage's lock supersedes it.
@@ -586,7 +601,6 @@ export class ActivationWatcher {
 
   private async deleted(o: Watched): Promise<void> {
     this.cache.delete(o.metadata!.uid!);
-    this.arrived.delete(o.metadata!.uid!);
     if (this.o.stagesPerNamespace && this.acting(o.metadata!.namespace!)) this.share(o.metadata!.namespace!);
     const workflowId = activationWorkflowId(this.ref(o));
     this.running.delete(workflowId);

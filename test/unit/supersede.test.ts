@@ -65,7 +65,12 @@ describe('holdBurstWinners', () => {
     ['never past the settle from the first crowd', [start('w3', 's1', true)], [['s1', T]], [['s1', wait(T - S + 10, T + 5)]], T, ['w3'], [['s1', wait(T - S + 10, T + 10)]], T + 10],
     ['no arrival: the wait stays as it was', [start('w', 's1')], [['s1', T + 40 - Q]], [['s1', wait(T - 10, T + 40)]], T, ['w'], [['s1', wait(T - 10, T + 40)]], T + 40],
     ['its time come, the newest starts and the wait is over', [start('w', 's1')], [['s1', T - Q]], [['s1', wait(T - Q, T)]], T, [], [], undefined],
-    ['its time come, a crowd starts at once too (no second wait in a row)', [start('w', 's1', true)], [['s1', T - 80]], [['s1', wait(T - 100, T - 5)]], T, [], [], undefined],
+    ['its time come, a crowd starts at once too', [start('w', 's1', true)], [['s1', T - 80]], [['s1', wait(T - 100, T - 5)]], T, [], [], undefined],
+    ['the settle reached, the newest starts though arrivals go on', [start('w', 's1', true)], [['s1', T]], [['s1', wait(T - S, T + 5)]], T, [], [], undefined],
+    ['a crowd on a Stage with no arrival on record starts at once', [start('w', 's1', true)], [], [], T, [], [], undefined],
+    ['an activation alone, no wait running, starts though its Stage had an arrival just now', [start('a', 's1')], [['s1', T - 1]], [], T, [], [], undefined],
+    ['two held together wait for the same moment', [start('a', 's1'), start('b', 's1')], [['s1', T - 10]], [['s1', wait(T - 20, T + 5)]], T, ['a', 'b'], [['s1', wait(T - 20, T + Q - 10)]], T + Q - 10],
+    ['two Stages waiting: the pass wakes for the earlier', [start('w', 's1', true), start('v', 's2', true)], [['s1', T - 40], ['s2', T - 10]], [], T, ['v', 'w'], [['s1', wait(T, T + Q - 40)], ['s2', wait(T, T + Q - 10)]], T + Q - 40],
     ['Stages apart: only the crowded one waits', [start('w', 's1', true), start('b', 's2')], [['s1', T], ['s2', T]], [], T, ['w'], [['s1', wait(T, T + Q)]], T + Q],
     ['a wait of a Stage with nothing left to start is forgotten once over', [], [], [['s1', wait(T - 100, T - 1)], ['s2', wait(T - 10, T + 50)]], T, [], [['s2', wait(T - 10, T + 50)]], undefined],
   ])('%s', (_n, starts, lastArrival, settling, now, held, next, wakeAt) => {

@@ -125,21 +125,6 @@ export function holdBurstWinners(
   return { held, settling: next, ...(wakeAt !== undefined ? { wakeAt } : {}) };
 }
 
-/** creationTimestamp's whole seconds and the clock skew between the apiserver and a watcher, allowed for. */
-export const CREATED_MARGIN_MS = 5_000;
-
-/**
- * Whether a workflow may run already for a burst's loser that has no status yet, so that Temporal
- * must be asked before it is skipped (a skip under a running workflow would be written over by its
- * first status write). One created before this watcher began to act in its namespace may have been
- * started by whoever acted there before (a previous leader, shard owner or process) that stopped
- * before its workflow wrote a status; so may one whose start this watcher has in flight. One created
- * well after (times in ms since the epoch) was seen by this watcher alone.
- */
-export function mayHaveWorkflow(createdMs: number, actingSinceMs: number, startInFlight: boolean, marginMs = CREATED_MARGIN_MS): boolean {
-  return startInFlight || !(createdMs > actingSinceMs + marginMs);
-}
-
 /** What a superseded activation's status says; like the lock's "superseded while waiting by …". */
 export function supersededMessage(namespace: string, by: { name: string; revision: number }): string {
   return `superseded before it started by the newer activation ${namespace}/${by.name} (revision ${by.revision})`;

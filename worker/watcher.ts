@@ -12,7 +12,7 @@ import { closeOutActivation } from '../activities/close-out.js';
 import { holdActivation, skipBeforeStart } from '../activities/hold.js';
 import { expectStageLock } from '../activities/lock.js';
 import { fairShare, heldMessage, NAMESPACE_LIMIT_REASON } from '../decisions/fair-share.js';
-import { BURST_QUIET_MS, BURST_SETTLE_MS, holdBurstWinners, mayHaveWorkflow, type BurstWait, supersededBeforeStart, supersededMessage, type Superseder } from '../decisions/supersede.js';
+import { BURST_QUIET_MS, BURST_SETTLE_MS, holdBurstWinners, type BurstWait, supersededBeforeStart, supersededMessage, type Superseder } from '../decisions/supersede.js';
 import { coreDeps, type CoreDeps } from '../activities/deps.js';
 import { closedWorkflowEnding, watcherActions, type WatcherAction } from '../decisions/watcher.js';
 import { isFinal, type RequestAction } from '../decisions/activation.js';
@@ -105,12 +105,6 @@ export class ActivationWatcher {
   private readonly serving = new Set<string>();
   private readonly pending = new Map<string, Set<Promise<unknown>>>();
   private startedAt = Date.now();
-  /** Since when (epoch ms) this watcher acts: its start, or its latest takeover as leader. */
-  private actingSince = Date.now();
-  /** Sharded: since when (epoch ms) it serves each namespace. */
-  private readonly servingSince = new Map<string, number>();
-  /** Workflow ids whose start is on its way to Temporal. */
-  private readonly startsInFlight = new Set<string>();
   /** The latest of every watched object, by uid: what the periodic check walks. */
   private readonly cache = new Map<string, Watched>();
   /** Workflow ids known to run: a repeated event costs no Temporal call. */
@@ -156,7 +150,6 @@ export class ActivationWatcher {
     if (this.stopped) return;
     this.log(`${identity} leads: deciding again for ${this.cache.size} cached VectorActivations`);
     this.running.clear();
-    this.actingSince = Date.now();
     // A wait's timer that fired while standby ran no pass: its entry would cut the next burst's wait short.
     this.settling.clear();
     this.handDeletionsOver();
@@ -180,7 +173,6 @@ export class ActivationWatcher {
 
   async start(): Promise<void> {
     this.startedAt = Date.now();
-    this.actingSince = this.startedAt;
     const initial = this.o.sharded ? (this.o.namespaces ?? []) : (this.o.namespaces ?? [undefined]);
     for (const namespace of initial) await this.watchNamespace(namespace);
     this.synced = true;
@@ -221,10 +213,7 @@ export class ActivationWatcher {
 
   /** Sharded: acts in these namespaces from now on, deciding again for what it has cached there. */
   serve(namespaces: readonly string[]): void {
-    for (const ns of namespaces) {
-      if (!this.serving.has(ns)) this.servingSince.set(ns, Date.now());
-      this.serving.add(ns);
-    }
+    for (const ns of namespaces) this.serving.add(ns);
     const added = new Set(namespaces);
     if (this.gate.acting()) this.handDeletionsOver();
     for (const o of this.cache.values()) if (added.has(o.metadata!.namespace!)) void this.reconcile(o);
@@ -234,17 +223,11 @@ export class ActivationWatcher {
   async drop(namespaces: readonly string[]): Promise<void> {
     for (const ns of namespaces) {
       this.serving.delete(ns);
-      this.servingSince.delete(ns);
       this.settling.delete(ns);
     }
     await Promise.allSettled(namespaces.flatMap((ns) => [...(this.pending.get(ns) ?? [])]));
     // Whoever serves them next asks Temporal again (a start finds a running workflow by its id).
     for (const o of this.cache.values()) if (namespaces.includes(o.metadata!.namespace!)) this.running.delete(activationWorkflowId(this.ref(o)));
-  }
-
-  /** Since when (epoch ms) this watcher acts in the namespace. */
-  private actingSinceIn(namespace: string): number {
-    return this.o.sharded ? Math.max(this.actingSince, this.servingSince.get(namespace) ?? Infinity) : this.actingSince;
   }
 
   /** A namespace left: its bursts' waits and arrivals go with its cache. */
@@ -479,11 +462,8 @@ export class ActivationWatcher {
     await forEachLimited(losers, SKIPS_AT_ONCE, async (o) => {
       const ref = this.ref(o);
       try {
-        // Temporal is asked only when a workflow may run already (a previous leader may have started
-        // it, and its workflow not written a status yet): a look-up per loser was a tenth of a burst's CPU.
-        const workflowId = activationWorkflowId(ref);
-        const created = new Date(o.metadata?.creationTimestamp ?? 0).getTime();
-        if (!mayHaveWorkflow(created, this.actingSinceIn(namespace), this.startsInFlight.has(workflowId)) || (await this.workflowStatus(workflowId)) === undefined) {
+        // A previous leader may have started it, and its workflow not written a status yet.
+        if ((await this.workflowStatus(activationWorkflowId(ref))) === undefined) {
           this.gate.fence(`superseding ${namespace}/${ref.name}`);
           // Ended: it stays among those being skipped until the watch brings the write back (a
           // stale event may come first), so that no pass starts it meanwhile.
@@ -560,15 +540,12 @@ export class ActivationWatcher {
   private async ensure(o: Watched, ref: ActivationRef): Promise<void> {
     const workflowId = activationWorkflowId(ref);
     if (this.running.has(workflowId)) return;
-    this.startsInFlight.add(workflowId);
     try {
       await this.startWorkflow(o, ref, {}, 'REJECT_DUPLICATE');
       this.running.add(workflowId);
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
       await this.checkClosed(o, ref); // a closed run exists, yet the object is unfinished
-    } finally {
-      this.startsInFlight.delete(workflowId);
     }
   }
 

@@ -1,5 +1,5 @@
 /** supersededBeforeStart (decisions/supersede.ts): which activations of a burst never need a workflow. */
-import { BURST_QUIET_MS, BURST_SETTLE_MS, CREATED_MARGIN_MS, holdBurstWinners, mayHaveWorkflow, type BurstWait, supersededBeforeStart, supersededMessage, type KnownStageVersion, type StartCandidate, type StartingNow } from '../../decisions/supersede.js';
+import { BURST_QUIET_MS, BURST_SETTLE_MS, holdBurstWinners, type BurstWait, supersededBeforeStart, supersededMessage, type KnownStageVersion, type StartCandidate, type StartingNow } from '../../decisions/supersede.js';
 
 /** `name` switching `stage` to `sv`, created at second `at`. */
 const va = (name: string, stage: string, sv: string, at: number): StartCandidate => ({
@@ -76,19 +76,5 @@ describe('holdBurstWinners', () => {
   ])('%s', (_n, starts, lastArrival, settling, now, held, next, wakeAt) => {
     const r = holdBurstWinners(starts, new Map(lastArrival), new Map(settling), now);
     expect({ held: [...r.held].sort(), settling: [...r.settling], wakeAt: r.wakeAt }).toEqual({ held, settling: next, wakeAt });
-  });
-});
-
-describe('mayHaveWorkflow', () => {
-  const since = Date.parse('2026-12-01T10:00:00Z');
-  const M = CREATED_MARGIN_MS;
-  it.each<[string, number, boolean, boolean]>([
-    ['created before this watcher acted: whoever acted before may have started it', since - 60_000, false, true],
-    ['created as it took over (within the margin for whole seconds and clock skew)', since + M, false, true],
-    ['created well after: this watcher alone saw it, no look-up', since + M + 1000, false, false],
-    ['created well after, but its start is on its way: looked up', since + M + 1000, true, true],
-    ['no creation time known: looked up', NaN, false, true],
-  ])('%s', (_n, created, inFlight, expected) => {
-    expect(mayHaveWorkflow(created, since, inFlight)).toBe(expected);
   });
 });

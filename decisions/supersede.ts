@@ -72,11 +72,13 @@ export const BURST_QUIET_MS = 75;
 export interface StartingNow {
   uid: string;
   stage: string;
-  /**
-   * It won over others of its Stage in this pass (a burst), or its Stage had an arrival that the
-   * pass's snapshot missed: either way, more of its burst may be on the way.
-   */
+  /** It won over others of its Stage in this pass (a burst). */
   crowd: boolean;
+  /**
+   * Its Stage had an arrival that the pass's snapshot missed (it came during the pass's reads): a
+   * newer one may be among it, so it waits for the next pass, which sees it (at most the settle).
+   */
+  missed?: boolean;
 }
 
 /** A Stage's burst being waited for. */
@@ -110,10 +112,11 @@ export function holdBurstWinners(
   let wakeAt: number | undefined;
   for (const s of starts) {
     const prior = settling.get(s.stage);
-    if (!prior && !s.crowd) continue; // alone on its Stage, no wait running: it starts
+    if (!prior && !s.crowd && !s.missed) continue; // alone on its Stage, no wait running: it starts
     // A running wait keeps its beginning, so arrivals never push it past the settle.
     const since = prior?.since ?? now;
-    const until = Math.min(since + settleMs, (lastArrival.get(s.stage) ?? -Infinity) + quietMs);
+    const quiet = (lastArrival.get(s.stage) ?? -Infinity) + quietMs;
+    const until = Math.min(since + settleMs, s.missed ? Math.max(quiet, now + 1) : quiet);
     if (until <= now) {
       next.delete(s.stage);
       continue;

@@ -150,8 +150,11 @@ export class ActivationWatcher {
     if (this.stopped) return;
     this.log(`${identity} leads: deciding again for ${this.cache.size} cached VectorActivations`);
     this.running.clear();
-    // A wait's timer that fired while standby ran no pass: its entry would cut the next burst's wait short.
+    // A wait's timer that fired while standby ran no pass: its entry would cut the next burst's wait
+    // short. Arrivals stay (a burst may be arriving), but a standby pruned none.
     this.settling.clear();
+    const old = performance.now() - (this.o.burstSettleMs ?? BURST_SETTLE_MS) - (this.o.burstQuietMs ?? BURST_QUIET_MS);
+    for (const stages of this.lastArrival.values()) for (const [stage, at] of stages) if (at < old) stages.delete(stage);
     this.handDeletionsOver();
     for (const o of this.cache.values()) void this.reconcile(o);
     void this.checkUnfinished();
@@ -378,15 +381,17 @@ export class ActivationWatcher {
     const winners = new Map([...losers.values()].map((w) => [w.uid, w]));
     for (const w of winners.values()) if (!this.expectSent.has(w.uid)) void this.tracked(namespace, () => this.expectAtLock(namespace, w));
     // A burst's wait is judged after the reads, on every arrival up to now: one that came during
-    // them (not in this pass's snapshot) makes its Stage wait for the next pass, as a crowd does.
+    // them (not in this pass's snapshot) makes its Stage wait for the next pass, which sees it.
     const judgedAt = performance.now();
     const arrivals = this.lastArrival.get(namespace) ?? new Map<string, number>();
     const quietMs = this.o.burstQuietMs ?? BURST_QUIET_MS;
     const settleMs = this.o.burstSettleMs ?? BURST_SETTLE_MS;
+    const starts = starting.filter((o) => !losers.has(o.metadata!.uid!)).map((o) => {
+      const stage = o.spec?.stage ?? '';
+      return { uid: o.metadata!.uid!, stage, crowd: winners.has(o.metadata!.uid!), missed: (arrivals.get(stage) ?? -Infinity) > seenAt };
+    });
+    // Older than any wait, an arrival says nothing (a Stage without one has been quiet for long).
     for (const [stage, at] of arrivals) if (at < judgedAt - settleMs - quietMs) arrivals.delete(stage);
-    const starts = starting
-      .filter((o) => !losers.has(o.metadata!.uid!))
-      .map((o) => ({ uid: o.metadata!.uid!, stage: o.spec?.stage ?? '', crowd: winners.has(o.metadata!.uid!) || (arrivals.get(o.spec?.stage ?? '') ?? -Infinity) > seenAt }));
     const hold = holdBurstWinners(starts, arrivals, this.settling.get(namespace) ?? new Map(), judgedAt, settleMs, quietMs);
     this.settling.set(namespace, hold.settling);
     if (hold.wakeAt !== undefined) setTimeout(() => this.share(namespace), Math.max(hold.wakeAt - performance.now(), 0) + 1).unref();

@@ -14,7 +14,8 @@ from commit 0f1174b, a handoff on the Stage's lock released by Update: the activ
 and told the next one, the next one, and the lock run that served both. And, from commit ffc3107, a lock that waits for its next timer
 before it finishes after a release by Update, serving the next activations meanwhile (recorded while
 it still ran). And, from commit 53a3fbf, a two-step activation whose first step's execution record was
-written beside its second step. Stored as the History message's
+written beside its second step. And a lock that lingered idle (`idle-linger`) between two
+activations two seconds apart, served both in one run and finished at its linger's end. Stored as the History message's
  * protobufjs object form (`History.toObject`, longs, enums and bytes as strings), which
  * `fromObject` reads back byte for byte.
  */
@@ -39,6 +40,7 @@ it('has the recorded histories', () => {
     'stage-lock-burst.json',
     'stage-lock-expect-ignored-1785a3b.json',
     'stage-lock-finish-after-release-ffc3107.json',
+    'stage-lock-idle-linger.json',
     'stage-lock-release-update-0f1174b.json',
     'stage-lock.json',
   ]);

@@ -11,7 +11,7 @@ import { Worker } from '@temporalio/worker';
 import { createLockActivities, expectStageLock, type LockActivities } from '../../activities/lock.js';
 import { pollUntil } from '../../scripts/env/process.js';
 import { lockGrantedSignal, lockStateQuery, RELEASE_UNANSWERED, releaseLockSignal, releaseLockUpdate, requestLockSignal, stageLockWorkflowId, type LockState } from '../../shared/activation.js';
-import { EXPECT_MS, HOLDER_CHECK_MS, stageLock } from '../../workflows/stage-lock.js';
+import { EXPECT_MS, HOLDER_CHECK_MS, IDLE_LINGER_MS, stageLock } from '../../workflows/stage-lock.js';
 import { createTestActivities } from './support/activities.js';
 import { finishSignal, lockRequester, lockTraffic, requesterQuery } from './support/lock-workflows.js';
 import { testWorkflowBundle, timeSkippingEnv } from './support/temporal.js';
@@ -46,7 +46,14 @@ async function withWorker<T>(taskQueue: string, body: () => Promise<T>, activiti
     workflowBundle: await testWorkflowBundle(),
     activities: { ...createLockActivities(env.client, taskQueue), ...createTestActivities(env.client), ...activities },
   });
-  return worker.runUntil(body);
+  // An idle lock lingers (IDLE_LINGER_MS): it finishes while its worker runs. Left to a timer no
+  // worker serves, its next workflow task would be pending for good, and the test server skips no
+  // time while one is: a later test waiting for time to pass hung.
+  return worker.runUntil(async () => {
+    const result = await body();
+    await env.sleep(IDLE_LINGER_MS + 1_000);
+    return result;
+  });
 }
 
 function startRequester(taskQueue: string, stage: string, id: string, revision: number, hold = false, releaseBy: 'signal' | 'update' = 'signal') {
@@ -382,6 +389,29 @@ test('continue-as-new keeps the holder and the waiter', async () => {
 
 /** A requester's answer, polled in real time. */
 const answerOf = (requester: WorkflowHandle) => pollUntil(async () => requester.query(requesterQuery).catch(() => undefined), 10_000, `${requester.workflowId} answered`, 20);
+
+test.each(['signal', 'update'] as const)('idle, the lock lingers: the next request within IDLE_LINGER_MS is served by the same run; then it finishes (released by %s)', async (releaseBy) => {
+  const { stage, taskQueue, lockId } = newStage();
+  await withWorker(taskQueue, async () => {
+    const lock = env.client.workflow.getHandle(lockId);
+    const holder = await startRequester(taskQueue, stage, 'holder', 1, true, releaseBy);
+    await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
+    const { runId } = await lock.describe();
+    await holder.signal(finishSignal);
+    await waitForLock(lockId, (s) => !s.holder && s.waiting.length === 0, 'the lock idle');
+    // Idle, it did not finish: no time passed (nothing here awaits a result, which lets time skip).
+    expect((await lock.describe()).status.name).toBe('RUNNING');
+    const next = await startRequester(taskQueue, stage, 'next', 2, true, releaseBy);
+    await waitForLock(lockId, holderIs(next.workflowId), 'the next one granted');
+    expect((await lock.describe()).runId).toBe(runId);
+    await next.signal(finishSignal);
+    // Awaiting the lock lets time skip past the linger: it finishes, nothing left to do.
+    await lock.result();
+    const history = (await lock.fetchHistory()).events ?? [];
+    const timers = history.filter((e) => e.eventType === events.EVENT_TYPE_TIMER_STARTED).map((e) => e.timerStartedEventAttributes?.startToFireTimeout?.seconds?.toString());
+    expect(timers).toContain(String(IDLE_LINGER_MS / 1000));
+  });
+});
 
 test('released by Update, the lock names the next holder and the releaser tells it; released again, the lock answers the same', async () => {
   const { stage, taskQueue, lockId } = newStage();

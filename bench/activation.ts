@@ -57,7 +57,7 @@ for (let i = 0; i < RUNS; i++) {
   const succeededSeen = await phaseAt(`to-${first}`, 'Succeeded');
   const inProgressSeen = await phaseAt(`to-${second}`, 'InProgress');
   await phaseAt(`to-${second}`, 'Succeeded');
-  // The lock run that served the pair (it ends once idle; the next pair starts another).
+  // The lock run that served the pair (pairs within its idle linger share one run).
   const lock = await lockHistory(system.client, stageLockWorkflowId(ns, 'bench'));
   handoffs.push({ previousWorkflowId: previous.workflowId, nextWorkflowId: next.workflowId, lockHistory: lock, succeededSeen, inProgressSeen });
 }

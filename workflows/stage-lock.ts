@@ -57,7 +57,7 @@ export const EXPECT_MS = 15_000;
  * task closing the lock makes the server refuse that task, and an Update around the refusal was
  * seen waiting about 2 s (bench:burst: a burst's expectLock met the lock finishing after the
  * activation before it). Activations of a Stage that come within this of each other find the lock
- * running, and none meets it closing.
+ * running; a request meets it closing only when it arrives just as the linger runs out.
  */
 export const IDLE_LINGER_MS = 10_000;
 
@@ -266,8 +266,8 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
       continue;
     }
     if (idle()) {
-      // Idle: finish, once a check still running is done (a request meanwhile is served at once).
-      // The next request starts a new run (signal-with-start).
+      // Idle: finish, once a check still running is done (a request meanwhile is served at once),
+      // after the linger below. A request after that starts a new run (signal-with-start).
       await condition(() => (allHandlersFinished() && !checking) || !idle());
       // It lingers (IDLE_LINGER_MS), serving whatever comes meanwhile, and finishes in a task of
       // its own, at the timer: never in the workflow task of a release Update, where a signal
@@ -275,12 +275,13 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
       if (idle() && !lingered && patched('idle-linger')) {
         lingered = true;
         releasedByUpdate = false;
-        await condition(() => !idle(), IDLE_LINGER_MS);
+        // Cut short (a request, or only a notice to send): it lingers afresh when idle again.
+        if (await condition(() => !idle(), IDLE_LINGER_MS)) lingered = false;
         continue;
       }
       // Runs from before finished at the next timer after a release Update (a 1 ms timer the server
       // fires up to a second later), or at once, as their histories say.
-      if (idle() && releasedByUpdate && patched('finish-after-release-update')) {
+      if (idle() && releasedByUpdate && !lingered && patched('finish-after-release-update')) {
         releasedByUpdate = false;
         await condition(() => !idle(), 1);
         continue;

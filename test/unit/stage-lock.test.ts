@@ -50,9 +50,11 @@ async function withWorker<T>(taskQueue: string, body: () => Promise<T>, activiti
   // worker serves, its next workflow task would be pending for good, and the test server skips no
   // time while one is: a later test waiting for time to pass hung.
   return worker.runUntil(async () => {
-    const result = await body();
-    await env.sleep(IDLE_LINGER_MS + 1_000);
-    return result;
+    try {
+      return await body();
+    } finally {
+      await env.sleep(IDLE_LINGER_MS + 1_000);
+    }
   });
 }
 

@@ -3,7 +3,7 @@
  * the same local servers, one after the other; then one table against the goals, also written as
  * bench/results/all-<time>.json. Each benchmark's own JSON stays in bench/results/ next to it.
  * Run: npm run bench [-- --quick] (quick: fewer runs, 40 Stages for throughput, smaller bursts: to try it out).
- * The whole run takes about 30 minutes on the 2-core machine.
+ * The whole run takes about 13 minutes on the 2-core machine.
  */
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';

@@ -116,7 +116,8 @@ export class ActivationWatcher {
   private readonly settling = new Map<string, Map<string, BurstWait>>();
   /**
    * Per namespace: per Stage, when its latest activation arrived (first seen unfinished by the watch,
-   * performance.now()): how long a burst has been quiet. Entries older than any wait are pruned.
+   * performance.now()): how long a burst has been quiet. One number per Stage; an old one reads as
+   * quiet (decisions/supersede.ts), so none is pruned.
    */
   private readonly lastArrival = new Map<string, Map<string, number>>();
   /** Losers being ended Skipped: not candidates of another pass meanwhile (their write is on its way). */
@@ -151,10 +152,8 @@ export class ActivationWatcher {
     this.log(`${identity} leads: deciding again for ${this.cache.size} cached VectorActivations`);
     this.running.clear();
     // A wait's timer that fired while standby ran no pass: its entry would cut the next burst's wait
-    // short. Arrivals stay (a burst may be arriving), but a standby pruned none.
+    // short. Arrivals stay: a burst may be arriving.
     this.settling.clear();
-    const old = performance.now() - (this.o.burstSettleMs ?? BURST_SETTLE_MS) - (this.o.burstQuietMs ?? BURST_QUIET_MS);
-    for (const stages of this.lastArrival.values()) for (const [stage, at] of stages) if (at < old) stages.delete(stage);
     this.handDeletionsOver();
     for (const o of this.cache.values()) void this.reconcile(o);
     void this.checkUnfinished();
@@ -384,15 +383,11 @@ export class ActivationWatcher {
     // them (not in this pass's snapshot) makes its Stage wait for the next pass, which sees it.
     const judgedAt = performance.now();
     const arrivals = this.lastArrival.get(namespace) ?? new Map<string, number>();
-    const quietMs = this.o.burstQuietMs ?? BURST_QUIET_MS;
-    const settleMs = this.o.burstSettleMs ?? BURST_SETTLE_MS;
     const starts = starting.filter((o) => !losers.has(o.metadata!.uid!)).map((o) => {
       const stage = o.spec?.stage ?? '';
       return { uid: o.metadata!.uid!, stage, crowd: winners.has(o.metadata!.uid!), missed: (arrivals.get(stage) ?? -Infinity) > seenAt };
     });
-    // Older than any wait, an arrival says nothing (a Stage without one has been quiet for long).
-    for (const [stage, at] of arrivals) if (at < judgedAt - settleMs - quietMs) arrivals.delete(stage);
-    const hold = holdBurstWinners(starts, arrivals, this.settling.get(namespace) ?? new Map(), judgedAt, settleMs, quietMs);
+    const hold = holdBurstWinners(starts, arrivals, this.settling.get(namespace) ?? new Map(), judgedAt, this.o.burstSettleMs ?? BURST_SETTLE_MS, this.o.burstQuietMs ?? BURST_QUIET_MS);
     this.settling.set(namespace, hold.settling);
     if (hold.wakeAt !== undefined) setTimeout(() => this.share(namespace), Math.max(hold.wakeAt - performance.now(), 0) + 1).unref();
     const start = (o: Watched) => attempt(o, 'start', () => this.ensure(o, this.ref(o)));

@@ -6,12 +6,12 @@
  */
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { quietBundler } from './support/temporal.js';
 
 const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
-const quiet = { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: console.error };
 
 it('the workflows load no zod at run time, and of api/ only its zod-free constants', async () => {
-  const { code } = await bundleWorkflowCode({ workflowsPath, logger: quiet as never });
+  const { code } = await bundleWorkflowCode({ workflowsPath, logger: quietBundler as never });
   const modules = new Set([...code.matchAll(/"\.\/((?:node_modules\/)?[^"]+\.[cm]?[jt]s)"/g)].map((m) => m[1]!));
   expect([...modules].filter((m) => m.startsWith('workflows/')).length).toBeGreaterThan(0);
   expect([...modules].filter((m) => m.startsWith('node_modules/zod/'))).toEqual([]);

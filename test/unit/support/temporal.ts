@@ -76,11 +76,12 @@ export async function timeSkippingEnv(): Promise<TestWorkflowEnvironment> {
 /** The project's workflows plus the test workflows of test/unit/support/workflows.ts. */
 export const testWorkflowsPath = fileURLToPath(new URL('./workflows.ts', import.meta.url));
 
-const quiet = { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: console.error };
+/** A logger for bundleWorkflowCode that says only errors. */
+export const quietBundler = { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: console.error };
 
 let bundle: Promise<WorkflowBundle> | undefined;
 /** Bundling takes seconds: once per test file. */
 export function testWorkflowBundle(): Promise<WorkflowBundle> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: testWorkflowsPath, logger: quiet as never });
+  bundle ??= bundleWorkflowCode({ workflowsPath: testWorkflowsPath, logger: quietBundler as never });
   return bundle;
 }

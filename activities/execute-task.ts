@@ -1,13 +1,16 @@
 /**
  * The activity every executor worker registers (`executeTask`, on konfidence-executor-<type>):
- * validates the configuration, checks tenancy, routes traffic, verifies, and heartbeats so that a
- * timeout or a cancelled activation reaches the executor and stops it.
+ * validates the configuration, checks tenancy, records what the managed rules hold, sets them to
+ * the task's assignment and verifies it (Apply), or puts the record of an Apply back (Revert); it
+ * heartbeats so that a timeout or a cancelled activation reaches the executor and stops it.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { apiStatus, type k8s } from '../k8s/client.js';
+import { CustomObjects } from '../k8s/custom-objects.js';
 import { apiError } from '../executors/routes.js';
-import { ExecutorError, type Executor, type ExecutorContext, type TaskInput, type TaskResult } from '../executors/types.js';
+import { ExecutorError, type Executor, type ExecutorContext, type TaskInput, type TaskResult, type TrafficAssignment } from '../executors/types.js';
 import { timeExecutorTask } from '../telemetry/metrics.js';
+import { recordOf, recordOnce } from './traffic-record.js';
 
 const HEARTBEAT_MS = 1_000;
 
@@ -65,7 +68,23 @@ export function createExecutorActivities(executor: Executor<any>, kubeConfig: k8
   };
 }
 
+/**
+ * The task of a core build that sent a move (`previousStageVersion` → `stageVersion` at the
+ * registration's weight) instead of an assignment or a record to put back; undefined for every
+ * other task. Its revert sends everything back to the previous StageVersion. It goes with the
+ * upgrade window of docs/scale.md.
+ */
+export function legacyAssignment(input: TaskInput, config: unknown): TrafficAssignment | undefined {
+  if (input.assignment || input.revertOf) return undefined;
+  const previous = input.previousStageVersion?.name;
+  if (input.action === 'Revert') return previous ? { [previous]: 100 } : undefined;
+  const weight = (config as { weight?: number }).weight ?? 100;
+  const target = input.stageVersion.name;
+  return previous === undefined || previous === target || weight >= 100 ? { [target]: 100 } : { [target]: weight, [previous]: 100 - weight };
+}
+
 function runTask(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
+  const objects = new CustomObjects(kubeConfig);
   return async (input: TaskInput): Promise<TaskResult> => {
     const activity = Context.current();
     const parsed = executor.config.safeParse(input.config);
@@ -78,11 +97,27 @@ function runTask(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
     // Heartbeats carry cancellation to this activity; keep them flowing while the executor works.
     const ticker = setInterval(() => activity.heartbeat(), HEARTBEAT_MS);
     const ctx: ExecutorContext = { kubeConfig, signal: activity.cancellationSignal, heartbeat: (d) => activity.heartbeat(d) };
-    const [from, to] = input.action === 'Apply' ? [input.previousStageVersion, input.stageVersion] : [input.stageVersion, input.previousStageVersion];
+    const { namespace, name } = input.execution;
     try {
-      if (!to) return { message: `nothing to revert: Stage ${input.stage} had no active StageVersion before` };
-      const result = await executor.route(input, from, to, parsed.data, ctx);
-      await executor.verify(input, from, to, parsed.data, ctx);
+      const legacy = legacyAssignment(input, parsed.data);
+      if (legacy) {
+        const result = await executor.route(input, legacy, parsed.data, ctx);
+        await executor.verify(input, legacy, parsed.data, ctx);
+        return result;
+      }
+      if (input.action === 'Revert') {
+        if (!input.revertOf) return { message: 'nothing to restore: no Apply execution named' };
+        const record = await recordOf(objects, namespace, input.revertOf);
+        if (!record) return { message: `nothing to restore: ActivationExecution ${input.revertOf} recorded nothing, so it changed no route` };
+        return await executor.restore(input, record, parsed.data, ctx);
+      }
+      const assignment = input.assignment;
+      if (!assignment) throw new ExecutorError('an Apply task without an assignment');
+      // What the task manages, recorded before its first write: a revert puts exactly this back.
+      await recordOnce(objects, namespace, name, () => executor.observe(input, parsed.data, ctx), input.earlier);
+      ctx.signal.throwIfAborted();
+      const result = await executor.route(input, assignment, parsed.data, ctx);
+      await executor.verify(input, assignment, parsed.data, ctx);
       return result;
     } catch (err) {
       throw taskFailure(err);

@@ -20,6 +20,10 @@ export interface ExecutionToCreate {
   stage: string;
   stageVersion: string;
   previousStageVersion?: string;
+  /** Apply: the traffic every managed rule holds afterwards. */
+  assignment?: Record<string, number>;
+  /** Revert: the Apply execution whose record is put back. */
+  revertOf?: string;
   vectorDeployment?: string;
   config: unknown;
   timeoutSeconds: number;
@@ -59,6 +63,8 @@ export function executionActivities({ objects }: CoreDeps) {
             stage: e.stage,
             stageVersion: e.stageVersion,
             ...(e.previousStageVersion ? { previousStageVersion: e.previousStageVersion } : {}),
+            ...(e.assignment ? { assignment: e.assignment } : {}),
+            ...(e.revertOf ? { revertOf: e.revertOf } : {}),
             step: e.step,
             action: e.action,
             spec: e.config,
@@ -96,6 +102,15 @@ export function executionActivities({ objects }: CoreDeps) {
         if (apiStatus(err) === 422 && isFinal((await objects.get('ActivationExecution', namespace, name))?.status?.phase)) return;
         throw err;
       }
+    },
+
+    /**
+     * Which of these executions recorded a rule before they changed anything: the ones a revert
+     * puts back. One that recorded none (or was never created) changed no route.
+     */
+    async recordedExecutions(namespace: string, names: string[]): Promise<string[]> {
+      const found = await Promise.all(names.map((name) => objects.get('ActivationExecution', namespace, name)));
+      return names.filter((_, i) => (found[i]?.status?.record?.rules?.length ?? 0) > 0);
     },
 
     /** Waits for an outside controller to finish an External execution; heartbeats so cancel reaches it. */

@@ -9,6 +9,46 @@ import { executionPhases } from './vector-activation.js';
 
 export const executionActions = ['Apply', 'Revert'] as const;
 
+/**
+ * Traffic as an absolute assignment: StageVersion name → percent of a managed rule's traffic. The
+ * percents sum to 100; a StageVersion that is not named gets none.
+ */
+export const trafficAssignment = z
+  .record(z.string().min(1).max(253), z.int().min(0).max(100))
+  .describe('StageVersion → percent of every managed rule; the percents sum to 100.');
+export type TrafficAssignment = z.infer<typeof trafficAssignment>;
+
+/** A routing object by its whole reference. */
+export const routeRef = z.object({
+  group: z.string().max(253),
+  kind: z.string().min(1).max(63),
+  namespace: dnsLabel,
+  name: objectName,
+});
+export type RouteRef = z.infer<typeof routeRef>;
+
+/** One managed rule of one routing object, as a task found it before its first write. */
+export const ruleRecord = z.object({
+  route: routeRef,
+  index: z.int().min(0).describe('Position of the rule (HTTPRoute rules[], VirtualService http[]).'),
+  name: z.string().min(1).max(253).optional().describe('Name of the rule, when it has one: a restore finds it by name.'),
+  entries: z
+    .array(freeform())
+    .max(16)
+    .describe('The managed entries (backendRefs, route destinations) exactly as found, weights included; empty: none.'),
+  traffic: z
+    .record(z.string().min(1).max(512), z.int().min(0))
+    .describe('Weight per StageVersion as found (a backend that is no StageVersion\'s by its reference).'),
+});
+export type RuleRecord = z.infer<typeof ruleRecord>;
+
+/** What a task manages as it found it; a revert puts exactly this back. */
+export const trafficRecord = z.object({
+  rules: z.array(ruleRecord).max(64),
+  time: timestamp.describe('When it was recorded: before the task changed anything.'),
+});
+export type TrafficRecord = z.infer<typeof trafficRecord>;
+
 export const activationExecutionSpec = immutable(
   z.object({
     type: dnsLabel.describe('Executor type, copied from the registration.'),
@@ -17,7 +57,11 @@ export const activationExecutionSpec = immutable(
     vectorDeployment: objectName.optional(),
     stage: objectName,
     stageVersion: objectName.describe('StageVersion that traffic is switched to (Apply) or away from (Revert).'),
-    previousStageVersion: objectName.optional().describe('StageVersion that was active before; the Revert target.'),
+    previousStageVersion: objectName.optional().describe('StageVersion that was active when the activation started.'),
+    assignment: trafficAssignment.optional().describe('Apply: the traffic every managed rule must hold afterwards.'),
+    revertOf: objectName
+      .optional()
+      .describe('Revert: the Apply ActivationExecution whose status.record to put back, exactly as recorded.'),
     step: dnsLabel.describe('Plan step this execution belongs to.'),
     action: z.enum(executionActions).default('Apply'),
     spec: freeform().optional().describe('Executor configuration, copied from the registration.'),
@@ -36,13 +80,16 @@ export const activationExecutionStatus = transitionRule(
   statusOf(executionPhases, {
     startTime: timestamp.optional(),
     completionTime: timestamp.optional(),
+    // What a revert puts back: written once, before the first change, never changed afterwards.
+    record: immutable(trafficRecord, 'status.record (what was there before the task changed anything)')
+      .optional()
+      .describe('What the task manages as it found it, written once before its first change; a Revert restores it.'),
   }),
   {
     rule: "!has(oldSelf.phase) || !(oldSelf.phase in ['Succeeded', 'Error']) || (has(self.phase) && self.phase == oldSelf.phase)",
     message: 'status.phase is final once Succeeded or Error: the activation has already acted on it',
   },
 );
-
 export const ActivationExecution = defineKind({
   kind: 'ActivationExecution',
   plural: 'activationexecutions',

@@ -118,16 +118,18 @@ export function startedStep(step: PlanShape['steps'][number], progress: StepProg
 }
 
 /**
- * The steps an attempt runs: all of them the first time; on a retry, every step that did not
- * succeed before (a succeeded step stays applied). A plan whose steps changed since cannot resume.
+ * The steps an attempt runs: all of them the first time. On a retry `fromTruth`, all of them again:
+ * another activation may have moved the routes of a step that succeeded before, and a step whose
+ * routes hold its assignment already changes nothing. Otherwise (runs from before), every step
+ * that did not succeed before. A plan whose steps changed since cannot resume.
  */
-export function stepsToRun(plan: PlanShape, progress: readonly StepProgress[]): { run: number[] } | { error: string } {
+export function stepsToRun(plan: PlanShape, progress: readonly StepProgress[], fromTruth = false): { run: number[] } | { error: string } {
   if (progress.length === 0) return { run: plan.steps.map((_, i) => i) };
   const names = plan.steps.map((s) => s.name).join(',');
   if (names !== progress.map((s) => s.name).join(',')) {
     return { error: `the plan's steps changed since the first attempt (now ${names}, then ${progress.map((s) => s.name).join(',')}); create a new VectorActivation` };
   }
-  return { run: progress.flatMap((s, i) => (s.phase === 'Succeeded' ? [] : [i])) };
+  return { run: progress.flatMap((s, i) => (s.phase === 'Succeeded' && !fromTruth ? [] : [i])) };
 }
 
 export interface TaskOutcome {
@@ -177,12 +179,14 @@ export interface FailureInput {
 /** ADR-0012 failure rule, Kargo's lesson: a failed activation says exactly what stayed applied. */
 export function failureEnding(i: FailureInput): Ending {
   const applied = i.progress.filter((s) => s.phase === 'Succeeded' || (s.phase === 'Failed' && s.tasks.some((t) => t.phase === 'Succeeded'))).map((s) => s.name);
-  const left = applied.length ? `steps left applied: ${applied.join(', ')}` : 'no step was applied';
+  // A task that ended Error after it ran may have changed some of its routes before it was refused.
+  const partly = i.progress.filter((s) => !applied.includes(s.name) && s.phase === 'Failed' && s.tasks.some((t) => t.phase === 'Error' && t.execution)).map((s) => s.name);
+  const left = [applied.length ? `steps left applied: ${applied.join(', ')}` : 'no step was applied', ...(partly.length ? [`maybe partly applied: ${partly.join(', ')}`] : [])].join('; ');
   let state: string;
   if (i.onFailure !== 'Revert') state = left;
   else if (i.revert === 'noPrevious') state = `could not revert: the Stage had no active StageVersion before this activation; ${left}`;
   else if (i.revert === 'partial') state = `the revert failed for some tasks; ${left}`;
-  else state = 'succeeded tasks were reverted';
+  else state = 'every task that ran was reverted: its routes are back as it found them';
   if (i.cancelled) return { phase: 'Cancelled', reason: 'Cancelled', message: `cancelled in step ${i.step}${because(i.cancelled.reason)}; ${state}` };
   return { phase: 'Failed', reason: 'TaskFailed', message: `${i.firstError ?? `step ${i.step} failed`}; ${state}` };
 }

@@ -5,6 +5,9 @@
  */
 import type { z } from 'zod';
 import type { k8s } from '../k8s/client.js';
+import type { RouteRef, RuleRecord, TrafficAssignment } from '../api/activation-execution.js';
+
+export type { RouteRef, RuleRecord, TrafficAssignment };
 
 export interface StageVersionInfo {
   name: string;
@@ -14,7 +17,7 @@ export interface StageVersionInfo {
 }
 
 export interface TaskInput {
-  /** The ActivationExecution this task reports through. */
+  /** The ActivationExecution this task reports through, and records what it found in. */
   execution: { namespace: string; name: string };
   action: 'Apply' | 'Revert';
   /** Namespace of the Stage, its StageVersions and (by default) its routes. */
@@ -22,7 +25,16 @@ export interface TaskInput {
   stage: string;
   /** The StageVersion being activated. */
   stageVersion: StageVersionInfo;
-  /** The StageVersion that was active before, if any: where a revert sends traffic back. */
+  /** Apply: the traffic every managed rule holds afterwards, StageVersion → percent (sums to 100). */
+  assignment?: TrafficAssignment;
+  /** Revert: the Apply ActivationExecution whose record (what it found) is put back. */
+  revertOf?: string;
+  /** Apply on a retry: the same task's execution in an earlier attempt, whose record it may keep. */
+  earlier?: string;
+  /**
+   * The StageVersion active when the activation started. A task with neither an assignment nor a
+   * record to put back (a workflow of a build that moved traffic instead) goes back to it.
+   */
   previousStageVersion?: StageVersionInfo;
   /** Every StageVersion of the Stage: an executor manages exactly the backends of these. */
   stageVersions: StageVersionInfo[];
@@ -39,7 +51,7 @@ export interface TaskInput {
 }
 
 export interface TaskResult {
-  /** What changed, for the ActivationExecution's status: "HTTPRoute dev/shop rule 0: shop-v1 → shop-v2". */
+  /** What changed, for the ActivationExecution's status: "HTTPRoute dev/shop rule 0: shop-v1:100 → shop-v2:10+shop-v1:90". */
   message: string;
 }
 
@@ -58,10 +70,20 @@ export interface Executor<Config = unknown> {
    * the activation's). Pure: the core calls it to decide tenancy before any task runs.
    */
   routeNamespaces(config: Config, activationNamespace: string): string[];
-  /** Points the managed routes at `from → to`; idempotent (a repeat finds nothing to change). */
-  route(input: TaskInput, from: StageVersionInfo | undefined, to: StageVersionInfo, config: Config, ctx: ExecutorContext): Promise<TaskResult>;
-  /** Reads the routes back and throws when they do not send traffic as `route` left them. */
-  verify(input: TaskInput, from: StageVersionInfo | undefined, to: StageVersionInfo, config: Config, ctx: ExecutorContext): Promise<void>;
+  /**
+   * Every managed rule as it is now, its managed entries as found; writes nothing. Throws, as
+   * `route` would, on a rule it cannot manage: what it returns is what `route` will change.
+   */
+  observe(input: TaskInput, config: Config, ctx: ExecutorContext): Promise<RuleRecord[]>;
+  /** Sets every managed rule to exactly `assignment`; idempotent (a repeat finds nothing to change). */
+  route(input: TaskInput, assignment: TrafficAssignment, config: Config, ctx: ExecutorContext): Promise<TaskResult>;
+  /** Reads the routes back and throws unless every managed rule holds `assignment`. */
+  verify(input: TaskInput, assignment: TrafficAssignment, config: Config, ctx: ExecutorContext): Promise<void>;
+  /**
+   * Puts the managed entries of every recorded rule back exactly as recorded, and reads them back;
+   * idempotent. Throws naming the route and rule it could not restore.
+   */
+  restore(input: TaskInput, record: RuleRecord[], config: Config, ctx: ExecutorContext): Promise<TaskResult>;
 }
 
 /** Renders `{stage}`, `{stageVersion}`, `{revision}` in a name pattern. */
@@ -104,12 +126,3 @@ export function refuseAmbiguous<T>(
 
 /** Sorted distinct values: namespaces for routeNamespaces. */
 export const distinct = (values: string[]): string[] => [...new Set(values)].sort();
-
-/** Weights as percentages: all to `to`, or `weight` to `to` and the rest kept on `from`. */
-export function split<T>(from: T | undefined, to: T, weight: number): { item: T; weight: number }[] {
-  if (weight >= 100 || from === undefined) return [{ item: to, weight: 100 }];
-  return [
-    { item: to, weight },
-    { item: from, weight: 100 - weight },
-  ];
-}

@@ -58,7 +58,7 @@ it('cancels a waiting activation by signal: it leaves the queue, the holder fini
   await waitFor(s, 'VectorActivation', 'queue-to-2', phaseIs('Succeeded'));
 });
 
-it('retries a Failed activation by annotation from its first unfinished step', async () => {
+it('retries a Failed activation by annotation from the truth: every step again, the applied one changing nothing', async () => {
   await seedStage(s, 'retry', [1, 2]);
   await seedRoutes(s, 'retry', 1);
   await seedPlan(s, 'retry', { plan: 'retry-plan' });
@@ -80,12 +80,17 @@ it('retries a Failed activation by annotation from its first unfinished step', a
   const va = await waitFor(s, 'VectorActivation', 'retry-to-2', (o) => o.status?.attempt === 2 && o.status?.phase === 'Succeeded');
   expect(va.status.firstError).toContain('not found'); // the first error is kept across retries
   const executions = await s.objects.list('ActivationExecution', s.ns, `${LABEL_VECTOR_ACTIVATION}=retry-to-2`);
-  // The gateway step succeeded in attempt 1 and was not run again; the mesh step ran twice.
+  // Both steps ran again. The gateway step found its route as attempt 1 left it, changed nothing,
+  // and kept attempt 1's record of what was there before the activation (a revert puts that back).
   expect(executions.map((e) => [e.spec.registration, e.status?.phase]).sort()).toEqual([
+    ['retry-gateway', 'Succeeded'],
     ['retry-gateway', 'Succeeded'],
     ['retry-mesh', 'Error'],
     ['retry-mesh', 'Succeeded'],
   ]);
+  const again = executions.find((e) => e.metadata.name === 'retry-to-2-0-retry-gateway-r2');
+  expect(again?.status.message).toBe('HTTPRoutes already send retry-2:100');
+  expect(again?.status.record.rules.map((r: { traffic: object }) => r.traffic)).toEqual([{ 'retry-1': 100 }]);
   expect(await routes(s, 'retry')).toMatchObject({ api: ['mirror-sink:0', 'retry-shop-v2:100'], primary: ['shop/v2:100'] });
 });
 

@@ -131,7 +131,7 @@ describe('activation failures', () => {
     await activate(s, 'rev-to-3', 'rev', 3, { executionPlan: 'rev-revert' });
     const va = await waitFor(s, 'VectorActivation', 'rev-to-3', phaseIs('Failed'));
     expect(va.status.message).toContain('mesh refused');
-    expect(va.status.message).toContain('succeeded tasks were reverted');
+    expect(va.status.message).toContain('every task that ran was reverted');
     expect(va.status.steps.map((x: { phase: string }) => x.phase)).toEqual(['Reverted', 'Failed']);
     // Traffic is back on the active StageVersion, which kept its usage.
     expect(await routes(s, 'rev')).toEqual({ api: ['mirror-sink:0', 'rev-shop-v2:100'], static: ['static-files'], primary: ['shop/v2:100'], legacy: ['legacy-shop'] });

@@ -20,7 +20,7 @@ let s: TestSystem;
 beforeAll(async () => {
   s = await startTestSystem('events', { watcherCheckIntervalMs: 1_000 });
   // Two quick steps by default; `broken-plan` fails its second step and reverts the first.
-  for (const name of ['first', 'second']) await create(s, object('ActivationTaskRegistration', s.systemNs, name, { type: 'sleepy', timeoutSeconds: 60, spec: { seconds: 0 } }));
+  for (const name of ['first', 'second']) await create(s, object('ActivationTaskRegistration', s.systemNs, name, { type: 'sleepy', timeoutSeconds: 60, spec: { seconds: 0, records: true } }));
   await create(s, object('ActivationTaskRegistration', s.systemNs, 'broken', { type: 'failing', timeoutSeconds: 60, spec: { message: 'the mesh refused the route' } }));
   await create(s, object('ActivationExecutionPlan', s.systemNs, 'default', { steps: [{ name: 'one', tasks: ['first'] }, { name: 'two', tasks: ['second'] }] }));
   await create(s, object('ActivationExecutionPlan', s.systemNs, 'broken-plan', { onFailure: 'Revert', steps: [{ name: 'one', tasks: ['first'] }, { name: 'two', tasks: ['broken'] }] }));
@@ -124,7 +124,7 @@ it('an activation that fails and reverts says which step failed, why, and what i
   expect(byReason.StepFailed).toMatchObject({ type: 'Warning', message: 'step 2/2 two failed: rev-to-2-1-broken: the mesh refused the route' });
   expect(byReason.Reverted!.message).toBe('step 1/2 one reverted: traffic back on rev-1 (execution rev-to-2-0-first-revert)');
   expect(byReason.Failed!.type).toBe('Warning');
-  expect(byReason.Failed!.message).toMatch(/^TaskFailed: step two, task broken: the mesh refused the route; succeeded tasks were reverted/);
+  expect(byReason.Failed!.message).toMatch(/^TaskFailed: step two, task broken: the mesh refused the route; every task that ran was reverted/);
   expect(reasons(await story('stage', 'rev', ['ActivationStarted', 'ActivationFailed']))).toEqual(['ActivationStarted', 'ActivationFailed']);
 });
 

@@ -10,6 +10,7 @@ import { istioExecutor } from '../executors/istio/index.js';
 import { apiError, updateRoute } from '../executors/routes.js';
 import { replaceManaged, type Executor, type ExecutorContext, type StageVersionInfo, type TaskInput } from '../executors/types.js';
 import { crossNamespaceViolation, taskFailure } from '../activities/execute-task.js';
+import { applyAssignment, weightOf } from '../decisions/traffic.js';
 import { applyCrds } from '../k8s/crds.js';
 import { routeCrds } from '../scripts/route-crds.js';
 import { freshNamespace, kubeConfig } from './support/cluster.js';
@@ -62,9 +63,13 @@ const input = (versions: StageVersionInfo[], namespace = ns): TaskInput => ({
 });
 const gateway = (spec: object) => gatewayApiExecutor.config.parse(spec);
 const istio = (spec: object) => istioExecutor.config.parse(spec);
-/** Switches from the first to the last of `versions` (undefined `from`: a first activation). */
+/**
+ * Switches to the last of `versions`, at the registration's weight beside `from` (the first of
+ * them; undefined: a first activation), as the core assigns it.
+ */
 function switchTo<C>(executor: Executor<C>, config: C, versions: StageVersionInfo[], from: StageVersionInfo | undefined = versions[0]) {
-  return executor.route(input(versions), from, versions[versions.length - 1]!, config, ctx);
+  const to = versions[versions.length - 1]!;
+  return executor.route(input(versions), applyAssignment(to.name, from?.name, weightOf(config)), config, ctx);
 }
 
 describe('replaceManaged', () => {
@@ -103,7 +108,7 @@ describe('routes on the apiserver', () => {
   it('says where a port must come from when neither the StageVersion nor the spec gives one', async () => {
     await route('noport', [{ name: 'web-v1', port: 80 }]);
     await expect(switchTo(gatewayApiExecutor, gateway({ routes: [{ name: 'noport' }] }), [sv(1), sv(2)])).rejects.toThrow(
-      'no port for StageVersion web-1: set spec.backend.port on it or spec.port on the registration',
+      'no port for StageVersion web-2: set spec.backend.port on it or spec.port on the registration',
     );
   });
 
@@ -113,11 +118,11 @@ describe('routes on the apiserver', () => {
     const config = gateway({ routes: [{ name: 'split' }], weight: 20 });
     await switchTo(gatewayApiExecutor, config, versions);
     expect(await refs('split')).toEqual(['Service//web-v2:80:20', 'Service//web-v1:80:80', 'Service//other:81:0']);
-    await expect(gatewayApiExecutor.verify(input(versions), versions[0], versions[1]!, config, ctx)).resolves.toBeUndefined();
+    await expect(gatewayApiExecutor.verify(input(versions), { 'web-2': 20, 'web-1': 80 }, config, ctx)).resolves.toBeUndefined();
     const after = await read(HTTPROUTE, 'split');
     after.spec.rules[0].backendRefs[0].weight = 100;
     await api.replaceNamespacedCustomObject({ ...HTTPROUTE, namespace: ns, name: 'split', body: after });
-    await expect(gatewayApiExecutor.verify(input(versions), versions[0], versions[1]!, config, ctx)).rejects.toThrow('expected web-v2:80:20,web-v1:80:80');
+    await expect(gatewayApiExecutor.verify(input(versions), { 'web-2': 20, 'web-1': 80 }, config, ctx)).rejects.toThrow('expected web-v2:80:20,web-v1:80:80');
   });
 
   it('istio verify fails too when a destination was changed behind its back', async () => {
@@ -125,11 +130,11 @@ describe('routes on the apiserver', () => {
     const versions = [sv(1, 80), sv(2, 80)];
     const config = istio({ virtualServices: [{ name: 'tamper' }], host: 'shop' });
     await switchTo(istioExecutor, config, versions);
-    await expect(istioExecutor.verify(input(versions), versions[0], versions[1]!, config, ctx)).resolves.toBeUndefined();
+    await expect(istioExecutor.verify(input(versions), { 'web-2': 100 }, config, ctx)).resolves.toBeUndefined();
     const after = await read(VIRTUALSERVICE, 'tamper');
     after.spec.http[0].route[0].destination.subset = 'v1';
     await api.replaceNamespacedCustomObject({ ...VIRTUALSERVICE, namespace: ns, name: 'tamper', body: after });
-    await expect(istioExecutor.verify(input(versions), versions[0], versions[1]!, config, ctx)).rejects.toThrow(/route primary sends .*\|v1:80:100, expected .*\|v2:80:100/);
+    await expect(istioExecutor.verify(input(versions), { 'web-2': 100 }, config, ctx)).rejects.toThrow(/route primary sends .*\|v1:80:100, expected .*\|v2:80:100/);
   });
 });
 
@@ -155,7 +160,7 @@ describe('backends are told apart by their whole reference', () => {
 
   it('writes a StageVersion backend with its namespace into a route of another namespace', async () => {
     await route('elsewhere', [{ name: 'web-v1', namespace: ns, port: 80, weight: 100 }], other);
-    await gatewayApiExecutor.route(input([sv(1, 80), sv(2, 80)]), sv(1, 80), sv(2, 80), gateway({ routes: [{ name: 'elsewhere', namespace: other }] }), ctx);
+    await gatewayApiExecutor.route(input([sv(1, 80), sv(2, 80)]), { 'web-2': 100 }, gateway({ routes: [{ name: 'elsewhere', namespace: other }] }), ctx);
     const after: any = await api.getNamespacedCustomObject({ ...HTTPROUTE, namespace: other, name: 'elsewhere' });
     expect(after.spec.rules[0].backendRefs.map((b: any) => `${b.namespace}/${b.name}:${b.weight}`)).toEqual([`${ns}/web-v2:100`]);
   });
@@ -205,9 +210,9 @@ describe('adopting an existing route', () => {
     const first = await switchTo(gatewayApiExecutor, config, versions, undefined);
     expect(first.message).toBe(`HTTPRoute ${ns}/adopted rule 0: shop-legacy:100 → web-v1:100`);
     expect(await refs('adopted')).toEqual(['Service//web-v1:8080:100', 'Service//mirror:80:0']);
-    await expect(gatewayApiExecutor.verify(input(versions), undefined, versions[0]!, config, ctx)).resolves.toBeUndefined();
+    await expect(gatewayApiExecutor.verify(input(versions), { 'web-1': 100 }, config, ctx)).resolves.toBeUndefined();
     const version = (await read(HTTPROUTE, 'adopted')).metadata.resourceVersion;
-    expect((await switchTo(gatewayApiExecutor, config, versions, undefined)).message).toBe('HTTPRoutes already route to web-1');
+    expect((await switchTo(gatewayApiExecutor, config, versions, undefined)).message).toBe('HTTPRoutes already send web-1:100');
     expect((await read(HTTPROUTE, 'adopted')).metadata.resourceVersion).toBe(version);
   });
 
@@ -217,9 +222,9 @@ describe('adopting an existing route', () => {
     const config = istio({ virtualServices: [{ name: 'adopted' }], host: 'shop', adopt: [{ host: 'shop', subset: 'legacy' }] });
     await switchTo(istioExecutor, config, versions, undefined);
     expect(await destinations('adopted')).toEqual(['shop/v1:8080:100']);
-    await expect(istioExecutor.verify(input(versions), undefined, versions[0]!, config, ctx)).resolves.toBeUndefined();
+    await expect(istioExecutor.verify(input(versions), { 'web-1': 100 }, config, ctx)).resolves.toBeUndefined();
     const version = (await read(VIRTUALSERVICE, 'adopted')).metadata.resourceVersion;
-    expect((await switchTo(istioExecutor, config, versions, undefined)).message).toBe('VirtualServices already route to web-1');
+    expect((await switchTo(istioExecutor, config, versions, undefined)).message).toBe('VirtualServices already send web-1:100');
     expect((await read(VIRTUALSERVICE, 'adopted')).metadata.resourceVersion).toBe(version);
   });
 });
@@ -297,5 +302,107 @@ describe('Kubernetes API errors', () => {
     });
     await expect(failure).rejects.toMatchObject({ retryable: false });
     await expect(failure).rejects.toThrow(/writing HTTPRoute .*invalid \(422\).*weight/);
+  });
+});
+
+describe.each([10, 50])('at weight %i: what a task found is recorded, and a restore puts exactly that back', (weight) => {
+  const versions = [sv(1, 80), sv(2, 80)];
+
+  it('gateway-api', async () => {
+    const name = `record-${weight}`;
+    await route(name, [
+      { name: 'mirror', port: 9090, weight: 0 },
+      { name: 'web-v1', port: 80, weight: 100, filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { add: [{ name: 'x-v', value: '1' }] } }] },
+    ]);
+    const config = gateway({ routes: [{ name }], weight });
+    const before = (await read(HTTPROUTE, name)).spec;
+    const record = await gatewayApiExecutor.observe(input(versions), config, ctx);
+    expect(record).toEqual([
+      {
+        route: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: ns, name },
+        index: 0,
+        entries: [before.rules[0].backendRefs[1]],
+        traffic: { 'web-1': 100 },
+      },
+    ]);
+    await switchTo(gatewayApiExecutor, config, versions);
+    expect(await refs(name)).toEqual(['Service//mirror:9090:0', `Service//web-v2:80:${weight}`, `Service//web-v1:80:${100 - weight}`]);
+    expect((await gatewayApiExecutor.restore(input(versions), record, config, ctx)).message).toBe(
+      `HTTPRoute ${ns}/${name} rule 0: web-v2:${weight}+web-v1:${100 - weight} → web-v1:100 (as recorded)`,
+    );
+    expect((await read(HTTPROUTE, name)).spec).toEqual(before);
+    const version = (await read(HTTPROUTE, name)).metadata.resourceVersion;
+    expect((await gatewayApiExecutor.restore(input(versions), record, config, ctx)).message).toBe('HTTPRoutes already as recorded');
+    expect((await read(HTTPROUTE, name)).metadata.resourceVersion).toBe(version);
+  });
+
+  it('istio', async () => {
+    const name = `record-${weight}`;
+    await virtualService(name, [{ destination: { host: 'shop', subset: 'v1' }, weight: 100, headers: { request: { set: { 'x-v': '1' } } } }]);
+    const config = istio({ virtualServices: [{ name }], host: 'shop', weight });
+    const before = (await read(VIRTUALSERVICE, name)).spec;
+    const record = await istioExecutor.observe(input(versions), config, ctx);
+    expect(record).toEqual([
+      {
+        route: { group: 'networking.istio.io', kind: 'VirtualService', namespace: ns, name },
+        index: 0,
+        name: 'primary',
+        entries: [before.http[0].route[0]],
+        traffic: { 'web-1': 100 },
+      },
+    ]);
+    await switchTo(istioExecutor, config, versions);
+    expect(await destinations(name)).toEqual([`shop/v2:80:${weight}`, `shop/v1:80:${100 - weight}`]);
+    await istioExecutor.restore(input(versions), record, config, ctx);
+    expect((await read(VIRTUALSERVICE, name)).spec).toEqual(before);
+  });
+});
+
+describe('restore', () => {
+  it('names the route and rule it cannot put back', async () => {
+    await api.createNamespacedCustomObject({
+      ...HTTPROUTE,
+      namespace: ns,
+      body: {
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'HTTPRoute',
+        metadata: { name: 'gone-rule', namespace: ns },
+        spec: { parentRefs: [{ name: 'gw' }], rules: [{ backendRefs: [{ name: 'static', port: 80, weight: 0 }] }, { backendRefs: [{ name: 'web-v1', port: 80, weight: 100 }] }] },
+      },
+    });
+    const versions = [sv(1, 80), sv(2, 80)];
+    const config = gateway({ routes: [{ name: 'gone-rule', rules: [1] }] });
+    const record = await gatewayApiExecutor.observe(input(versions), config, ctx);
+    await switchTo(gatewayApiExecutor, config, versions);
+    const after = await read(HTTPROUTE, 'gone-rule');
+    after.spec.rules = [after.spec.rules[0]];
+    await api.replaceNamespacedCustomObject({ ...HTTPROUTE, namespace: ns, name: 'gone-rule', body: after });
+    const failure = gatewayApiExecutor.restore(input(versions), record, config, ctx);
+    await expect(failure).rejects.toMatchObject({ retryable: false });
+    await expect(failure).rejects.toThrow(`cannot restore HTTPRoute ${ns}/gone-rule rule 1: the rule is gone; it was recorded sending web-v1:100`);
+  });
+
+  it('refuses a record that names a route the registration does not manage, writing nothing', async () => {
+    await route('not-mine', [{ name: 'web-v2', port: 80, weight: 100 }]);
+    const before = (await read(HTTPROUTE, 'not-mine')).metadata.resourceVersion;
+    const record = [{ route: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: ns, name: 'not-mine' }, index: 0, entries: [{ name: 'web-v1', port: 80, weight: 100 }], traffic: { 'web-1': 100 } }];
+    await expect(gatewayApiExecutor.restore(input([sv(1, 80), sv(2, 80)]), record, gateway({ routes: [{ name: 'mine' }] }), ctx)).rejects.toThrow(
+      `the record names HTTPRoute ${ns}/not-mine, which this registration does not manage; nothing was restored`,
+    );
+    expect((await read(HTTPROUTE, 'not-mine')).metadata.resourceVersion).toBe(before);
+  });
+});
+
+describe('assignments', () => {
+  it('one that names no StageVersion of the Stage, or does not sum to 100, is refused before any write', async () => {
+    await route('bad-assignment', [{ name: 'web-v1', port: 80, weight: 100 }]);
+    const before = (await read(HTTPROUTE, 'bad-assignment')).metadata.resourceVersion;
+    const config = gateway({ routes: [{ name: 'bad-assignment' }] });
+    const versions = [sv(1, 80), sv(2, 80)];
+    await expect(gatewayApiExecutor.route(input(versions), { 'web-9': 100 }, config, ctx)).rejects.toThrow('the assignment names web-9, which is no StageVersion of Stage web');
+    await expect(gatewayApiExecutor.route(input(versions), { 'web-2': 60, 'web-1': 30 }, config, ctx)).rejects.toThrow(
+      'the assignment web-2:60+web-1:30 does not give whole percents that sum to 100',
+    );
+    expect((await read(HTTPROUTE, 'bad-assignment')).metadata.resourceVersion).toBe(before);
   });
 });

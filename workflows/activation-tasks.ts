@@ -9,6 +9,7 @@ import type { ExecutorActivities } from '../activities/execute-task.js';
 import type { StageVersionInfo, TaskInput } from '../executors/types.js';
 import type { ActivationRef } from '../shared/activation.js';
 import { kubeTime as now } from '../shared/format.js';
+import { applyAssignment, weightOf } from '../decisions/traffic.js';
 import { executionName } from '../shared/names.js';
 import { executorTaskQueue } from '../shared/task-queues.js';
 import { causeOf, messageOf } from './failures.js';
@@ -33,6 +34,8 @@ export interface TaskContext {
   previous?: StageVersionInfo;
   stageVersions: StageVersionInfo[];
   attempt: number;
+  /** The executions of earlier attempts that ran, by `<step index>/<registration>`: a retried task may keep their record. */
+  earlier?: Record<string, string>;
   /** Appended to executor task queue names, so that parallel test runs do not share workers. */
   queueSuffix?: string;
 }
@@ -68,8 +71,20 @@ export const unrecordedMessage = (r: { execution: string; error?: unknown }) =>
  * where a succeeded task leaves that last write instead of awaiting it, for the next step to run
  * meanwhile and check.
  */
-export async function runTask(ctx: TaskContext, stepIndex: number, step: string, task: PlannedTask, action: 'Apply' | 'Revert', beside?: Recording[]): Promise<TaskOutcome> {
+export async function runTask(
+  ctx: TaskContext,
+  stepIndex: number,
+  step: string,
+  task: PlannedTask,
+  action: 'Apply' | 'Revert',
+  beside?: Recording[],
+  /** Revert: the Apply execution whose record it puts back. */
+  revertOf?: string,
+): Promise<TaskOutcome> {
   const name = executionName(ctx.ref.name, stepIndex, task.registration, ctx.attempt, action === 'Revert');
+  // Apply: the traffic every rule the task manages holds afterwards, whatever it held before.
+  const assignment = action === 'Apply' ? applyAssignment(ctx.target.name, ctx.previous?.name, weightOf(task.config)) : undefined;
+  const earlier = action === 'Apply' ? ctx.earlier?.[`${stepIndex}/${task.registration}`] : undefined;
   const ns = ctx.ref.namespace;
   /** Records the execution Error with why `err` ended it, and says why. */
   const recordError = async (err: unknown) => {
@@ -89,6 +104,8 @@ export async function runTask(ctx: TaskContext, stepIndex: number, step: string,
         stage: ctx.stage,
         stageVersion: ctx.target.name,
         ...(ctx.previous ? { previousStageVersion: ctx.previous.name } : {}),
+        ...(assignment ? { assignment } : {}),
+        ...(revertOf ? { revertOf } : {}),
         ...(ctx.vectorDeployment ? { vectorDeployment: ctx.vectorDeployment } : {}),
         config: task.config,
         timeoutSeconds: task.timeoutSeconds,
@@ -137,6 +154,9 @@ export async function runTask(ctx: TaskContext, stepIndex: number, step: string,
       stage: ctx.stage,
       stageVersion: ctx.target,
       ...(ctx.previous ? { previousStageVersion: ctx.previous } : {}),
+      ...(assignment ? { assignment } : {}),
+      ...(revertOf ? { revertOf } : {}),
+      ...(earlier && earlier !== name ? { earlier } : {}),
       stageVersions: ctx.stageVersions,
       config: task.config,
       crossNamespaceAllowed: task.crossNamespaceAllowed,

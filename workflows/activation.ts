@@ -39,6 +39,7 @@ import {
   type StepProgress,
 } from '../decisions/activation.js';
 import { SUPERSEDED_REASON } from '../decisions/supersede.js';
+import { restoreOrder } from '../decisions/traffic.js';
 import type { StageVersionInfo } from '../executors/types.js';
 import {
   cancelSignal,
@@ -234,12 +235,20 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     } catch (err) {
       return fail(err);
     }
-    const earlier = previous ?? stage.stageVersions.find((sv) => sv.name === recordedPrevious);
+    // A retry starts from the truth: "previous" is what is active now, and every step runs again
+    // (one whose routes hold its assignment already changes nothing). Runs from before reverted to
+    // the previous version their first attempt recorded and ran only the unfinished steps.
+    const fromTruth = patched('retry-from-truth');
+    const earlier = fromTruth ? undefined : (previous ?? stage.stageVersions.find((sv) => sv.name === recordedPrevious));
     const verdict = orderVerdict({ stage: va!.stage, target: stage.target, activeName, stageVersions: stage.stageVersions, retry, ...(earlier ? { recordedPrevious: earlier } : {}) });
     if (!verdict.run) return finish(verdict);
     previous = verdict.previous;
 
-    const toRun = stepsToRun(plan, progress.steps);
+    const toRun = stepsToRun(plan, progress.steps, fromTruth);
+    /** What ran in earlier attempts, before this one starts its steps anew. */
+    const earlierRuns = Object.fromEntries(
+      progress.steps.flatMap((s, i) => s.tasks.flatMap((t) => ((t.phase === 'Succeeded' || t.phase === 'Error') && t.execution ? [[`${i}/${t.registration}`, t.execution]] : []))),
+    );
     if ('error' in toRun) return finish({ phase: 'Failed', reason: 'PlanChanged', message: toRun.error });
     if (progress.steps.length === 0) progress.steps = initialProgress(plan);
 
@@ -291,6 +300,7 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       ...(previous ? { previous } : {}),
       stageVersions: stage.stageVersions,
       attempt: progress.attempt,
+      ...(Object.keys(earlierRuns).length ? { earlier: earlierRuns } : {}),
       ...(options.queueSuffix ? { queueSuffix: options.queueSuffix } : {}),
     };
     for (const [n, i] of toRun.run.entries()) {
@@ -372,18 +382,30 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     return finish(failureEnding({ step: step.name, ...(firstError ? { firstError } : {}), ...(cancelRequested ? { cancelled: cancelRequested } : {}), onFailure: plan.onFailure, ...(revert ? { revert } : {}), progress: progress.steps }));
   }
 
-  /** Undoes the succeeded tasks of steps [0..failedStep], newest step first. */
+  /**
+   * Puts back what every task of steps [0..failedStep] that ran found before it changed anything
+   * (its execution's record), newest step first. Runs from before undid only the succeeded tasks
+   * by a move back to the previous StageVersion.
+   */
   async function revertSteps(plan: ResolvedPlan, ctx: TaskContext, failedStep: number): Promise<'done' | 'partial' | 'noPrevious'> {
-    // Without a previous StageVersion there is nowhere to send the traffic back to.
-    if (!previous) return 'noPrevious';
+    const fromRecord = patched('revert-from-record');
+    // Without a record nor a previous StageVersion there is nowhere to send the traffic back to.
+    if (!fromRecord && !previous) return 'noPrevious';
+    // A task that recorded no rule changed none: it has nothing to put back.
+    const ran = fromRecord ? restoreOrder(progress.steps, failedStep) : [];
+    const recorded = ran.length ? new Set(await k8s.recordedExecutions(ref.namespace, ran.flatMap((s) => s.tasks.map((t) => t.execution)))) : new Set<string>();
+    const order = fromRecord
+      ? ran.map((s) => ({ ...s, tasks: s.tasks.filter((t) => recorded.has(t.execution)) })).filter((s) => s.tasks.length > 0)
+      : revertOrder(progress.steps, failedStep).map(({ step, registrations }) => ({ step, tasks: registrations.map((registration) => ({ registration, execution: undefined })) }));
     let all = true;
-    for (const { step: i, registrations } of revertOrder(progress.steps, failedStep)) {
+    for (const { step: i, tasks: ran } of order) {
       const step = plan.steps[i]!;
       await report('InProgress', 'Reverting', `reverting step ${step.name}`);
-      const tasks = step.tasks.filter((t) => registrations.includes(t.registration));
-      const outcomes = await CancellationScope.nonCancellable(() => Promise.all(tasks.map((t) => runTask(ctx, i, step.name, t, 'Revert'))));
+      const tasks = ran.map((r) => ({ task: step.tasks.find((t) => t.registration === r.registration)!, execution: r.execution }));
+      const outcomes = await CancellationScope.nonCancellable(() => Promise.all(tasks.map(({ task, execution }) => runTask(ctx, i, step.name, task, 'Revert', undefined, execution))));
       const ok = outcomes.every((o) => o.ok);
-      progress.steps[i]!.phase = ok ? 'Reverted' : 'Failed';
+      // The step that failed stays Failed, put back or not: it is the one the status names.
+      if (progress.steps[i]!.phase !== 'Failed') progress.steps[i]!.phase = ok ? 'Reverted' : 'Failed';
       all &&= ok;
       for (const o of outcomes.filter((x) => !x.ok)) firstError ??= `revert of ${o.registration}: ${o.message}`;
     }

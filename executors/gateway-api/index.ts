@@ -1,22 +1,14 @@
 /**
- * gateway-api executor: points the backendRefs of HTTPRoute rules at a StageVersion's Service.
+ * gateway-api executor: sets the backendRefs of HTTPRoute rules to an assignment of StageVersions'
+ * Services (StageVersion → percent), and puts back what it recorded on a revert.
  * It manages exactly the backendRefs that reference (group, kind, namespace, name) a Service of one
  * of the Stage's StageVersions, or a backend the registration adopts (`spec.adopt`); every other
  * backendRef, rule, match and filter stays as it was. A managed rule that also sends traffic to a
  * backend it does not manage is refused before any change (see docs/activation.md, "Adopting").
  */
-import { updateRoutes, readRoute, type RouteKind } from '../routes.js';
-import {
-  distinct,
-  ExecutorError,
-  refuseAmbiguous,
-  renderPattern,
-  replaceManaged,
-  split,
-  type Executor,
-  type StageVersionInfo,
-  type TaskInput,
-} from '../types.js';
+import { managedRules, type Provider } from '../managed-rules.js';
+import type { RouteKind } from '../routes.js';
+import { distinct, ExecutorError, renderPattern, type Executor, type StageVersionInfo, type TaskInput } from '../types.js';
 import { gatewayApiConfig, type GatewayApiConfig } from './config.js';
 
 const HTTPROUTE: RouteKind = { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'httproutes', kind: 'HTTPRoute' };
@@ -57,22 +49,6 @@ function rulesOf(spec: any, wanted: number[] | undefined, where: string): number
   return indexes;
 }
 
-/** What one registration manages, with everything resolved for the routes it names. */
-function plan(input: TaskInput, from: StageVersionInfo | undefined, to: StageVersionInfo, config: GatewayApiConfig) {
-  const versions = [...input.stageVersions, to, ...(from ? [from] : [])];
-  const stageVersions = versions.map((sv) => identity({ name: serviceName(input, sv, config) }, input.namespace));
-  const adopted = config.adopt.map((a) => identity(a, input.namespace));
-  const managed = new Set([...stageVersions, ...adopted]);
-  const desired = split(from && backend(input, from, config), backend(input, to, config), config.weight);
-  return {
-    isManaged: (ref: BackendRef, routeNamespace: string) => managed.has(identity(ref, routeNamespace)),
-    /** The backendRefs to write into a route in `routeNamespace` (the namespace only when it differs). */
-    refs: (routeNamespace: string): BackendRef[] =>
-      desired.map(({ item, weight }) => ({ name: item.name, ...(routeNamespace === input.namespace ? {} : { namespace: input.namespace }), port: item.port, weight })),
-    routes: config.routes.map((r) => ({ ...r, namespace: r.namespace ?? input.namespace })),
-  };
-}
-
 /** A backendRef for messages: kind (when not a Service), namespace (when not the route's), name. */
 function show(ref: BackendRef, routeNamespace: string): string {
   const kind = ref.kind ?? 'Service';
@@ -80,8 +56,6 @@ function show(ref: BackendRef, routeNamespace: string): string {
   const prefix = kind === 'Service' && group === '' ? '' : `${kind}${group ? `.${group}` : ''} `;
   return `${prefix}${ref.namespace && ref.namespace !== routeNamespace ? `${ref.namespace}/` : ''}${ref.name}`;
 }
-const describe = (list: BackendRef[], ns: string) => list.map((b) => `${show(b, ns)}:${b.weight ?? 1}`).join('+') || 'none';
-const exact = (list: BackendRef[], ns: string) => list.map((b) => `${show(b, ns)}:${b.port ?? ''}:${b.weight ?? 1}`).join(',');
 
 function ambiguity(ref: BackendRef, routeNamespace: string, where: string, rule: number, input: TaskInput): string {
   const namespace = ref.namespace ?? routeNamespace;
@@ -101,51 +75,37 @@ function ambiguity(ref: BackendRef, routeNamespace: string, where: string, rule:
   );
 }
 
+const provider: Provider<GatewayApiConfig, BackendRef> = {
+  kind: HTTPROUTE,
+  objects: (input, config) => config.routes.map((r) => ({ name: r.name, namespace: r.namespace ?? input.namespace, ...(r.rules ? { select: r.rules } : {}) })),
+  rules: (spec, selected, where) => rulesOf(spec, selected as number[] | undefined, where).map((index) => ({ index, rule: spec.rules[index] })),
+  label: (r) => `rule ${r.index}`,
+  entries: (rule) => rule.backendRefs ?? [],
+  setEntries: (rule, entries) => {
+    rule.backendRefs = entries;
+  },
+  identity: (ref, ns) => identity(ref, ns),
+  stageVersionIdentity: (input, sv, config) => identity({ name: serviceName(input, sv, config) }, input.namespace),
+  adopted: (input, config) => config.adopt.map((a) => identity(a, input.namespace)),
+  entryFor: (input, sv, weight, config, ns) => {
+    const b = backend(input, sv, config);
+    // The namespace only when the route is elsewhere (it then needs a ReferenceGrant).
+    return { name: b.name, ...(ns === input.namespace ? {} : { namespace: input.namespace }), port: b.port, weight };
+  },
+  // Per-backend filters of the managed backend carry over to its replacement.
+  carryOver: (found) => {
+    const filters = found.find((ref) => ref.filters)?.filters;
+    return filters ? { filters } : {};
+  },
+  weightOf: (ref) => ref.weight,
+  show,
+  exact: (ref, ns) => `${show(ref, ns)}:${ref.port ?? ''}:${ref.weight ?? 1}`,
+  ambiguity: (ref, ns, where, rule, input) => ambiguity(ref, ns, where, rule.index, input),
+};
+
 export const gatewayApiExecutor: Executor<GatewayApiConfig> = {
   type: 'gateway-api',
   config: gatewayApiConfig,
-
   routeNamespaces: (config, activationNamespace) => distinct(config.routes.map((r) => r.namespace ?? activationNamespace)),
-
-  async route(input, from, to, config, ctx) {
-    const p = plan(input, from, to, config);
-    const targets = p.routes.map((r) => {
-      const where = `${r.namespace}/${r.name}`;
-      const edit = (spec: any): string[] => {
-        const out: string[] = [];
-        for (const i of rulesOf(spec, r.rules, where)) {
-          const rule = spec.rules[i];
-          const refs: BackendRef[] = rule.backendRefs ?? [];
-          const isManaged = (ref: BackendRef) => p.isManaged(ref, r.namespace);
-          refuseAmbiguous(refs, isManaged, (ref) => ref.weight, (ref) => ambiguity(ref, r.namespace, where, i, input));
-          const old = refs.filter(isManaged);
-          // Already as desired: leave the rule byte for byte as it is (apiserver defaults included).
-          if (exact(old, r.namespace) === exact(p.refs(r.namespace), r.namespace)) continue;
-          // Per-backend filters of the managed backend carry over to its replacement.
-          const filters = old.find((ref) => ref.filters)?.filters;
-          const next = p.refs(r.namespace).map((ref) => ({ ...(filters ? { filters } : {}), ...ref }));
-          rule.backendRefs = replaceManaged(refs, isManaged, next);
-          out.push(`HTTPRoute ${where} rule ${i}: ${describe(old, r.namespace)} → ${describe(next, r.namespace)}`);
-        }
-        return out;
-      };
-      return { namespace: r.namespace, name: r.name, edit };
-    });
-    const messages = await updateRoutes(HTTPROUTE, targets, ctx);
-    return { message: messages.length ? messages.join('; ') : `HTTPRoutes already route to ${to.name}` };
-  },
-
-  async verify(input, from, to, config, ctx) {
-    const p = plan(input, from, to, config);
-    for (const r of p.routes) {
-      const route = await readRoute(HTTPROUTE, r.namespace, r.name, ctx);
-      const want = exact(p.refs(r.namespace), r.namespace);
-      for (const i of rulesOf(route.spec, r.rules, `${r.namespace}/${r.name}`)) {
-        const actual = exact(((route.spec.rules[i].backendRefs ?? []) as BackendRef[]).filter((ref) => p.isManaged(ref, r.namespace)), r.namespace);
-        if (actual !== want) {
-          throw new ExecutorError(`HTTPRoute ${r.namespace}/${r.name} rule ${i} routes to ${actual || 'nothing'}, expected ${want}`, true);
-        }
-      }
-    }
-  },
+  ...managedRules(provider),
 };

@@ -1,22 +1,14 @@
 /**
- * istio executor: points the destinations of VirtualService http routes at a StageVersion, by host
- * or by subset of one host. It manages exactly the destinations (host, subset) of the Stage's
+ * istio executor: sets the destinations of VirtualService http routes to an assignment of
+ * StageVersions (StageVersion → percent), by host or by subset of one host, and puts back what it
+ * recorded on a revert. It manages exactly the destinations (host, subset) of the Stage's
  * StageVersions and those the registration adopts (`spec.adopt`); other destinations, routes,
  * matches, retries and tcp/tls routes stay as they were. A managed route that also sends traffic
  * to a destination it does not manage is refused before any change (docs/activation.md, "Adopting").
  */
-import { readRoute, updateRoutes, type RouteKind } from '../routes.js';
-import {
-  distinct,
-  ExecutorError,
-  refuseAmbiguous,
-  renderPattern,
-  replaceManaged,
-  split,
-  type Executor,
-  type StageVersionInfo,
-  type TaskInput,
-} from '../types.js';
+import { managedRules, type Provider } from '../managed-rules.js';
+import type { RouteKind } from '../routes.js';
+import { distinct, ExecutorError, renderPattern, type Executor, type StageVersionInfo, type TaskInput } from '../types.js';
 import { istioConfig, type IstioConfig } from './config.js';
 
 const VIRTUALSERVICE: RouteKind = { group: 'networking.istio.io', version: 'v1', plural: 'virtualservices', kind: 'VirtualService' };
@@ -62,29 +54,7 @@ function httpRoutes(spec: any, wanted: string[] | undefined, where: string): any
   return routes.filter((r) => wanted.includes(r.name));
 }
 
-/** What one registration manages, with everything resolved for the VirtualServices it names. */
-function plan(input: TaskInput, from: StageVersionInfo | undefined, to: StageVersionInfo, config: IstioConfig) {
-  const versions = [...input.stageVersions, to, ...(from ? [from] : [])];
-  const stageVersions = versions.map((sv) => key(destination(input, sv, config), input.namespace));
-  const adopted = config.adopt.map((a) => key(a, input.namespace));
-  const managed = new Set([...stageVersions, ...adopted]);
-  const desired = split(from && destination(input, from, config), destination(input, to, config), config.weight);
-  return {
-    isManaged: (d: RouteDestination, vsNamespace: string) => managed.has(key(d.destination, vsNamespace)),
-    /** The destinations to write into a VirtualService of `vsNamespace`: a short host is qualified there. */
-    entries: (vsNamespace: string): RouteDestination[] =>
-      desired.map(({ item, weight }) => ({
-        destination: vsNamespace === input.namespace ? item : { ...item, host: qualifiedHost(item.host, input.namespace) },
-        weight,
-      })),
-    virtualServices: config.virtualServices.map((vs) => ({ ...vs, namespace: vs.namespace ?? input.namespace })),
-  };
-}
-
 const show = (d: Destination) => `${d.host}${d.subset ? `/${d.subset}` : ''}`;
-const describe = (list: RouteDestination[]) => list.map((d) => `${show(d.destination)}:${d.weight ?? 100}`).join('+') || 'none';
-const exact = (list: RouteDestination[], ns: string) =>
-  list.map((d) => `${key(d.destination, ns)}:${d.destination.port?.number ?? ''}:${d.weight ?? 100}`).join(',');
 
 function ambiguity(d: RouteDestination, vsNamespace: string, where: string, http: any, input: TaskInput): string {
   // The adopt entry that names exactly this destination (a short host there means the Stage's namespace).
@@ -100,51 +70,38 @@ function ambiguity(d: RouteDestination, vsNamespace: string, where: string, http
   );
 }
 
+/** An http route's position among all of them, found by identity: a rule's index in records. */
+const indexed = (spec: any, routes: any[]) => routes.map((rule) => ({ index: (spec.http ?? []).indexOf(rule), ...(rule.name ? { name: rule.name } : {}), rule }));
+
+const provider: Provider<IstioConfig, RouteDestination> = {
+  kind: VIRTUALSERVICE,
+  objects: (input, config) =>
+    config.virtualServices.map((vs) => ({ name: vs.name, namespace: vs.namespace ?? input.namespace, ...(vs.routes ? { select: vs.routes } : {}) })),
+  rules: (spec, selected, where) => indexed(spec, httpRoutes(spec, selected as string[] | undefined, where)),
+  label: (r) => `route ${r.name ?? `(unnamed, #${r.index})`}`,
+  entries: (rule) => rule.route ?? [],
+  setEntries: (rule, entries) => {
+    rule.route = entries;
+  },
+  identity: (d, ns) => key(d.destination, ns),
+  stageVersionIdentity: (input, sv, config) => key(destination(input, sv, config), input.namespace),
+  adopted: (input, config) => config.adopt.map((a) => key(a, input.namespace)),
+  // A short host is qualified when the VirtualService is in another namespace than the Stage.
+  entryFor: (input, sv, weight, config, ns) => {
+    const d = destination(input, sv, config);
+    return { destination: ns === input.namespace ? d : { ...d, host: qualifiedHost(d.host, input.namespace) }, weight };
+  },
+  // Headers and other per-destination settings of the managed destination carry over.
+  carryOver: (found) => Object.fromEntries(Object.entries(found[0] ?? {}).filter(([k]) => k !== 'destination' && k !== 'weight')),
+  weightOf: (d) => d.weight,
+  show: (d) => show(d.destination),
+  exact: (d, ns) => `${key(d.destination, ns)}:${d.destination.port?.number ?? ''}:${d.weight ?? 100}`,
+  ambiguity: (d, ns, where, rule, input) => ambiguity(d, ns, where, rule.rule, input),
+};
+
 export const istioExecutor: Executor<IstioConfig> = {
   type: 'istio',
   config: istioConfig,
-
   routeNamespaces: (config, activationNamespace) => distinct(config.virtualServices.map((vs) => vs.namespace ?? activationNamespace)),
-
-  async route(input, from, to, config, ctx) {
-    const p = plan(input, from, to, config);
-    const targets = p.virtualServices.map((vs) => {
-      const where = `${vs.namespace}/${vs.name}`;
-      const next = p.entries(vs.namespace);
-      const edit = (spec: any): string[] => {
-        const out: string[] = [];
-        for (const http of httpRoutes(spec, vs.routes, where)) {
-          const entries: RouteDestination[] = http.route ?? [];
-          const isManaged = (d: RouteDestination) => p.isManaged(d, vs.namespace);
-          refuseAmbiguous(entries, isManaged, (d) => d.weight, (d) => ambiguity(d, vs.namespace, where, http, input));
-          const old = entries.filter(isManaged);
-          // Already as desired: leave the route byte for byte as it is.
-          if (exact(old, vs.namespace) === exact(next, vs.namespace)) continue;
-          // Headers and other per-destination settings of the managed destination carry over.
-          const extra = Object.fromEntries(Object.entries(old[0] ?? {}).filter(([k]) => k !== 'destination' && k !== 'weight'));
-          const replacement = next.map((n) => ({ ...extra, ...n }));
-          http.route = replaceManaged(entries, isManaged, replacement);
-          out.push(`VirtualService ${where} route ${http.name ?? '(unnamed)'}: ${describe(old)} → ${describe(replacement)}`);
-        }
-        return out;
-      };
-      return { namespace: vs.namespace, name: vs.name, edit };
-    });
-    const messages = await updateRoutes(VIRTUALSERVICE, targets, ctx);
-    return { message: messages.length ? messages.join('; ') : `VirtualServices already route to ${to.name}` };
-  },
-
-  async verify(input, from, to, config, ctx) {
-    const p = plan(input, from, to, config);
-    for (const vs of p.virtualServices) {
-      const route = await readRoute(VIRTUALSERVICE, vs.namespace, vs.name, ctx);
-      const want = exact(p.entries(vs.namespace), vs.namespace);
-      for (const http of httpRoutes(route.spec, vs.routes, `${vs.namespace}/${vs.name}`)) {
-        const actual = exact(((http.route ?? []) as RouteDestination[]).filter((d) => p.isManaged(d, vs.namespace)), vs.namespace);
-        if (actual !== want) {
-          throw new ExecutorError(`VirtualService ${vs.namespace}/${vs.name} route ${http.name ?? '(unnamed)'} sends ${actual || 'nothing'}, expected ${want}`, true);
-        }
-      }
-    }
-  },
+  ...managedRules(provider),
 };

@@ -1,6 +1,7 @@
 /**
  * Executor types that exist only in tests: `sleepy` takes as long as its spec says (to exceed a
- * registration's timeout) and records that cancellation reached it; `failing` always fails.
+ * registration's timeout), records that cancellation reached it, and with `records` says it
+ * manages a rule (so that a revert puts it back); `failing` always fails.
  */
 import { z } from 'zod';
 import type { Executor } from '../../executors/types.js';
@@ -10,11 +11,14 @@ import { ExecutorError } from '../../executors/types.js';
 export const stoppedExecutions = new Set<string>();
 export const startedExecutions = new Set<string>();
 
-export const sleepyExecutor: Executor<{ seconds: number }> = {
+export const sleepyExecutor: Executor<{ seconds: number; records?: boolean }> = {
   type: 'sleepy',
-  config: z.object({ seconds: z.number().min(0) }),
+  config: z.object({ seconds: z.number().min(0), records: z.boolean().optional() }),
   routeNamespaces: () => [],
-  async route(input, _from, to, config, ctx) {
+  // With `records`, it says it manages one (imaginary) rule: a revert then puts it back.
+  observe: async (input, config) =>
+    config.records ? [{ route: { group: 'test.konfidence.cloud', kind: 'Sleep', namespace: input.namespace, name: input.execution.name }, index: 0, entries: [], traffic: {} }] : [],
+  async route(input, assignment, config, ctx) {
     startedExecutions.add(input.execution.name);
     const until = Date.now() + config.seconds * 1000;
     while (Date.now() < until) {
@@ -25,17 +29,20 @@ export const sleepyExecutor: Executor<{ seconds: number }> = {
       ctx.heartbeat();
       await new Promise((r) => setTimeout(r, 100));
     }
-    return { message: `slept ${config.seconds}s, routed to ${to.name}` };
+    return { message: `slept ${config.seconds}s, routed to ${Object.keys(assignment).join('+')}` };
   },
   async verify() {},
+  restore: async () => ({ message: 'nothing recorded, nothing to restore' }),
 };
 
 export const failingExecutor: Executor<{ message?: string }> = {
   type: 'failing',
   config: z.object({ message: z.string().optional() }),
   routeNamespaces: () => [],
-  async route(_input, _from, _to, config) {
+  observe: async () => [],
+  async route(_input, _assignment, config) {
     throw new ExecutorError(config.message ?? 'the backend refused the change');
   },
   async verify() {},
+  restore: async () => ({ message: 'nothing recorded, nothing to restore' }),
 };

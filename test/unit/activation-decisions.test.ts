@@ -45,7 +45,13 @@ describe('stepsToRun: a retry resumes at the first unfinished step', () => {
     ['first attempt runs every step', [], { run: [0, 1] }],
     ['a retry skips the succeeded steps', progressWith('Succeeded', 'Failed'), { run: [1] }],
     ['a retry after a revert runs everything again', progressWith('Reverted', 'Failed'), { run: [0, 1] }],
-  ])('%s', (_n, progress, expected) => expect(stepsToRun(plan, progress)).toEqual(expected));
+  ])('%s (runs from before)', (_n, progress, expected) => expect(stepsToRun(plan, progress)).toEqual(expected));
+
+  it.each([
+    ['first attempt runs every step', [], { run: [0, 1] }],
+    ['a retry runs the succeeded steps again too: another activation may have moved their routes', progressWith('Succeeded', 'Failed'), { run: [0, 1] }],
+    ['a retry after a revert runs everything again', progressWith('Reverted', 'Failed'), { run: [0, 1] }],
+  ])('%s (from the truth)', (_n, progress, expected) => expect(stepsToRun(plan, progress, true)).toEqual(expected));
 
   it('refuses to resume when the plan changed its steps', () => {
     const changed = { steps: [{ name: 'other', tasks: [{ registration: 'x' }] }] };
@@ -88,7 +94,7 @@ describe('failureEnding: a failed activation says exactly what stayed applied', 
   const p = progressWith('Succeeded', 'Failed');
   it.each([
     ['Stop names the steps left applied', { onFailure: 'Stop' as const }, 'Failed', /boom; steps left applied: gateway$/],
-    ['Revert that worked says so', { onFailure: 'Revert' as const, revert: 'done' as const }, 'Failed', /succeeded tasks were reverted/],
+    ['Revert that worked says so', { onFailure: 'Revert' as const, revert: 'done' as const }, 'Failed', /every task that ran was reverted/],
     ['Revert without a previous version says it could not', { onFailure: 'Revert' as const, revert: 'noPrevious' as const }, 'Failed', /could not revert: the Stage had no active StageVersion.*steps left applied: gateway/],
     ['a cancel after some steps names the steps left applied', { onFailure: 'Stop' as const, cancelled: { reason: 'annotation' } }, 'Cancelled', /cancelled in step mesh \(annotation\); steps left applied: gateway/],
   ])('%s', (_n, extra, phase, message) => {

@@ -70,6 +70,8 @@ export interface FakeExecution {
   /** The ActivationExecution's owner (the VectorActivation's uid). */
   owner: string;
   status: Partial<ExecutionStatusWrite> & { phase: ExecutionStatusWrite['phase'] };
+  /** The fake executor recorded what it found before its first change (every Apply it ran, unless told otherwise). */
+  recorded?: boolean;
 }
 
 export interface FakeLease {
@@ -83,7 +85,7 @@ export interface FakeLease {
 export type Behaviour =
   | { kind: 'succeed'; message?: string }
   /** Fails; not retried unless `retryable` (the real executor's ExecutorError rule). */
-  | { kind: 'fail'; message: string; retryable?: boolean }
+  | { kind: 'fail'; message: string; retryable?: boolean; /** Refused before it recorded (or changed) anything. */ unrecorded?: boolean }
   /** Works for `seconds` (real time, heartbeating), then succeeds; cancellable meanwhile. */
   | { kind: 'work'; seconds: number }
   /** Works until cancelled (heartbeating, so the cancellation reaches it). */
@@ -95,6 +97,11 @@ export interface ExecutorCall {
   execution: string;
   stageVersion: string;
   previousStageVersion?: string;
+  /** Apply: what it was told to set; Revert: whose record it puts back. */
+  assignment?: Record<string, number>;
+  revertOf?: string;
+  /** Apply on a retry: the earlier attempt's execution of the same task. */
+  earlier?: string;
   /** Temporal's attempt of this activity. */
   attempt: number;
   /** Real time (ms): the executor runs in real time. */
@@ -348,6 +355,7 @@ export class FakeCluster {
         ae.status = { ...ae.status, ...structuredClone(w), reason: w.reason ?? w.phase };
         this.log(`execution ${name} ${w.phase}`);
       },
+      recordedExecutions: async (namespace, names) => names.filter((n) => this.executions.get(key(namespace, n))?.recorded),
       awaitExternalExecution: async (namespace, name) => {
         const ctx = Context.current();
         for (;;) {
@@ -453,6 +461,9 @@ export class FakeCluster {
           execution: input.execution.name,
           stageVersion: input.stageVersion.name,
           ...(input.previousStageVersion ? { previousStageVersion: input.previousStageVersion.name } : {}),
+          ...(input.assignment ? { assignment: input.assignment } : {}),
+          ...(input.revertOf ? { revertOf: input.revertOf } : {}),
+          ...(input.earlier ? { earlier: input.earlier } : {}),
           attempt: ctx.info.attempt,
           startedAt: Date.now(),
           outcome: 'running',
@@ -460,6 +471,8 @@ export class FakeCluster {
         this.executorCalls.push(call);
         this.log(`execute ${call.execution} start`);
         const behaviour = this.nextBehaviour(registration, input.action);
+        const execution = this.executions.get(key(input.execution.namespace, input.execution.name));
+        if (input.action === 'Apply' && execution && !(behaviour.kind === 'fail' && behaviour.unrecorded)) execution.recorded = true;
         try {
           if (behaviour.kind === 'fail') {
             throw behaviour.retryable ? ApplicationFailure.retryable(behaviour.message, 'ExecutorError') : ApplicationFailure.nonRetryable(behaviour.message, 'ExecutorError');
@@ -473,8 +486,8 @@ export class FakeCluster {
             }
           }
           call.outcome = 'succeeded';
-          const to = input.action === 'Apply' ? input.stageVersion : input.previousStageVersion;
-          return { message: behaviour.kind === 'succeed' && behaviour.message ? behaviour.message : `${registration}: traffic to ${to?.name ?? '(nothing to revert)'}` };
+          const done = input.action === 'Apply' ? `traffic to ${Object.entries(input.assignment ?? {}).map(([n, w]) => `${n}:${w}`).join('+')}` : `put back what ${input.revertOf} found`;
+          return { message: behaviour.kind === 'succeed' && behaviour.message ? behaviour.message : `${registration}: ${done}` };
         } catch (err) {
           call.outcome = err instanceof CancelledFailure ? 'cancelled' : 'failed';
           throw err;

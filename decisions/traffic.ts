@@ -1,0 +1,71 @@
+/**
+ * Traffic as absolute assignments (StageVersion → percent of every managed rule), and which tasks
+ * a revert puts back: pure, so that workflow code imports it and tables test it
+ * (test/unit/traffic-decisions.test.ts).
+ */
+import type { RuleRecord, TrafficAssignment } from '../api/activation-execution.js';
+import type { StepProgress } from './activation.js';
+
+export type { TrafficAssignment };
+
+/** The share a registration gives the new version: its `spec.weight` (every executor type's), default 100. */
+export function weightOf(config: unknown): number {
+  const weight = (config as { weight?: unknown } | undefined)?.weight;
+  return typeof weight === 'number' && Number.isInteger(weight) && weight >= 0 && weight <= 100 ? weight : 100;
+}
+
+/**
+ * What an Apply task sets: `weight` percent to the target and the rest to the StageVersion active
+ * now; all to the target when nothing else is active or the weight is 100.
+ */
+export function applyAssignment(target: string, active: string | undefined, weight: number): TrafficAssignment {
+  if (active === undefined || active === target || weight >= 100) return { [target]: 100 };
+  if (weight <= 0) return { [active]: 100 };
+  return { [target]: weight, [active]: 100 - weight };
+}
+
+/** Percent per StageVersion of a rule's weights as found (relative weights, as routes hold them). */
+export function percentOf(weights: Record<string, number>): TrafficAssignment {
+  const total = Object.values(weights).reduce((a, b) => a + b, 0);
+  if (total <= 0) return {};
+  const out: TrafficAssignment = {};
+  for (const [name, w] of Object.entries(weights)) if (w > 0) out[name] = Math.round((w * 100) / total);
+  return out;
+}
+
+/**
+ * The tasks a revert puts back, newest step first (steps 0..failedStep): every task that ran, its
+ * execution named, whatever its end (Succeeded, Error, timed out): a task refused halfway may have
+ * changed some of its routes, and its record says what they held before.
+ */
+export function restoreOrder(progress: readonly StepProgress[], failedStep: number): { step: number; tasks: { registration: string; execution: string }[] }[] {
+  const out: { step: number; tasks: { registration: string; execution: string }[] }[] = [];
+  for (let i = failedStep; i >= 0; i--) {
+    const ran = progress[i]!.tasks.flatMap((t) => ((t.phase === 'Succeeded' || t.phase === 'Error') && t.execution ? [{ registration: t.registration, execution: t.execution }] : []));
+    if (ran.length > 0) out.push({ step: i, tasks: ran });
+  }
+  return out;
+}
+
+const sameRule = (a: RuleRecord, b: RuleRecord) =>
+  a.route.group === b.route.group && a.route.kind === b.route.kind && a.route.namespace === b.route.namespace && a.route.name === b.route.name && (a.name ?? a.index) === (b.name ?? b.index);
+
+const holds = (rule: RuleRecord, assignment: TrafficAssignment) => {
+  const now = percentOf(rule.traffic);
+  const wanted = Object.entries(assignment).filter(([, w]) => w > 0);
+  return wanted.length === Object.keys(now).length && wanted.every(([name, w]) => now[name] === w);
+};
+
+/**
+ * What a retried task records: for each rule, what the same task of an earlier attempt found, if
+ * the rule still holds what that attempt assigned (nobody moved it since, so the earlier record is
+ * what was there before this activation); else the rule as found now (another activation or a
+ * person moved it: that is what a revert must put back).
+ */
+export function inheritedRecord(now: readonly RuleRecord[], earlier: { record: readonly RuleRecord[]; assignment: TrafficAssignment } | undefined): RuleRecord[] {
+  if (!earlier) return [...now];
+  return now.map((rule) => {
+    const before = earlier.record.find((r) => sameRule(r, rule));
+    return before && holds(rule, earlier.assignment) ? before : rule;
+  });
+}

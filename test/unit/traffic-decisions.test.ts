@@ -1,0 +1,103 @@
+/** Traffic as absolute assignments, and what a revert puts back (decisions/traffic.ts). No servers. */
+import type { StepProgress } from '../../decisions/activation.js';
+import type { RuleRecord } from '../../api/activation-execution.js';
+import { applyAssignment, inheritedRecord, percentOf, restoreOrder, weightOf } from '../../decisions/traffic.js';
+
+describe('applyAssignment: what an Apply task sets, whatever the rules held before', () => {
+  it.each([
+    ['a first activation sends everything to the target', ['shop-2', undefined, 10], { 'shop-2': 100 }],
+    ['weight 100 sends everything to the target', ['shop-2', 'shop-1', 100], { 'shop-2': 100 }],
+    ['weight 10 leaves 90 % on the version active now', ['shop-2', 'shop-1', 10], { 'shop-2': 10, 'shop-1': 90 }],
+    ['weight 50 halves it', ['shop-2', 'shop-1', 50], { 'shop-2': 50, 'shop-1': 50 }],
+    ['weight 0 leaves everything on the active version', ['shop-2', 'shop-1', 0], { 'shop-1': 100 }],
+    ['onto the active version itself: all of it', ['shop-2', 'shop-2', 10], { 'shop-2': 100 }],
+  ] as const)('%s', (_n, [target, active, weight], expected) => {
+    const a = applyAssignment(target, active, weight);
+    expect(a).toEqual(expected);
+    expect(Object.values(a).reduce((x, y) => x + y, 0)).toBe(100);
+  });
+});
+
+describe("weightOf: a registration's spec.weight, 100 without a valid one", () => {
+  it.each([
+    [{ weight: 10 }, 10],
+    [{ weight: 0 }, 0],
+    [{}, 100],
+    [undefined, 100],
+    [{ weight: '10' }, 100],
+    [{ weight: 10.5 }, 100],
+    [{ weight: 101 }, 100],
+  ])('%j → %i', (config, expected) => expect(weightOf(config)).toBe(expected));
+});
+
+describe('percentOf: relative weights as the routes hold them, as percents', () => {
+  it.each([
+    [{ 'shop-1': 1 }, { 'shop-1': 100 }],
+    [{ 'shop-2': 1, 'shop-1': 3 }, { 'shop-2': 25, 'shop-1': 75 }],
+    [{ 'shop-2': 10, 'shop-1': 90 }, { 'shop-2': 10, 'shop-1': 90 }],
+    [{ 'shop-2': 0, 'shop-1': 5 }, { 'shop-1': 100 }],
+    [{ 'shop-1': 0 }, {}],
+  ])('%j → %j', (weights, expected) => expect(percentOf(weights)).toEqual(expected));
+});
+
+describe('restoreOrder: every task that ran is put back, newest step first', () => {
+  const step = (name: string, phase: StepProgress['phase'], tasks: StepProgress['tasks']): StepProgress => ({ name, phase, tasks });
+  it.each([
+    [
+      'succeeded and refused tasks alike, pending ones not',
+      [
+        step('gateway', 'Succeeded', [{ registration: 'gw', execution: 'va-0-gw', phase: 'Succeeded' }]),
+        step('mesh', 'Failed', [
+          { registration: 'mesh', execution: 'va-1-mesh', phase: 'Error' },
+          { registration: 'dr', execution: 'va-1-dr', phase: 'Succeeded' },
+        ]),
+        step('check', 'Pending', [{ registration: 'check', phase: 'Pending' }]),
+      ],
+      2,
+      [
+        { step: 1, tasks: [{ registration: 'mesh', execution: 'va-1-mesh' }, { registration: 'dr', execution: 'va-1-dr' }] },
+        { step: 0, tasks: [{ registration: 'gw', execution: 'va-0-gw' }] },
+      ],
+    ],
+    [
+      'a task that never got an execution changed nothing',
+      [step('gateway', 'Failed', [{ registration: 'gw', phase: 'Error' }])],
+      0,
+      [],
+    ],
+    [
+      'a step succeeded in an earlier attempt is put back from that attempt’s execution',
+      [
+        step('gateway', 'Succeeded', [{ registration: 'gw', execution: 'va-0-gw', phase: 'Succeeded' }]),
+        step('mesh', 'Failed', [{ registration: 'mesh', execution: 'va-1-mesh-r2', phase: 'Error' }]),
+      ],
+      1,
+      [
+        { step: 1, tasks: [{ registration: 'mesh', execution: 'va-1-mesh-r2' }] },
+        { step: 0, tasks: [{ registration: 'gw', execution: 'va-0-gw' }] },
+      ],
+    ],
+  ])('%s', (_n, progress, failed, expected) => expect(restoreOrder(progress, failed)).toEqual(expected));
+});
+
+describe('inheritedRecord: a retried task keeps what was there before the activation, unless someone moved the rule since', () => {
+  const rule = (name: string, traffic: Record<string, number>, index = 0): RuleRecord => ({
+    route: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'shop', name },
+    index,
+    entries: Object.entries(traffic).map(([sv, weight]) => ({ name: `svc-${sv}`, weight })),
+    traffic,
+  });
+  const earlier = { record: [rule('a', { 'shop-1': 100 }), rule('b', { 'shop-1': 100 })], assignment: { 'shop-2': 10, 'shop-1': 90 } };
+  it.each([
+    ['nothing earlier: the rules as found now', [rule('a', { 'shop-2': 10, 'shop-1': 90 })], undefined, [rule('a', { 'shop-2': 10, 'shop-1': 90 })]],
+    ['a rule still as the earlier attempt assigned it keeps its earlier record', [rule('a', { 'shop-2': 1, 'shop-1': 9 })], earlier, [rule('a', { 'shop-1': 100 })]],
+    [
+      'a rule the earlier attempt never reached, or another activation moved, is recorded as found',
+      [rule('a', { 'shop-2': 10, 'shop-1': 90 }), rule('b', { 'shop-3': 100 })],
+      earlier,
+      [rule('a', { 'shop-1': 100 }), rule('b', { 'shop-3': 100 })],
+    ],
+    ['a rule the earlier record does not name is recorded as found', [rule('c', { 'shop-2': 10, 'shop-1': 90 })], earlier, [rule('c', { 'shop-2': 10, 'shop-1': 90 })]],
+    ['the same route, another rule: as found', [rule('a', { 'shop-2': 10, 'shop-1': 90 }, 1)], earlier, [rule('a', { 'shop-2': 10, 'shop-1': 90 }, 1)]],
+  ])('%s', (_n, now, before, expected) => expect(inheritedRecord(now, before)).toEqual(expected));
+});

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { defineKind, resourceSchema } from './kind.js';
-import { dnsLabel, freeform, immutable, objectName, statusOf, timestamp, transitionRule } from './meta.js';
+import { dnsLabel, freeform, immutable, objectName, routeRef, statusOf, timestamp, transitionRule } from './meta.js';
 import { executionPhases } from './vector-activation.js';
 
 export const executionActions = ['Apply', 'Revert'] as const;
@@ -18,14 +18,7 @@ export const trafficAssignment = z
   .describe('StageVersion → percent of every managed rule; the percents sum to 100.');
 export type TrafficAssignment = z.infer<typeof trafficAssignment>;
 
-/** A routing object by its whole reference. */
-export const routeRef = z.object({
-  group: z.string().max(253),
-  kind: z.string().min(1).max(63),
-  namespace: dnsLabel,
-  name: objectName,
-});
-export type RouteRef = z.infer<typeof routeRef>;
+export { routeRef, type RouteRef } from './meta.js';
 
 /** One managed rule of one routing object, as a task found it before its first write. */
 export const ruleRecord = z.object({

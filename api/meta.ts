@@ -18,6 +18,15 @@ export const dnsLabel = z
   .max(63)
   .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
 
+/** A routing object (HTTPRoute, VirtualService, …) by its whole reference. */
+export const routeRef = z.object({
+  group: z.string().max(253),
+  kind: z.string().min(1).max(63),
+  namespace: dnsLabel,
+  name: objectName,
+});
+export type RouteRef = z.infer<typeof routeRef>;
+
 /** metav1.Time as the apiserver writes it. */
 export const timestamp = z.iso.datetime({ offset: true });
 

@@ -1,7 +1,7 @@
 /** Stage: an environment of a landscape whose traffic the activation switches between StageVersions. */
 import { z } from 'zod';
 import { defineKind, resourceSchema } from './kind.js';
-import { dnsLabel, objectName, statusOf } from './meta.js';
+import { dnsLabel, objectName, routeRef, statusOf } from './meta.js';
 
 export const vector = z
   .string()
@@ -25,6 +25,27 @@ export const stageStatus = statusOf(stagePhases, {
   latestRevision: z.int().min(0).optional().describe('Highest StageVersion revision created for this Stage.'),
   targetStageVersion: objectName.optional().describe('StageVersion of spec.vector (the "target" usage).'),
   activeStageVersion: objectName.optional().describe('StageVersion that serves traffic (the "active" usage).'),
+  traffic: z
+    .array(
+      z.object({
+        route: routeRef,
+        rule: z.int().min(0).describe('Position of the rule in the route.'),
+        name: z.string().min(1).max(253).optional().describe('Name of the rule, when it has one.'),
+        weights: z
+          .record(z.string().min(1).max(512), z.int().min(0).max(100))
+          .describe('Percent of the rule per StageVersion (a backend that is no StageVersion by its reference).'),
+      }),
+    )
+    .max(64)
+    .optional()
+    .describe(
+      'The traffic as the rules that the registrations manage hold it, read by the Stage controller: every StageVersion with a percent above 0 here serves, and cannot be deleted.',
+    ),
+  servingStageVersions: z
+    .array(objectName)
+    .max(64)
+    .optional()
+    .describe('StageVersions that a managed rule sends traffic to (status.traffic), newest first.'),
   controllerStatus: z
     .object({
       namespace: dnsLabel.describe('The system namespace (KONFIDENCE_SYSTEM_NAMESPACE of the Stage controller).'),
@@ -48,6 +69,7 @@ export const Stage = defineKind({
     { name: 'Vector', type: 'string', jsonPath: '.spec.vector' },
     { name: 'Target', type: 'string', jsonPath: '.status.targetStageVersion' },
     { name: 'Active', type: 'string', jsonPath: '.status.activeStageVersion' },
+    { name: 'Serving', type: 'string', jsonPath: '.status.servingStageVersions', priority: 1 },
   ],
 });
 export const stageResource = resourceSchema(Stage);

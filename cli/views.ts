@@ -44,6 +44,8 @@ export interface StageStatusView {
   phase?: string;
   active?: string;
   target?: string;
+  /** What the managed routes hold, as the Stage controller read them: one line a rule. */
+  traffic?: { route: string; weights: Record<string, number> }[];
   running?: RunningView;
   waiting: QueuedView[];
   last?: { name: string; stageVersion: string; phase: string; reason?: string; completionTime?: string };
@@ -81,6 +83,9 @@ export function stageStatusView(stage: StageResource, usages: Usages, activation
     ...(stage.status?.phase ? { phase: stage.status.phase } : {}),
     ...(active ? { active } : {}),
     ...(target ? { target } : {}),
+    ...(stage.status?.traffic
+      ? { traffic: stage.status.traffic.map((t) => ({ route: `${t.route.kind} ${t.route.namespace}/${t.route.name} rule ${t.name ?? t.rule}`, weights: t.weights })) }
+      : {}),
     ...(running ? { running: runningView(running) } : {}),
     waiting: waiting.map((a) => ({ name: a.metadata.name!, stageVersion: a.spec.stageVersion, phase: a.status?.phase ?? 'Pending', ...(created(a) ? { created: created(a) } : {}) })),
     ...(last
@@ -118,6 +123,10 @@ export function renderStatus(views: StageStatusView[], now: Date): string {
 
 function renderStage(v: StageStatusView, now: Date): string {
   const lines = [`Stage ${v.namespace}/${v.stage}${v.phase ? ` (${v.phase})` : ''}`, `  vector:   ${v.vector}`, `  active:   ${v.active ?? '(none)'}`, `  target:   ${v.target ?? '(none)'}`];
+  if (v.traffic?.length) {
+    lines.push('  traffic:');
+    for (const t of v.traffic) lines.push(`    ${t.route}: ${Object.entries(t.weights).map(([sv, w]) => `${sv} ${w}%`).join(', ') || 'nothing'}`);
+  } else if (v.traffic) lines.push('  traffic:  (no managed route sends this Stage traffic)');
   const r = v.running;
   if (r) {
     const since = r.startTime ? `, started ${formatDuration(between(r.startTime, now) ?? 0)} ago` : '';

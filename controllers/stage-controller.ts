@@ -7,7 +7,8 @@
  * resourceVersion read; at most one status write per object, none when it is unchanged. A pass that
  * changed something is followed by another through the watch events of its own writes.
  */
-import { ANNOTATION_ACTIVATED_BY, ANNOTATION_SERVING, type StageVersionResource } from '../api/index.js';
+import { ANNOTATION_ACTIVATED_BY, ANNOTATION_SERVING, DEFAULT_SYSTEM_NAMESPACE, type ActivationExecutionPlanResource, type ActivationTaskRegistrationResource, type StageVersionResource } from '../api/index.js';
+import { observeTraffic } from './stage-traffic.js';
 import { isReady, planNamespace, type Observed, type Plan } from '../decisions/stage.js';
 import { isFinal } from '../decisions/activation.js';
 import { apiMessage, apiStatus, k8s } from '../k8s/client.js';
@@ -79,7 +80,8 @@ function slim(o: CustomObject): void {
   if (o.kind !== 'VectorActivation') return;
   const { name, namespace, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, labels, finalizers } = o.metadata;
   o.metadata = { name, namespace, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, labels, finalizers };
-  o.spec = { stage: o.spec?.stage, stageVersion: o.spec?.stageVersion };
+  // The plan names the routes its traffic goes through (controllers/stage-traffic.ts).
+  o.spec = { stage: o.spec?.stage, stageVersion: o.spec?.stageVersion, ...(o.spec?.executionPlan ? { executionPlan: o.spec.executionPlan } : {}) };
   if (o.status) o.status = { phase: o.status.phase, message: o.status.message };
 }
 
@@ -105,6 +107,9 @@ export class StageController {
   private readonly event: EventRecorder;
   /** Changes from before this are what the initial watch lists, not event lag. */
   private startedAt = Date.now();
+  /** The registrations and plans of the system namespace: they name the routes a Stage's traffic goes through. */
+  private registrations?: KindCache;
+  private plans?: KindCache;
 
   constructor(private readonly o: StageControllerOptions) {
     this.gate = new LeaderGate(o.leadership);
@@ -173,6 +178,12 @@ export class StageController {
 
   async start(): Promise<void> {
     this.startedAt = Date.now();
+    // A registration or plan that changes changes which routes every Stage's traffic is read from.
+    const system = (kind: string) =>
+      new KindCache({ kubeConfig: this.o.kubeConfig, plural: pluralOf(kind), namespace: this.o.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE, onChange: () => void this.resyncAll(), log: this.log });
+    this.registrations = system('ActivationTaskRegistration');
+    this.plans = system('ActivationExecutionPlan');
+    await Promise.all([this.registrations.start(), this.plans.start()]);
     if (this.o.sharded) await this.setNamespaces(new Set(this.o.namespaces ?? []));
     else await Promise.all((this.o.namespaces ?? [undefined]).map((ns) => this.cacheNamespace(ns)));
     this.synced = true;
@@ -191,7 +202,7 @@ export class StageController {
     this.stopped = true;
     clearInterval(this.timer);
     this.gate.stop();
-    await Promise.all([...this.caches.values()].flat().map((c) => c.stop()));
+    await Promise.all([...[...this.caches.values()].flat(), ...[this.registrations, this.plans].filter((c) => c !== undefined)].map((c) => c.stop()));
     this.wake();
     await this.loop;
   }
@@ -274,8 +285,15 @@ export class StageController {
     // may lag one another by a moment (a Stage's status ahead of its new StageVersion, a usage not
     // cached yet), and neither can be taken back by the next pass. Both are rare: a new vector, a
     // history cleanup.
+    // What the routes hold is read fresh on every pass: no watch tells of a person editing a route
+    // (the resync does), and the serving marks and the protection follow it.
+    const traffic = await this.observeTraffic(ns, observed);
+    if (traffic) {
+      observed = { ...observed, traffic };
+      plan = planNamespace(observed, new Date(), options);
+    }
     if (plan.deletes.length > 0 || plan.creates.some((c) => c.object.kind === 'StageVersion')) {
-      observed = await this.listNamespace(ns);
+      observed = { ...(await this.listNamespace(ns)), ...(traffic ? { traffic } : {}) };
       plan = planNamespace(observed, new Date(), options);
     }
     return this.act(ns, plan, observed);
@@ -289,6 +307,23 @@ export class StageController {
     const caches = this.caches.get(namespace) ?? this.caches.get('');
     const [stages, stageVersions, usages, activations] = KINDS.map((_, i) => caches?.[i]?.list(namespace) ?? []);
     return { namespace, stages, stageVersions, usages, activations } as unknown as Observed;
+  }
+
+  /** What the managed routes of the namespace's Stages hold; undefined while no registration is cached. */
+  private async observeTraffic(ns: string, observed: Observed): Promise<Observed['traffic']> {
+    const system = this.o.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE;
+    const registrations = this.registrations?.list(system) ?? [];
+    if (!this.registrations?.synced || !this.plans?.synced || registrations.length === 0) return undefined;
+    const stages = observed.stages.filter((st) => !st.metadata.deletionTimestamp);
+    return observeTraffic(
+      this.gate.kubeConfig(this.o.kubeConfig),
+      ns,
+      stages,
+      observed.stageVersions,
+      registrations as unknown as ActivationTaskRegistrationResource[],
+      this.plans.list(system) as unknown as ActivationExecutionPlanResource[],
+      observed.activations,
+    );
   }
 
   /** The namespace as the apiserver lists it now. */

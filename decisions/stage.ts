@@ -22,12 +22,27 @@ import type { StageResource } from '../api/stage.js';
 import type { StageVersionResource } from '../api/stage-version.js';
 import type { StageVersionUsageResource } from '../api/stage-version-usage.js';
 import type { VectorActivationResource } from '../api/vector-activation.js';
+import type { RouteRef } from '../api/meta.js';
 import { activeUsageName, joinName, labelValue, targetUsageName } from '../shared/names.js';
 
 type Stage = StageResource;
 type StageVersion = StageVersionResource;
 type Usage = StageVersionUsageResource;
 type Activation = VectorActivationResource;
+
+/** One managed rule and the percent it sends each StageVersion (a Stage's status.traffic). */
+export interface TrafficRule {
+  route: RouteRef;
+  rule: number;
+  name?: string;
+  weights: Record<string, number>;
+}
+
+/** What the routes hold for one Stage; `complete` when every registration's rules could be read. */
+export interface ObservedTraffic {
+  rules: TrafficRule[];
+  complete: boolean;
+}
 
 /** What a pass read of one namespace. */
 export interface Observed {
@@ -36,6 +51,11 @@ export interface Observed {
   stageVersions: StageVersion[];
   usages: Usage[];
   activations: Activation[];
+  /**
+   * By Stage, what its managed routes hold (controllers/stage-traffic.ts); undefined for a Stage
+   * whose routes could not be read now. Without the map, no decision looks at the routes.
+   */
+  traffic?: ReadonlyMap<string, ObservedTraffic | undefined>;
 }
 
 export interface Create {
@@ -115,14 +135,59 @@ export function references(usage: Usage, sv: StageVersion): boolean {
 export const resolve = (usage: Usage, svs: StageVersion[]) => svs.filter((sv) => references(usage, sv)).sort(byRevisionDesc);
 export const usersOf = (sv: StageVersion, usages: Usage[]) => usages.filter((u) => references(u, sv));
 
+/** The StageVersions of a Stage that an unfinished activation is about. */
+const activating = (stage: string, activations: Activation[]) =>
+  new Set(activations.filter((va) => va.spec.stage === stage && !FINAL.has(va.status?.phase ?? '')).map((va) => va.spec.stageVersion));
+
+/** The StageVersions a managed rule sends traffic to. */
+export function servingIn(traffic: ObservedTraffic | undefined): Set<string> {
+  return new Set((traffic?.rules ?? []).flatMap((r) => Object.entries(r.weights).flatMap(([name, w]) => (w > 0 ? [name] : []))));
+}
+
+/**
+ * Serving marks from what the routes hold, whatever path got them there: a StageVersion that a
+ * managed rule sends traffic to is marked serving (the admission policy then refuses its
+ * deletion). The mark goes once no rule sends it any, and only when the traffic is known whole
+ * and the StageVersion is neither the active one nor being activated: a rule this controller
+ * cannot read may still send it traffic.
+ */
+export function servingMarks(stage: string, svs: StageVersion[], traffic: ObservedTraffic | undefined, active: string | undefined, activations: Activation[]): MetadataPatch[] {
+  if (!traffic) return [];
+  const serving = servingIn(traffic);
+  const pending = activating(stage, activations);
+  const out: MetadataPatch[] = [];
+  for (const sv of svs.filter((x) => x.spec.stage === stage)) {
+    const name = nameOf(sv);
+    const mark = sv.metadata.annotations?.[ANNOTATION_SERVING];
+    if (serving.has(name) && mark !== stage && !deleting(sv)) {
+      out.push({ kind: 'StageVersion', name, metadata: { annotations: { [ANNOTATION_SERVING]: stage } }, why: `StageVersion ${name}: Stage ${stage}'s routes send it traffic, marking it serving` });
+    } else if (!serving.has(name) && mark === stage && traffic.complete && traffic.rules.length > 0 && name !== active && !pending.has(name)) {
+      out.push({ kind: 'StageVersion', name, metadata: { annotations: { [ANNOTATION_SERVING]: null } }, why: `StageVersion ${name}: no route of Stage ${stage} sends it traffic any more, clearing the serving mark` });
+    }
+  }
+  return out;
+}
+
 /**
  * StageVersions of a Stage that may be deleted: not referenced by any usage, not the target, not in
- * or named by an unfinished activation, not serving, and beyond the `keep` newest of such unused ones.
+ * or named by an unfinished activation, not serving (marked, or sent traffic by a managed rule),
+ * and beyond the `keep` newest of such unused ones.
  */
-export function cleanupCandidates(stage: string, svs: StageVersion[], usages: Usage[], activations: Activation[], keep: number, target?: string): StageVersion[] {
-  const pending = new Set(activations.filter((va) => va.spec.stage === stage && !FINAL.has(va.status?.phase ?? '')).map((va) => va.spec.stageVersion));
+export function cleanupCandidates(
+  stage: string,
+  svs: StageVersion[],
+  usages: Usage[],
+  activations: Activation[],
+  keep: number,
+  target?: string,
+  serving: ReadonlySet<string> = new Set(),
+): StageVersion[] {
+  const pending = activating(stage, activations);
   const held = (sv: StageVersion) =>
-    nameOf(sv) === target || pending.has(nameOf(sv)) || Boolean(sv.metadata.annotations?.[ANNOTATION_ACTIVATED_BY] || sv.metadata.annotations?.[ANNOTATION_SERVING]);
+    nameOf(sv) === target ||
+    pending.has(nameOf(sv)) ||
+    serving.has(nameOf(sv)) ||
+    Boolean(sv.metadata.annotations?.[ANNOTATION_ACTIVATED_BY] || sv.metadata.annotations?.[ANNOTATION_SERVING]);
   const unused = svs
     .filter((sv) => sv.spec.stage === stage && !deleting(sv) && !held(sv) && usersOf(sv, usages).length === 0)
     .sort(byRevisionDesc);
@@ -200,7 +265,7 @@ export function activationFor(stage: Stage, target: StageVersion, active: string
  */
 export function stageStatus(
   stage: Stage,
-  s: { latestRevision: number; target: StageVersion; active?: string; activations: Activation[]; systemNamespace: string },
+  s: { latestRevision: number; target: StageVersion; active?: string; activations: Activation[]; systemNamespace: string; traffic?: ObservedTraffic; stageVersions?: StageVersion[] },
   now: Date,
 ) {
   const target = nameOf(s.target);
@@ -225,8 +290,13 @@ export function stageStatus(
     activeStageVersion: s.active,
     controllerStatus: { namespace: s.systemNamespace, name: controllerStatusName('stage-controller') },
     conditions: setCondition(stage.status?.conditions, condition, generation, now),
+    // What the routes hold, when they could be read (else the last reading stays).
+    ...(s.traffic ? { traffic: s.traffic.rules.slice(0, 64), servingStageVersions: newestFirst(servingIn(s.traffic), s.stageVersions ?? []) } : {}),
   };
 }
+
+const newestFirst = (names: Set<string>, svs: StageVersion[]) =>
+  [...names].sort((a, b) => (svs.find((x) => nameOf(x) === b)?.spec.revision ?? 0) - (svs.find((x) => nameOf(x) === a)?.spec.revision ?? 0) || a.localeCompare(b)).slice(0, 64);
 
 /** Usage status: what it resolves to and the StageVersionReady / StageVersionNotFound conditions. */
 export function usageStatus(usage: Usage, svs: StageVersion[], now: Date) {
@@ -259,7 +329,7 @@ export function usageStatus(usage: Usage, svs: StageVersion[], now: Date) {
  * decide again), else the status says who holds it. The serving mark of a Stage that is gone is
  * cleared so that garbage collection can take the StageVersion.
  */
-export function protection(sv: StageVersion, usages: Usage[], livingStages: Set<string>): { patch?: MetadataPatch; waitMessage?: string } {
+export function protection(sv: StageVersion, usages: Usage[], livingStages: Set<string>, serving: ReadonlySet<string> = new Set()): { patch?: MetadataPatch; waitMessage?: string } {
   const metadata: MetadataPatch['metadata'] = {};
   const why: string[] = [];
   const finalizers = sv.metadata.finalizers ?? [];
@@ -269,7 +339,9 @@ export function protection(sv: StageVersion, usages: Usage[], livingStages: Set<
     metadata.finalizers = [...finalizers, FINALIZER_IN_USE];
     why.push('adding the in-use finalizer');
   } else if (deleting(sv) && finalizers.includes(FINALIZER_IN_USE)) {
-    if (users.length === 0) {
+    if (serving.has(nameOf(sv))) {
+      waitMessage = `deletion waits: a route of Stage ${sv.spec.stage} still sends it traffic`;
+    } else if (users.length === 0) {
       metadata.finalizers = finalizers.filter((f) => f !== FINALIZER_IN_USE);
       why.push('no usage left, removing the in-use finalizer');
     } else {
@@ -314,8 +386,9 @@ export function planNamespace(o: Observed, now: Date, options: PlanOptions = {})
   };
 
   const living = new Set(o.stages.filter((st) => !deleting(st)).map(nameOf));
+  const servingOf = (stage: string) => servingIn(o.traffic?.get(stage));
   for (const sv of o.stageVersions) {
-    const { patch, waitMessage } = protection(sv, o.usages, living);
+    const { patch, waitMessage } = protection(sv, o.usages, living, servingOf(sv.spec.stage));
     if (patch) plan.metadata.push(patch);
     if (waitMessage) status('StageVersion', nameOf(sv), sv.status, { message: waitMessage });
   }
@@ -332,7 +405,13 @@ export function planNamespace(o: Observed, now: Date, options: PlanOptions = {})
     const active = o.usages.find((u) => nameOf(u) === activeUsageName(nameOf(stage)))?.spec.stageVersionRef?.name;
     const activation = activationFor(stage, decision.target, active, o.activations, o.namespace);
     if (activation) plan.creates.push(activation);
-    const desired = stageStatus(stage, { latestRevision: decision.latestRevision, target: decision.target, active, activations: o.activations, systemNamespace }, now);
+    const traffic = o.traffic?.get(nameOf(stage));
+    plan.metadata.push(...servingMarks(nameOf(stage), o.stageVersions, traffic, active, o.activations));
+    const desired = stageStatus(
+      stage,
+      { latestRevision: decision.latestRevision, target: decision.target, active, activations: o.activations, systemNamespace, ...(traffic ? { traffic, stageVersions: o.stageVersions } : {}) },
+      now,
+    );
     status('Stage', nameOf(stage), stage.status, desired);
   }
 
@@ -344,7 +423,7 @@ export function planNamespace(o: Observed, now: Date, options: PlanOptions = {})
 
   for (const stage of o.stages.filter((st) => !deleting(st))) {
     const limit = stage.spec.stageVersionHistoryLimit ?? 3;
-    for (const sv of cleanupCandidates(nameOf(stage), o.stageVersions, o.usages, o.activations, limit, targets.get(nameOf(stage)))) {
+    for (const sv of cleanupCandidates(nameOf(stage), o.stageVersions, o.usages, o.activations, limit, targets.get(nameOf(stage)), servingOf(nameOf(stage)))) {
       plan.deletes.push({ kind: 'StageVersion', name: nameOf(sv), uid: sv.metadata.uid, why: `StageVersion ${nameOf(sv)} is unused and beyond the history limit ${limit} of Stage ${nameOf(stage)}` });
     }
   }

@@ -99,23 +99,26 @@ export function managedRules<Config, Entry>(p: Provider<Config, Entry>): Pick<Ex
   const describe = (list: Entry[], ns: string) => list.map((e) => `${p.show(e, ns)}:${p.weightOf(e) ?? 'unset'}`).join('+') || 'none';
   const where = (o: NamedObject) => `${o.namespace}/${o.name}`;
 
-  /** The managed rules of every object, refusing an ambiguous one; `spec` is edited in place by callers. */
-  function managedOf(input: TaskInput, config: Config, s: ReturnType<typeof scope>, o: NamedObject & { select?: readonly (number | string)[] }, spec: any) {
+  /**
+   * The managed rules of every object, refusing an ambiguous one unless `lenient` (a report of
+   * what the rules hold, not a change); `spec` is edited in place by callers.
+   */
+  function managedOf(input: TaskInput, config: Config, s: ReturnType<typeof scope>, o: NamedObject & { select?: readonly (number | string)[] }, spec: any, lenient = false) {
     return p.rules(spec, o.select, where(o)).map((found) => {
       const entries = p.entries(found.rule);
       const isManaged = (e: Entry) => s.isManaged(e, o.namespace);
-      refuseAmbiguous(entries, isManaged, p.weightOf, (e) => p.ambiguity(e, o.namespace, where(o), found, input));
+      if (!lenient) refuseAmbiguous(entries, isManaged, p.weightOf, (e) => p.ambiguity(e, o.namespace, where(o), found, input));
       return { found, entries, isManaged, managed: entries.filter(isManaged) };
     });
   }
 
   return {
-    async observe(input, config, ctx) {
+    async observe(input, config, ctx, options = {}) {
       const s = scope(input, config);
       const out: RuleRecord[] = [];
       for (const o of p.objects(input, config)) {
         const route = await readRoute(p.kind, o.namespace, o.name, ctx);
-        for (const { found, managed } of managedOf(input, config, s, o, route.spec)) {
+        for (const { found, managed } of managedOf(input, config, s, o, route.spec, options.lenient)) {
           const weights: Record<string, number> = {};
           for (const e of managed) weights[s.nameOf(e, o.namespace)] = (weights[s.nameOf(e, o.namespace)] ?? 0) + (p.weightOf(e) ?? 1);
           out.push({

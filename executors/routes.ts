@@ -30,18 +30,27 @@ export function apiError(err: unknown, doing: string): ExecutorError {
   const status = apiStatus(err);
   const message = apiMessage(err);
   if (status === undefined || status === 409 || status === 429 || status >= 500 || status < 400) {
-    return new ExecutorError(`${doing}: ${message}`, true);
+    return new ExecutorError(`${doing}: ${message}`, true, status);
   }
-  return new ExecutorError(`${doing}: ${REFUSED[status] ?? `refused (${status})`}: ${message}`);
+  return new ExecutorError(`${doing}: ${REFUSED[status] ?? `refused (${status})`}: ${message}`, false, status);
 }
 
 export async function readRoute(kind: RouteKind, namespace: string, name: string, ctx: ExecutorContext): Promise<Route> {
+  const key = `${kind.kind}/${namespace}/${name}`;
+  const cached = ctx.routes?.get(key);
+  if (cached) return structuredClone(await cached) as Route;
+  const read = fetchRoute(kind, namespace, name, ctx);
+  ctx.routes?.set(key, read);
+  return structuredClone(await read);
+}
+
+async function fetchRoute(kind: RouteKind, namespace: string, name: string, ctx: ExecutorContext): Promise<Route> {
   const api = ctx.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
   try {
     return (await api.getNamespacedCustomObject({ ...kind, namespace, name })) as Route;
   } catch (err) {
     // A missing route is a registration that names the wrong object: no retry brings it back.
-    if (apiStatus(err) === 404) throw new ExecutorError(`${kind.kind} ${namespace}/${name} not found: create it or correct the registration's spec`);
+    if (apiStatus(err) === 404) throw new ExecutorError(`${kind.kind} ${namespace}/${name} not found: create it or correct the registration's spec`, false, 404);
     throw apiError(err, `reading ${kind.kind} ${namespace}/${name}`);
   }
 }

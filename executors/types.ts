@@ -60,6 +60,8 @@ export interface ExecutorContext {
   /** Aborted when Temporal cancels the task (timeout, activation cancelled). */
   signal: AbortSignal;
   heartbeat(details?: unknown): void;
+  /** Routes read once for several reads (a Stage controller pass), by `Kind/namespace/name`. */
+  routes?: Map<string, Promise<unknown>>;
 }
 
 export interface Executor<Config = unknown> {
@@ -73,8 +75,9 @@ export interface Executor<Config = unknown> {
   /**
    * Every managed rule as it is now, its managed entries as found; writes nothing. Throws, as
    * `route` would, on a rule it cannot manage: what it returns is what `route` will change.
+   * `lenient`: a report of what the rules hold (the Stage's traffic), which refuses nothing.
    */
-  observe(input: TaskInput, config: Config, ctx: ExecutorContext): Promise<RuleRecord[]>;
+  observe(input: TaskInput, config: Config, ctx: ExecutorContext, options?: { lenient?: boolean }): Promise<RuleRecord[]>;
   /** Sets every managed rule to exactly `assignment`; idempotent (a repeat finds nothing to change). */
   route(input: TaskInput, assignment: TrafficAssignment, config: Config, ctx: ExecutorContext): Promise<TaskResult>;
   /** Reads the routes back and throws unless every managed rule holds `assignment`. */
@@ -93,7 +96,12 @@ export function renderPattern(pattern: string, stage: string, sv: StageVersionIn
 
 /** A configuration or route problem that no retry can fix. */
 export class ExecutorError extends Error {
-  constructor(message: string, readonly retryable = false) {
+  /** `status`: the apiserver's HTTP status, when it refused. */
+  constructor(
+    message: string,
+    readonly retryable = false,
+    readonly status?: number,
+  ) {
     super(message);
   }
 }

@@ -223,3 +223,41 @@ describe.each([10, 50])('a retry at weight %i', (weight) => {
     expect((await s.objects.get('StageVersionUsage', s.ns, `${stage}-active`))?.spec.stageVersionRef.name).toBe(`${stage}-3`);
   });
 });
+
+describe.each([10, 50])('a weighted success at %i', (weight) => {
+  it.each(['gateway-api', 'istio'] as const)('%s: the previous version serves on, keeps its mark and is not deleted; once a person moves its share away, it goes', async (type) => {
+    const stage = `kept-${type === 'istio' ? 'is' : 'gw'}-${weight}`;
+    await seedStage(s, stage, [1, 2], { stageVersionHistoryLimit: 0 });
+    await seedRoutes(s, stage, 1);
+    await seedActive(s, stage, 1);
+    await create(s, object('ActivationTaskRegistration', s.systemNs, `${stage}-routes`, { type, timeoutSeconds: 30, spec: registrations(stage, weight)[type] }));
+    await create(s, object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, { steps: [{ name: 'routes', tasks: [`${stage}-routes`] }] }));
+    await activate(s, `${stage}-to-2`, stage, 2, { executionPlan: `${stage}-plan` });
+    await waitFor(s, 'VectorActivation', `${stage}-to-2`, phaseIs('Succeeded', 'Failed'));
+
+    // The Stage's status shows what the routes hold, and both versions that receive traffic serve.
+    const st = await waitFor(s, 'Stage', stage, (o) => JSON.stringify(o.status?.servingStageVersions) === JSON.stringify([`${stage}-2`, `${stage}-1`]), 30_000);
+    expect(st.status.traffic).toEqual([expect.objectContaining({ weights: { [`${stage}-2`]: weight, [`${stage}-1`]: 100 - weight } })]);
+    // A pass decided after the activation: the old version is marked serving and stays, history limit 0 or not.
+    s.stageController!.enqueue(s.ns);
+    await waitFor(s, 'Stage', stage, (o) => o.status?.activeStageVersion === `${stage}-2`, 30_000);
+    const old = await s.objects.get('StageVersion', s.ns, `${stage}-1`);
+    expect(old?.metadata.deletionTimestamp).toBeUndefined();
+    expect(old?.metadata.annotations?.['konfidence.cloud/serving-stage']).toBe(stage);
+
+    // A person moves the old version's share to the new one: its mark goes, and the history limit takes it.
+    const [group, version, plural] = type === 'gateway-api' ? HTTPROUTE : VIRTUALSERVICE;
+    const api = s.kc.makeApiClient(k8s.CustomObjectsApi);
+    const route: any = await api.getNamespacedCustomObject({ group, version, plural, namespace: s.ns, name: `${stage}-shop` });
+    if (type === 'gateway-api') route.spec.rules[0].backendRefs = [{ name: 'mirror-sink', port: 9090, weight: 0 }, { name: `${stage}-shop-v2`, port: 8080, weight: 100 }];
+    else route.spec.http[0].route = [{ destination: { host: 'shop', subset: 'v2', port: { number: 8080 } }, weight: 100 }];
+    await api.replaceNamespacedCustomObject({ group, version, plural, namespace: s.ns, name: `${stage}-shop`, body: route });
+    s.stageController!.enqueue(s.ns);
+    await pollUntil(async () => {
+      const sv = await s.objects.get('StageVersion', s.ns, `${stage}-1`);
+      if (sv && !sv.metadata.deletionTimestamp) s.stageController!.enqueue(s.ns);
+      return !sv || Boolean(sv.metadata.deletionTimestamp);
+    }, 30_000, `StageVersion ${stage}-1 to be cleaned up`, 250);
+    expect((await s.objects.get('Stage', s.ns, stage))?.status.servingStageVersions).toEqual([`${stage}-2`]);
+  });
+});

@@ -39,7 +39,7 @@ import {
   type StepProgress,
 } from '../decisions/activation.js';
 import { SUPERSEDED_REASON } from '../decisions/supersede.js';
-import { restoreOrder } from '../decisions/traffic.js';
+import { restoreOrder, weightOf } from '../decisions/traffic.js';
 import type { StageVersionInfo } from '../executors/types.js';
 import {
   cancelSignal,
@@ -129,7 +129,13 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
   async function report(phase: VectorActivationPhase, reason: string, message: string): Promise<void> {
     noteReport(phase, reason, message);
     const status = statusOf(phase, reason, message);
-    await CancellationScope.nonCancellable(() => k8s.writeActivationStatus(ref, status));
+    const written = await CancellationScope.nonCancellable(() => k8s.writeActivationStatus(ref, status));
+    // A status write that finds the VectorActivation gone is its deletion, whether or not a
+    // watcher saw it: no new step starts, the running ones are cancelled, and the workflow closes.
+    if (written === false && patched('gone-is-deleted')) {
+      cancelRequested ??= { reason: 'the VectorActivation was deleted', deleted: true };
+      closeRequested = true;
+    }
   }
 
   /** What the workflow shows of a report (query, search attribute, current details), written or not. */
@@ -321,7 +327,10 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     const unserve = () => (previous && previous.name !== stage.target.name ? k8s.markServing(ref.namespace, previous.name, null) : undefined);
     if (patched('switch-serving-in-one')) {
       // The in-activation mark goes with what is taken: the active usage holds the target now.
-      await k8s.switchServing({ ref, stage: va!.stage, stageUid: stage.stageUid, target: stage.target.name, ...(previous ? { previous: previous.name } : {}), holder });
+      // A previous StageVersion that a registration's weight leaves a share to keeps its serving
+      // mark: the Stage controller takes it once no managed route sends it traffic.
+      const previousKeeps = plan.steps.some((st) => st.tasks.some((t) => weightOf(t.config) < 100));
+      await k8s.switchServing({ ref, stage: va!.stage, stageUid: stage.stageUid, target: stage.target.name, ...(previous && !previousKeeps ? { previous: previous.name } : {}), holder });
       marked = undefined;
     } else if (patched('final-marks-together')) {
       await Promise.all([k8s.markServing(ref.namespace, stage.target.name, va!.stage), k8s.pointActiveUsage(ref.namespace, va!.stage, stage.stageUid, stage.target.name)]);

@@ -636,6 +636,24 @@ test('supersede: of three activations waiting behind a holder, the newest revisi
  * activity's time-skipping lock until the activity's timeout (sdk-java#1138): in a later test, time
  * would not skip for a minute. With the executor waited for, the order would not matter.
  */
+test('deletion while no watcher runs: the first status write that finds the VectorActivation gone stops it, and the next step never starts', async () => {
+  cluster.addStage(ns, 'unwatched', { 'unwatched-1': 1, 'unwatched-2': 2 }, 'unwatched-1');
+  cluster.addPlan('unwatched-plan', { onFailure: 'Stop', steps: [{ name: 'one', tasks: ['unwatched-one'] }, { name: 'two', tasks: ['unwatched-two'] }] });
+  cluster.behave('unwatched-one', { kind: 'work', seconds: 1 });
+  const ref = activate('unwatched-to-2', 'unwatched', 'unwatched-2', 'unwatched-plan');
+  const handle = await start(ref);
+  await executorRunning('unwatched-one');
+  // Deleted, and nobody tells the workflow: no signal, no Update.
+  cluster.deleteActivation(ref);
+
+  await pollUntil(async () => !(await isOpen(handle)), 20_000, 'the workflow to close', 50);
+  expect((await handle.describe()).status.name).toBe('COMPLETED');
+  // Step two's InProgress found the object gone: its tasks never ran, and nothing waits for a retry.
+  expect(cluster.callsOf(ref).map((c) => c.registration)).toEqual(['unwatched-one']);
+  expect(cluster.lease(ns, 'unwatched')?.holder).toBeUndefined();
+  expect(cluster.activeUsage(ns, 'unwatched')).toBe('unwatched-1');
+}, TEST_TIMEOUT);
+
 test('deletion: a cancel signal with deleted: true stops a running activation and closes its workflow promptly, without a retry window', async () => {
   cluster.addStage(ns, 'del', { 'del-1': 1, 'del-2': 2 }, 'del-1');
   cluster.addPlan('del-plan', { onFailure: 'Stop', steps: [{ name: 'route', tasks: ['del-route'] }] });

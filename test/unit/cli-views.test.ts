@@ -61,6 +61,17 @@ describe('stageStatusView', () => {
     expect(withNote(running!, 'Temporal at x is unreachable')).toMatchObject({ progressFrom: 'kubernetes', note: 'Temporal at x is unreachable' });
   });
 
+  it('prints the traffic as the managed routes hold it, one line a rule', () => {
+    const weights = { 'shop-2': 10, 'shop-1': 90 };
+    const traffic = [
+      { route: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: NS, name: 'shop' }, rule: 0, weights },
+      { route: { group: 'networking.istio.io', kind: 'VirtualService', namespace: NS, name: 'shop' }, rule: 0, name: 'primary', weights: { 'shop-2': 100 } },
+    ];
+    const text = renderStatus([stageStatusView(stage({ activeStageVersion: 'shop-2', traffic }), {}, [])], new Date('2026-01-01T11:02:01Z'));
+    expect(text.split('\n').slice(4, 7)).toEqual(['  traffic:', `    HTTPRoute ${NS}/shop rule 0: shop-2 10%, shop-1 90%`, `    VirtualService ${NS}/shop rule primary: shop-2 100%`]);
+    expect(renderStatus([stageStatusView(stage({ traffic: [] }), {}, [])], new Date())).toContain('  traffic:  (no managed route sends this Stage traffic)');
+  });
+
   it('renders what a person asks first: active, target, running step by step, waiting', () => {
     const text = renderStatus([stageStatusView(stage({ activeStageVersion: 'shop-1' }), {}, activations)], new Date('2026-01-01T11:02:01Z'));
     expect(text).toBe(

@@ -109,7 +109,78 @@ interface Row {
   then: (p: Plan) => void;
 }
 
+/** What the routes hold for Stage `app`: one rule, `weights` percent per StageVersion. */
+const traffic = (weights: Record<string, number>, complete = true): Observed['traffic'] =>
+  new Map([['app', { rules: [{ route: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: NS, name: 'shop' }, rule: 0, weights }], complete }]]);
+/** app-2 active after a weighted activation; app-1 still marked serving. */
+const weighted = (t: Observed['traffic'], limit = 0) => ({
+  ...observed({
+    stages: [stage('app', 'v2', { limit, status: { latestRevision: 2 } })],
+    stageVersions: [
+      sv('app', 1, 'v1', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app' } }),
+      sv('app', 2, 'v2', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app' } }),
+    ],
+    usages: [ref('app-target', 'app-2'), ref('app-active', 'app-2')],
+    activations: [va('app', 'app-2', 'Succeeded')],
+  }),
+  ...(t ? { traffic: t } : {}),
+});
+
 const rows: Row[] = [
+  // Traffic as the managed routes hold it
+  {
+    rule: 'a version a managed route still sends traffic to keeps its serving mark and is not deleted, whatever the history limit',
+    given: weighted(traffic({ 'app-2': 10, 'app-1': 90 })),
+    then: (p) => {
+      expect(metadataOf(p, 'app-1')).toBeUndefined();
+      expect(p.deletes).toEqual([]);
+      expect(statusOf(p, 'Stage', 'app')).toMatchObject({ servingStageVersions: ['app-2', 'app-1'], traffic: [{ rule: 0, weights: { 'app-2': 10, 'app-1': 90 } }] });
+    },
+  },
+  {
+    rule: 'the serving mark goes once no managed route sends the version traffic (then the history limit applies)',
+    given: weighted(traffic({ 'app-2': 100 })),
+    then: (p) => {
+      expect(metadataOf(p, 'app-1')?.metadata).toEqual({ annotations: { [ANNOTATION_SERVING]: null } });
+      expect(statusOf(p, 'Stage', 'app')).toMatchObject({ servingStageVersions: ['app-2'] });
+    },
+  },
+  {
+    rule: 'a version a route sends traffic to is marked serving, whichever path got it there (a person, a failed Stop)',
+    given: weighted(traffic({ 'app-2': 50, 'app-1': 50 })),
+    then: (p) => expect(metadataOf(p, 'app-1')).toBeUndefined(),
+  },
+  {
+    rule: 'an unmarked version a route sends traffic to gets the serving mark',
+    given: { ...weighted(traffic({ 'app-1': 100 })), stageVersions: [sv('app', 1, 'v1', { ready: true }), sv('app', 2, 'v2', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app' } })] },
+    then: (p) => {
+      expect(metadataOf(p, 'app-1')?.metadata).toEqual({ annotations: { [ANNOTATION_SERVING]: 'app' } });
+      // The active one keeps its mark even at 0 %: the active usage names it.
+      expect(metadataOf(p, 'app-2')).toBeUndefined();
+      expect(p.deletes).toEqual([]);
+    },
+  },
+  {
+    rule: 'no mark is taken while the traffic is not known whole (a registration this controller cannot read)',
+    given: weighted(traffic({ 'app-2': 100 }, false)),
+    then: (p) => expect(metadataOf(p, 'app-1')).toBeUndefined(),
+  },
+  {
+    rule: 'a Stage whose routes could not be read now: nothing is decided on its traffic, its status keeps the last reading',
+    given: weighted(new Map([['app', undefined]])),
+    then: (p) => {
+      expect(metadataOf(p, 'app-1')).toBeUndefined();
+      expect(statusOf(p, 'Stage', 'app')?.traffic).toBeUndefined();
+    },
+  },
+  {
+    rule: 'a version being deleted waits while a managed route sends it traffic',
+    given: { ...weighted(traffic({ 'app-2': 90, 'app-1': 10 })), stageVersions: [sv('app', 1, 'v1', { ready: true, deleting: true }), sv('app', 2, 'v2', { ready: true })] },
+    then: (p) => {
+      expect(metadataOf(p, 'app-1')).toBeUndefined();
+      expect(statusOf(p, 'StageVersion', 'app-1')).toEqual({ message: 'deletion waits: a route of Stage app still sends it traffic' });
+    },
+  },
   // StageVersion creation
   {
     rule: 'a new Stage gets StageVersion revision 1 of spec.vector, labelled, owned, protected',

@@ -1,0 +1,96 @@
+/**
+ * The traffic of a namespace's Stages as the routes hold it: for every Stage, every rule that a
+ * Worker registration of a built-in executor manages, read from the route itself (each route once
+ * a pass), with the percent per StageVersion. A Stage's registrations are those of the plans its
+ * VectorActivations run (`spec.executionPlan`, else `default`; without a plan, every registration,
+ * as an activation then runs them all). The observe half of the Stage controller's traffic;
+ * decisions/stage.ts decides on it (the serving marks, the protection, the Stage's status).
+ */
+import type { ActivationExecutionPlanResource } from '../api/activation-execution-plan.js';
+import type { ActivationTaskRegistrationResource } from '../api/activation-task-registration.js';
+import type { VectorActivationResource } from '../api/vector-activation.js';
+import type { StageResource } from '../api/stage.js';
+import type { StageVersionResource } from '../api/stage-version.js';
+import type { ObservedTraffic, TrafficRule } from '../decisions/stage.js';
+import { percentOf } from '../decisions/traffic.js';
+import { executorFor } from '../executors/index.js';
+import { ExecutorError, type ExecutorContext, type StageVersionInfo, type TaskInput } from '../executors/types.js';
+import type { k8s } from '../k8s/client.js';
+
+const info = (sv: StageVersionResource): StageVersionInfo => ({
+  name: sv.metadata.name!,
+  revision: sv.spec.revision,
+  vector: sv.spec.vector,
+  ...(sv.spec.backend ? { backend: sv.spec.backend } : {}),
+});
+
+/** Whether a failed read says the rule sends nothing (the route or rule is not there), not that we cannot tell. */
+const absent = (err: unknown) => err instanceof ExecutorError && !err.retryable && (err.status === undefined || err.status === 404);
+
+/**
+ * By Stage: the managed rules that send its StageVersions traffic, and whether they are all of
+ * them (`complete`: no registration of an executor this process cannot read, External or not
+ * built in); undefined for a Stage whose traffic cannot be told now (a route read failed or was
+ * refused): nothing is decided on it.
+ */
+export async function observeTraffic(
+  kubeConfig: k8s.KubeConfig,
+  namespace: string,
+  stages: readonly StageResource[],
+  stageVersions: readonly StageVersionResource[],
+  registrations: readonly ActivationTaskRegistrationResource[],
+  plans: readonly ActivationExecutionPlanResource[],
+  activations: readonly VectorActivationResource[],
+): Promise<Map<string, ObservedTraffic | undefined>> {
+  const ctx: ExecutorContext = { kubeConfig, signal: new AbortController().signal, heartbeat: () => undefined, routes: new Map() };
+  const out = new Map<string, ObservedTraffic | undefined>();
+  /** Registrations whose rules this process cannot read (External, or a type it does not have). */
+  const unreadable = new Set<string>();
+  const readable = registrations.flatMap((reg) => {
+    const executor = reg.spec.executor === 'External' ? undefined : executorFor(reg.spec.type);
+    const parsed = executor?.config.safeParse(reg.spec.spec ?? {});
+    if (!executor) unreadable.add(reg.metadata.name!);
+    if (!executor || !parsed?.success) return [];
+    // Only what an activation of this namespace may change counts (the tenancy rule of activities/plan.ts).
+    const allowed = reg.spec.allowCrossNamespaceFrom ?? [];
+    const foreign = executor.routeNamespaces(parsed.data, namespace).some((ns) => ns !== namespace);
+    if (foreign && !allowed.includes('*') && !allowed.includes(namespace)) return [];
+    return [{ name: reg.metadata.name!, executor, config: parsed.data }];
+  });
+  /** The registrations an activation of the Stage runs, by the plans its activations name. */
+  const used = (stage: string) => {
+    const names = new Set(activations.filter((va) => va.spec.stage === stage).map((va) => va.spec.executionPlan ?? 'default'));
+    const tasks = new Set<string>();
+    for (const name of names) {
+      const plan = plans.find((p) => p.metadata.name === name);
+      if (plan) for (const step of plan.spec.steps) for (const t of step.tasks) tasks.add(t);
+      else if (name === 'default') for (const r of registrations) tasks.add(r.metadata.name!);
+    }
+    return { tasks: readable.filter((r) => tasks.has(r.name)), complete: ![...tasks].some((t) => unreadable.has(t)) };
+  };
+  for (const stage of stages) {
+    const name = stage.metadata.name!;
+    const versions = stageVersions.filter((sv) => sv.spec.stage === name).map(info);
+    const { tasks, complete } = used(name);
+    if (versions.length === 0 || tasks.length === 0) {
+      out.set(name, { rules: [], complete });
+      continue;
+    }
+    const own = new Set(versions.map((v) => v.name));
+    const input: TaskInput = { execution: { namespace, name: '' }, action: 'Apply', namespace, stage: name, stageVersion: versions[0]!, stageVersions: versions, config: {} };
+    let rules: TrafficRule[] | undefined = [];
+    for (const { executor, config } of tasks) {
+      try {
+        for (const r of await executor.observe({ ...input, config }, config, ctx, { lenient: true })) {
+          // A rule that sends nothing to this Stage's StageVersions is another Stage's, or nobody's yet.
+          if (!Object.keys(r.traffic).some((k) => own.has(k))) continue;
+          rules?.push({ route: r.route, rule: r.index, ...(r.name ? { name: r.name } : {}), weights: percentOf(r.traffic) });
+        }
+      } catch (err) {
+        if (!absent(err)) rules = undefined;
+      }
+    }
+    out.set(name, rules && { rules, complete });
+  }
+  return out;
+}

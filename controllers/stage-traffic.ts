@@ -84,6 +84,8 @@ export async function observeTraffic(
         for (const r of await executor.observe({ ...input, config }, config, ctx, { lenient: true })) {
           // A rule that sends nothing to this Stage's StageVersions is another Stage's, or nobody's yet.
           if (!Object.keys(r.traffic).some((k) => own.has(k))) continue;
+          // Two registrations (of two plans) may manage the same rule: it is one rule.
+          if (rules?.some((x) => x.route.kind === r.route.kind && x.route.namespace === r.route.namespace && x.route.name === r.route.name && x.rule === r.index)) continue;
           rules?.push({ route: r.route, rule: r.index, ...(r.name ? { name: r.name } : {}), weights: percentOf(r.traffic) });
         }
       } catch (err) {

@@ -174,13 +174,19 @@ export interface FailureInput {
   /** What the revert did: Reverted steps, or why there was none to do. */
   revert?: 'done' | 'partial' | 'noPrevious';
   progress: readonly StepProgress[];
+  /**
+   * The executions that recorded a rule before they ended (they may have changed it); when given,
+   * a task that ended Error without a record changed nothing and makes no step "maybe partly applied".
+   */
+  recorded?: readonly string[];
 }
 
 /** ADR-0012 failure rule, Kargo's lesson: a failed activation says exactly what stayed applied. */
 export function failureEnding(i: FailureInput): Ending {
   const applied = i.progress.filter((s) => s.phase === 'Succeeded' || (s.phase === 'Failed' && s.tasks.some((t) => t.phase === 'Succeeded'))).map((s) => s.name);
   // A task that ended Error after it ran may have changed some of its routes before it was refused.
-  const partly = i.progress.filter((s) => !applied.includes(s.name) && s.phase === 'Failed' && s.tasks.some((t) => t.phase === 'Error' && t.execution)).map((s) => s.name);
+  const mayHaveChanged = (t: TaskProgress) => t.phase === 'Error' && t.execution !== undefined && (i.recorded === undefined || i.recorded.includes(t.execution));
+  const partly = i.progress.filter((s) => !applied.includes(s.name) && s.phase === 'Failed' && s.tasks.some(mayHaveChanged)).map((s) => s.name);
   const left = [applied.length ? `steps left applied: ${applied.join(', ')}` : 'no step was applied', ...(partly.length ? [`maybe partly applied: ${partly.join(', ')}`] : [])].join('; ');
   let state: string;
   if (i.onFailure !== 'Revert') state = left;

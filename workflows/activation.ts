@@ -244,7 +244,8 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     // A retry starts from the truth: "previous" is what is active now, and every step runs again
     // (one whose routes hold its assignment already changes nothing). Runs from before reverted to
     // the previous version their first attempt recorded and ran only the unfinished steps.
-    const fromTruth = patched('retry-from-truth');
+    // Asked only of a retry: a first attempt runs the same either way, and costs no marker.
+    const fromTruth = retry && patched('retry-from-truth');
     const earlier = fromTruth ? undefined : (previous ?? stage.stageVersions.find((sv) => sv.name === recordedPrevious));
     const verdict = orderVerdict({ stage: va!.stage, target: stage.target, activeName, stageVersions: stage.stageVersions, retry, ...(earlier ? { recordedPrevious: earlier } : {}) });
     if (!verdict.run) return finish(verdict);
@@ -388,7 +389,10 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     if (failed) firstError ??= `step ${step.name}, task ${failed.registration}: ${failed.message}`;
     if (unwritten) firstError ??= `step ${step.name}: its InProgress status could not be written: ${unwritten}`;
     const revert = plan.onFailure === 'Revert' ? await revertSteps(plan, ctx, i) : undefined;
-    return finish(failureEnding({ step: step.name, ...(firstError ? { firstError } : {}), ...(cancelRequested ? { cancelled: cancelRequested } : {}), onFailure: plan.onFailure, ...(revert ? { revert } : {}), progress: progress.steps }));
+    // Left applied (Stop): which refused tasks recorded a rule, and so may have changed it.
+    const refused = revert ? [] : stepProgress.tasks.flatMap((t) => (t.phase === 'Error' && t.execution ? [t.execution] : []));
+    const recorded = refused.length && patched('partly-applied-from-records') ? { recorded: await k8s.recordedExecutions(ref.namespace, refused) } : {};
+    return finish(failureEnding({ step: step.name, ...(firstError ? { firstError } : {}), ...(cancelRequested ? { cancelled: cancelRequested } : {}), onFailure: plan.onFailure, ...(revert ? { revert } : {}), progress: progress.steps, ...recorded }));
   }
 
   /**

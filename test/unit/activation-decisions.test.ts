@@ -92,13 +92,21 @@ describe('stepOutcome and revertOrder', () => {
 
 describe('failureEnding: a failed activation says exactly what stayed applied', () => {
   const p = progressWith('Succeeded', 'Failed');
+  const refusedMesh: StepProgress[] = p.map((st, i) => (i === 1 ? { ...st, tasks: [{ registration: st.tasks[0]!.registration, execution: 'va-1-mesh', phase: 'Error' }] } : st));
   it.each([
     ['Stop names the steps left applied', { onFailure: 'Stop' as const }, 'Failed', /boom; steps left applied: gateway$/],
     ['Revert that worked says so', { onFailure: 'Revert' as const, revert: 'done' as const }, 'Failed', /every task that ran was reverted/],
     ['Revert without a previous version says it could not', { onFailure: 'Revert' as const, revert: 'noPrevious' as const }, 'Failed', /could not revert: the Stage had no active StageVersion.*steps left applied: gateway/],
     ['a cancel after some steps names the steps left applied', { onFailure: 'Stop' as const, cancelled: { reason: 'annotation' } }, 'Cancelled', /cancelled in step mesh \(annotation\); steps left applied: gateway/],
+    [
+      'a refused task that recorded a rule makes its step maybe partly applied',
+      { onFailure: 'Stop' as const, progress: refusedMesh, recorded: ['va-1-mesh'] },
+      'Failed',
+      /boom; steps left applied: gateway; maybe partly applied: mesh$/,
+    ],
+    ['a refused task that recorded nothing changed nothing', { onFailure: 'Stop' as const, progress: refusedMesh, recorded: [] }, 'Failed', /boom; steps left applied: gateway$/],
   ])('%s', (_n, extra, phase, message) => {
-    const ending = failureEnding({ step: 'mesh', firstError: 'boom', progress: p, ...extra });
+    const ending = failureEnding({ step: 'mesh', firstError: 'boom', progress: p, ...extra } as Parameters<typeof failureEnding>[0]);
     expect(ending.phase).toBe(phase);
     expect(ending.message).toMatch(message);
   });

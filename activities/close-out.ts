@@ -1,8 +1,9 @@
 /**
  * Bringing the objects back to truth when an activation's workflow closed without finishing it
- * (terminated, timed out, failed, or lost to retention): the activation usage and the StageVersion
- * mark go, the Stage's Lease is released, and the VectorActivation gets its final status (Failed,
- * saying why). Each step is idempotent; the status is written last, so whoever reads the final
+ * (terminated, timed out, failed, or lost to retention): its unfinished executions end (Error,
+ * reason Cancelled), the activation usage goes unless one of its tasks may have sent its StageVersion
+ * traffic, the StageVersion mark goes, the Stage's Lease is released, and the VectorActivation
+ * gets its final status (Failed, saying why). Each step is idempotent; the status is written last, so whoever reads the final
  * phase finds everything released. The watcher runs it.
  */
 import { isFinal } from '../decisions/activation.js';
@@ -15,6 +16,9 @@ import type { CoreDeps } from './deps.js';
 import { releaseStageLease } from './lease.js';
 import { stageVersionActivities } from './stage-versions.js';
 import { usageActivities } from './usages.js';
+import { executionActivities } from './executions.js';
+import { LABEL_VECTOR_ACTIVATION } from '../api/group.js';
+import { labelValue } from '../shared/names.js';
 
 export interface CloseOut {
   reason: string;
@@ -27,7 +31,18 @@ export async function closeOutActivation(deps: CoreDeps, ref: ActivationRef, why
   const va = await objects.get('VectorActivation', ref.namespace, ref.name);
   if (!va || va.metadata.uid !== ref.uid || isFinal(va.status?.phase)) return false;
   const holder = holderOf(ref);
-  await usageActivities(deps).releaseActivationUsage(ref);
+  // ADR-0012's order: every execution ends first, with a reason an External controller acts on
+  // (it stops), and only then is the Stage let go.
+  const executions = await objects.list('ActivationExecution', ref.namespace, `${LABEL_VECTOR_ACTIVATION}=${labelValue(ref.name)}`);
+  const ended = executionActivities(deps);
+  for (const ae of executions.filter((e) => e.metadata.ownerReferences?.some((o) => o.uid === ref.uid) && !['Succeeded', 'Error'].includes(e.status?.phase))) {
+    await ended.writeExecutionStatus(ref.namespace, ae.metadata.name, { phase: 'Error', reason: 'Cancelled', message: `cancelled: ${why.message}`, completionTime: kubeTime() });
+  }
+  // The activation usage stays while a route its tasks changed may send the StageVersion traffic
+  // (an Apply execution recorded its rules and assigned it a share): nothing reverts them here. The
+  // Stage controller's serving mark then protects it for as long as a route does.
+  const applied = executions.some((e) => e.spec.action === 'Apply' && (e.status?.record?.rules?.length ?? 0) > 0 && (e.spec.assignment?.[va.spec.stageVersion] ?? 0) > 0);
+  if (!applied) await usageActivities(deps).releaseActivationUsage(ref);
   await stageVersionActivities(deps).unmarkStageVersion(ref.namespace, va.spec.stageVersion, holder);
   await releaseStageLease(deps, ref.namespace, va.spec.stage, holder);
   const conditions = conditionsAfter(va, 'Failed', why.reason, why.message);

@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { ANNOTATION_ACTIVATED_BY } from '../api/group.js';
+import { LABEL_VECTOR_ACTIVATION, ANNOTATION_ACTIVATED_BY } from '../api/group.js';
 import { k8s } from '../k8s/client.js';
 import { binaries } from '../scripts/env/paths.js';
 import { pollUntil } from '../scripts/env/process.js';
@@ -83,6 +83,9 @@ it('closes out an activation whose workflow was terminated: Failed with the reas
   const va = await waitFor(s, 'VectorActivation', 'term-to-2', phaseIs('Failed', 'Succeeded', 'Cancelled'), 30_000);
   expect(va.status).toMatchObject({ phase: 'Failed', reason: 'WorkflowTerminated' });
   expect(va.status.message).toContain('was terminated');
+  // Its execution ended first, with the reason an External controller stops on.
+  const [execution] = await s.objects.list('ActivationExecution', s.ns, `${LABEL_VECTOR_ACTIVATION}=term-to-2`);
+  expect(execution?.status).toMatchObject({ phase: 'Error', reason: 'Cancelled', message: expect.stringContaining('was terminated') });
   expect(await s.objects.get('StageVersionUsage', s.ns, 'term-to-2-activation')).toBeUndefined();
   expect((await s.objects.get('StageVersion', s.ns, 'term-2'))?.metadata.annotations?.[ANNOTATION_ACTIVATED_BY]).toBeUndefined();
   const lease = await s.kc.makeApiClient(k8s.CoordinationV1Api).readNamespacedLease({ name: 'konfidence-stage-term', namespace: s.ns });
@@ -93,6 +96,25 @@ it('closes out an activation whose workflow was terminated: Failed with the reas
   await create(s, object('ActivationExecutionPlan', s.systemNs, 'term-quick', { steps: [{ name: 'wait', tasks: ['term-quick'] }] }));
   await activate(s, 'term-to-3', 'term', 3, { executionPlan: 'term-quick' });
   await waitFor(s, 'VectorActivation', 'term-to-3', phaseIs('Succeeded'), 30_000);
+});
+
+it('closes out a terminated workflow whose first step moved a route: the StageVersion stays held and is marked serving', async () => {
+  await seedStage(s, 'held', [1, 2]);
+  await seedRoutes(s, 'held', 1);
+  await seedPlan(s, 'held', { plan: 'held-routes' });
+  await create(s, object('ActivationTaskRegistration', s.systemNs, 'held-slow', { type: 'sleepy', timeoutSeconds: 120, spec: { seconds: 60 } }));
+  await create(s, object('ActivationExecutionPlan', s.systemNs, 'held-plan', { steps: [{ name: 'gateway', tasks: ['held-gateway'] }, { name: 'wait', tasks: ['held-slow'] }] }));
+  await activate(s, 'held-to-2', 'held', 2, { executionPlan: 'held-plan' });
+  await pollUntil(() => [...startedExecutions].some((n) => n.startsWith('held-to-2-1-')), 30_000, 'the second step to start');
+  await s.client.workflow.getHandle(activationWorkflowId(await refOf('held-to-2'))).terminate('test: terminated after the route moved');
+
+  await waitFor(s, 'VectorActivation', 'held-to-2', phaseIs('Failed', 'Succeeded', 'Cancelled'), 30_000);
+  // The route still sends held-2 traffic: its activation usage stays, and the Stage controller marks it serving.
+  expect(await s.objects.get('StageVersionUsage', s.ns, 'held-to-2-activation')).toBeDefined();
+  await pollUntil(async () => {
+    s.stageController!.enqueue(s.ns);
+    return (await s.objects.get('StageVersion', s.ns, 'held-2'))?.metadata.annotations?.['konfidence.cloud/serving-stage'] === 'held';
+  }, 30_000, 'held-2 to be marked serving', 200);
 });
 
 it('a waiting activation whose lock workflow was terminated asks again and runs', async () => {

@@ -116,7 +116,7 @@ function runTask(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
       // What the task manages, recorded before its first write: a revert puts exactly this back.
       await recordOnce(objects, namespace, name, () => executor.observe(input, parsed.data, ctx), input.earlier);
       ctx.signal.throwIfAborted();
-      const result = await executor.route(input, assignment, parsed.data, ctx);
+      const result = await executor.route(input, assignment, parsed.data, { ...ctx, checked: true });
       await executor.verify(input, assignment, parsed.data, ctx);
       return result;
     } catch (err) {

@@ -1,12 +1,13 @@
 /**
  * The record a task keeps in its ActivationExecution's status: what the rules it manages held
  * before its first write. Written once (the CRD refuses a change of it), so a retried attempt, a
- * restarted worker or a repeat of the whole activity finds the first record and keeps it: a revert
- * then puts back what was there before the task, not what an earlier attempt of it left.
+ * restarted worker or a repeat of the whole activity keeps the first record: a revert then puts
+ * back what was there before the task, not what an earlier attempt of it left.
  */
 import { ExecutorError, type RuleRecord } from '../executors/types.js';
 import { apiError } from '../executors/routes.js';
 import type { CustomObjects } from '../k8s/custom-objects.js';
+import { apiStatus } from '../k8s/client.js';
 import { kubeTime } from '../shared/format.js';
 import { inheritedRecord } from '../decisions/traffic.js';
 
@@ -17,11 +18,11 @@ export class ExecutionGoneError extends ExecutorError {
   }
 }
 
-const ATTEMPTS = 5;
-
 /**
- * The record of `name`: the one written already, or what `observe` finds now, written before it is
- * returned. Nothing may be changed before this returns.
+ * The record of `name`: what `observe` finds now, written before it is returned; or the one
+ * written already (by an earlier attempt of this task), which the CRD keeps: a write of another
+ * record is refused (422), and the one there is read and kept. Nothing may be changed before
+ * this returns.
  */
 export async function recordOnce(
   objects: CustomObjects,
@@ -33,21 +34,16 @@ export async function recordOnce(
 ): Promise<RuleRecord[]> {
   const before = earlier ? await objects.get('ActivationExecution', namespace, earlier).catch(() => undefined) : undefined;
   const inherited = before?.status?.record && before.spec?.assignment ? { record: before.status.record.rules as RuleRecord[], assignment: before.spec.assignment } : undefined;
-  for (let attempt = 1; ; attempt++) {
-    const ae = await objects.get('ActivationExecution', namespace, name).catch((err: unknown) => {
-      throw apiError(err, `reading ActivationExecution ${namespace}/${name}`);
-    });
-    if (!ae || ae.metadata.deletionTimestamp) throw new ExecutionGoneError(namespace, name);
-    if (ae.status?.record) return ae.status.record.rules as RuleRecord[];
-    const rules = inheritedRecord(await observe(), inherited);
-    // Conditional on what was read: a status written meanwhile (the core's, an earlier attempt's
-    // record) makes us read again instead of writing over it.
-    const written = await objects.patchStatusAt('ActivationExecution', namespace, name, ae.metadata.resourceVersion!, { record: { rules, time: kubeTime() } }).catch((err: unknown) => {
-      throw apiError(err, `recording what ActivationExecution ${namespace}/${name} found`);
-    });
-    if (written) return rules;
-    if (attempt >= ATTEMPTS) throw new ExecutorError(`could not record what ActivationExecution ${namespace}/${name} found: it changed ${ATTEMPTS} times while recording`, true);
-  }
+  const rules = inheritedRecord(await observe(), inherited);
+  // One request on the common path (the first attempt): the write itself, not a read before it.
+  const written = await objects.patchStatus('ActivationExecution', namespace, name, { record: { rules, time: kubeTime() } }).catch(async (err: unknown) => {
+    if (apiStatus(err) !== 422) throw apiError(err, `recording what ActivationExecution ${namespace}/${name} found`);
+    const ae = await objects.get('ActivationExecution', namespace, name);
+    if (!ae?.status?.record) throw apiError(err, `recording what ActivationExecution ${namespace}/${name} found`);
+    return ae.status.record.rules as RuleRecord[];
+  });
+  if (written === false) throw new ExecutionGoneError(namespace, name);
+  return written === true ? rules : written;
 }
 
 /**

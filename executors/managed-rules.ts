@@ -135,6 +135,8 @@ export function managedRules<Config, Entry>(p: Provider<Config, Entry>): Pick<Ex
 
     async route(input, assignment, config, ctx) {
       const wanted = checkAssignment(input, assignment);
+      // Every entry can be made (a port for each StageVersion) before any route is written.
+      for (const o of p.objects(input, config)) for (const { sv, weight } of wanted) p.entryFor(input, sv, weight, config, o.namespace);
       const s = scope(input, config);
       const targets = p.objects(input, config).map((o) => ({
         namespace: o.namespace,

@@ -62,6 +62,11 @@ export interface ExecutorContext {
   heartbeat(details?: unknown): void;
   /** Routes read once for several reads (a Stage controller pass), by `Kind/namespace/name`. */
   routes?: Map<string, Promise<unknown>>;
+  /**
+   * `observe` read every route and checked every rule a moment ago (the task's record): `route`
+   * then writes without reading them all first.
+   */
+  checked?: boolean;
 }
 
 export interface Executor<Config = unknown> {

@@ -16,6 +16,8 @@ export interface SwitchServingInput {
   target: string;
   /** The one that served before, when another: it loses its serving mark. */
   previous?: string;
+  /** The one that served before, when a weight leaves it a share: it keeps (or gets) its serving mark. */
+  stillServing?: string;
   /** Whose in-activation mark on the target is cleared (namespace/name of the activation). */
   holder: string;
 }
@@ -28,7 +30,11 @@ export function switchServingActivities(parts: ServingParts) {
     /** Safe to repeat: every part sets a value or removes what is still there. */
     async switchServing(i: SwitchServingInput): Promise<void> {
       const ns = i.ref.namespace;
-      await Promise.all([parts.markServing(ns, i.target, i.stage), parts.pointActiveUsage(ns, i.stage, i.stageUid, i.target)]);
+      await Promise.all([
+        parts.markServing(ns, i.target, i.stage),
+        i.stillServing && i.stillServing !== i.target ? parts.markServing(ns, i.stillServing, i.stage) : undefined,
+        parts.pointActiveUsage(ns, i.stage, i.stageUid, i.target),
+      ]);
       await Promise.all([
         i.previous && i.previous !== i.target ? parts.markServing(ns, i.previous, null) : undefined,
         parts.releaseActivationUsage(i.ref),

@@ -423,6 +423,8 @@ export function planNamespace(o: Observed, now: Date, options: PlanOptions = {})
 
   for (const stage of o.stages.filter((st) => !deleting(st))) {
     const limit = stage.spec.stageVersionHistoryLimit ?? 3;
+    // Routes that could not be read now: nothing is deleted on a guess.
+    if (o.traffic?.has(nameOf(stage)) && o.traffic.get(nameOf(stage)) === undefined) continue;
     for (const sv of cleanupCandidates(nameOf(stage), o.stageVersions, o.usages, o.activations, limit, targets.get(nameOf(stage)), servingOf(nameOf(stage)))) {
       plan.deletes.push({ kind: 'StageVersion', name: nameOf(sv), uid: sv.metadata.uid, why: `StageVersion ${nameOf(sv)} is unused and beyond the history limit ${limit} of Stage ${nameOf(stage)}` });
     }

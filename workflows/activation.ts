@@ -328,10 +328,11 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     const unserve = () => (previous && previous.name !== stage.target.name ? k8s.markServing(ref.namespace, previous.name, null) : undefined);
     if (patched('switch-serving-in-one')) {
       // The in-activation mark goes with what is taken: the active usage holds the target now.
-      // A previous StageVersion that a registration's weight leaves a share to keeps its serving
-      // mark: the Stage controller takes it once no managed route sends it traffic.
+      // A previous StageVersion that a registration's weight leaves a share to is marked serving
+      // before the active usage leaves it: the Stage controller takes the mark once no managed
+      // route sends it traffic.
       const previousKeeps = plan.steps.some((st) => st.tasks.some((t) => weightOf(t.config) < 100));
-      await k8s.switchServing({ ref, stage: va!.stage, stageUid: stage.stageUid, target: stage.target.name, ...(previous && !previousKeeps ? { previous: previous.name } : {}), holder });
+      await k8s.switchServing({ ref, stage: va!.stage, stageUid: stage.stageUid, target: stage.target.name, ...(previous ? (previousKeeps ? { stillServing: previous.name } : { previous: previous.name }) : {}), holder });
       marked = undefined;
     } else if (patched('final-marks-together')) {
       await Promise.all([k8s.markServing(ref.namespace, stage.target.name, va!.stage), k8s.pointActiveUsage(ref.namespace, va!.stage, stage.stageUid, stage.target.name)]);

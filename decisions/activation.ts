@@ -120,8 +120,8 @@ export function startedStep(step: PlanShape['steps'][number], progress: StepProg
 /**
  * The steps an attempt runs: all of them the first time. On a retry `fromTruth`, all of them again:
  * another activation may have moved the routes of a step that succeeded before, and a step whose
- * routes hold its assignment already changes nothing. Otherwise (runs from before), every step
- * that did not succeed before. A plan whose steps changed since cannot resume.
+ * routes hold its assignment already changes nothing. Otherwise (the old branch of the
+ * retry-from-truth patch), every step that did not succeed before. A plan whose steps changed since cannot resume.
  */
 export function stepsToRun(plan: PlanShape, progress: readonly StepProgress[], fromTruth = false): { run: number[] } | { error: string } {
   if (progress.length === 0) return { run: plan.steps.map((_, i) => i) };

@@ -135,16 +135,15 @@ export function managedRules<Config, Entry>(p: Provider<Config, Entry>): Pick<Ex
 
     async route(input, assignment, config, ctx) {
       const wanted = checkAssignment(input, assignment);
-      // Every entry can be made (a port for each StageVersion) before any route is written.
-      for (const o of p.objects(input, config)) for (const { sv, weight } of wanted) p.entryFor(input, sv, weight, config, o.namespace);
       const s = scope(input, config);
-      const targets = p.objects(input, config).map((o) => ({
+      // Every entry is made (a port for each StageVersion) before any route is written.
+      const objects = p.objects(input, config).map((o) => ({ o, desired: wanted.map(({ sv, weight }) => p.entryFor(input, sv, weight, config, o.namespace)) }));
+      const targets = objects.map(({ o, desired }) => ({
         namespace: o.namespace,
         name: o.name,
         edit: (spec: any): string[] => {
           const out: string[] = [];
           for (const { found, entries, isManaged, managed } of managedOf(input, config, s, o, spec)) {
-            const desired = wanted.map(({ sv, weight }) => p.entryFor(input, sv, weight, config, o.namespace));
             // Already as assigned: leave the rule byte for byte as it is (apiserver defaults included).
             if (exact(managed, o.namespace) === exact(desired, o.namespace)) continue;
             const kept = p.carryOver(managed);

@@ -242,8 +242,8 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       return fail(err);
     }
     // A retry starts from the truth: "previous" is what is active now, and every step runs again
-    // (one whose routes hold its assignment already changes nothing). Runs from before reverted to
-    // the previous version their first attempt recorded and ran only the unfinished steps.
+    // (one whose routes hold its assignment already changes nothing). The old branch of the patch
+    // reverts to the previous version the first attempt recorded and runs only the unfinished steps.
     // Asked only of a retry: a first attempt runs the same either way, and costs no marker.
     const fromTruth = retry && patched('retry-from-truth');
     const earlier = fromTruth ? undefined : (previous ?? stage.stageVersions.find((sv) => sv.name === recordedPrevious));
@@ -398,8 +398,8 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
 
   /**
    * Puts back what every task of steps [0..failedStep] that ran found before it changed anything
-   * (its execution's record), newest step first. Runs from before undid only the succeeded tasks
-   * by a move back to the previous StageVersion.
+   * (its execution's record), newest step first. The old branch of the patch undoes only the
+   * succeeded tasks, by a move back to the previous StageVersion.
    */
   async function revertSteps(plan: ResolvedPlan, ctx: TaskContext, failedStep: number): Promise<'done' | 'partial' | 'noPrevious'> {
     const fromRecord = patched('revert-from-record');

@@ -45,7 +45,7 @@ describe('stepsToRun: a retry resumes at the first unfinished step', () => {
     ['first attempt runs every step', [], { run: [0, 1] }],
     ['a retry skips the succeeded steps', progressWith('Succeeded', 'Failed'), { run: [1] }],
     ['a retry after a revert runs everything again', progressWith('Reverted', 'Failed'), { run: [0, 1] }],
-  ])('%s (runs from before)', (_n, progress, expected) => expect(stepsToRun(plan, progress)).toEqual(expected));
+  ])('%s (the old branch of retry-from-truth)', (_n, progress, expected) => expect(stepsToRun(plan, progress)).toEqual(expected));
 
   it.each([
     ['first attempt runs every step', [], { run: [0, 1] }],

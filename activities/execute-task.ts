@@ -8,7 +8,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { apiStatus, type k8s } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { apiError } from '../executors/routes.js';
-import { ExecutorError, type Executor, type ExecutorContext, type TaskInput, type TaskResult, type TrafficAssignment } from '../executors/types.js';
+import { ExecutorError, type Executor, type ExecutorContext, type TaskInput, type TaskResult } from '../executors/types.js';
 import { timeExecutorTask } from '../telemetry/metrics.js';
 import { recordOf, recordOnce } from './traffic-record.js';
 
@@ -68,21 +68,6 @@ export function createExecutorActivities(executor: Executor<any>, kubeConfig: k8
   };
 }
 
-/**
- * The task of a core build that sent a move (`previousStageVersion` → `stageVersion` at the
- * registration's weight) instead of an assignment or a record to put back; undefined for every
- * other task. Its revert sends everything back to the previous StageVersion. It goes with the
- * upgrade window of docs/scale.md.
- */
-export function legacyAssignment(input: TaskInput, config: unknown): TrafficAssignment | undefined {
-  if (input.assignment || input.revertOf) return undefined;
-  const previous = input.previousStageVersion?.name;
-  if (input.action === 'Revert') return previous ? { [previous]: 100 } : undefined;
-  const weight = (config as { weight?: number }).weight ?? 100;
-  const target = input.stageVersion.name;
-  return previous === undefined || previous === target || weight >= 100 ? { [target]: 100 } : { [target]: weight, [previous]: 100 - weight };
-}
-
 function runTask(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
   const objects = new CustomObjects(kubeConfig);
   return async (input: TaskInput): Promise<TaskResult> => {
@@ -99,12 +84,6 @@ function runTask(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
     const ctx: ExecutorContext = { kubeConfig, signal: activity.cancellationSignal, heartbeat: (d) => activity.heartbeat(d) };
     const { namespace, name } = input.execution;
     try {
-      const legacy = legacyAssignment(input, parsed.data);
-      if (legacy) {
-        const result = await executor.route(input, legacy, parsed.data, ctx);
-        await executor.verify(input, legacy, parsed.data, ctx);
-        return result;
-      }
       if (input.action === 'Revert') {
         if (!input.revertOf) return { message: 'nothing to restore: no Apply execution named' };
         const record = await recordOf(objects, namespace, input.revertOf);

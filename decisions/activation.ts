@@ -44,8 +44,6 @@ export interface OrderInput {
   stageVersions: readonly StageVersionInfo[];
   /** A retry runs again what an earlier attempt started, even onto the active StageVersion. */
   retry: boolean;
-  /** The previous StageVersion an earlier attempt recorded: a retry reverts to it, not to itself. */
-  recordedPrevious?: StageVersionInfo;
 }
 
 /**
@@ -53,7 +51,7 @@ export interface OrderInput {
  * active usage naming a StageVersion that cannot be found means we cannot tell which is newer.
  */
 export function orderVerdict(i: OrderInput): Verdict {
-  if (i.activeName === undefined) return { run: true, ...(i.recordedPrevious ? { previous: i.recordedPrevious } : {}) };
+  if (i.activeName === undefined) return { run: true };
   const active = i.stageVersions.find((sv) => sv.name === i.activeName);
   if (!active) {
     return {
@@ -74,8 +72,8 @@ export function orderVerdict(i: OrderInput): Verdict {
   if (active.name === i.target.name && !i.retry) {
     return { run: false, phase: 'Skipped', reason: 'AlreadyActive', message: `StageVersion ${i.target.name} already serves Stage ${i.stage}` };
   }
-  const previous = i.retry && i.recordedPrevious ? i.recordedPrevious : active.name === i.target.name ? undefined : active;
-  return { run: true, ...(previous ? { previous } : {}) };
+  // "Previous" is what is active now, on a retry too (another activation may have run between).
+  return { run: true, ...(active.name === i.target.name ? {} : { previous: active }) };
 }
 
 // --- steps ---------------------------------------------------------------------------------
@@ -118,18 +116,17 @@ export function startedStep(step: PlanShape['steps'][number], progress: StepProg
 }
 
 /**
- * The steps an attempt runs: all of them the first time. On a retry `fromTruth`, all of them again:
- * another activation may have moved the routes of a step that succeeded before, and a step whose
- * routes hold its assignment already changes nothing. Otherwise (the old branch of the
- * retry-from-truth patch), every step that did not succeed before. A plan whose steps changed since cannot resume.
+ * The steps an attempt runs: all of them, on a retry too: another activation may have moved the
+ * routes of a step that succeeded before, and a step whose routes hold its assignment already
+ * changes nothing. A plan whose steps changed since the first attempt cannot be retried.
  */
-export function stepsToRun(plan: PlanShape, progress: readonly StepProgress[], fromTruth = false): { run: number[] } | { error: string } {
+export function stepsToRun(plan: PlanShape, progress: readonly StepProgress[]): { run: number[] } | { error: string } {
   if (progress.length === 0) return { run: plan.steps.map((_, i) => i) };
   const names = plan.steps.map((s) => s.name).join(',');
   if (names !== progress.map((s) => s.name).join(',')) {
     return { error: `the plan's steps changed since the first attempt (now ${names}, then ${progress.map((s) => s.name).join(',')}); create a new VectorActivation` };
   }
-  return { run: progress.flatMap((s, i) => (s.phase === 'Succeeded' && !fromTruth ? [] : [i])) };
+  return { run: plan.steps.map((_, i) => i) };
 }
 
 export interface TaskOutcome {
@@ -148,16 +145,6 @@ export function taskProgressOf(outcomes: readonly TaskOutcome[]): TaskProgress[]
   return outcomes.map((o) => ({ registration: o.registration, execution: o.execution, phase: o.ok ? 'Succeeded' : 'Error', message: clip(o.message) }));
 }
 
-/** The succeeded tasks a Revert undoes, newest step first (steps 0..failedStep). */
-export function revertOrder(progress: readonly StepProgress[], failedStep: number): { step: number; registrations: string[] }[] {
-  const out: { step: number; registrations: string[] }[] = [];
-  for (let i = failedStep; i >= 0; i--) {
-    const done = progress[i]!.tasks.filter((t) => t.phase === 'Succeeded').map((t) => t.registration);
-    if (done.length > 0) out.push({ step: i, registrations: done });
-  }
-  return out;
-}
-
 // --- the end -------------------------------------------------------------------------------
 
 export interface Ending {
@@ -171,8 +158,8 @@ export interface FailureInput {
   firstError?: string;
   cancelled?: { reason?: string };
   onFailure: 'Stop' | 'Revert';
-  /** What the revert did: Reverted steps, or why there was none to do. */
-  revert?: 'done' | 'partial' | 'noPrevious';
+  /** What the revert did: every recorded rule put back, or some left changed. */
+  revert?: 'done' | 'partial';
   progress: readonly StepProgress[];
   /**
    * The executions that recorded a rule before they ended (they may have changed it); when given,
@@ -190,7 +177,6 @@ export function failureEnding(i: FailureInput): Ending {
   const left = [applied.length ? `steps left applied: ${applied.join(', ')}` : 'no step was applied', ...(partly.length ? [`maybe partly applied: ${partly.join(', ')}`] : [])].join('; ');
   let state: string;
   if (i.onFailure !== 'Revert') state = left;
-  else if (i.revert === 'noPrevious') state = `could not revert: the Stage had no active StageVersion before this activation; ${left}`;
   else if (i.revert === 'partial') state = `the revert failed for some tasks; ${left}`;
   else state = 'every task that ran was reverted: its routes are back as it found them';
   if (i.cancelled) return { phase: 'Cancelled', reason: 'Cancelled', message: `cancelled in step ${i.step}${because(i.cancelled.reason)}; ${state}` };

@@ -2,7 +2,7 @@
  * Running the tasks of one plan step: an ActivationExecution per task, the executor's activity on its
  * own task queue with the registration's timeout, and the execution's status along the way.
  */
-import { ActivityCancellationType, CancellationScope, isCancellation, patched, proxyActivities, proxyLocalActivities, TimeoutFailure } from '@temporalio/workflow';
+import { ActivityCancellationType, CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, TimeoutFailure } from '@temporalio/workflow';
 import type { ActivationActivities, PlannedTask } from '../activities/core.js';
 import type { TaskOutcome } from '../decisions/activation.js';
 import type { ExecutorActivities } from '../activities/execute-task.js';
@@ -163,9 +163,9 @@ export async function runTask(
     };
     message = (await executeTask(input)).message;
     const written = record(() => k8sActivities.writeExecutionStatus(ns, name, { phase: 'Succeeded', message, completionTime: now() }));
-    // The outcome is known: the next step need not wait for the record of it (issue 11: one status
-    // write fewer on the activation's path per step). Runs from before awaited it here.
-    if (beside && patched('execution-status-beside-next')) {
+    // The outcome is known: the next step need not wait for the record of it (one status write
+    // fewer on the activation's path per step).
+    if (beside) {
       // Not recorded Succeeded for good: recorded Error instead (as when awaited here), so that it still ends final.
       const failed = (error: unknown) => recordError(error).then(
         () => ({ execution: name, error }),

@@ -9,7 +9,6 @@ import {
   condition,
   getExternalWorkflowHandle,
   isCancellation,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -24,12 +23,10 @@ import { causeOf } from './failures.js';
 
 const lockRetry = { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10 };
 /**
- * Asking the lock is one signal-with-start: a local activity, inside the workflow task, instead of
- * a round trip through the task queue on every activation's path (issue 11). Runs that asked
- * through a task queue replay so (patched in acquire()).
+ * Asking the lock is one Update-with-start that the lock answers at once: a local activity, inside
+ * the workflow task, instead of a round trip through a task queue on every activation's path.
  */
-const { requestStageLock: askLock, askStageLock } = proxyLocalActivities<LockActivities>({ startToCloseTimeout: '30 seconds', retry: lockRetry, summary: "ask the Stage's lock" });
-const { requestStageLock: askLockQueued } = proxyActivities<LockActivities>({ startToCloseTimeout: '30 seconds', retry: lockRetry });
+const { askStageLock } = proxyLocalActivities<LockActivities>({ startToCloseTimeout: '30 seconds', retry: lockRetry, summary: "ask the Stage's lock" });
 /** Giving the lock back, a local activity for the same reason; it tells the next holder too. */
 const { releaseStageLock } = proxyLocalActivities<LockActivities>({ startToCloseTimeout: '30 seconds', retry: lockRetry, summary: "give the Stage's lock back" });
 
@@ -42,7 +39,6 @@ const leaseWait = {
   scheduleToCloseTimeout: '3 minutes',
   retry: { initialInterval: '1 second', backoffCoefficient: 1.5, maximumInterval: '10 seconds', maximumAttempts: 20 },
 } as const;
-const { acquireStageLease } = proxyLocalActivities<ActivationActivities>({ ...leaseWait, summary: "take the Stage's Lease" });
 const { takeStage } = proxyLocalActivities<ActivationActivities>({ ...leaseWait, summary: "take the Stage's Lease, then read the Stage" });
 /** The first try, alone: a Lease found held by another is said (Waiting) before it is waited for. */
 const { takeStage: takeStageOnce } = proxyLocalActivities<ActivationActivities>({
@@ -122,34 +118,20 @@ export class StageAccess {
   async acquire(revision: number, stop: () => boolean, onQueued: () => Promise<void>): Promise<LockOutcome> {
     this.state = 'waiting';
     const request = { requester: workflowInfo().workflowId, revision, activation: this.holder };
-    // Asked as an Update, the lock answers at once; runs that asked by signal replay so.
-    const byUpdate = patched('lock-request-update');
-    const ask = byUpdate
-      ? async (...args: Parameters<typeof askStageLock>) => this.heard(await askStageLock(...args))
-      : patched('lock-request-local')
-        ? askLock
-        : askLockQueued;
-    await ask(this.namespace, this.stage, request);
+    const ask = async () => this.heard(await askStageLock(this.namespace, this.stage, request));
+    await ask();
     // Granted (or superseded) in the answer: nothing was waited for, so nothing says Waiting.
-    // Runs that asked by signal always said it.
-    if (!byUpdate || this.state === 'waiting') await onQueued();
+    if (this.state === 'waiting') await onQueued();
     while (!(await condition(() => this.state !== 'waiting' || stop(), `${this.askAgainSeconds} seconds`))) {
-      await ask(this.namespace, this.stage, request);
+      await ask();
     }
     // Signal handlers changed the state meanwhile; TypeScript cannot know.
     const state = this.state as LockState;
     // A cancel that came while the answer was on its way wins over a grant: nothing ran yet.
-    if (state === 'granted' && !(byUpdate && stop())) return 'granted';
+    if (state === 'granted' && !stop()) return 'granted';
     if (state === 'superseded') return 'superseded';
     await this.releaseLock();
     return 'cancelled';
-  }
-
-  /** Takes the Lease (after the grant), then renews it in the background until `release()`. */
-  async takeLease(stageUid: string): Promise<void> {
-    await acquireStageLease(this.namespace, this.stage, stageUid, this.holder);
-    this.leaseHeld = true;
-    this.keepLease();
   }
 
   /**
@@ -225,9 +207,8 @@ export class StageAccess {
         .signal(releaseLockSignal, { requester })
         .catch(() => undefined); // no lock workflow: nothing is held
     // Released by Update from a local activity, the next holder hears of it straight from us, not
-    // through two signals sent by workflows. Runs that signalled replay so; a release the activity
-    // could not make goes by signal, which the server delivers whenever the lock runs again.
-    if (!patched('lock-release-update')) return bySignal();
+    // through two signals sent by workflows; a release the activity could not make goes by signal,
+    // which the server delivers whenever the lock runs again.
     await releaseStageLock(this.namespace, this.stage, requester).catch(bySignal);
   }
 }

@@ -13,7 +13,6 @@ import {
   continueAsNew,
   getExternalWorkflowHandle,
   log,
-  patched,
   proxyActivities,
   setHandler,
   setWorkflowOptions,
@@ -129,9 +128,6 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
   }
 
   setHandler(expectLockSignal, (req) => {
-    // A lock build from before the signal ignored it: its histories must replay so, and a lock
-    // that moved to this build must not start withholding grants in the middle of one.
-    if (!patched('expect-lock')) return;
     lapse();
     if (state.holder?.requester === req.requester || state.waiting.some((w) => w.requester === req.requester) || superseded.has(req.requester)) return;
     // Told again (a new leader, a restart): the wait keeps its end, so it is bounded by EXPECT_MS.
@@ -181,8 +177,6 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
     return handed?.by === releaser && handed.to === state.holder?.requester ? handed.to : undefined;
   };
 
-  /** A release came by Update since the lock last finished a wait (see the idle branch below). */
-  let releasedByUpdate = false;
   /** Idle, it waited IDLE_LINGER_MS already and nothing came: it finishes. */
   let lingered = false;
 
@@ -208,7 +202,6 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
   // already, or was only waiting) grants nothing here: the main loop grants, and tells, as after a
   // signal.
   setHandler(releaseLockUpdate, ({ requester }): ReleaseAnswer => {
-    releasedByUpdate = true;
     const held = state.holder?.requester === requester;
     release(requester);
     if (held && grantable()) state.handedOn = { by: requester, to: grantNext().requester };
@@ -272,18 +265,10 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
       // It lingers (IDLE_LINGER_MS), serving whatever comes meanwhile, and finishes in a task of
       // its own, at the timer: never in the workflow task of a release Update, where a signal
       // arriving meanwhile made the server refuse the task and hold up the lock's signals for 2-3 s.
-      if (idle() && !lingered && patched('idle-linger')) {
+      if (idle() && !lingered) {
         lingered = true;
-        releasedByUpdate = false;
         // Cut short (a request, or only a notice to send): it lingers afresh when idle again.
         if (await condition(() => !idle(), IDLE_LINGER_MS)) lingered = false;
-        continue;
-      }
-      // Runs from before finished at the next timer after a release Update (a 1 ms timer the server
-      // fires up to a second later), or at once, as their histories say.
-      if (idle() && releasedByUpdate && !lingered && patched('finish-after-release-update')) {
-        releasedByUpdate = false;
-        await condition(() => !idle(), 1);
         continue;
       }
       if (idle()) return;

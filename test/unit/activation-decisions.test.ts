@@ -9,7 +9,6 @@ import {
   orderVerdict,
   reasonOf,
   releasesUsage,
-  revertOrder,
   stepOutcome,
   stepsToRun,
   type StepProgress,
@@ -26,7 +25,7 @@ describe('orderVerdict: an older version never overwrites a newer one, decided o
     ['older than the active one is Skipped', { target: sv(1), activeName: 'dev-2', retry: false }, { run: false, phase: 'Skipped', reason: 'OlderThanActive' }],
     ['the active one itself is Skipped', { target: sv(2), activeName: 'dev-2', retry: false }, { run: false, phase: 'Skipped', reason: 'AlreadyActive' }],
     ['a retry onto the active one runs again (an earlier attempt switched it)', { target: sv(2), activeName: 'dev-2', retry: true }, { run: true }],
-    ['a retry keeps the previous version its first attempt recorded', { target: sv(3), activeName: 'dev-3', retry: true, recordedPrevious: sv(2) }, { run: true, previous: sv(2) }],
+    ['a retry after a newer activation: previous is what is active now', { target: sv(3), activeName: 'dev-2', retry: true }, { run: true, previous: sv(2) }],
     ['an older one is Skipped on a retry too', { target: sv(1), activeName: 'dev-3', retry: true }, { run: false, phase: 'Skipped', reason: 'OlderThanActive' }],
     ['fails closed when the active StageVersion cannot be identified', { target: sv(3), activeName: 'dev-9', retry: false }, { run: false, phase: 'Failed', reason: 'ActiveStageVersionUnknown' }],
   ])('%s', (_name, input, expected) => {
@@ -40,18 +39,12 @@ describe('orderVerdict: an older version never overwrites a newer one, decided o
 const plan = { steps: [{ name: 'gateway', tasks: [{ registration: 'gw' }] }, { name: 'mesh', tasks: [{ registration: 'mesh' }, { registration: 'dr' }] }] };
 const progressWith = (...phases: StepProgress['phase'][]): StepProgress[] => initialProgress(plan).map((s, i) => ({ ...s, phase: phases[i] ?? 'Pending' }));
 
-describe('stepsToRun: a retry resumes at the first unfinished step', () => {
-  it.each([
-    ['first attempt runs every step', [], { run: [0, 1] }],
-    ['a retry skips the succeeded steps', progressWith('Succeeded', 'Failed'), { run: [1] }],
-    ['a retry after a revert runs everything again', progressWith('Reverted', 'Failed'), { run: [0, 1] }],
-  ])('%s (the old branch of retry-from-truth)', (_n, progress, expected) => expect(stepsToRun(plan, progress)).toEqual(expected));
-
+describe('stepsToRun: a retry runs every step again', () => {
   it.each([
     ['first attempt runs every step', [], { run: [0, 1] }],
     ['a retry runs the succeeded steps again too: another activation may have moved their routes', progressWith('Succeeded', 'Failed'), { run: [0, 1] }],
     ['a retry after a revert runs everything again', progressWith('Reverted', 'Failed'), { run: [0, 1] }],
-  ])('%s (from the truth)', (_n, progress, expected) => expect(stepsToRun(plan, progress, true)).toEqual(expected));
+  ])('%s', (_n, progress, expected) => expect(stepsToRun(plan, progress)).toEqual(expected));
 
   it('refuses to resume when the plan changed its steps', () => {
     const changed = { steps: [{ name: 'other', tasks: [{ registration: 'x' }] }] };
@@ -72,7 +65,7 @@ describe('releasesUsage: the activation usage is kept only while a step may have
   ] as const)('%s: %s → released %s', (_when, phase, released, steps) => expect(releasesUsage(phase, steps)).toBe(released));
 });
 
-describe('stepOutcome and revertOrder', () => {
+describe('stepOutcome', () => {
   const ok = { registration: 'a', execution: 'e', ok: true, message: '' };
   const bad = { ...ok, ok: false };
   it.each([
@@ -80,14 +73,6 @@ describe('stepOutcome and revertOrder', () => {
     ['one task failed', [ok, bad], false, 'Failed'],
     ['cancelled although every task finished', [ok], true, 'Failed'],
   ] as const)('%s → %s', (_n, outcomes, cancelled, phase) => expect(stepOutcome(outcomes, cancelled)).toBe(phase));
-
-  it('reverts the succeeded tasks newest step first, skipping steps with nothing done', () => {
-    const p = progressWith('Succeeded', 'Failed');
-    p[1]!.tasks = [{ registration: 'mesh', phase: 'Succeeded' }, { registration: 'dr', phase: 'Error' }];
-    expect(revertOrder(p, 1)).toEqual([{ step: 1, registrations: ['mesh'] }]);
-    p[0]!.tasks = [{ registration: 'gw', phase: 'Succeeded' }];
-    expect(revertOrder(p, 1)).toEqual([{ step: 1, registrations: ['mesh'] }, { step: 0, registrations: ['gw'] }]);
-  });
 });
 
 describe('failureEnding: a failed activation says exactly what stayed applied', () => {
@@ -96,7 +81,6 @@ describe('failureEnding: a failed activation says exactly what stayed applied', 
   it.each([
     ['Stop names the steps left applied', { onFailure: 'Stop' as const }, 'Failed', /boom; steps left applied: gateway$/],
     ['Revert that worked says so', { onFailure: 'Revert' as const, revert: 'done' as const }, 'Failed', /every task that ran was reverted/],
-    ['Revert without a previous version says it could not', { onFailure: 'Revert' as const, revert: 'noPrevious' as const }, 'Failed', /could not revert: the Stage had no active StageVersion.*steps left applied: gateway/],
     ['a cancel after some steps names the steps left applied', { onFailure: 'Stop' as const, cancelled: { reason: 'annotation' } }, 'Cancelled', /cancelled in step mesh \(annotation\); steps left applied: gateway/],
     [
       'a refused task that recorded a rule makes its step maybe partly applied',

@@ -1,0 +1,378 @@
+/**
+ * One activation's run, reading like ADR-0012's sequence: acquire the Stage → decide (on the
+ * Stage's state read after the grant) → run the plan's steps → complete. The class holds what the
+ * run knows (its progress, the previous StageVersion, its marks); every decision is a pure function
+ * of decisions/, and the methods observe, ask and act.
+ */
+import { ApplicationFailure, CancellationScope, condition, isCancellation, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import type { LoadedActivation, ResolvedPlan } from '../activities/core.js';
+import type { VectorActivationPhase } from '../api/vector-activation.js';
+import {
+  activationStatus,
+  because,
+  failureEnding,
+  initialProgress,
+  isFinal,
+  orderVerdict,
+  releasesUsage,
+  startedStep,
+  stepOutcome,
+  stepsToRun,
+  taskProgressOf,
+  type Ending,
+  type StepProgress,
+} from '../decisions/activation.js';
+import { SUPERSEDED_REASON } from '../decisions/supersede.js';
+import { restoreOrder, weightOf } from '../decisions/traffic.js';
+import type { StageVersionInfo } from '../executors/types.js';
+import { holderOf, type ActivationProgress, type ActivationRef } from '../shared/activation.js';
+import { kubeTime as now, temporalWorkflowUrl } from '../shared/format.js';
+import { ACTIVATION_PHASE } from '../shared/search-attributes.js';
+import { k8sActivities as k8s, runTask, unrecordedMessage, type Recording, type TaskContext } from './activation-tasks.js';
+import type { ActivationRequests } from './activation-requests.js';
+import { BREAKER_ASK_AGAIN_SECONDS, passBreakers } from './breaker-gate.js';
+import { causeOf, messageOf } from './failures.js';
+import { StageAccess } from './stage-access.js';
+
+export interface RunOptions {
+  /** Base URL of the Temporal UI, for the link in the VectorActivation's status. */
+  uiUrl?: string;
+  /** Appended to executor task queue names (tests isolate their workers this way). */
+  queueSuffix?: string;
+  /** How often a waiting activation asks its Stage's lock again (default 120 s; tests shorten it). */
+  lockAskAgainSeconds?: number;
+}
+
+export class ActivationRun {
+  readonly progress: ActivationProgress & { steps: StepProgress[] };
+  private readonly holder: string;
+  private readonly access: StageAccess;
+  private readonly workflowUrl: string | undefined;
+  private firstError: string | undefined;
+  private startTime: string | undefined;
+  private previous: StageVersionInfo | undefined;
+  /** The StageVersion this run marked as in activation (admission refuses changes to it). */
+  private marked: string | undefined;
+  /** The ActivationPhase search attribute as last upserted. */
+  private upsertedPhase: string | undefined;
+  /** The final status writes of a step's executions, made while the next step runs (runStep). */
+  private readonly recordings: Recording[] = [];
+
+  constructor(
+    private readonly ref: ActivationRef,
+    private readonly va: LoadedActivation,
+    private readonly requests: ActivationRequests,
+    progress: ActivationProgress & { steps: StepProgress[] },
+    private readonly options: RunOptions,
+  ) {
+    const info = workflowInfo();
+    this.progress = progress;
+    this.holder = holderOf(ref);
+    this.access = new StageAccess(ref.namespace, va.stage, this.holder, options.lockAskAgainSeconds);
+    this.workflowUrl = options.uiUrl ? temporalWorkflowUrl(options.uiUrl, info.namespace, info.workflowId) : undefined;
+    this.firstError = va.status.firstError;
+    this.startTime = va.status.startTime;
+  }
+
+  // --- one attempt: from the Stage's lock to a final phase ----------------------------------
+
+  async attempt(retry: boolean): Promise<Ending> {
+    const { va, access } = this;
+    // The check reads while Pending is written; a failed check is written after it, as Failed.
+    const validating = this.report('Pending', 'Validating', `checking Stage ${va.stage} and StageVersion ${va.stageVersion}`);
+    const [written, described] = await Promise.allSettled([validating, k8s.describeStage(this.ref.namespace, va.stage, va.stageVersion)]);
+    if (written.status === 'rejected') throw written.reason;
+    if (described.status === 'rejected') return this.fail(described.reason);
+    const before = described.value;
+    const lock = await access.acquire(
+      before.target.revision,
+      () => this.requests.cancelled,
+      () => this.report('Waiting', 'WaitingForStage', `waiting for Stage ${va.stage} (lock ${access.lockId})`),
+    );
+    if (lock === 'superseded') return this.finish({ phase: 'Skipped', reason: SUPERSEDED_REASON, message: `superseded while waiting by the newer activation ${access.supersededBy}` });
+    if (lock === 'cancelled') return this.finish({ phase: 'Cancelled', reason: 'Cancelled', message: `cancelled while waiting for Stage ${va.stage}${because(this.requests.cancel?.reason)}` });
+    try {
+      return await this.withStage(retry, before.stageUid);
+    } catch (err) {
+      // Bookkeeping that failed for good (a refused write, retries exhausted): say so and let go.
+      if (isCancellation(err)) throw err;
+      return this.fail(err);
+    } finally {
+      await CancellationScope.nonCancellable(() => Promise.all([this.unmark(), access.release()]));
+    }
+  }
+
+  private async withStage(retry: boolean, stageUid: string): Promise<Ending> {
+    const { ref, va } = this;
+    // ADR-0012 steps 2–3: the Lease, then the Stage's state read now, after the grant; never what
+    // was read while waiting (a newer version may have become active meanwhile).
+    let taken;
+    try {
+      const read = { stageVersion: va.stageVersion, ...(va.executionPlan ? { executionPlan: va.executionPlan } : {}) };
+      taken = await this.access.takeStage(stageUid, read, (message) => this.report('Waiting', 'WaitingForLease', message));
+    } catch (err) {
+      return this.fail(err);
+    }
+    const { plan, stage, activeName, guarded } = taken;
+    // A retry starts from the truth: "previous" is what is active now, and every step runs again
+    // (one whose routes hold its assignment already changes nothing).
+    const verdict = orderVerdict({ stage: va.stage, target: stage.target, activeName, stageVersions: stage.stageVersions, retry });
+    if (!verdict.run) return this.finish(verdict);
+    this.previous = verdict.previous;
+    const toRun = stepsToRun(plan, this.progress.steps);
+    if ('error' in toRun) return this.finish({ phase: 'Failed', reason: 'PlanChanged', message: toRun.error });
+    /** What ran in earlier attempts, before this one starts its steps anew: a retried task may keep their record. */
+    const earlier = Object.fromEntries(
+      this.progress.steps.flatMap((s, i) => s.tasks.flatMap((t) => ((t.phase === 'Succeeded' || t.phase === 'Error') && t.execution ? [[`${i}/${t.registration}`, t.execution]] : []))),
+    );
+    if (this.progress.steps.length === 0) this.progress.steps = initialProgress(plan);
+
+    // CircuitBreakers (docs/scale.md): the first routing change of this attempt waits while one is
+    // Open or out of tokens, holding the Stage; later steps ask again only under a rate limit.
+    let limited = false;
+    if (toRun.run.length > 0 && guarded) {
+      const gate = await this.passBreakers(toRun.run[0]!, true);
+      if (!gate.admitted) return this.finish({ phase: 'Cancelled', reason: 'Cancelled', message: `cancelled while waiting at a CircuitBreaker${because(this.requests.cancel?.reason)}` });
+      limited = gate.limited;
+    }
+
+    const started = toRun.run.length > 0 && (await this.startRun(plan, toRun.run[0]!, stage.target.name));
+    if (started === 'terminating') return this.finish({ phase: 'Failed', reason: 'StageVersionTerminating', message: `StageVersion ${stage.target.name} is being deleted` });
+
+    const ctx: TaskContext = {
+      ref,
+      stage: va.stage,
+      ...(va.vectorDeployment ? { vectorDeployment: va.vectorDeployment } : {}),
+      target: stage.target,
+      ...(this.previous ? { previous: this.previous } : {}),
+      stageVersions: stage.stageVersions,
+      attempt: this.progress.attempt,
+      ...(Object.keys(earlier).length ? { earlier } : {}),
+      ...(this.options.queueSuffix ? { queueSuffix: this.options.queueSuffix } : {}),
+    };
+    for (const [n, i] of toRun.run.entries()) {
+      if (limited && n > 0 && !(await this.passBreakers(i, false)).admitted) {
+        // Cancelled between steps: what ran is reverted as after a cancelled step.
+        return this.failed(plan, ctx, i);
+      }
+      const ending = await this.runStep(plan, ctx, i, n === 0, n < toRun.run.length - 1);
+      if (ending) return ending;
+    }
+    await this.switchServing(plan, stage.stageUid, stage.target.name);
+    const { previous } = this;
+    return this.finish({ phase: 'Succeeded', reason: 'Activated', message: `Stage ${va.stage} now serves ${stage.target.name}${previous ? ` (was ${previous.name})` : ''}` });
+  }
+
+  private passBreakers(step: number, first: boolean) {
+    const wait = Math.min(BREAKER_ASK_AGAIN_SECONDS, this.options.lockAskAgainSeconds ?? BREAKER_ASK_AGAIN_SECONDS);
+    const phase = first ? 'Waiting' : 'InProgress';
+    return passBreakers(this.ref, this.progress.attempt, step, first, (w) => this.report(phase, w.reason, w.message), () => this.requests.cancelled, wait);
+  }
+
+  /**
+   * ADR-0012 step 4 and requirement 4, together: one local activity holds the usage, marks the
+   * StageVersion in activation and only then writes the first step's InProgress. Never beside
+   * them: that would tell a step started (Events, metrics) that then never runs.
+   */
+  private async startRun(plan: ResolvedPlan, first: number, target: string): Promise<'started' | 'terminating'> {
+    this.marked = target;
+    const steps: StepProgress[] = [...this.progress.steps];
+    steps[first] = startedStep(plan.steps[first]!, steps[first]!);
+    const begun = this.startTime ?? now();
+    const message = this.stepMessage(plan, first);
+    const status = this.statusOf('InProgress', 'RunningPlan', message, steps, begun);
+    const run = await CancellationScope.nonCancellable(() => k8s.startRun({ ref: this.ref, stage: this.va.stage, target, holder: this.holder, status }));
+    if (run.terminating) return 'terminating';
+    this.progress.steps = steps;
+    this.startTime = begun;
+    this.noteReport('InProgress', 'RunningPlan', message);
+    return 'started';
+  }
+
+  /**
+   * ADR-0012 step 9, in one local activity: the new version is marked serving and the active usage
+   * moves to it before anything is taken from the old one, so the serving version is never unheld.
+   * A previous StageVersion that a registration's weight leaves a share to stays marked serving:
+   * the Stage controller takes the mark once no managed route sends it traffic.
+   */
+  private async switchServing(plan: ResolvedPlan, stageUid: string, target: string): Promise<void> {
+    const { previous } = this;
+    const previousKeeps = plan.steps.some((st) => st.tasks.some((t) => weightOf(t.config) < 100));
+    const old = previous ? (previousKeeps ? { stillServing: previous.name } : { previous: previous.name }) : {};
+    await k8s.switchServing({ ref: this.ref, stage: this.va.stage, stageUid, target, ...old, holder: this.holder });
+    this.marked = undefined; // the active usage holds the target now
+  }
+
+  // --- a step -------------------------------------------------------------------------------
+
+  /**
+   * Runs step i (its tasks together); undefined when it succeeded, else how the activation ends.
+   * `started`: its InProgress is written already (with the hold and the mark). `followed`: another
+   * step comes, and the final status of this step's executions is written while it runs; it
+   * checks those writes as its own, so a record that fails fails a step, and what ran is reverted.
+   * The last step's records are awaited in place: the switch follows only what is recorded.
+   */
+  private async runStep(plan: ResolvedPlan, ctx: TaskContext, i: number, started: boolean, followed: boolean): Promise<Ending | undefined> {
+    const step = plan.steps[i]!;
+    const recordingsBefore = this.recordings.splice(0);
+    /** The step's InProgress write, made while its executions are created (one round trip fewer a step). */
+    let reporting: Promise<{ error?: unknown }> | undefined;
+    if (!started) {
+      this.progress.steps[i] = startedStep(step, this.progress.steps[i]!);
+      // Settled into a value at once: a rejection left waiting would fail the workflow task.
+      reporting = this.report('InProgress', 'RunningPlan', this.stepMessage(plan, i)).then(() => ({}), (error: unknown) => ({ error }));
+    }
+    const stepProgress = this.progress.steps[i]!;
+
+    const scope = new CancellationScope();
+    const running = scope.run(() => Promise.all(step.tasks.map((t) => runTask(ctx, i, step.name, t, 'Apply', followed ? this.recordings : undefined))));
+    await Promise.race([running, condition(() => this.requests.cancelled)]).catch((err: unknown) => {
+      // The whole workflow was cancelled (Temporal UI/CLI): its executions are being cancelled too.
+      if (!isCancellation(err)) throw err;
+      this.requests.cancel ??= { reason: 'the workflow was cancelled in Temporal' };
+    });
+    if (this.requests.cancelled) scope.cancel();
+    // Every execution reaches a final state before the activation does (ADR-0012).
+    const outcomes = await running;
+    stepProgress.tasks = taskProgressOf(outcomes);
+    stepProgress.phase = stepOutcome(outcomes, this.requests.cancelled);
+    // The step's InProgress could not be written while its executions ran: the activation cannot
+    // go on saying nothing, so it ends as a failed step does (reverted under onFailure Revert).
+    const reported = await reporting;
+    const unwritten = reported && 'error' in reported ? messageOf(reported.error) : undefined;
+    const unrecorded = (await Promise.all(recordingsBefore)).find((r) => 'error' in r);
+    if (stepProgress.phase === 'Succeeded' && !unwritten && !unrecorded) return undefined;
+    const failed = outcomes.find((o) => !o.ok);
+    if (unrecorded) this.firstError ??= unrecordedMessage(unrecorded);
+    if (failed) this.firstError ??= `step ${step.name}, task ${failed.registration}: ${failed.message}`;
+    if (unwritten) this.firstError ??= `step ${step.name}: its InProgress status could not be written: ${unwritten}`;
+    return this.failed(plan, ctx, i);
+  }
+
+  /** How an attempt ends after step i failed or was cancelled: reverted under Revert, else left applied. */
+  private async failed(plan: ResolvedPlan, ctx: TaskContext, i: number): Promise<Ending> {
+    const step = plan.steps[i]!;
+    const revert = plan.onFailure === 'Revert' ? await this.revertSteps(plan, ctx, i) : undefined;
+    // Left applied (Stop): which refused tasks recorded a rule, and so may have changed it.
+    const refused = revert ? [] : (this.progress.steps[i]?.tasks ?? []).flatMap((t) => (t.phase === 'Error' && t.execution ? [t.execution] : []));
+    const recorded = refused.length ? { recorded: await k8s.recordedExecutions(this.ref.namespace, refused) } : {};
+    const { firstError } = this;
+    const cancelled = this.requests.cancel;
+    return this.finish(
+      failureEnding({ step: step.name, ...(firstError ? { firstError } : {}), ...(cancelled ? { cancelled } : {}), onFailure: plan.onFailure, ...(revert ? { revert } : {}), progress: this.progress.steps, ...recorded }),
+    );
+  }
+
+  /**
+   * Puts back what every task of steps [0..failedStep] that ran found before it changed anything
+   * (its execution's record), newest step first. A task that recorded no rule changed none.
+   */
+  private async revertSteps(plan: ResolvedPlan, ctx: TaskContext, failedStep: number): Promise<'done' | 'partial'> {
+    const ran = restoreOrder(this.progress.steps, failedStep);
+    const recorded = ran.length ? new Set(await k8s.recordedExecutions(this.ref.namespace, ran.flatMap((s) => s.tasks.map((t) => t.execution)))) : new Set<string>();
+    let all = true;
+    for (const { step: i, tasks } of ran) {
+      const done = tasks.filter((t) => recorded.has(t.execution));
+      if (done.length === 0) continue;
+      const step = plan.steps[i]!;
+      await this.report('InProgress', 'Reverting', `reverting step ${step.name}`);
+      const outcomes = await CancellationScope.nonCancellable(() =>
+        Promise.all(done.map((r) => runTask(ctx, i, step.name, step.tasks.find((t) => t.registration === r.registration)!, 'Revert', undefined, r.execution))),
+      );
+      const ok = outcomes.every((o) => o.ok);
+      // The step that failed stays Failed, put back or not: it is the one the status names.
+      if (this.progress.steps[i]!.phase !== 'Failed') this.progress.steps[i]!.phase = ok ? 'Reverted' : 'Failed';
+      all &&= ok;
+      for (const o of outcomes.filter((x) => !x.ok)) this.firstError ??= `revert of ${o.registration}: ${o.message}`;
+    }
+    return all ? 'done' : 'partial';
+  }
+
+  // --- the end ------------------------------------------------------------------------------
+
+  private async finish(ending: Ending): Promise<Ending> {
+    await CancellationScope.nonCancellable(async () => {
+      // Every execution reaches a final state before the activation does (ADR-0012).
+      const unrecorded = (await Promise.all(this.recordings.splice(0))).find((r) => 'error' in r);
+      if (unrecorded) this.firstError ??= unrecordedMessage(unrecorded);
+      // A Failed or Cancelled activation keeps its usage while a step left applied may still send
+      // traffic to it.
+      if (releasesUsage(ending.phase, this.progress.steps)) await k8s.releaseActivationUsage(this.ref);
+      // A failed attempt counts on the CircuitBreakers before anyone reads Failed; a breaker that
+      // cannot be written must not keep the activation from ending.
+      if (ending.phase === 'Failed') await k8s.recordActivationFailure(this.ref, this.progress.attempt).catch(() => undefined);
+      // Whoever reads the final phase finds the StageVersion free to change again and the Lease
+      // free: one local activity lets both go, then writes it.
+      const name = this.marked;
+      this.marked = undefined;
+      const status = this.statusOf(ending.phase, ending.reason, ending.message);
+      await k8s.finishRun({ ref: this.ref, stage: this.va.stage, holder: this.holder, lease: this.access.handOverLease(), ...(name ? { marked: name } : {}), status });
+      // The query and the search attribute say the ending once it is written, the Lease free.
+      this.noteReport(ending.phase, ending.reason, ending.message);
+    });
+    return ending;
+  }
+
+  private fail(err: unknown): Promise<Ending> {
+    const cause = causeOf(err);
+    const reason = cause instanceof ApplicationFailure && cause.type ? cause.type : 'Error';
+    const message = messageOf(err);
+    this.firstError ??= message;
+    return this.finish({ phase: 'Failed', reason, message });
+  }
+
+  /** The workflow itself was cancelled (Temporal UI/CLI): leave the queue, say so on the object. */
+  async cancelledInTemporal(): Promise<void> {
+    await CancellationScope.nonCancellable(async () => {
+      await Promise.all([this.unmark(), this.access.release(), ...this.recordings.splice(0)]);
+      await this.report('Cancelled', 'WorkflowCancelled', 'the workflow was cancelled in Temporal');
+    });
+  }
+
+  private async unmark(): Promise<void> {
+    const name = this.marked;
+    this.marked = undefined;
+    if (name) await CancellationScope.nonCancellable(() => k8s.unmarkStageVersion(this.ref.namespace, name, this.holder));
+  }
+
+  // --- what the object and the workflow say -------------------------------------------------
+
+  private async report(phase: VectorActivationPhase, reason: string, message: string): Promise<void> {
+    this.noteReport(phase, reason, message);
+    const written = await CancellationScope.nonCancellable(() => k8s.writeActivationStatus(this.ref, this.statusOf(phase, reason, message)));
+    // A status write that finds the VectorActivation gone is its deletion, whether or not a
+    // watcher saw it: no new step starts, the running ones are cancelled, and the workflow closes.
+    if (written === false) this.requests.deleted();
+  }
+
+  /** What the workflow shows of a report (query, search attribute, current details), written or not. */
+  private noteReport(phase: VectorActivationPhase, reason: string, message: string): void {
+    Object.assign(this.progress, { phase, reason, message });
+    // An unchanged phase (the next step's InProgress) costs no history event.
+    if (phase !== this.upsertedPhase) upsertSearchAttributes([{ key: ACTIVATION_PHASE, value: phase }]);
+    this.upsertedPhase = phase;
+    setCurrentDetails(`**${phase}** (${reason}): ${message}`);
+  }
+
+  /** The status a report writes; `steps` and `start` when they are not yet the run's own. */
+  private statusOf(phase: VectorActivationPhase, reason: string, message: string, steps = this.progress.steps, start = this.startTime) {
+    const { previous, firstError, workflowUrl } = this;
+    return activationStatus({
+      phase,
+      reason,
+      message,
+      workflowId: workflowInfo().workflowId,
+      ...(workflowUrl ? { workflowUrl } : {}),
+      attempt: this.progress.attempt,
+      ...(previous ? { previousStageVersion: previous.name } : {}),
+      ...(firstError ? { firstError } : {}),
+      ...(start ? { startTime: start } : {}),
+      ...(isFinal(phase) ? { completionTime: now() } : {}),
+      steps,
+    });
+  }
+
+  private stepMessage(plan: ResolvedPlan, i: number): string {
+    return `step ${i + 1}/${plan.steps.length} (${plan.steps[i]!.name}) of ${plan.source}`;
+  }
+}

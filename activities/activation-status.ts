@@ -72,13 +72,16 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
     },
 
     /**
-     * Writes phase, conditions and progress; false when the VectorActivation is gone. `read`: the
+     * Writes phase, conditions and progress; false when the VectorActivation is gone or being
+     * deleted. `read`: the
      * object read already, by a caller in this process that read it beside other requests
      * (startRun); through Temporal it is never passed, and the object is read here.
      */
     async writeActivationStatus(ref: ActivationRef, report: ActivationReport, read?: Promise<CustomObject | undefined>): Promise<boolean> {
       const va = await (read ?? readActivation(ref));
       if (!va || va.metadata.uid !== ref.uid) return false;
+      // Being deleted (the close-out finalizer holds it): the status is still written, for people
+      // to see the run end, and the caller takes it as the deletion.
       const before = (va.status ?? {}) as StatusView;
       const holder = report.phase === 'Waiting' && before.phase !== 'Waiting' ? await stageHolder(deps, ref.namespace, va.spec.stage) : undefined;
       const conditions = conditionsAfter(va, report.phase, report.reason, report.message);
@@ -89,7 +92,7 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
       const status = { ...activationStatus(report), observedGeneration: va.metadata.generation, conditions, ...(coreBuildId ? { coreBuildId } : {}) };
       const written = await writeThenSay(() => objects.patchStatus('VectorActivation', ref.namespace, ref.name, status), say, (w) => w);
       if (written) recordActivationPhase(va, report.phase, reasonOf(report.reason));
-      return written;
+      return written && !va.metadata.deletionTimestamp;
     },
 
     /**

@@ -1,10 +1,12 @@
 /**
- * Bringing the objects back to truth when an activation's workflow closed without finishing it
- * (terminated, timed out, failed, or lost to retention): its unfinished executions end (Error,
- * reason Cancelled), the activation usage goes unless one of its tasks may have sent its StageVersion
- * traffic, the StageVersion mark goes, the Stage's Lease is released, and the VectorActivation
- * gets its final status (Failed, saying why). Each step is idempotent; the status is written last, so whoever reads the final
- * phase finds everything released. The watcher runs it.
+ * Bringing the objects back to truth in the watcher's own process, when an activation's workflow
+ * closed without finishing it and its close-out run (workflows/activation-run.ts, closeOut) closed
+ * too, or could not be started: its unfinished executions end (Error, reason Cancelled), the
+ * activation usage goes unless one of its tasks may have sent its StageVersion traffic, the
+ * StageVersion mark goes, the Stage's Lease is released, the VectorActivation gets its final status
+ * (Failed, saying why), and the close-out finalizer goes. Nothing is reverted here: only the
+ * executors can, and they run for workflows. Each step is idempotent; the status is written last
+ * but the finalizer, so whoever reads the final phase finds everything released.
  */
 import { isFinal } from '../decisions/activation.js';
 import { conditionsAfter } from './activation-status.js';
@@ -17,6 +19,7 @@ import { releaseStageLease } from './lease.js';
 import { stageVersionActivities } from './stage-versions.js';
 import { usageActivities } from './usages.js';
 import { executionActivities } from './executions.js';
+import { closeOutFinalizerActivities } from './close-out-finalizer.js';
 import { LABEL_VECTOR_ACTIVATION } from '../api/group.js';
 import { labelValue } from '../shared/names.js';
 
@@ -29,15 +32,17 @@ export interface CloseOut {
 export async function closeOutActivation(deps: CoreDeps, ref: ActivationRef, why: CloseOut): Promise<boolean> {
   const { objects } = deps;
   const va = await objects.get('VectorActivation', ref.namespace, ref.name);
-  if (!va || va.metadata.uid !== ref.uid || isFinal(va.status?.phase)) return false;
+  if (!va || va.metadata.uid !== ref.uid) return false;
+  const finalizer = closeOutFinalizerActivities(deps);
+  if (isFinal(va.status?.phase)) {
+    await finalizer.removeCloseOutFinalizer(ref, va);
+    return false;
+  }
   const holder = holderOf(ref);
   // ADR-0012's order: every execution ends first, with a reason an External controller acts on
   // (it stops), and only then is the Stage let go.
+  await executionActivities(deps).endExecutions(ref, why.message);
   const executions = await objects.list('ActivationExecution', ref.namespace, `${LABEL_VECTOR_ACTIVATION}=${labelValue(ref.name)}`);
-  const ended = executionActivities(deps);
-  for (const ae of executions.filter((e) => e.metadata.ownerReferences?.some((o) => o.uid === ref.uid) && !['Succeeded', 'Error'].includes(e.status?.phase))) {
-    await ended.writeExecutionStatus(ref.namespace, ae.metadata.name, { phase: 'Error', reason: 'Cancelled', message: `cancelled: ${why.message}`, completionTime: kubeTime() });
-  }
   // The activation usage stays while a route its tasks changed may send the StageVersion traffic
   // (an Apply execution recorded its rules and assigned it a share): nothing reverts them here. The
   // Stage controller's serving mark then protects it for as long as a route does.
@@ -59,5 +64,6 @@ export async function closeOutActivation(deps: CoreDeps, ref: ActivationRef, why
     observedGeneration: va.metadata.generation,
     conditions,
   });
+  await finalizer.removeCloseOutFinalizer(ref);
   return true;
 }

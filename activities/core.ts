@@ -6,6 +6,7 @@ import type { k8s } from '../k8s/client.js';
 import type { LogFn } from '../telemetry/log.js';
 import { activationStatusActivities } from './activation-status.js';
 import { breakerActivities } from './breaker.js';
+import { closeOutFinalizerActivities } from './close-out-finalizer.js';
 import { coreDeps } from './deps.js';
 import { executionActivities } from './executions.js';
 import { failFastOnPermanentErrors } from './k8s-errors.js';
@@ -37,6 +38,7 @@ function coreParts({ kubeConfig, systemNamespace, log, coreBuildId }: CoreActivi
     ...stageVersionActivities(deps),
     ...leaseActivities(deps),
     ...breakerActivities(deps),
+    ...closeOutFinalizerActivities(deps),
   });
 }
 export type CoreParts = ReturnType<typeof coreParts>;

@@ -11,6 +11,7 @@ import { apiError } from '../executors/routes.js';
 import { ExecutorError, type Executor, type ExecutorContext, type TaskInput, type TaskResult } from '../executors/types.js';
 import { timeExecutorTask } from '../telemetry/metrics.js';
 import { recordOf, recordOnce } from './traffic-record.js';
+import { unmovedRules } from '../decisions/traffic.js';
 
 const HEARTBEAT_MS = 1_000;
 
@@ -88,7 +89,12 @@ function runTask(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
         if (!input.revertOf) return { message: 'nothing to restore: no Apply execution named' };
         const record = await recordOf(objects, namespace, input.revertOf);
         if (!record) return { message: `nothing to restore: ActivationExecution ${input.revertOf} recorded nothing, so it changed no route` };
-        return await executor.restore(input, record, parsed.data, ctx);
+        let rules = record.rules;
+        if (input.unmovedOnly && record.assignment) {
+          rules = unmovedRules(rules, await executor.observe(input, parsed.data, ctx, { lenient: true }), record.assignment);
+          if (rules.length === 0) return { message: `nothing to restore: every rule ActivationExecution ${input.revertOf} changed was moved since` };
+        }
+        return await executor.restore(input, rules, parsed.data, ctx);
       }
       const assignment = input.assignment;
       if (!assignment) throw new ExecutorError('an Apply task without an assignment');

@@ -7,6 +7,7 @@ import { API_VERSION, LABEL_REGISTRATION, LABEL_VECTOR_ACTIVATION } from '../api
 import { setCondition } from '../api/index.js';
 import { apiStatus } from '../k8s/client.js';
 import { labelValue } from '../shared/names.js';
+import { kubeTime } from '../shared/format.js';
 import type { ActivationRef } from '../shared/activation.js';
 import { ownerRef, type CoreDeps } from './deps.js';
 
@@ -43,6 +44,34 @@ export interface ExecutionStatusWrite {
 const isFinal = (phase: unknown) => phase === 'Succeeded' || phase === 'Error';
 
 export function executionActivities({ objects }: CoreDeps) {
+  /**
+   * Writes the core's view of an execution. A final phase is final (the CRD refuses to change it):
+   * whoever wrote it first, the core or an External executor, decided it.
+   */
+  async function writeExecutionStatus(namespace: string, name: string, w: ExecutionStatusWrite): Promise<void> {
+    const ae = await objects.get('ActivationExecution', namespace, name);
+    if (!ae || isFinal(ae.status?.phase)) return;
+    const done = isFinal(w.phase);
+    const reason = w.reason ?? w.phase;
+    const conditions = setCondition(ae.status?.conditions, { type: 'Complete', status: done ? 'True' : 'False', reason, message: w.message }, ae.metadata.generation);
+    const { startTime, completionTime } = w;
+    try {
+      await objects.patchStatus('ActivationExecution', namespace, name, {
+        phase: w.phase,
+        reason,
+        message: w.message,
+        conditions,
+        observedGeneration: ae.metadata.generation,
+        ...(startTime ? { startTime } : {}),
+        ...(completionTime ? { completionTime } : {}),
+      });
+    } catch (err) {
+      // 422: an External executor finished it between our read and our write.
+      if (apiStatus(err) === 422 && isFinal((await objects.get('ActivationExecution', namespace, name))?.status?.phase)) return;
+      throw err;
+    }
+  }
+
   return {
     async createExecution(e: ExecutionToCreate): Promise<void> {
       const { created } = await objects.createOwned(
@@ -76,31 +105,17 @@ export function executionActivities({ objects }: CoreDeps) {
       if (created) await objects.patchStatus('ActivationExecution', e.activation.namespace, e.name, e.initial ?? { phase: 'Pending', message: 'waiting for its executor' });
     },
 
+    writeExecutionStatus,
+
     /**
-     * Writes the core's view of an execution. A final phase is final (the CRD refuses to change it):
-     * whoever wrote it first, the core or an External executor, decided it.
+     * Ends every unfinished execution of the activation (Error, reason Cancelled), so that an
+     * External controller stops: the first thing a close-out does (ADR-0012's order).
      */
-    async writeExecutionStatus(namespace: string, name: string, w: ExecutionStatusWrite): Promise<void> {
-      const ae = await objects.get('ActivationExecution', namespace, name);
-      if (!ae || isFinal(ae.status?.phase)) return;
-      const done = isFinal(w.phase);
-      const reason = w.reason ?? w.phase;
-      const conditions = setCondition(ae.status?.conditions, { type: 'Complete', status: done ? 'True' : 'False', reason, message: w.message }, ae.metadata.generation);
-      const { startTime, completionTime } = w;
-      try {
-        await objects.patchStatus('ActivationExecution', namespace, name, {
-          phase: w.phase,
-          reason,
-          message: w.message,
-          conditions,
-          observedGeneration: ae.metadata.generation,
-          ...(startTime ? { startTime } : {}),
-          ...(completionTime ? { completionTime } : {}),
-        });
-      } catch (err) {
-        // 422: an External executor finished it between our read and our write.
-        if (apiStatus(err) === 422 && isFinal((await objects.get('ActivationExecution', namespace, name))?.status?.phase)) return;
-        throw err;
+    async endExecutions(ref: ActivationRef, message: string): Promise<void> {
+      const all = await objects.list('ActivationExecution', ref.namespace, `${LABEL_VECTOR_ACTIVATION}=${labelValue(ref.name)}`);
+      const unfinished = all.filter((e) => e.metadata.ownerReferences?.some((o) => o.uid === ref.uid) && !isFinal(e.status?.phase));
+      for (const ae of unfinished) {
+        await writeExecutionStatus(ref.namespace, ae.metadata.name, { phase: 'Error', reason: 'Cancelled', message: `cancelled: ${message}`, completionTime: kubeTime() });
       }
     },
 

@@ -1,8 +1,8 @@
 /**
  * An activation's end as one local activity: the Stage's Lease and the in-activation mark are let
- * go, then the final status is written, so that whoever reads the final phase finds both free. One
- * workflow round trip instead of two on every activation's path (issue 11: each local activity
- * costs the workflow an activation of its own).
+ * go, then the final status is written, so that whoever reads the final phase finds both free, and
+ * the close-out finalizer goes. One workflow round trip instead of two on every activation's path
+ * (each local activity costs the workflow an activation of its own).
  */
 import type { CoreParts } from './core.js';
 import type { ActivationReport } from '../decisions/activation.js';
@@ -22,11 +22,15 @@ export interface FinishRunInput {
 }
 
 /** The activities finishRun is made of: the real ones, or a test's fakes of them. */
-type FinishParts = Pick<CoreParts, 'readActivation' | 'releaseStageLease' | 'unmarkStageVersion' | 'writeActivationStatus'>;
+type FinishParts = Pick<CoreParts, 'readActivation' | 'releaseStageLease' | 'removeCloseOutFinalizer' | 'unmarkStageVersion' | 'writeActivationStatus'>;
 
 export function finishRunActivities(parts: FinishParts) {
   return {
-    /** Safe to repeat: the Lease and the mark are cleared only while still ours; a repeated status write says nothing new. */
+    /**
+     * Safe to repeat: the Lease and the mark are cleared only while still ours; a repeated status
+     * write says nothing new. The close-out finalizer goes last: a deletion waiting for it then
+     * finds everything let go. False when the VectorActivation is gone or being deleted.
+     */
     async finishRun(i: FinishRunInput): Promise<boolean> {
       // The object is read beside the letting go: the final status is one request after them, not
       // two. Only this workflow writes the fields it writes (the watcher answers in status.requests,
@@ -37,7 +41,9 @@ export function finishRunActivities(parts: FinishParts) {
         i.lease ? parts.releaseStageLease(i.ref.namespace, i.stage, i.holder) : undefined,
         i.marked ? parts.unmarkStageVersion(i.ref.namespace, i.marked, i.holder) : undefined,
       ]);
-      return parts.writeActivationStatus(i.ref, i.status, read);
+      const written = await parts.writeActivationStatus(i.ref, i.status, read);
+      await parts.removeCloseOutFinalizer(i.ref, await read);
+      return written;
     },
   };
 }

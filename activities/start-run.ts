@@ -2,7 +2,7 @@
  * ADR-0012 step 4 and the first InProgress as one local activity: the activation usage holds the
  * target and the in-activation mark protects it; only then, and only when the target is not being
  * deleted, is InProgress written (with its Events). One workflow round trip instead of two on
- * every activation's path, the handoff's above all (issue 11).
+ * every activation's path, the handoff's above all.
  */
 import type { CoreParts } from './core.js';
 import type { ActivationReport } from '../decisions/activation.js';
@@ -20,22 +20,28 @@ export interface StartRunInput {
 }
 
 /** The activities startRun is made of: the real ones, or a test's fakes of them. */
-type StartParts = Pick<CoreParts, 'holdActivationUsage' | 'markStageVersion' | 'readActivation' | 'writeActivationStatus'>;
+type StartParts = Pick<CoreParts, 'addCloseOutFinalizer' | 'holdActivationUsage' | 'markStageVersion' | 'readActivation' | 'writeActivationStatus'>;
 
 export function startRunActivities(parts: StartParts) {
   return {
     /**
-     * Safe to repeat: the hold and the mark set what is already set, and a status write that went
-     * through changes nothing and says nothing again. `terminating`: nothing was written.
+     * Safe to repeat: the hold, the mark and the close-out finalizer set what is already set, and a
+     * status write that went through changes nothing and says nothing again. `terminating` (the
+     * target is being deleted) or `gone` (the VectorActivation is): no status was written, and the
+     * finishing run takes the finalizer away.
      */
-    async startRun(i: StartRunInput): Promise<{ terminating: boolean }> {
+    async startRun(i: StartRunInput): Promise<{ terminating: boolean; gone?: boolean }> {
       // The status write's read goes beside the hold and the mark: one apiserver round trip less
       // before InProgress. While the workflow runs, only it writes the fields it writes (the
       // watcher answers in status.requests), so nothing is missed by reading a little earlier.
       const read = parts.readActivation(i.ref);
       read.catch(() => undefined); // awaited below, or not needed when the target is terminating
-      const [, mark] = await Promise.all([parts.holdActivationUsage(i.ref, i.stage, i.target), parts.markStageVersion(i.ref.namespace, i.target, i.holder)]);
+      // The finalizer before the first route change: a deletion from here on waits for the run's end.
+      const kept = read.then((va) => parts.addCloseOutFinalizer(i.ref, va));
+      const [, mark, held] = await Promise.all([parts.holdActivationUsage(i.ref, i.stage, i.target), parts.markStageVersion(i.ref.namespace, i.target, i.holder), kept]);
       if (mark.terminating) return { terminating: true };
+      // Deleted (or being deleted) before its first step: nothing runs.
+      if (!held) return { terminating: false, gone: true };
       await parts.writeActivationStatus(i.ref, i.status, read);
       return { terminating: false };
     },

@@ -4,7 +4,7 @@
  * restarted worker or a repeat of the whole activity keeps the first record: a revert then puts
  * back what was there before the task, not what an earlier attempt of it left.
  */
-import { ExecutorError, type RuleRecord } from '../executors/types.js';
+import { ExecutorError, type RuleRecord, type TrafficAssignment } from '../executors/types.js';
 import { apiError } from '../executors/routes.js';
 import type { CustomObjects } from '../k8s/custom-objects.js';
 import { apiStatus } from '../k8s/client.js';
@@ -50,9 +50,10 @@ export async function recordOnce(
  * The record of an Apply execution a revert puts back; undefined when it recorded nothing, or was
  * never created: then it changed nothing.
  */
-export async function recordOf(objects: CustomObjects, namespace: string, name: string): Promise<RuleRecord[] | undefined> {
+export async function recordOf(objects: CustomObjects, namespace: string, name: string): Promise<{ rules: RuleRecord[]; assignment?: TrafficAssignment } | undefined> {
   const ae = await objects.get('ActivationExecution', namespace, name).catch((err: unknown) => {
     throw apiError(err, `reading ActivationExecution ${namespace}/${name}`);
   });
-  return ae?.status?.record?.rules as RuleRecord[] | undefined;
+  const rules = ae?.status?.record?.rules as RuleRecord[] | undefined;
+  return rules ? { rules, ...(ae?.spec?.assignment ? { assignment: ae.spec.assignment as TrafficAssignment } : {}) } : undefined;
 }

@@ -15,6 +15,12 @@ export const LABEL_USAGE = 'konfidence.cloud/usage';
 export const LABEL_REGISTRATION = 'konfidence.cloud/registration';
 export const LABEL_VECTOR_ACTIVATION = 'konfidence.cloud/vector-activation';
 
+/**
+ * Kept on a VectorActivation while its run may change routes: a deletion then waits until the run
+ * has put back what it changed (onFailure Revert) and let the Stage go, and its executions, whose
+ * records say what to put back, stay until then.
+ */
+export const FINALIZER_CLOSE_OUT = 'konfidence.cloud/activation-close-out';
 /** Set on a StageVersion while an activation uses it (value: namespace/name of the activation). */
 export const ANNOTATION_ACTIVATED_BY = 'konfidence.cloud/activated-by';
 /** Finalizer that keeps a StageVersion while any StageVersionUsage references it (ADR-0013). */

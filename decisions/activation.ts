@@ -129,6 +129,32 @@ export function stepsToRun(plan: PlanShape, progress: readonly StepProgress[]): 
   return { run: plan.steps.map((_, i) => i) };
 }
 
+/**
+ * The progress of an attempt whose run closed without finishing, as its executions say (the run's
+ * own status lags behind them): a task whose execution recorded a rule ran, Succeeded if the
+ * status said so and Error otherwise (it was ended); an unfinished one without a record changed
+ * nothing. `executions[i][j]`: the execution name of step i's task j in this attempt.
+ */
+export function closedOutProgress(plan: PlanShape, steps: readonly StepProgress[], executions: readonly (readonly string[])[], recorded: ReadonlySet<string>): StepProgress[] {
+  const before = steps.length === plan.steps.length ? steps : initialProgress(plan);
+  return plan.steps.map((step, i) => {
+    const tasks = step.tasks.map((t, j): TaskProgress => {
+      const was = before[i]!.tasks.find((x) => x.registration === t.registration) ?? { registration: t.registration, phase: 'Pending' };
+      const execution = executions[i]![j]!;
+      if (recorded.has(execution)) return { ...was, execution, phase: was.phase === 'Succeeded' ? 'Succeeded' : 'Error' };
+      return was.phase === 'InProgress' ? { registration: t.registration, phase: 'Error', message: 'ended: its run closed before it changed a route' } : was;
+    });
+    const phase: StepPhase = tasks.every((t) => t.phase === 'Pending') ? 'Pending' : tasks.every((t) => t.phase === 'Succeeded') ? 'Succeeded' : 'Failed';
+    return { name: step.name, phase, tasks };
+  });
+}
+
+/** The last step of `steps` in which a task ran; -1 when none did. */
+export function lastRanStep(steps: readonly StepProgress[]): number {
+  for (let i = steps.length - 1; i >= 0; i--) if (steps[i]!.tasks.some((t) => t.execution !== undefined)) return i;
+  return -1;
+}
+
 export interface TaskOutcome {
   registration: string;
   execution: string;

@@ -69,3 +69,14 @@ export function inheritedRecord(now: readonly RuleRecord[], earlier: { record: r
     return before && holds(rule, earlier.assignment) ? before : rule;
   });
 }
+
+/**
+ * The rules of an Apply execution's record that a close-out puts back: those that still hold what
+ * the execution assigned. A rule moved since (another activation, a person) is left as it is.
+ */
+export function unmovedRules(record: readonly RuleRecord[], now: readonly RuleRecord[], assignment: TrafficAssignment): RuleRecord[] {
+  return record.filter((r) => {
+    const current = now.find((n) => sameRule(n, r));
+    return current !== undefined && holds(current, assignment);
+  });
+}

@@ -12,6 +12,8 @@ const ANNOTATIONS: Record<RequestAction, string> = { cancel: ANNOTATION_CANCEL, 
 export interface ObservedActivation {
   phase?: string;
   deleting: boolean;
+  /** It carries the close-out finalizer: its run may have changed routes, and a deletion waits for it. */
+  closing?: boolean;
   annotations: Record<string, string>;
   /** status.requests: the requests already answered. */
   answered: { action: RequestAction; token: string }[];
@@ -23,13 +25,15 @@ export type WatcherAction =
   /** Hand the request to the workflow (an Update answers it); a closed workflow gets `whenClosed`. */
   | { kind: 'relay'; action: RequestAction; token: string }
   /** Answer without Temporal: the phase alone refuses it. */
-  | { kind: 'refuse'; action: RequestAction; token: string; message: string };
+  | { kind: 'refuse'; action: RequestAction; token: string; message: string }
+  /** Being deleted with the close-out finalizer: tell the workflow, or close out a run that closed. */
+  | { kind: 'deleted' };
 
 /** The token of an annotation's current value: each new value is a new request, acted on once. */
 export const requestToken = (action: RequestAction, value: string) => `${ANNOTATIONS[action]}=${value}`;
 
 export function watcherActions(o: ObservedActivation): WatcherAction[] {
-  if (o.deleting) return [];
+  if (o.deleting) return o.closing ? [{ kind: 'deleted' }] : [];
   const actions: WatcherAction[] = isFinal(o.phase) ? [] : [{ kind: 'ensure' }];
   for (const action of ['cancel', 'retry'] as const) {
     const value = o.annotations[ANNOTATIONS[action]];
@@ -42,8 +46,8 @@ export function watcherActions(o: ObservedActivation): WatcherAction[] {
   return actions;
 }
 
-/** When the workflow of an unfinished activation has closed: the final status that says why. */
-export function closedWorkflowEnding(status: string, workflowId: string): { reason: string; message: string } {
+/** When the workflow of an unfinished activation has closed: the reason and what happened, for its close-out run. */
+export function closedWorkflow(status: string, workflowId: string): { reason: string; message: string } {
   const how: Record<string, [string, string]> = {
     TERMINATED: ['WorkflowTerminated', 'was terminated'],
     TIMED_OUT: ['WorkflowTimedOut', 'timed out'],
@@ -52,5 +56,11 @@ export function closedWorkflowEnding(status: string, workflowId: string): { reas
     COMPLETED: ['WorkflowCompleted', 'completed without writing a final status'],
   };
   const [reason, what] = how[status] ?? ['WorkflowClosed', `closed (${status})`];
-  return { reason, message: `the activation's workflow ${workflowId} ${what}; the Stage, the StageVersion and the activation usage were released` };
+  return { reason, message: `the activation's workflow ${workflowId} ${what}` };
+}
+
+/** The final status the watcher writes itself when the close-out run cannot be had (it closed too). */
+export function closedWorkflowEnding(status: string, workflowId: string): { reason: string; message: string } {
+  const { reason, message } = closedWorkflow(status, workflowId);
+  return { reason, message: `${message}; the Stage, the StageVersion and the activation usage were released, nothing was reverted` };
 }

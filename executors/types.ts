@@ -29,6 +29,11 @@ export interface TaskInput {
   assignment?: TrafficAssignment;
   /** Revert: the Apply ActivationExecution whose record (what it found) is put back. */
   revertOf?: string;
+  /**
+   * Revert: put back only the rules that still hold what the Apply execution assigned (a close-out,
+   * after which another activation may have moved them).
+   */
+  unmovedOnly?: boolean;
   /** Apply on a retry: the same task's execution in an earlier attempt, whose record it may keep. */
   earlier?: string;
   /**

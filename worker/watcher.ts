@@ -14,7 +14,8 @@ import { expectStageLock } from '../activities/lock.js';
 import { fairShare, heldMessage, NAMESPACE_LIMIT_REASON } from '../decisions/fair-share.js';
 import { BURST_QUIET_MS, BURST_SETTLE_MS, holdBurstWinners, type BurstWait, supersededBeforeStart, supersededMessage, type Superseder } from '../decisions/supersede.js';
 import { coreDeps, type CoreDeps } from '../activities/deps.js';
-import { closedWorkflowEnding, watcherActions, type WatcherAction } from '../decisions/watcher.js';
+import { FINALIZER_CLOSE_OUT } from '../api/group.js';
+import { closedWorkflow, closedWorkflowEnding, watcherActions, type WatcherAction } from '../decisions/watcher.js';
 import { isFinal, type RequestAction } from '../decisions/activation.js';
 import { requestEvent } from '../decisions/events.js';
 import { recordEvents } from '../k8s/events.js';
@@ -303,6 +304,7 @@ export class ActivationWatcher {
     const actions = watcherActions({
       phase: o.status?.phase,
       deleting: Boolean(o.metadata?.deletionTimestamp),
+      closing: o.metadata?.finalizers?.includes(FINALIZER_CLOSE_OUT) ?? false,
       annotations: o.metadata?.annotations ?? {},
       answered: o.status?.requests ?? [],
     });
@@ -480,8 +482,14 @@ export class ActivationWatcher {
 
   /** The status of the workflow's latest run (RUNNING, COMPLETED, ...); undefined when Temporal has none. */
   private async workflowStatus(workflowId: string): Promise<string | undefined> {
+    return (await this.latestRun(workflowId))?.status;
+  }
+
+  /** The workflow's latest run: its status, and whether it was a close-out run; undefined when Temporal has none. */
+  private async latestRun(workflowId: string): Promise<{ status: string; closeOut: boolean } | undefined> {
     try {
-      return (await this.o.client.workflow.getHandle(workflowId).describe()).status.name;
+      const d = await this.o.client.workflow.getHandle(workflowId).describe();
+      return { status: d.status.name, closeOut: d.memo?.closeOut === true };
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return undefined;
       throw err;
@@ -490,6 +498,7 @@ export class ActivationWatcher {
 
   private async act(o: Watched, ref: ActivationRef, action: WatcherAction): Promise<void> {
     if (action.kind === 'ensure') return this.ensure(o, ref);
+    if (action.kind === 'deleted') return this.deleting(o, ref);
     if (action.kind === 'refuse') return this.answer(ref, action.action, action.token, 'Refused', action.message);
     const handle = this.o.client.workflow.getHandle(activationWorkflowId(ref));
     const update = action.action === 'cancel' ? cancelUpdate : retryUpdate;
@@ -509,7 +518,7 @@ export class ActivationWatcher {
     return this.answer(ref, 'cancel', action.token, 'Refused', `refused: the activation is ${o.status?.phase} and its workflow has closed; nothing to cancel`);
   }
 
-  private async startWorkflow(o: Watched, ref: ActivationRef, extra: Partial<ActivationOptions>, reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE') {
+  private async startWorkflow(o: Watched, ref: ActivationRef, extra: Partial<ActivationOptions>, reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE', memo?: Record<string, unknown>) {
     // A canary namespace's activation starts pinned to the canary build (docs/scale.md); read at
     // every start, so a canary set a moment ago applies to the next activation.
     const rollout = this.o.systemNamespace ? await readCoreRollout(this.o.kubeConfig, this.o.systemNamespace) : undefined;
@@ -533,6 +542,7 @@ export class ActivationWatcher {
       workflowIdReusePolicy: reuse,
       staticSummary: `Activate ${o.spec?.stageVersion} on Stage ${ref.namespace}/${o.spec?.stage}`,
       staticDetails: `VectorActivation ${ref.namespace}/${ref.name} (uid ${ref.uid})`,
+      ...(memo ? { memo } : {}),
     });
   }
 
@@ -554,7 +564,10 @@ export class ActivationWatcher {
     for (const o of this.cache.values()) {
       if (this.stopped || !this.gate.acting()) return;
       const phase = o.status?.phase;
-      if (o.metadata?.deletionTimestamp || isFinal(phase) || !this.acting(o.metadata!.namespace!)) continue;
+      if (!this.acting(o.metadata!.namespace!)) continue;
+      // Deleted, waiting for its close-out finalizer: the deletion reaches its workflow, or a close-out.
+      if (o.metadata?.deletionTimestamp && o.metadata.finalizers?.includes(FINALIZER_CLOSE_OUT)) void this.reconcile(o);
+      if (o.metadata?.deletionTimestamp || isFinal(phase)) continue;
       if (!this.running.has(activationWorkflowId(this.ref(o))) && !o.status?.workflowId) {
         this.share(o.metadata!.namespace!); // not started: held, or its start failed; the pass decides again
         continue;
@@ -565,19 +578,51 @@ export class ActivationWatcher {
 
   private async checkClosed(o: Watched, ref: ActivationRef): Promise<void> {
     const workflowId = activationWorkflowId(ref);
-    const status = await this.workflowStatus(workflowId);
-    if (status === undefined) {
+    const run = await this.latestRun(workflowId);
+    if (run === undefined) {
       this.running.delete(workflowId);
       return this.ensure(o, ref); // gone (retention, deleted): an unfinished object gets a workflow
     }
-    if (status === 'RUNNING' || status === 'CONTINUED_AS_NEW') {
+    if (run.status === 'RUNNING' || run.status === 'CONTINUED_AS_NEW') {
       this.running.add(workflowId);
       return;
     }
     this.running.delete(workflowId);
+    return this.closeOut(o, ref, run);
+  }
+
+  /**
+   * Deleted with the close-out finalizer: a running workflow is told (it stops, reverts under
+   * Revert, and takes the finalizer away as it ends); one that closed is closed out.
+   */
+  private async deleting(o: Watched, ref: ActivationRef): Promise<void> {
+    const workflowId = activationWorkflowId(ref);
+    const run = await this.latestRun(workflowId);
+    if (run?.status === 'RUNNING') {
+      this.gate.fence(`handing the deletion of ${ref.namespace}/${ref.name} to its workflow`);
+      await this.o.client.workflow.getHandle(workflowId).signal(cancelSignal, { token: 'deleted', reason: 'the VectorActivation was deleted', deleted: true });
+      return;
+    }
+    return this.closeOut(o, ref, run);
+  }
+
+  /**
+   * An activation whose run closed without finishing it (or has none): a close-out run of its
+   * workflow puts back what it changed (ActivationRun.closeOut). Finished already, or its
+   * close-out run closed too: the watcher lets everything go itself, reverting nothing.
+   */
+  private async closeOut(o: Watched, ref: ActivationRef, run: { status: string; closeOut: boolean } | undefined): Promise<void> {
+    const workflowId = activationWorkflowId(ref);
+    if (!isFinal(o.status?.phase) && !run?.closeOut) {
+      const why = closedWorkflow(run?.status ?? 'NOT_FOUND', workflowId);
+      await this.startWorkflow(o, ref, { resume: 'close-out', closeOut: why }, 'ALLOW_DUPLICATE', { closeOut: true });
+      this.running.add(workflowId);
+      this.log(`VectorActivation ${ref.namespace}/${ref.name}: ${why.message}; its close-out run started`, this.about(o));
+      return;
+    }
     this.gate.fence(`closing out ${ref.namespace}/${ref.name}`);
-    if (await closeOutActivation(this.deps, ref, closedWorkflowEnding(status, workflowId))) {
-      this.log(`VectorActivation ${ref.namespace}/${ref.name}: workflow ${status.toLowerCase()}; closed out`, this.about(o));
+    if (await closeOutActivation(this.deps, ref, closedWorkflowEnding(run?.status ?? 'NOT_FOUND', workflowId))) {
+      this.log(`VectorActivation ${ref.namespace}/${ref.name}: workflow ${run?.status.toLowerCase() ?? 'gone'}; closed out`, this.about(o));
       // Free the Stage now rather than at the lock's next holder check.
       this.gate.fence(`releasing the lock of Stage ${ref.namespace}/${o.spec!.stage}`);
       await this.o.client.workflow

@@ -4,15 +4,17 @@
  * run knows (its progress, the previous StageVersion, its marks); every decision is a pure function
  * of decisions/, and the methods observe, ask and act.
  */
-import { ApplicationFailure, CancellationScope, condition, isCancellation, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, condition, isCancellation, setCurrentDetails, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { LoadedActivation, ResolvedPlan } from '../activities/core.js';
 import type { VectorActivationPhase } from '../api/vector-activation.js';
 import {
   activationStatus,
   because,
+  closedOutProgress,
   failureEnding,
   initialProgress,
   isFinal,
+  lastRanStep,
   orderVerdict,
   releasesUsage,
   startedStep,
@@ -28,7 +30,8 @@ import type { StageVersionInfo } from '../executors/types.js';
 import { holderOf, type ActivationProgress, type ActivationRef } from '../shared/activation.js';
 import { kubeTime as now, temporalWorkflowUrl } from '../shared/format.js';
 import { ACTIVATION_PHASE } from '../shared/search-attributes.js';
-import { k8sActivities as k8s, runTask, unrecordedMessage, type Recording, type TaskContext } from './activation-tasks.js';
+import { heartbeatSecondsOf, k8sActivities as k8s, runTask, unrecordedMessage, type Recording, type TaskContext } from './activation-tasks.js';
+import { executionName } from '../shared/names.js';
 import type { ActivationRequests } from './activation-requests.js';
 import { BREAKER_ASK_AGAIN_SECONDS, passBreakers } from './breaker-gate.js';
 import { causeOf, messageOf } from './failures.js';
@@ -138,6 +141,10 @@ export class ActivationRun {
 
     const started = toRun.run.length > 0 && (await this.startRun(plan, toRun.run[0]!, stage.target.name));
     if (started === 'terminating') return this.finish({ phase: 'Failed', reason: 'StageVersionTerminating', message: `StageVersion ${stage.target.name} is being deleted` });
+    if (started === 'gone') {
+      this.requests.deleted();
+      return this.finish({ phase: 'Cancelled', reason: 'Cancelled', message: 'the VectorActivation was deleted before its first step; no route was changed' });
+    }
 
     const ctx: TaskContext = {
       ref,
@@ -174,7 +181,7 @@ export class ActivationRun {
    * StageVersion in activation and only then writes the first step's InProgress. Never beside
    * them: that would tell a step started (Events, metrics) that then never runs.
    */
-  private async startRun(plan: ResolvedPlan, first: number, target: string): Promise<'started' | 'terminating'> {
+  private async startRun(plan: ResolvedPlan, first: number, target: string): Promise<'started' | 'terminating' | 'gone'> {
     this.marked = target;
     const steps: StepProgress[] = [...this.progress.steps];
     steps[first] = startedStep(plan.steps[first]!, steps[first]!);
@@ -183,6 +190,7 @@ export class ActivationRun {
     const status = this.statusOf('InProgress', 'RunningPlan', message, steps, begun);
     const run = await CancellationScope.nonCancellable(() => k8s.startRun({ ref: this.ref, stage: this.va.stage, target, holder: this.holder, status }));
     if (run.terminating) return 'terminating';
+    if (run.gone) return 'gone';
     this.progress.steps = steps;
     this.startTime = begun;
     this.noteReport('InProgress', 'RunningPlan', message);
@@ -288,6 +296,72 @@ export class ActivationRun {
     return all ? 'done' : 'partial';
   }
 
+  // --- a close-out: the run before closed without finishing ---------------------------------
+
+  /**
+   * The run before closed without finishing (terminated, timed out, failed), or its object is being
+   * deleted with that run gone: its executions end first, then, with the Stage held again, what its
+   * tasks changed is put back under onFailure Revert (only rules nobody moved since), and the
+   * activation ends Failed saying why. ADR-0012's order: executions, revert, usage, then the Stage.
+   */
+  async closeOut(why: { reason: string; message: string }): Promise<Ending> {
+    const { ref, va, access } = this;
+    this.firstError ??= why.message;
+    this.marked = va.stageVersion; // the run before may have marked it; only the holder's mark is taken away
+    const ended = (state: string) => this.finish({ phase: 'Failed', reason: why.reason, message: `${why.message}; ${state}` });
+    await k8s.endExecutions(ref, why.message);
+    let before;
+    try {
+      before = await k8s.describeStage(ref.namespace, va.stage, va.stageVersion);
+    } catch (err) {
+      return ended(`nothing was put back: ${messageOf(err)}`);
+    }
+    const lock = await access.acquire(
+      before.target.revision,
+      () => false,
+      () => this.report('Waiting', 'WaitingForStage', `closing out: waiting for Stage ${va.stage} (lock ${access.lockId})`),
+    );
+    if (lock !== 'granted') return ended(`nothing was put back: the newer activation ${access.supersededBy} sets the routes`);
+    try {
+      return await this.closeOutWithStage(why, before.stageUid);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return ended(`the close-out failed: ${messageOf(err)}`);
+    } finally {
+      await CancellationScope.nonCancellable(() => Promise.all([this.unmark(), access.release()]));
+    }
+  }
+
+  private async closeOutWithStage(why: { reason: string; message: string }, stageUid: string): Promise<Ending> {
+    const { ref, va } = this;
+    const read = { stageVersion: va.stageVersion, ...(va.executionPlan ? { executionPlan: va.executionPlan } : {}) };
+    const { plan, stage } = await this.access.takeStage(stageUid, read, (message) => this.report('Waiting', 'WaitingForLease', message));
+    this.previous = stage.stageVersions.find((sv) => sv.name === va.status.previousStageVersion);
+    // The run before's executor activities stop at their next heartbeat, which fails once it has closed.
+    const tasks = plan.steps.flatMap((st) => st.tasks.filter((t) => t.executor !== 'External'));
+    if (tasks.length > 0) await sleep(`${Math.max(...tasks.map(heartbeatSecondsOf))} seconds`);
+    const attempt = this.progress.attempt;
+    const executions = plan.steps.map((st, i) => st.tasks.map((t) => executionName(ref.name, i, t.registration, attempt)));
+    const recorded = await k8s.recordedExecutions(ref.namespace, executions.flat());
+    this.progress.steps = closedOutProgress(plan, this.progress.steps, executions, new Set(recorded));
+    const last = lastRanStep(this.progress.steps);
+    if (last < 0) return this.finish({ phase: 'Failed', reason: why.reason, message: `${why.message}; no step had changed a route` });
+    const ctx: TaskContext = {
+      ref,
+      stage: va.stage,
+      ...(va.vectorDeployment ? { vectorDeployment: va.vectorDeployment } : {}),
+      target: stage.target,
+      ...(this.previous ? { previous: this.previous } : {}),
+      stageVersions: stage.stageVersions,
+      attempt,
+      unmovedOnly: true,
+      ...(this.options.queueSuffix ? { queueSuffix: this.options.queueSuffix } : {}),
+    };
+    const revert = plan.onFailure === 'Revert' ? await this.revertSteps(plan, ctx, last) : undefined;
+    const ending = failureEnding({ step: plan.steps[last]!.name, firstError: why.message, onFailure: plan.onFailure, ...(revert ? { revert } : {}), progress: this.progress.steps, recorded });
+    return this.finish({ ...ending, reason: why.reason });
+  }
+
   // --- the end ------------------------------------------------------------------------------
 
   private async finish(ending: Ending): Promise<Ending> {
@@ -321,11 +395,11 @@ export class ActivationRun {
     return this.finish({ phase: 'Failed', reason, message });
   }
 
-  /** The workflow itself was cancelled (Temporal UI/CLI): leave the queue, say so on the object. */
+  /** The workflow itself was cancelled (Temporal UI/CLI) outside a step: end as Cancelled, let the Stage go. */
   async cancelledInTemporal(): Promise<void> {
     await CancellationScope.nonCancellable(async () => {
-      await Promise.all([this.unmark(), this.access.release(), ...this.recordings.splice(0)]);
-      await this.report('Cancelled', 'WorkflowCancelled', 'the workflow was cancelled in Temporal');
+      await this.finish({ phase: 'Cancelled', reason: 'WorkflowCancelled', message: 'the workflow was cancelled in Temporal' });
+      await this.access.release();
     });
   }
 

@@ -38,7 +38,15 @@ export interface TaskContext {
   earlier?: Record<string, string>;
   /** Appended to executor task queue names, so that parallel test runs do not share workers. */
   queueSuffix?: string;
+  /** A close-out's revert: only the rules nobody moved since are put back. */
+  unmovedOnly?: boolean;
 }
+
+/**
+ * A Worker executor's heartbeat timeout: short by default, since heartbeats are how a cancel, or
+ * the end of the workflow, reaches the executor; by then it has stopped.
+ */
+export const heartbeatSecondsOf = (task: PlannedTask) => task.heartbeatTimeoutSeconds ?? Math.min(5, task.timeoutSeconds);
 
 /** Bookkeeping must happen even while the step is being cancelled. */
 const record = <T>(fn: () => Promise<T>) => CancellationScope.nonCancellable(fn);
@@ -139,8 +147,7 @@ export async function runTask(
       // The registration's timeout bounds the whole execution, retries included.
       scheduleToCloseTimeout: `${task.timeoutSeconds} seconds`,
       startToCloseTimeout: `${task.timeoutSeconds} seconds`,
-      // Short by default: heartbeats (throttled to 80% of this) are how cancellation reaches the executor.
-      heartbeatTimeout: `${task.heartbeatTimeoutSeconds ?? Math.min(5, task.timeoutSeconds)} seconds`,
+      heartbeatTimeout: `${heartbeatSecondsOf(task)} seconds`,
       retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
       // Every execution reaches a final state before the activation does (ADR-0012): a cancelled
       // executor has stopped before the Stage is handed to anyone else.
@@ -156,6 +163,7 @@ export async function runTask(
       ...(ctx.previous ? { previousStageVersion: ctx.previous } : {}),
       ...(assignment ? { assignment } : {}),
       ...(revertOf ? { revertOf } : {}),
+      ...(revertOf && ctx.unmovedOnly ? { unmovedOnly: true } : {}),
       ...(earlier && earlier !== name ? { earlier } : {}),
       stageVersions: ctx.stageVersions,
       config: task.config,

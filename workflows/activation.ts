@@ -18,8 +18,11 @@ export interface ActivationOptions extends RunOptions {
   /**
    * 'retry': the watcher started this workflow for a retry asked of a Failed or Cancelled object
    * whose workflow had closed. Without it, an object in a final phase is never run again.
+   * 'close-out': the run before closed without finishing (`closeOut` says how); this run puts
+   * back what it changed and ends the activation Failed (ActivationRun.closeOut).
    */
-  resume?: 'retry';
+  resume?: 'retry' | 'close-out';
+  closeOut?: { reason: string; message: string };
 }
 
 /**
@@ -47,6 +50,10 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
     ...(va.vector ? [{ key: VECTOR, value: va.vector }] : []),
   ]);
   const run = new ActivationRun(ref, va, requests, progress, options);
+  if (options.resume === 'close-out') {
+    await run.closeOut(options.closeOut ?? { reason: 'WorkflowClosed', message: "the activation's previous workflow run closed without finishing" });
+    return progress;
+  }
   // An earlier run may have switched traffic already: order it as a retry, not as a fresh start.
   const resumed = options.resume === 'retry' || recorded.phase === 'InProgress';
   try {

@@ -72,14 +72,16 @@ export async function startTestSystem(prefix: string, extra: Partial<SystemOptio
 /**
  * A test's namespaces go with it, so that `npm start` on the same servers (all namespaces) sees
  * only its own objects. The system is stopped by now: nobody would remove the StageVersions'
- * in-use finalizers, so they are dropped here. Not waited for: kube-controller-manager finishes.
+ * in-use finalizers or an activation's close-out finalizer, so they are dropped here. Not waited for: kube-controller-manager finishes.
  */
 async function removeNamespaces(kc: k8s.KubeConfig, objects: CustomObjects, namespaces: string[]): Promise<void> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   for (const namespace of namespaces) {
     await core.deleteNamespace({ name: namespace }).catch(() => undefined);
-    for (const sv of await objects.list('StageVersion', namespace).catch(() => [] as CustomObject[])) {
-      if (sv.metadata.finalizers?.length) await objects.mergeMetadata('StageVersion', namespace, sv.metadata.name, { finalizers: null }).catch(() => undefined);
+    for (const kind of ['StageVersion', 'VectorActivation']) {
+      for (const o of await objects.list(kind, namespace).catch(() => [] as CustomObject[])) {
+        if (o.metadata.finalizers?.length) await objects.mergeMetadata(kind, namespace, o.metadata.name, { finalizers: null }).catch(() => undefined);
+      }
     }
   }
 }

@@ -4,8 +4,10 @@ import {
   activationStatus,
   answerRequest,
   clip,
+  closedOutProgress,
   failureEnding,
   initialProgress,
+  lastRanStep,
   orderVerdict,
   reasonOf,
   releasesUsage,
@@ -49,6 +51,28 @@ describe('stepsToRun: a retry runs every step again', () => {
   it('refuses to resume when the plan changed its steps', () => {
     const changed = { steps: [{ name: 'other', tasks: [{ registration: 'x' }] }] };
     expect(stepsToRun(changed, progressWith('Succeeded', 'Failed'))).toEqual({ error: expect.stringContaining('create a new VectorActivation') });
+  });
+});
+
+describe('closedOutProgress: what ran in an attempt whose run closed, as its executions say', () => {
+  const names = [['va-0-gw'], ['va-1-mesh', 'va-1-dr']];
+  const running: StepProgress[] = [
+    { name: 'gateway', phase: 'Succeeded', tasks: [{ registration: 'gw', execution: 'va-0-gw', phase: 'Succeeded' }] },
+    { name: 'mesh', phase: 'InProgress', tasks: [{ registration: 'mesh', phase: 'InProgress' }, { registration: 'dr', phase: 'InProgress' }] },
+  ];
+  it('a task that recorded ran (Error unless it had succeeded); one that did not changed nothing', () => {
+    const p = closedOutProgress(plan, running, names, new Set(['va-0-gw', 'va-1-mesh']));
+    expect(p.map((s) => s.phase)).toEqual(['Succeeded', 'Failed']);
+    expect(p[1]!.tasks).toEqual([
+      { registration: 'mesh', execution: 'va-1-mesh', phase: 'Error' },
+      { registration: 'dr', phase: 'Error', message: 'ended: its run closed before it changed a route' },
+    ]);
+    expect(lastRanStep(p)).toBe(1);
+  });
+  it('no status steps yet (closed before its first step was written): from the plan', () => {
+    const p = closedOutProgress(plan, [], names, new Set());
+    expect(p.map((s) => s.phase)).toEqual(['Pending', 'Pending']);
+    expect(lastRanStep(p)).toBe(-1);
   });
 });
 

@@ -630,6 +630,70 @@ test('supersede: of three activations waiting behind a holder, the newest revisi
   expect(cluster.lease(ns, 'burst')?.holders).toEqual(['unit/burst-to-4']);
 }, TEST_TIMEOUT);
 
+test('the close-out finalizer is set before the first route change and taken away after the final status', async () => {
+  cluster.addStage(ns, 'fin', { 'fin-1': 1, 'fin-2': 2 }, 'fin-1');
+  cluster.addPlan('fin-plan', { onFailure: 'Stop', steps: [{ name: 'route', tasks: ['fin-route'] }] });
+  const ref = activate('fin-to-2', 'fin', 'fin-2', 'fin-plan');
+  expect((await (await start(ref)).result()).phase).toBe('Succeeded');
+  const set = journalIndex('finalizer fin-to-2 set');
+  expect(set).toBeGreaterThan(-1);
+  expect(set).toBeLessThan(journalIndex('execute fin-to-2-0-fin-route start'));
+  expect(journalIndex('finalizer fin-to-2 removed')).toBeGreaterThan(journalIndex('status fin-to-2 Succeeded'));
+  expect(cluster.activation(ref).closeOutFinalizer).toBe(false);
+}, TEST_TIMEOUT);
+
+describe.each(['Revert', 'Stop'] as const)('a close-out run after a terminated workflow (onFailure %s)', (onFailure) => {
+  test('ends the running execution, puts back only under Revert (rules nobody moved), ends Failed saying why, and lets everything go', async () => {
+    const stage = `closed-${onFailure.toLowerCase()}`;
+    cluster.addStage(ns, stage, { [`${stage}-1`]: 1, [`${stage}-2`]: 2 }, `${stage}-1`);
+    cluster.addPlan(`${stage}-plan`, { onFailure, steps: [{ name: 'gateway', tasks: [`${stage}-gw`] }, { name: 'mesh', tasks: [`${stage}-mesh`] }] });
+    cluster.behave(`${stage}-mesh`, { kind: 'work', seconds: 1 });
+    const ref = activate(`${stage}-to-2`, stage, `${stage}-2`, `${stage}-plan`);
+    const handle = await start(ref);
+    await executorRunning(`${stage}-mesh`);
+    await handle.terminate('an operator terminated it');
+    // What the watcher does when it finds the run closed and the object unfinished.
+    const why = { reason: 'WorkflowTerminated', message: `the activation's workflow ${handle.workflowId} was terminated` };
+    const result = await (await start(ref, { resume: 'close-out', closeOut: why })).result();
+
+    expect(result.phase).toBe('Failed');
+    const status = cluster.activation(ref).status;
+    expect(status.reason).toBe('WorkflowTerminated');
+    const mesh = `${stage}-to-2-1-${stage}-mesh`;
+    expect(cluster.executions.get(`${ns}/${mesh}`)?.status).toMatchObject({ phase: 'Error', reason: 'Cancelled' });
+    const calls = cluster.callsOf(ref).map((c) => `${c.action} ${c.registration}${c.unmovedOnly ? ' unmoved' : ''}`);
+    if (onFailure === 'Revert') {
+      expect(status.message).toBe(`${why.message}; every task that ran was reverted: its routes are back as it found them`);
+      expect(calls).toEqual([`Apply ${stage}-gw`, `Apply ${stage}-mesh`, `Revert ${stage}-mesh unmoved`, `Revert ${stage}-gw unmoved`]);
+    } else {
+      expect(status.message).toBe(`${why.message}; steps left applied: gateway; maybe partly applied: mesh`);
+      expect(calls).toEqual([`Apply ${stage}-gw`, `Apply ${stage}-mesh`]);
+    }
+    expect(cluster.lease(ns, stage)?.holder).toBeUndefined();
+    expect(cluster.stageVersion(ns, `${stage}-2`).activatedBy).toBeUndefined();
+    expect(cluster.activation(ref).closeOutFinalizer).toBe(false);
+    expect(cluster.activeUsage(ns, stage)).toBe(`${stage}-1`);
+  }, TEST_TIMEOUT);
+});
+
+test('deletion while no watcher runs, under Revert: the finalizer holds the object, the run stops at its next status write, puts back what ran, and the object goes', async () => {
+  cluster.addStage(ns, 'unwrev', { 'unwrev-1': 1, 'unwrev-2': 2 }, 'unwrev-1');
+  cluster.addPlan('unwrev-plan', { onFailure: 'Revert', steps: [{ name: 'one', tasks: ['unwrev-one'] }, { name: 'two', tasks: ['unwrev-two'] }] });
+  cluster.behave('unwrev-one', { kind: 'work', seconds: 1 });
+  const ref = activate('unwrev-to-2', 'unwrev', 'unwrev-2', 'unwrev-plan');
+  const handle = await start(ref);
+  await executorRunning('unwrev-one');
+  // Deleted, and nobody tells the workflow: no signal, no Update.
+  cluster.deleteActivation(ref);
+  expect(cluster.hasActivation(ref)).toBe(true);
+
+  await pollUntil(async () => !(await isOpen(handle)), 20_000, 'the workflow to close', 50);
+  expect(cluster.callsOf(ref).map((c) => `${c.action} ${c.registration}`)).toEqual(['Apply unwrev-one', 'Revert unwrev-one']);
+  expect(cluster.hasActivation(ref)).toBe(false);
+  expect(cluster.lease(ns, 'unwrev')?.holder).toBeUndefined();
+  expect(cluster.activeUsage(ns, 'unwrev')).toBe('unwrev-1');
+}, TEST_TIMEOUT);
+
 /**
  * Last in the file on purpose: the workflow closes while its cancelled executor is still running
  * (the executor is not waited for; see the cancel test), and the test server then keeps that

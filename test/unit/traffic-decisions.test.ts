@@ -1,7 +1,7 @@
 /** Traffic as absolute assignments, and what a revert puts back (decisions/traffic.ts). No servers. */
 import type { StepProgress } from '../../decisions/activation.js';
 import type { RuleRecord } from '../../api/activation-execution.js';
-import { applyAssignment, inheritedRecord, percentOf, restoreOrder, weightOf } from '../../decisions/traffic.js';
+import { applyAssignment, inheritedRecord, percentOf, restoreOrder, unmovedRules, weightOf } from '../../decisions/traffic.js';
 
 describe('applyAssignment: what an Apply task sets, whatever the rules held before', () => {
   it.each([
@@ -100,4 +100,21 @@ describe('inheritedRecord: a retried task keeps what was there before the activa
     ['a rule the earlier record does not name is recorded as found', [rule('c', { 'shop-2': 10, 'shop-1': 90 })], earlier, [rule('c', { 'shop-2': 10, 'shop-1': 90 })]],
     ['the same route, another rule: as found', [rule('a', { 'shop-2': 10, 'shop-1': 90 }, 1)], earlier, [rule('a', { 'shop-2': 10, 'shop-1': 90 }, 1)]],
   ])('%s', (_n, now, before, expected) => expect(inheritedRecord(now, before)).toEqual(expected));
+});
+
+describe('unmovedRules: a close-out puts back only the rules that still hold what its execution assigned', () => {
+  const rule = (name: string, traffic: Record<string, number>): RuleRecord => ({
+    route: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'shop', name },
+    index: 0,
+    entries: Object.entries(traffic).map(([sv, weight]) => ({ name: `svc-${sv}`, weight })),
+    traffic,
+  });
+  const assigned = { 'shop-2': 10, 'shop-1': 90 };
+  const record = [rule('a', { 'shop-1': 100 }), rule('b', { 'shop-1': 100 })];
+  it.each([
+    ['both still as assigned: both put back', [rule('a', { 'shop-2': 1, 'shop-1': 9 }), rule('b', assigned)], record],
+    ['one moved by a newer activation since: only the other', [rule('a', { 'shop-3': 100 }), rule('b', assigned)], [record[1]]],
+    ['one never reached (still as recorded): left alone, nothing to put back', [rule('a', { 'shop-1': 100 }), rule('b', assigned)], [record[1]]],
+    ['a rule gone from its route: left alone', [rule('b', assigned)], [record[1]]],
+  ])('%s', (_n, now, expected) => expect(unmovedRules(record, now, assigned)).toEqual(expected));
 });

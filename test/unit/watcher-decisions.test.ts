@@ -13,6 +13,8 @@ describe('watcherActions: the status is the record of what ran', () => {
     ['a Skipped one is left alone', { phase: 'Skipped' }, []],
     ['a Failed one without a retry request is left alone', { phase: 'Failed' }, []],
     ['a deleting one is left alone', { phase: 'InProgress', deleting: true }, []],
+    ['a deleting one with the close-out finalizer: the deletion goes to its workflow, or a close-out', { phase: 'InProgress', deleting: true, closing: true }, [{ kind: 'deleted' }]],
+    ['a final one with the finalizer left (a crash before it went): let go too', { phase: 'Failed', deleting: true, closing: true }, [{ kind: 'deleted' }]],
     ['a retry of a Failed one is handed to its workflow', { phase: 'Failed', annotations: { [RETRY]: '1' } }, [{ kind: 'relay', action: 'retry', token: `${RETRY}=1` }]],
     ['an answered retry is not asked again', { phase: 'Failed', annotations: { [RETRY]: '1' }, answered: [{ action: 'retry' as const, token: `${RETRY}=1` }] }, []],
     ['a new value is a new request', { phase: 'Failed', annotations: { [RETRY]: '2' }, answered: [{ action: 'retry' as const, token: `${RETRY}=1` }] }, [{ kind: 'relay', action: 'retry', token: `${RETRY}=2` }]],

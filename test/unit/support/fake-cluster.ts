@@ -49,6 +49,10 @@ export interface FakeActivation {
   status: FakeActivationStatus;
   /** Every status the workflow wrote, in order (copies). */
   writes: ActivationReport[];
+  /** Whether the close-out finalizer is set. */
+  closeOutFinalizer?: boolean;
+  /** Deleted, waiting for the close-out finalizer. */
+  deleting?: boolean;
   events: { type: 'Normal' | 'Warning'; reason: string; note: string }[];
 }
 
@@ -102,6 +106,8 @@ export interface ExecutorCall {
   revertOf?: string;
   /** Apply on a retry: the earlier attempt's execution of the same task. */
   earlier?: string;
+  /** Revert of a close-out: only the rules nobody moved since. */
+  unmovedOnly?: boolean;
   /** Temporal's attempt of this activity. */
   attempt: number;
   /** Real time (ms): the executor runs in real time. */
@@ -175,9 +181,20 @@ export class FakeCluster {
     return ref;
   }
 
-  /** The VectorActivation is gone (deleted): loads find nothing, status writes answer false. */
+  /**
+   * The VectorActivation is deleted: gone at once (loads find nothing, status writes answer false),
+   * or, while it carries the close-out finalizer, being deleted (status writes go through and answer
+   * false) until the finalizer goes.
+   */
   deleteActivation(ref: ActivationRef): void {
-    this.activations.delete(key(ref.namespace, ref.name));
+    const va = this.activations.get(key(ref.namespace, ref.name));
+    if (va?.closeOutFinalizer) va.deleting = true;
+    else this.activations.delete(key(ref.namespace, ref.name));
+  }
+
+  /** Whether the VectorActivation is still there (deleted objects wait for their finalizer). */
+  hasActivation(ref: ActivationRef): boolean {
+    return this.activations.get(key(ref.namespace, ref.name))?.ref.uid === ref.uid;
   }
 
   activation(ref: ActivationRef): FakeActivation {
@@ -248,6 +265,15 @@ export class FakeCluster {
     return composeActivities(wrapped as CoreParts);
   }
 
+  private setFinalizer(ref: ActivationRef, on: boolean): boolean {
+    const va = this.activations.get(key(ref.namespace, ref.name));
+    if (!va || va.ref.uid !== ref.uid || (on && va.deleting)) return false;
+    if (Boolean(va.closeOutFinalizer) !== on) this.log(`finalizer ${ref.name} ${on ? 'set' : 'removed'}`);
+    va.closeOutFinalizer = on;
+    if (va.deleting && !on) this.activations.delete(key(ref.namespace, ref.name));
+    return true;
+  }
+
   private core(): CoreParts {
     return {
       // activation-status.ts
@@ -276,8 +302,10 @@ export class FakeCluster {
         va.status = { ...va.status, ...structuredClone(report) };
         va.writes.push(structuredClone(report));
         this.log(`status ${ref.name} ${report.phase}`);
-        return true;
+        return !va.deleting;
       },
+      addCloseOutFinalizer: async (ref) => this.setFinalizer(ref, true),
+      removeCloseOutFinalizer: async (ref) => this.setFinalizer(ref, false),
       recordActivationEvent: async (ref, type, reason, note) => {
         this.activations.get(key(ref.namespace, ref.name))?.events.push({ type, reason, note });
         this.log(`event ${ref.name} ${reason}`);
@@ -354,6 +382,13 @@ export class FakeCluster {
         if (!ae || final(ae.status.phase)) return;
         ae.status = { ...ae.status, ...structuredClone(w), reason: w.reason ?? w.phase };
         this.log(`execution ${name} ${w.phase}`);
+      },
+      endExecutions: async (ref, message) => {
+        for (const [k, ae] of this.executions) {
+          if (ae.owner !== ref.uid || final(ae.status.phase)) continue;
+          ae.status = { ...ae.status, phase: 'Error', reason: 'Cancelled', message: `cancelled: ${message}` };
+          this.log(`execution ${k.split('/')[1]} Error`);
+        }
       },
       recordedExecutions: async (namespace, names) => names.filter((n) => this.executions.get(key(namespace, n))?.recorded),
       awaitExternalExecution: async (namespace, name) => {
@@ -464,6 +499,7 @@ export class FakeCluster {
           ...(input.assignment ? { assignment: input.assignment } : {}),
           ...(input.revertOf ? { revertOf: input.revertOf } : {}),
           ...(input.earlier ? { earlier: input.earlier } : {}),
+          ...(input.unmovedOnly ? { unmovedOnly: true } : {}),
           attempt: ctx.info.attempt,
           startedAt: Date.now(),
           outcome: 'running',

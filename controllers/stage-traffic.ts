@@ -1,7 +1,8 @@
 /**
  * The traffic of a namespace's Stages as the routes hold it: for every Stage, every rule that a
  * Worker registration of a built-in executor manages, read from the route itself (each route once
- * a pass), with the percent per StageVersion. A Stage's registrations are those of the plans its
+ * a pass), with the percent per StageVersion; for an External registration, what its executions
+ * report (decisions/traffic.ts reportedRules), listed once a pass per registration. A Stage's registrations are those of the plans its
  * VectorActivations run (`spec.executionPlan`, else `default`; without a plan, every registration,
  * as an activation then runs them all). The observe half of the Stage controller's traffic;
  * decisions/stage.ts decides on it (the serving marks, the protection, the Stage's status).
@@ -12,7 +13,10 @@ import type { VectorActivationResource } from '../api/vector-activation.js';
 import type { StageResource } from '../api/stage.js';
 import type { StageVersionResource } from '../api/stage-version.js';
 import type { ObservedTraffic, TrafficRule } from '../decisions/stage.js';
-import { percentOf } from '../decisions/traffic.js';
+import { percentOf, reportedRules, type ReportedExecution } from '../decisions/traffic.js';
+import { LABEL_REGISTRATION } from '../api/group.js';
+import { CustomObjects, type CustomObject } from '../k8s/custom-objects.js';
+import { labelValue } from '../shared/names.js';
 import { executorFor } from '../executors/index.js';
 import { ExecutorError, type ExecutorContext, type StageVersionInfo, type TaskInput } from '../executors/types.js';
 import type { k8s } from '../k8s/client.js';
@@ -29,8 +33,8 @@ const absent = (err: unknown) => err instanceof ExecutorError && !err.retryable 
 
 /**
  * By Stage: the managed rules that send its StageVersions traffic, and whether they are all of
- * them (`complete`: no registration of an executor this process cannot read, External or not
- * built in); undefined for a Stage whose traffic cannot be told now (a route read failed or was
+ * them (`complete`: no registration of a Worker type this process does not have, and every
+ * External one's executions tell what its rules hold); undefined for a Stage whose traffic cannot be told now (a route read failed or was
  * refused): nothing is decided on it.
  */
 export async function observeTraffic(
@@ -44,12 +48,13 @@ export async function observeTraffic(
 ): Promise<Map<string, ObservedTraffic | undefined>> {
   const ctx: ExecutorContext = { kubeConfig, signal: new AbortController().signal, heartbeat: () => undefined, routes: new Map() };
   const out = new Map<string, ObservedTraffic | undefined>();
-  /** Registrations whose rules this process cannot read (External, or a type it does not have). */
+  /** Registrations whose rules this process cannot read nor be told of (a Worker type it does not have). */
   const unreadable = new Set<string>();
+  const external = new Set(registrations.filter((reg) => reg.spec.executor === 'External').map((reg) => reg.metadata.name!));
   const readable = registrations.flatMap((reg) => {
     const executor = reg.spec.executor === 'External' ? undefined : executorFor(reg.spec.type);
     const parsed = executor?.config.safeParse(reg.spec.spec ?? {});
-    if (!executor) unreadable.add(reg.metadata.name!);
+    if (!executor && !external.has(reg.metadata.name!)) unreadable.add(reg.metadata.name!);
     if (!executor || !parsed?.success) return [];
     // Only what an activation of this namespace may change counts (the tenancy rule of activities/plan.ts).
     const allowed = reg.spec.allowCrossNamespaceFrom ?? [];
@@ -66,33 +71,73 @@ export async function observeTraffic(
       if (plan) for (const step of plan.spec.steps) for (const t of step.tasks) tasks.add(t);
       else if (name === 'default') for (const r of registrations) tasks.add(r.metadata.name!);
     }
-    return { tasks: readable.filter((r) => tasks.has(r.name)), complete: ![...tasks].some((t) => unreadable.has(t)) };
+    return { tasks: readable.filter((r) => tasks.has(r.name)), reported: [...external].filter((r) => tasks.has(r)), complete: ![...tasks].some((t) => unreadable.has(t)) };
   };
+  /** The executions of an External registration in the namespace, listed once a pass. */
+  const listed = new Map<string, Promise<CustomObject[]>>();
+  const executionsOf = (registration: string) => {
+    if (!listed.has(registration)) {
+      objects ??= new CustomObjects(kubeConfig);
+      listed.set(registration, objects.list('ActivationExecution', namespace, `${LABEL_REGISTRATION}=${labelValue(registration)}`));
+    }
+    return listed.get(registration)!;
+  };
+  let objects: CustomObjects | undefined;
   for (const stage of stages) {
     const name = stage.metadata.name!;
     const versions = stageVersions.filter((sv) => sv.spec.stage === name).map(info);
-    const { tasks, complete } = used(name);
-    if (versions.length === 0 || tasks.length === 0) {
+    const { tasks, reported, complete: allKnown } = used(name);
+    let complete = allKnown;
+    if (versions.length === 0 || tasks.length + reported.length === 0) {
       out.set(name, { rules: [], complete });
       continue;
     }
     const own = new Set(versions.map((v) => v.name));
     const input: TaskInput = { execution: { namespace, name: '' }, action: 'Apply', namespace, stage: name, stageVersion: versions[0]!, stageVersions: versions, config: {} };
     let rules: TrafficRule[] | undefined = [];
+    const add = (r: TrafficRule) => {
+      // A rule that sends nothing to this Stage's StageVersions is another Stage's, or nobody's yet.
+      if (!Object.keys(r.weights).some((k) => own.has(k))) return;
+      // Two registrations (of two plans) may manage the same rule: it is one rule.
+      if (rules?.some((x) => x.route.group === r.route.group && x.route.kind === r.route.kind && x.route.namespace === r.route.namespace && x.route.name === r.route.name && x.rule === r.rule)) return;
+      rules?.push(r);
+    };
     for (const { executor, config } of tasks) {
       try {
-        for (const r of await executor.observe({ ...input, config }, config, ctx, { lenient: true })) {
-          // A rule that sends nothing to this Stage's StageVersions is another Stage's, or nobody's yet.
-          if (!Object.keys(r.traffic).some((k) => own.has(k))) continue;
-          // Two registrations (of two plans) may manage the same rule: it is one rule.
-          if (rules?.some((x) => x.route.kind === r.route.kind && x.route.namespace === r.route.namespace && x.route.name === r.route.name && x.rule === r.index)) continue;
-          rules?.push({ route: r.route, rule: r.index, ...(r.name ? { name: r.name } : {}), weights: percentOf(r.traffic) });
-        }
+        for (const r of await executor.observe({ ...input, config }, config, ctx, { lenient: true })) add({ route: r.route, rule: r.index, ...(r.name ? { name: r.name } : {}), weights: percentOf(r.traffic) });
       } catch (err) {
         if (!absent(err)) rules = undefined;
       }
     }
+    // External registrations: what their executions report, rule by rule, across registrations.
+    const reports: ReportedExecution[] = [];
+    for (const registration of reported) {
+      try {
+        const ofStage = (await executionsOf(registration)).filter((e) => e.spec?.stage === name && e.spec?.registration === registration);
+        // Never run for this Stage: what its rules hold is not known here.
+        if (ofStage.length === 0) complete = false;
+        reports.push(...ofStage.map(reportedExecution));
+      } catch {
+        rules = undefined;
+      }
+    }
+    const told = reports.length > 0 ? reportedRules(reports) : [];
+    if (told) for (const r of told) add(r);
+    else complete = false;
     out.set(name, rules && { rules, complete });
   }
   return out;
+}
+
+/** The parts of an ActivationExecution that say what its External executor did. */
+function reportedExecution(e: CustomObject): ReportedExecution {
+  return {
+    name: e.metadata.name,
+    created: e.metadata.creationTimestamp ?? '',
+    action: e.spec?.action === 'Revert' ? 'Revert' : 'Apply',
+    ...(e.spec?.assignment ? { assignment: e.spec.assignment } : {}),
+    ...(e.spec?.revertOf ? { revertOf: e.spec.revertOf } : {}),
+    ...(e.status?.phase ? { phase: e.status.phase } : {}),
+    ...(e.status?.record?.rules ? { record: e.status.record.rules } : {}),
+  };
 }

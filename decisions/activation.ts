@@ -133,7 +133,8 @@ export function stepsToRun(plan: PlanShape, progress: readonly StepProgress[]): 
  * The progress of an attempt whose run closed without finishing, as its executions say (the run's
  * own status lags behind them): a task whose execution recorded a rule ran, Succeeded if the
  * status said so and Error otherwise (it was ended); an unfinished one without a record changed
- * nothing. `executions[i][j]`: the execution name of step i's task j in this attempt.
+ * nothing, and a step none of whose tasks ran stays Pending (so the usage is given back when no
+ * step ran, releasesUsage). `executions[i][j]`: the execution name of step i's task j in this attempt.
  */
 export function closedOutProgress(plan: PlanShape, steps: readonly StepProgress[], executions: readonly (readonly string[])[], recorded: ReadonlySet<string>): StepProgress[] {
   const before = steps.length === plan.steps.length ? steps : initialProgress(plan);
@@ -144,7 +145,9 @@ export function closedOutProgress(plan: PlanShape, steps: readonly StepProgress[
       if (recorded.has(execution)) return { ...was, execution, phase: was.phase === 'Succeeded' ? 'Succeeded' : 'Error' };
       return was.phase === 'InProgress' ? { registration: t.registration, phase: 'Error', message: 'ended: its run closed before it changed a route' } : was;
     });
-    const phase: StepPhase = tasks.every((t) => t.phase === 'Pending') ? 'Pending' : tasks.every((t) => t.phase === 'Succeeded') ? 'Succeeded' : 'Failed';
+    // A step in which no task ran (recorded, or succeeded) changed nothing: still Pending.
+    const ran = tasks.some((t) => t.execution !== undefined || t.phase === 'Succeeded');
+    const phase: StepPhase = !ran ? 'Pending' : tasks.every((t) => t.phase === 'Succeeded') ? 'Succeeded' : 'Failed';
     return { name: step.name, phase, tasks };
   });
 }

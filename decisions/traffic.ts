@@ -80,3 +80,54 @@ export function unmovedRules(record: readonly RuleRecord[], now: readonly RuleRe
     return current !== undefined && holds(current, assignment);
   });
 }
+
+/** What the Stage controller reads of an ActivationExecution of an External registration. */
+export interface ReportedExecution {
+  name: string;
+  /** creationTimestamp: executions of one registration are made one after the other. */
+  created: string;
+  action: 'Apply' | 'Revert';
+  assignment?: TrafficAssignment;
+  revertOf?: string;
+  phase?: string;
+  record?: readonly RuleRecord[];
+}
+
+/** A rule an External executor reports, and the percent it sends each StageVersion. */
+export interface ReportedRule {
+  route: RuleRecord['route'];
+  rule: number;
+  name?: string;
+  weights: TrafficAssignment;
+}
+
+/**
+ * What the rules of External registrations hold for one Stage, as their executions report it (the
+ * Stage controller cannot read them), rule by rule, the latest execution deciding: an Apply that
+ * Succeeded set its assignment on the rules it recorded; a Revert that Succeeded put back the
+ * record of the Apply it names; an Apply that recorded and then ended Error or still runs, and a
+ * Revert that did not succeed, leave their rules unknown; an Apply without a record changed nothing. Undefined when any rule is unknown.
+ */
+export function reportedRules(executions: readonly ReportedExecution[]): ReportedRule[] | undefined {
+  const order = [...executions].sort((a, b) => a.created.localeCompare(b.created) || (a.action === b.action ? a.name.localeCompare(b.name) : a.action === 'Revert' ? 1 : -1));
+  const rules = new Map<string, ReportedRule | 'unknown'>();
+  const id = (r: RuleRecord) => `${r.route.group}/${r.route.kind}/${r.route.namespace}/${r.route.name}#${r.name ?? r.index}`;
+  const set = (r: RuleRecord, weights: TrafficAssignment | 'unknown') =>
+    rules.set(id(r), weights === 'unknown' ? 'unknown' : { route: r.route, rule: r.index, ...(r.name ? { name: r.name } : {}), weights });
+  for (const e of order) {
+    const applied = e.action === 'Apply' ? e : order.find((x) => x.name === e.revertOf);
+    const touched = e.action === 'Apply' ? e.record : applied?.record;
+    if (!touched?.length) continue;
+    for (const r of touched) {
+      if (e.phase !== 'Succeeded') set(r, 'unknown');
+      else if (e.action === 'Apply') set(r, e.assignment ? { ...e.assignment } : 'unknown');
+      else set(r, percentOf(r.traffic));
+    }
+  }
+  const out: ReportedRule[] = [];
+  for (const r of rules.values()) {
+    if (r === 'unknown') return undefined;
+    out.push(r);
+  }
+  return out;
+}

@@ -136,7 +136,8 @@ it('never runs a finished activation again after Temporal dropped its workflow a
   await seedRoutes(s, 'done', 1);
   await seedPlan(s, 'done');
   await activate(s, 'done-to-2', 'done', 2);
-  const finished = await waitFor(s, 'VectorActivation', 'done-to-2', phaseIs('Succeeded'));
+  // Finished: Succeeded, and its close-out finalizer gone (taken away right after that status).
+  const finished = await waitFor(s, 'VectorActivation', 'done-to-2', (o) => o.status?.phase === 'Succeeded' && !o.metadata.finalizers?.length);
   const ref = await refOf('done-to-2');
 
   // What Temporal's retention does to a closed workflow, done now.

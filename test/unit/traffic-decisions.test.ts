@@ -1,7 +1,7 @@
 /** Traffic as absolute assignments, and what a revert puts back (decisions/traffic.ts). No servers. */
 import type { StepProgress } from '../../decisions/activation.js';
 import type { RuleRecord } from '../../api/activation-execution.js';
-import { applyAssignment, inheritedRecord, percentOf, restoreOrder, unmovedRules, weightOf } from '../../decisions/traffic.js';
+import { applyAssignment, inheritedRecord, percentOf, reportedRules, restoreOrder, unmovedRules, weightOf, type ReportedExecution } from '../../decisions/traffic.js';
 
 describe('applyAssignment: what an Apply task sets, whatever the rules held before', () => {
   it.each([
@@ -117,4 +117,21 @@ describe('unmovedRules: a close-out puts back only the rules that still hold wha
     ['one never reached (still as recorded): left alone, nothing to put back', [rule('a', { 'shop-1': 100 }), rule('b', assigned)], [record[1]]],
     ['a rule gone from its route: left alone', [rule('b', assigned)], [record[1]]],
   ])('%s', (_n, now, expected) => expect(unmovedRules(record, now, assigned)).toEqual(expected));
+});
+
+describe('reportedRules: what External rules hold, as their executions report it, the latest deciding rule by rule', () => {
+  const edge = (name: string, traffic: Record<string, number>): RuleRecord => ({ route: { group: 'cdn.example', kind: 'Edge', namespace: 'shop', name }, index: 0, entries: [], traffic });
+  const apply = (name: string, created: string, phase: string, assignment: Record<string, number>, record?: RuleRecord[]): ReportedExecution => ({ name, created, action: 'Apply', phase, assignment, ...(record ? { record } : {}) });
+  const revert = (name: string, created: string, phase: string, revertOf: string): ReportedExecution => ({ name, created, action: 'Revert', phase, revertOf });
+  const a1 = apply('a-0-cdn', '2026-12-01T10:00:00Z', 'Succeeded', { 'shop-2': 10, 'shop-1': 90 }, [edge('e', { 'shop-1': 100 })]);
+  it.each([
+    ['an Apply that succeeded: its assignment, on the rules it recorded', [a1], [{ 'shop-2': 10, 'shop-1': 90 }]],
+    ['a later Apply decides', [a1, apply('b-0-cdn', '2026-12-01T11:00:00Z', 'Succeeded', { 'shop-3': 100 }, [edge('e', { 'shop-2': 10, 'shop-1': 90 })])], [{ 'shop-3': 100 }]],
+    ['a Revert that succeeded puts back the record of its Apply', [a1, revert('a-0-cdn-revert', '2026-12-01T10:00:00Z', 'Succeeded', 'a-0-cdn')], [{ 'shop-1': 100 }]],
+    ['a later Apply that failed before it recorded changed nothing', [a1, apply('b-0-cdn', '2026-12-01T11:00:00Z', 'Error', { 'shop-3': 100 })], [{ 'shop-2': 10, 'shop-1': 90 }]],
+    ['an Apply that recorded and failed: unknown', [a1, apply('b-0-cdn', '2026-12-01T11:00:00Z', 'Error', { 'shop-3': 100 }, [edge('e', {})])], undefined],
+    ['an Apply still running after it recorded: unknown', [a1, apply('b-0-cdn', '2026-12-01T11:00:00Z', 'InProgress', { 'shop-3': 100 }, [edge('e', {})])], undefined],
+    ['a Revert that failed: unknown', [a1, revert('a-0-cdn-revert', '2026-12-01T10:00:01Z', 'Error', 'a-0-cdn')], undefined],
+    ['two rules of two registrations each keep their own latest', [a1, apply('b-0-dns', '2026-12-01T11:00:00Z', 'Succeeded', { 'shop-3': 100 }, [edge('d', {})])], [{ 'shop-2': 10, 'shop-1': 90 }, { 'shop-3': 100 }]],
+  ] as const)('%s', (_n, executions, expected) => expect(reportedRules(executions as unknown as ReportedExecution[])?.map((r) => r.weights)).toEqual(expected));
 });

@@ -1,13 +1,16 @@
 /**
  * One Stage through a seeded random sequence of operations on the real servers: activations of new
  * and old revisions at weights 10, 50 and 100 through both executors, failing steps under Stop and
- * Revert, retries, deletions of finished activations, and a person editing a route. At every quiet
+ * Revert, retries, deletions of finished activations, a person editing a route, and activations
+ * interrupted mid-run (cancelled, their workflow terminated, or deleted). At every quiet
  * point: the managed routes hold what the Stage's status says, every StageVersion with a share is
  * there and marked serving, no rule sends more than 100, and nothing the registrations do not
- * manage changed; a failure under Revert left the routes exactly as they were. Replay a failure
+ * manage changed; a failure, cancel, terminate or deletion under Revert left the routes exactly as
+ * they were. Replay a failure
  * with KONFIDENCE_TRAFFIC_SEED (the seed is in the test's name and in every error).
  */
 import { ANNOTATION_SERVING } from '../api/group.js';
+import { activationWorkflowId } from '../shared/activation.js';
 import { k8s } from '../k8s/client.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { kubectl } from './support/cluster.js';
@@ -41,8 +44,12 @@ async function seedPlans(): Promise<void> {
     );
   }
   await create(s, object('ActivationTaskRegistration', s.systemNs, `${STAGE}-check`, { type: 'failing', spec: { message: 'the check failed' } }));
+  await create(s, object('ActivationTaskRegistration', s.systemNs, `${STAGE}-wait`, { type: 'sleepy', timeoutSeconds: 60, spec: { seconds: 3 } }));
   for (const w of WEIGHTS) {
     for (const onFailure of ['Stop', 'Revert']) {
+      // A step between the two that takes a while: an interruption comes in it, after the gateway moved.
+      const slow = [{ name: 'gateway', tasks: [`${STAGE}-gw-${w}`] }, { name: 'wait', tasks: [`${STAGE}-wait`] }, { name: 'mesh', tasks: [`${STAGE}-mesh-${w}`] }];
+      await create(s, object('ActivationExecutionPlan', s.systemNs, planName(w, onFailure, 'slow'), { onFailure, steps: slow }));
       for (const failure of FAILURES) {
         const steps = [
           { name: 'gateway', tasks: [`${STAGE}-gw-${w}`] },
@@ -129,7 +136,7 @@ it(`keeps the routes, the Stage's status and the protection in agreement through
   let latest = 1;
   const counts: Record<string, number> = {};
   for (let i = 0; i < OPERATIONS; i++) {
-    const op = rnd.pick(['activate', 'activate', 'activate', 'old', 'retry', 'delete', 'edit'] as const);
+    const op = rnd.pick(['activate', 'activate', 'activate', 'old', 'retry', 'delete', 'edit', 'interrupt'] as const);
     const vas = await s.objects.list('VectorActivation', s.ns);
     let where = `seed ${seed}, operation ${i} (${op})`;
     const before = await readRoutes();
@@ -180,6 +187,29 @@ it(`keeps the routes, the Stage's status and the protection in agreement through
         where += ` of ${va.metadata.name}`;
         await s.objects.delete('VectorActivation', s.ns, va.metadata.name);
       }
+    } else if (op === 'interrupt') {
+      // A new version, interrupted in its slow middle step (the gateway route moved already).
+      const w = rnd.pick(WEIGHTS);
+      const onFailure = rnd.pick(['Stop', 'Revert'] as const);
+      const how = rnd.pick(['cancel', 'terminate', 'delete'] as const);
+      const r = ++latest;
+      await s.objects.mergeSpec('Stage', s.ns, STAGE, { vector: `example/vector:0.0.${r}` });
+      const made = await waitFor(s, 'StageVersion', `${STAGE}-${r}`, () => true, 30_000);
+      await s.objects.mergeSpec('StageVersion', s.ns, `${STAGE}-${r}`, { ...made.spec, backend: { service: `${STAGE}-shop-v${r}`, port: 8080, subset: `v${r}` } });
+      const name = `${STAGE}-op-${i}`;
+      where += ` of ${STAGE}-${r} by ${planName(w, onFailure, 'slow')}, ${how}`;
+      await create(s, object('VectorActivation', s.ns, name, { stage: STAGE, stageVersion: `${STAGE}-${r}`, executionPlan: planName(w, onFailure, 'slow') }));
+      const running = await waitFor(s, 'VectorActivation', name, (o) => o.status?.steps?.[1]?.phase === 'InProgress' || FINAL.includes(o.status?.phase), 60_000);
+      if (how === 'cancel') await kubectl('annotate', 'va', name, '-n', s.ns, `konfidence.cloud/cancel=${i}`);
+      else if (how === 'delete') await kubectl('delete', 'va', name, '-n', s.ns, '--wait=false');
+      else await s.client.workflow.getHandle(activationWorkflowId({ namespace: s.ns, name, uid: running.metadata.uid! })).terminate('the property test terminated it');
+      if (how === 'delete') await pollUntil(async () => !(await s.objects.get('VectorActivation', s.ns, name)), 60_000, `${where}: the object to go`, 100);
+      await quiet(where);
+      const va = await s.objects.get('VectorActivation', s.ns, name);
+      where += ` → ${va?.status?.phase ?? 'gone'}`;
+      revertedFailure = onFailure === 'Revert';
+      counts[`interrupt:${how}`] = (counts[`interrupt:${how}`] ?? 0) + 1;
+      if (process.env.KONFIDENCE_TRAFFIC_TRACE) console.log(`${where}: ${va?.status?.message}`);
     } else {
       // A person sends the gateway route's managed share to the active StageVersion alone.
       const active = (await s.objects.get('StageVersionUsage', s.ns, `${STAGE}-active`))?.spec.stageVersionRef?.name as string;
@@ -191,11 +221,11 @@ it(`keeps the routes, the Stage's status and the protection in agreement through
       where += ` (all to ${active})`;
     }
     counts[op] = (counts[op] ?? 0) + 1;
-    if (revertedFailure && (await readRoutes()).specs !== before.specs) throw new Error(`${where}: the revert did not put the routes back exactly`);
+    if (revertedFailure && (await readRoutes()).specs !== before.specs) throw new Error(`${where}: the revert did not put the routes back exactly: ${(await readRoutes()).specs} (before: ${before.specs})`);
     await check(where, unmanaged);
   }
   console.log(`seed ${seed}: ${JSON.stringify(counts)}`);
-  expect(['activate', 'old', 'retry', 'delete', 'edit'].reduce((a, k) => a + (counts[k] ?? 0), 0)).toBe(OPERATIONS);
+  expect(['activate', 'old', 'retry', 'delete', 'edit', 'interrupt'].reduce((a, k) => a + (counts[k] ?? 0), 0)).toBe(OPERATIONS);
   // The sequence went through every path it is about.
-  for (const path of ['Succeeded', 'Failed', 'reverted', 'retry', 'edit']) expect({ path, seen: (counts[path] ?? 0) > 0 }).toEqual({ path, seen: true });
+  for (const path of ['Succeeded', 'Failed', 'reverted', 'retry', 'edit', 'interrupt:cancel', 'interrupt:terminate', 'interrupt:delete']) expect({ path, seen: (counts[path] ?? 0) > 0 }).toEqual({ path, seen: true });
 }, 30 * 60_000);

@@ -106,7 +106,7 @@ export class ActivationRun {
   }
 
   private async withStage(retry: boolean, stageUid: string): Promise<Ending> {
-    const { ref, va } = this;
+    const { va } = this;
     // ADR-0012 steps 2–3: the Lease, then the Stage's state read now, after the grant; never what
     // was read while waiting (a newer version may have become active meanwhile).
     let taken;
@@ -146,17 +146,7 @@ export class ActivationRun {
       return this.finish({ phase: 'Cancelled', reason: 'Cancelled', message: 'the VectorActivation was deleted before its first step; no route was changed' });
     }
 
-    const ctx: TaskContext = {
-      ref,
-      stage: va.stage,
-      ...(va.vectorDeployment ? { vectorDeployment: va.vectorDeployment } : {}),
-      target: stage.target,
-      ...(this.previous ? { previous: this.previous } : {}),
-      stageVersions: stage.stageVersions,
-      attempt: this.progress.attempt,
-      ...(Object.keys(earlier).length ? { earlier } : {}),
-      ...(this.options.queueSuffix ? { queueSuffix: this.options.queueSuffix } : {}),
-    };
+    const ctx = this.taskContext(stage, Object.keys(earlier).length ? { earlier } : {});
     for (const [n, i] of toRun.run.entries()) {
       if (limited && n > 0 && !(await this.passBreakers(i, false)).admitted) {
         // Cancelled between steps: what ran is reverted as after a cancelled step.
@@ -346,17 +336,7 @@ export class ActivationRun {
     this.progress.steps = closedOutProgress(plan, this.progress.steps, executions, new Set(recorded));
     const last = lastRanStep(this.progress.steps);
     if (last < 0) return this.finish({ phase: 'Failed', reason: why.reason, message: `${why.message}; no step had changed a route` });
-    const ctx: TaskContext = {
-      ref,
-      stage: va.stage,
-      ...(va.vectorDeployment ? { vectorDeployment: va.vectorDeployment } : {}),
-      target: stage.target,
-      ...(this.previous ? { previous: this.previous } : {}),
-      stageVersions: stage.stageVersions,
-      attempt,
-      unmovedOnly: true,
-      ...(this.options.queueSuffix ? { queueSuffix: this.options.queueSuffix } : {}),
-    };
+    const ctx = this.taskContext(stage, { unmovedOnly: true });
     const revert = plan.onFailure === 'Revert' ? await this.revertSteps(plan, ctx, last) : undefined;
     const ending = failureEnding({ step: plan.steps[last]!.name, firstError: why.message, onFailure: plan.onFailure, ...(revert ? { revert } : {}), progress: this.progress.steps, recorded });
     return this.finish({ ...ending, reason: why.reason });
@@ -444,6 +424,22 @@ export class ActivationRun {
       ...(isFinal(phase) ? { completionTime: now() } : {}),
       steps,
     });
+  }
+
+  /** What every task of this attempt is told: the activation, the Stage's StageVersions, the previous one. */
+  private taskContext(stage: { target: StageVersionInfo; stageVersions: StageVersionInfo[] }, extra: Pick<TaskContext, 'earlier' | 'unmovedOnly'>): TaskContext {
+    const { ref, va, previous } = this;
+    return {
+      ref,
+      stage: va.stage,
+      ...(va.vectorDeployment ? { vectorDeployment: va.vectorDeployment } : {}),
+      target: stage.target,
+      ...(previous ? { previous } : {}),
+      stageVersions: stage.stageVersions,
+      attempt: this.progress.attempt,
+      ...extra,
+      ...(this.options.queueSuffix ? { queueSuffix: this.options.queueSuffix } : {}),
+    };
   }
 
   private stepMessage(plan: ResolvedPlan, i: number): string {

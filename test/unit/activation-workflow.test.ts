@@ -630,7 +630,7 @@ test('supersede: of three activations waiting behind a holder, the newest revisi
   expect(cluster.lease(ns, 'burst')?.holders).toEqual(['unit/burst-to-4']);
 }, TEST_TIMEOUT);
 
-test('the close-out finalizer is set before the first route change and taken away after the final status', async () => {
+test('the close-out finalizer is set before the first route change and taken away with the final status', async () => {
   cluster.addStage(ns, 'fin', { 'fin-1': 1, 'fin-2': 2 }, 'fin-1');
   cluster.addPlan('fin-plan', { onFailure: 'Stop', steps: [{ name: 'route', tasks: ['fin-route'] }] });
   const ref = activate('fin-to-2', 'fin', 'fin-2', 'fin-plan');
@@ -638,7 +638,7 @@ test('the close-out finalizer is set before the first route change and taken awa
   const set = journalIndex('finalizer fin-to-2 set');
   expect(set).toBeGreaterThan(-1);
   expect(set).toBeLessThan(journalIndex('execute fin-to-2-0-fin-route start'));
-  expect(journalIndex('finalizer fin-to-2 removed')).toBeGreaterThan(journalIndex('status fin-to-2 Succeeded'));
+  expect(journalIndex('finalizer fin-to-2 removed')).toBeGreaterThan(journalIndex('execute fin-to-2-0-fin-route succeeded'));
   expect(cluster.activation(ref).closeOutFinalizer).toBe(false);
 }, TEST_TIMEOUT);
 

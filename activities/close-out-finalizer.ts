@@ -33,10 +33,18 @@ export function closeOutFinalizerActivities({ objects }: CoreDeps) {
   return {
     /**
      * Sets the finalizer (nothing when set already). False when the object is gone or being
-     * deleted (the apiserver takes no new finalizer then). `read`: the object as just read, if it was.
+     * deleted (the apiserver takes no new finalizer then). One request, with no read, when the
+     * object has no finalizers, as an activation's usually has: a `test` of the list for null
+     * passes only while there is none. Otherwise it reads and adds to the list as found.
      */
-    async addCloseOutFinalizer(ref: ActivationRef, read?: CustomObject): Promise<boolean> {
-      const va = read ?? (await objects.get('VectorActivation', ref.namespace, ref.name));
+    async addCloseOutFinalizer(ref: ActivationRef): Promise<boolean> {
+      try {
+        const none = [{ op: 'test', path: '/metadata/finalizers', value: null }, { op: 'add', path: '/metadata/finalizers', value: [FINALIZER_CLOSE_OUT] }];
+        return await objects.jsonPatch('VectorActivation', ref.namespace, ref.name, [{ op: 'test', path: '/metadata/uid', value: ref.uid }, ...none]);
+      } catch (err) {
+        if (apiStatus(err) !== 422) throw err;
+      }
+      const va = await objects.get('VectorActivation', ref.namespace, ref.name);
       if (!va || va.metadata.deletionTimestamp) return false;
       return change(ref, va, (f, resourceVersion) => {
         if (f?.includes(FINALIZER_CLOSE_OUT)) return undefined;

@@ -37,7 +37,7 @@ export function startRunActivities(parts: StartParts) {
       const read = parts.readActivation(i.ref);
       read.catch(() => undefined); // awaited below, or not needed when the target is terminating
       // The finalizer before the first route change: a deletion from here on waits for the run's end.
-      const kept = read.then((va) => parts.addCloseOutFinalizer(i.ref, va));
+      const kept = parts.addCloseOutFinalizer(i.ref);
       const [, mark, held] = await Promise.all([parts.holdActivationUsage(i.ref, i.stage, i.target), parts.markStageVersion(i.ref.namespace, i.target, i.holder), kept]);
       if (mark.terminating) return { terminating: true };
       // Deleted (or being deleted) before its first step: nothing runs.

@@ -55,8 +55,9 @@ function relevantState(o: CustomObject): string {
   switch (o.kind) {
     case 'VectorActivation':
       // decisions/stage.ts reads an activation's phase only as unfinished or which final one: the
-      // steps in between (held, Pending, Waiting, InProgress) cost no pass.
-      return JSON.stringify({ ...meta, phase: isFinal(o.status?.phase) ? o.status.phase : 'unfinished' });
+      // steps in between (held, Pending, Waiting, InProgress) cost no pass, nor does its close-out
+      // finalizer coming and going.
+      return JSON.stringify({ ...meta, finalizers: undefined, phase: isFinal(o.status?.phase) ? o.status.phase : 'unfinished' });
     case 'StageVersion':
       // The marks decide cleanup and protection; metadata changes leave the generation as it is.
       return JSON.stringify({

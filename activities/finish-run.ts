@@ -1,7 +1,7 @@
 /**
  * An activation's end as one local activity: the Stage's Lease and the in-activation mark are let
  * go, then the final status is written, so that whoever reads the final phase finds both free, and
- * the close-out finalizer goes. One workflow round trip instead of two on every activation's path
+ * One workflow round trip instead of two on every activation's path
  * (each local activity costs the workflow an activation of its own).
  */
 import type { CoreParts } from './core.js';
@@ -22,15 +22,14 @@ export interface FinishRunInput {
 }
 
 /** The activities finishRun is made of: the real ones, or a test's fakes of them. */
-type FinishParts = Pick<CoreParts, 'readActivation' | 'releaseStageLease' | 'removeCloseOutFinalizer' | 'unmarkStageVersion' | 'writeActivationStatus'>;
+type FinishParts = Pick<CoreParts, 'readActivation' | 'releaseStageLease' | 'unmarkStageVersion' | 'writeActivationStatus'>;
 
 export function finishRunActivities(parts: FinishParts) {
   return {
     /**
      * Safe to repeat: the Lease and the mark are cleared only while still ours; a repeated status
-     * write says nothing new. The close-out finalizer goes with the final status, after the Lease
-     * and the mark: a deletion waiting for it finds everything let go. False when the
-     * VectorActivation is gone or being deleted.
+     * write says nothing new. False when the VectorActivation is gone or being deleted. (The
+     * close-out finalizer goes after it, beside the lock's release: ActivationRun.letGo.)
      */
     async finishRun(i: FinishRunInput): Promise<boolean> {
       // The object is read beside the letting go: the final status is one request after them, not
@@ -42,10 +41,7 @@ export function finishRunActivities(parts: FinishParts) {
         i.lease ? parts.releaseStageLease(i.ref.namespace, i.stage, i.holder) : undefined,
         i.marked ? parts.unmarkStageVersion(i.ref.namespace, i.marked, i.holder) : undefined,
       ]);
-      // The finalizer beside the status, not after it: one round trip on the handoff's path. Gone
-      // first, a deleted object takes its final status with it, which nobody could read anyway.
-      const [written] = await Promise.all([parts.writeActivationStatus(i.ref, i.status, read), read.then((va) => parts.removeCloseOutFinalizer(i.ref, va))]);
-      return written;
+      return parts.writeActivationStatus(i.ref, i.status, read);
     },
   };
 }

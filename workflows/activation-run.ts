@@ -54,6 +54,8 @@ export class ActivationRun {
   private firstError: string | undefined;
   private startTime: string | undefined;
   private previous: StageVersionInfo | undefined;
+  /** Whether this run may have set the close-out finalizer (startRun, or a close-out run). */
+  private kept = false;
   /** The StageVersion this run marked as in activation (admission refuses changes to it). */
   private marked: string | undefined;
   /** The ActivationPhase search attribute as last upserted. */
@@ -101,7 +103,7 @@ export class ActivationRun {
       if (isCancellation(err)) throw err;
       return this.fail(err);
     } finally {
-      await CancellationScope.nonCancellable(() => Promise.all([this.unmark(), access.release()]));
+      await this.letGo();
     }
   }
 
@@ -178,6 +180,7 @@ export class ActivationRun {
     const begun = this.startTime ?? now();
     const message = this.stepMessage(plan, first);
     const status = this.statusOf('InProgress', 'RunningPlan', message, steps, begun);
+    this.kept = true;
     const run = await CancellationScope.nonCancellable(() => k8s.startRun({ ref: this.ref, stage: this.va.stage, target, holder: this.holder, status }));
     if (run.terminating) return 'terminating';
     if (run.gone) return 'gone';
@@ -297,28 +300,35 @@ export class ActivationRun {
   async closeOut(why: { reason: string; message: string }): Promise<Ending> {
     const { ref, va, access } = this;
     this.firstError ??= why.message;
+    this.kept = true; // the run before set it
     this.marked = va.stageVersion; // the run before may have marked it; only the holder's mark is taken away
-    const ended = (state: string) => this.finish({ phase: 'Failed', reason: why.reason, message: `${why.message}; ${state}` });
-    await k8s.endExecutions(ref, why.message);
-    let before;
+    // Without the Stage (gone, or a newer activation has it), the run before's Lease goes too.
+    const ended = async (state: string) => {
+      await k8s.releaseStageLease(ref.namespace, va.stage, this.holder);
+      return this.finish({ phase: 'Failed', reason: why.reason, message: `${why.message}; ${state}` });
+    };
     try {
-      before = await k8s.describeStage(ref.namespace, va.stage, va.stageVersion);
-    } catch (err) {
-      return ended(`nothing was put back: ${messageOf(err)}`);
-    }
-    const lock = await access.acquire(
-      before.target.revision,
-      () => false,
-      () => this.report('Waiting', 'WaitingForStage', `closing out: waiting for Stage ${va.stage} (lock ${access.lockId})`),
-    );
-    if (lock !== 'granted') return ended(`nothing was put back: the newer activation ${access.supersededBy} sets the routes`);
-    try {
-      return await this.closeOutWithStage(why, before.stageUid);
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      return ended(`the close-out failed: ${messageOf(err)}`);
+      await k8s.endExecutions(ref, why.message);
+      let before;
+      try {
+        before = await k8s.describeStage(ref.namespace, va.stage, va.stageVersion);
+      } catch (err) {
+        return await ended(`nothing was put back: ${messageOf(err)}`);
+      }
+      const lock = await access.acquire(
+        before.target.revision,
+        () => false,
+        () => this.report('Waiting', 'WaitingForStage', `closing out: waiting for Stage ${va.stage} (lock ${access.lockId})`),
+      );
+      if (lock !== 'granted') return await ended(`nothing was put back: the newer activation ${access.supersededBy} sets the routes`);
+      try {
+        return await this.closeOutWithStage(why, before.stageUid);
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        return await this.finish({ phase: 'Failed', reason: why.reason, message: `${why.message}; the close-out failed: ${messageOf(err)}` });
+      }
     } finally {
-      await CancellationScope.nonCancellable(() => Promise.all([this.unmark(), access.release()]));
+      await this.letGo();
     }
   }
 
@@ -379,8 +389,19 @@ export class ActivationRun {
   async cancelledInTemporal(): Promise<void> {
     await CancellationScope.nonCancellable(async () => {
       await this.finish({ phase: 'Cancelled', reason: 'WorkflowCancelled', message: 'the workflow was cancelled in Temporal' });
-      await this.access.release();
+      await this.letGo();
     });
+  }
+
+  /**
+   * After the final status: the mark (if still set), the Stage's lock, and then, beside the lock,
+   * the close-out finalizer, which a deletion waits for: off the handoff's path (the next
+   * activation waits for the lock, not for the finalizer). Left behind by a crash, the watcher
+   * takes it away from a final object being deleted.
+   */
+  private async letGo(): Promise<void> {
+    await CancellationScope.nonCancellable(() => Promise.all([this.unmark(), this.access.release(), this.kept ? k8s.removeCloseOutFinalizer(this.ref) : undefined]));
+    this.kept = false;
   }
 
   private async unmark(): Promise<void> {

@@ -5,8 +5,10 @@
  * scripts/record-history.ts from the integration tests' runs: a two-step activation that succeeded;
  * one that failed, was retried from the truth after another activation and succeeded; one cancelled
  * by signal and retried; one whose cancel Update was answered; one reverted from its records under
- * onFailure Revert and one left partly applied under Stop (both open, waiting for a retry); and a
- * Stage lock that queued activations and granted them in turn. Stored as the History message's
+ * onFailure Revert and one left partly applied under Stop (both open, waiting for a retry); the
+ * close-out run of a terminated workflow that put its routes back; a run that found its object
+ * being deleted with no watcher and reverted; and a Stage lock that queued activations and granted
+ * them in turn. Stored as the History message's
  * protobufjs object form (`History.toObject`, longs, enums and bytes as strings), which
  * `fromObject` reads back byte for byte.
  */
@@ -24,6 +26,8 @@ it('has the recorded histories', () => {
   expect(files.sort()).toEqual([
     'activation-cancel-answered.json',
     'activation-cancelled-retried.json',
+    'activation-closed-out.json',
+    'activation-deleted-unwatched.json',
     'activation-partly-applied.json',
     'activation-retried.json',
     'activation-reverted.json',

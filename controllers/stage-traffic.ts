@@ -2,9 +2,10 @@
  * The traffic of a namespace's Stages as the routes hold it: for every Stage, every rule that a
  * Worker registration of a built-in executor manages, read from the route itself (each route once
  * a pass), with the percent per StageVersion; for an External registration, what its executions
- * report (decisions/traffic.ts reportedRules), listed once a pass per registration. A Stage's registrations are those of the plans its
- * VectorActivations run (`spec.executionPlan`, else `default`; without a plan, every registration,
- * as an activation then runs them all). The observe half of the Stage controller's traffic;
+ * report (decisions/traffic.ts reportedRules), listed once a pass per registration. A Stage's
+ * registrations are those of the plans its VectorActivations run (`spec.executionPlan`, else
+ * `default`; without a plan, every registration, as an activation then runs them all); with no
+ * activation, every registration. The observe half of the Stage controller's traffic;
  * decisions/stage.ts decides on it (the serving marks, the protection, the Stage's status).
  */
 import type { ActivationExecutionPlanResource } from '../api/activation-execution-plan.js';
@@ -66,6 +67,9 @@ export async function observeTraffic(
   const used = (stage: string) => {
     const names = new Set(activations.filter((va) => va.spec.stage === stage).map((va) => va.spec.executionPlan ?? 'default'));
     const tasks = new Set<string>();
+    // No activation (yet, or they were deleted) names a plan: any registration may hold its
+    // traffic, so all of them are read (a rule that sends this Stage nothing is left out below).
+    if (names.size === 0) for (const r of registrations) tasks.add(r.metadata.name!);
     for (const name of names) {
       const plan = plans.find((p) => p.metadata.name === name);
       if (plan) for (const step of plan.spec.steps) for (const t of step.tasks) tasks.add(t);

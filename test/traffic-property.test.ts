@@ -27,7 +27,8 @@ const FINAL = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'];
 
 let s: TestSystem;
 beforeAll(async () => {
-  s = await startTestSystem('traffic-prop');
+  // The watcher finds a terminated workflow at its next check: every second here.
+  s = await startTestSystem('traffic-prop', { watcherCheckIntervalMs: 1000 });
 });
 afterAll(async () => {
   await s?.stop();
@@ -191,7 +192,8 @@ it(`keeps the routes, the Stage's status and the protection in agreement through
       // A new version, interrupted in its slow middle step (the gateway route moved already).
       const w = rnd.pick(WEIGHTS);
       const onFailure = rnd.pick(['Stop', 'Revert'] as const);
-      const how = rnd.pick(['cancel', 'terminate', 'delete'] as const);
+      // Each kind in turn: every sequence with three interruptions or more has them all.
+      const how = (['cancel', 'terminate', 'delete'] as const)[(counts.interrupt ?? 0) % 3]!;
       const r = ++latest;
       await s.objects.mergeSpec('Stage', s.ns, STAGE, { vector: `example/vector:0.0.${r}` });
       const made = await waitFor(s, 'StageVersion', `${STAGE}-${r}`, () => true, 30_000);

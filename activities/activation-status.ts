@@ -8,7 +8,7 @@ import type { CustomObject } from '../k8s/custom-objects.js';
 import { stageLeaseName } from '../shared/names.js';
 import { recordActivationPhase } from '../telemetry/metrics.js';
 import type { ActivationRef } from '../shared/activation.js';
-import { activationRegarding, type CoreDeps } from './deps.js';
+import type { CoreDeps } from './deps.js';
 import { writeThenSay } from './transition-events.js';
 
 export interface LoadedActivation {
@@ -93,14 +93,6 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
       const written = await writeThenSay(() => objects.patchStatus('VectorActivation', ref.namespace, ref.name, status), say, (w) => w);
       if (written) recordActivationPhase(va, report.phase, reasonOf(report.reason));
       return written && !va.metadata.deletionTimestamp;
-    },
-
-    /**
-     * An Event on the VectorActivation outside its status transitions (those are recorded by
-     * writeActivationStatus); a repeat is counted, not added.
-     */
-    async recordActivationEvent(ref: ActivationRef, type: 'Normal' | 'Warning', reason: string, note: string): Promise<void> {
-      await event(activationRegarding(ref), type, reason, note);
     },
   };
 }

@@ -54,8 +54,19 @@ export function closeOutFinalizerActivities({ objects }: CoreDeps) {
       });
     },
 
-    /** Takes the finalizer away (nothing when it is not set). */
-    removeCloseOutFinalizer(ref: ActivationRef, read?: CustomObject): Promise<boolean> {
+    /**
+     * Takes the finalizer away (nothing when it is not set). One request, with no read, when it is
+     * the object's only finalizer, as it usually is; otherwise (or given `read`) from the list as found.
+     */
+    async removeCloseOutFinalizer(ref: ActivationRef, read?: CustomObject): Promise<boolean> {
+      if (!read) {
+        try {
+          const only = [{ op: 'test', path: '/metadata/finalizers', value: [FINALIZER_CLOSE_OUT] }, { op: 'remove', path: '/metadata/finalizers' }];
+          return await objects.jsonPatch('VectorActivation', ref.namespace, ref.name, [{ op: 'test', path: '/metadata/uid', value: ref.uid }, ...only]);
+        } catch (err) {
+          if (apiStatus(err) !== 422) throw err;
+        }
+      }
       return change(ref, read, (f) => {
         const i = f?.indexOf(FINALIZER_CLOSE_OUT) ?? -1;
         return i < 0 ? undefined : [{ op: 'test', path: `/metadata/finalizers/${i}`, value: FINALIZER_CLOSE_OUT }, { op: 'remove', path: `/metadata/finalizers/${i}` }];

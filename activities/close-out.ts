@@ -18,10 +18,8 @@ import type { CoreDeps } from './deps.js';
 import { releaseStageLease } from './lease.js';
 import { stageVersionActivities } from './stage-versions.js';
 import { usageActivities } from './usages.js';
-import { executionActivities } from './executions.js';
+import { executionWrites, ownExecutions } from './executions.js';
 import { closeOutFinalizerActivities } from './close-out-finalizer.js';
-import { LABEL_VECTOR_ACTIVATION } from '../api/group.js';
-import { labelValue } from '../shared/names.js';
 
 export interface CloseOut {
   reason: string;
@@ -41,8 +39,8 @@ export async function closeOutActivation(deps: CoreDeps, ref: ActivationRef, why
   const holder = holderOf(ref);
   // ADR-0012's order: every execution ends first, with a reason an External controller acts on
   // (it stops), and only then is the Stage let go.
-  await executionActivities(deps).endExecutions(ref, why.message);
-  const executions = await objects.list('ActivationExecution', ref.namespace, `${LABEL_VECTOR_ACTIVATION}=${labelValue(ref.name)}`);
+  const executions = await ownExecutions(objects, ref);
+  await executionWrites(objects).endUnfinished(ref.namespace, executions, why.message);
   // The activation usage stays while a route its tasks changed may send the StageVersion traffic
   // (an Apply execution recorded its rules and assigned it a share): nothing reverts them here. The
   // Stage controller's serving mark then protects it for as long as a route does.

@@ -10,6 +10,7 @@ import { labelValue } from '../shared/names.js';
 import { kubeTime } from '../shared/format.js';
 import type { ActivationRef } from '../shared/activation.js';
 import { ownerRef, type CoreDeps } from './deps.js';
+import type { CustomObject, CustomObjects } from '../k8s/custom-objects.js';
 
 export interface ExecutionToCreate {
   name: string;
@@ -43,7 +44,14 @@ export interface ExecutionStatusWrite {
 
 const isFinal = (phase: unknown) => phase === 'Succeeded' || phase === 'Error';
 
-export function executionActivities({ objects }: CoreDeps) {
+/** The activation's executions: by its label, and owned by its uid (a predecessor of the same name has its own). */
+export async function ownExecutions(objects: CustomObjects, ref: ActivationRef): Promise<CustomObject[]> {
+  const all = await objects.list('ActivationExecution', ref.namespace, `${LABEL_VECTOR_ACTIVATION}=${labelValue(ref.name)}`);
+  return all.filter((e) => e.metadata.ownerReferences?.some((o) => o.uid === ref.uid));
+}
+
+/** The writes of an execution's status, for the activities below and the watcher's close-out. */
+export function executionWrites(objects: CustomObjects) {
   /**
    * Writes the core's view of an execution. A final phase is final (the CRD refuses to change it):
    * whoever wrote it first, the core or an External executor, decided it.
@@ -72,6 +80,21 @@ export function executionActivities({ objects }: CoreDeps) {
     }
   }
 
+  /**
+   * Ends every unfinished execution of these (Error, reason Cancelled), so that an External
+   * controller stops: the first thing a close-out does (ADR-0012's order).
+   */
+  async function endUnfinished(namespace: string, executions: readonly CustomObject[], message: string): Promise<void> {
+    for (const ae of executions.filter((e) => !isFinal(e.status?.phase))) {
+      await writeExecutionStatus(namespace, ae.metadata.name, { phase: 'Error', reason: 'Cancelled', message: `cancelled: ${message}`, completionTime: kubeTime() });
+    }
+  }
+
+  return { writeExecutionStatus, endUnfinished };
+}
+
+export function executionActivities({ objects }: CoreDeps) {
+  const { writeExecutionStatus, endUnfinished } = executionWrites(objects);
   return {
     async createExecution(e: ExecutionToCreate): Promise<void> {
       const { created } = await objects.createOwned(
@@ -107,16 +130,9 @@ export function executionActivities({ objects }: CoreDeps) {
 
     writeExecutionStatus,
 
-    /**
-     * Ends every unfinished execution of the activation (Error, reason Cancelled), so that an
-     * External controller stops: the first thing a close-out does (ADR-0012's order).
-     */
+    /** Ends every unfinished execution of the activation (endUnfinished). */
     async endExecutions(ref: ActivationRef, message: string): Promise<void> {
-      const all = await objects.list('ActivationExecution', ref.namespace, `${LABEL_VECTOR_ACTIVATION}=${labelValue(ref.name)}`);
-      const unfinished = all.filter((e) => e.metadata.ownerReferences?.some((o) => o.uid === ref.uid) && !isFinal(e.status?.phase));
-      for (const ae of unfinished) {
-        await writeExecutionStatus(ref.namespace, ae.metadata.name, { phase: 'Error', reason: 'Cancelled', message: `cancelled: ${message}`, completionTime: kubeTime() });
-      }
+      await endUnfinished(ref.namespace, await ownExecutions(objects, ref), message);
     },
 
     /**

@@ -77,7 +77,8 @@ export async function observeTraffic(
     }
     return { tasks: readable.filter((r) => tasks.has(r.name)), reported: [...external].filter((r) => tasks.has(r)), complete: ![...tasks].some((t) => unreadable.has(t)) };
   };
-  /** The executions of an External registration in the namespace, listed once a pass. */
+  /** The executions of an External registration in the namespace, listed once a pass (a client only if there is one). */
+  let objects: CustomObjects | undefined;
   const listed = new Map<string, Promise<CustomObject[]>>();
   const executionsOf = (registration: string) => {
     if (!listed.has(registration)) {
@@ -86,7 +87,6 @@ export async function observeTraffic(
     }
     return listed.get(registration)!;
   };
-  let objects: CustomObjects | undefined;
   for (const stage of stages) {
     const name = stage.metadata.name!;
     const versions = stageVersions.filter((sv) => sv.spec.stage === name).map(info);

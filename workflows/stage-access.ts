@@ -110,10 +110,6 @@ export class StageAccess {
     }
   }
 
-  get waiting(): boolean {
-    return this.state === 'waiting';
-  }
-
   /** Queues at the lock and waits for its answer, asking again now and then, until `stop()` is true. */
   async acquire(revision: number, stop: () => boolean, onQueued: () => Promise<void>): Promise<LockOutcome> {
     this.state = 'waiting';

@@ -676,46 +676,35 @@ describe.each(['Revert', 'Stop'] as const)('a close-out run after a terminated w
   }, TEST_TIMEOUT);
 });
 
-test('deletion while no watcher runs, under Revert: the finalizer holds the object, the run stops at its next status write, puts back what ran, and the object goes', async () => {
-  cluster.addStage(ns, 'unwrev', { 'unwrev-1': 1, 'unwrev-2': 2 }, 'unwrev-1');
-  cluster.addPlan('unwrev-plan', { onFailure: 'Revert', steps: [{ name: 'one', tasks: ['unwrev-one'] }, { name: 'two', tasks: ['unwrev-two'] }] });
-  cluster.behave('unwrev-one', { kind: 'work', seconds: 1 });
-  const ref = activate('unwrev-to-2', 'unwrev', 'unwrev-2', 'unwrev-plan');
-  const handle = await start(ref);
-  await executorRunning('unwrev-one');
-  // Deleted, and nobody tells the workflow: no signal, no Update.
-  cluster.deleteActivation(ref);
-  expect(cluster.hasActivation(ref)).toBe(true);
-
-  await pollUntil(async () => !(await isOpen(handle)), 20_000, 'the workflow to close', 50);
-  expect(cluster.callsOf(ref).map((c) => `${c.action} ${c.registration}`)).toEqual(['Apply unwrev-one', 'Revert unwrev-one']);
-  expect(cluster.hasActivation(ref)).toBe(false);
-  expect(cluster.lease(ns, 'unwrev')?.holder).toBeUndefined();
-  expect(cluster.activeUsage(ns, 'unwrev')).toBe('unwrev-1');
-}, TEST_TIMEOUT);
-
 /**
  * Last in the file on purpose: the workflow closes while its cancelled executor is still running
  * (the executor is not waited for; see the cancel test), and the test server then keeps that
  * activity's time-skipping lock until the activity's timeout (sdk-java#1138): in a later test, time
  * would not skip for a minute. With the executor waited for, the order would not matter.
  */
-test('deletion while no watcher runs: the first status write that finds the VectorActivation gone stops it, and the next step never starts', async () => {
-  cluster.addStage(ns, 'unwatched', { 'unwatched-1': 1, 'unwatched-2': 2 }, 'unwatched-1');
-  cluster.addPlan('unwatched-plan', { onFailure: 'Stop', steps: [{ name: 'one', tasks: ['unwatched-one'] }, { name: 'two', tasks: ['unwatched-two'] }] });
-  cluster.behave('unwatched-one', { kind: 'work', seconds: 1 });
-  const ref = activate('unwatched-to-2', 'unwatched', 'unwatched-2', 'unwatched-plan');
+test.each([
+  ['Stop', ['Apply one']],
+  ['Revert', ['Apply one', 'Revert one']],
+] as const)('deletion while no watcher runs, onFailure %s: the finalizer holds the object, the next status write stops the run, the next step never starts, and then the object goes', async (onFailure, calls) => {
+  const stage = `unwatched-${onFailure.toLowerCase()}`;
+  cluster.addStage(ns, stage, { [`${stage}-1`]: 1, [`${stage}-2`]: 2 }, `${stage}-1`);
+  cluster.addPlan(`${stage}-plan`, { onFailure, steps: [{ name: 'one', tasks: [`${stage}-one`] }, { name: 'two', tasks: [`${stage}-two`] }] });
+  cluster.behave(`${stage}-one`, { kind: 'work', seconds: 1 });
+  const ref = activate(`${stage}-to-2`, stage, `${stage}-2`, `${stage}-plan`);
   const handle = await start(ref);
-  await executorRunning('unwatched-one');
+  await executorRunning(`${stage}-one`);
   // Deleted, and nobody tells the workflow: no signal, no Update.
   cluster.deleteActivation(ref);
+  expect(cluster.hasActivation(ref)).toBe(true);
 
   await pollUntil(async () => !(await isOpen(handle)), 20_000, 'the workflow to close', 50);
   expect((await handle.describe()).status.name).toBe('COMPLETED');
-  // Step two's InProgress found the object gone: its tasks never ran, and nothing waits for a retry.
-  expect(cluster.callsOf(ref).map((c) => c.registration)).toEqual(['unwatched-one']);
-  expect(cluster.lease(ns, 'unwatched')?.holder).toBeUndefined();
-  expect(cluster.activeUsage(ns, 'unwatched')).toBe('unwatched-1');
+  // Step two's InProgress found the object being deleted: its tasks never ran, what ran is put back
+  // under Revert, and nothing waits for a retry.
+  expect(cluster.callsOf(ref).map((c) => `${c.action} ${c.registration.slice(stage.length + 1)}`)).toEqual(calls);
+  expect(cluster.hasActivation(ref)).toBe(false);
+  expect(cluster.lease(ns, stage)?.holder).toBeUndefined();
+  expect(cluster.activeUsage(ns, stage)).toBe(`${stage}-1`);
 }, TEST_TIMEOUT);
 
 test('deletion: a cancel signal with deleted: true stops a running activation and closes its workflow promptly, without a retry window', async () => {

@@ -53,7 +53,6 @@ export interface FakeActivation {
   closeOutFinalizer?: boolean;
   /** Deleted, waiting for the close-out finalizer. */
   deleting?: boolean;
-  events: { type: 'Normal' | 'Warning'; reason: string; note: string }[];
 }
 
 export interface FakeRegistration {
@@ -177,7 +176,7 @@ export class FakeCluster {
 
   addActivation(namespace: string, name: string, spec: FakeActivationSpec, status: FakeActivationStatus = {}): ActivationRef {
     const ref = { namespace, name, uid: `va-uid-${++this.uids}` };
-    this.activations.set(key(namespace, name), { ref, spec, status: structuredClone(status), writes: [], events: [] });
+    this.activations.set(key(namespace, name), { ref, spec, status: structuredClone(status), writes: [] });
     return ref;
   }
 
@@ -306,10 +305,6 @@ export class FakeCluster {
       },
       addCloseOutFinalizer: async (ref) => this.setFinalizer(ref, true),
       removeCloseOutFinalizer: async (ref) => this.setFinalizer(ref, false),
-      recordActivationEvent: async (ref, type, reason, note) => {
-        this.activations.get(key(ref.namespace, ref.name))?.events.push({ type, reason, note });
-        this.log(`event ${ref.name} ${reason}`);
-      },
 
       // breaker.ts: no CircuitBreaker here (test/circuit-breaker.test.ts runs the real ones)
       breakersApply: async () => false,

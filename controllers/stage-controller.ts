@@ -314,8 +314,12 @@ export class StageController {
   private async observeTraffic(ns: string, observed: Observed): Promise<Observed['traffic']> {
     const system = this.o.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE;
     const registrations = this.registrations?.list(system) ?? [];
-    if (!this.registrations?.synced || !this.plans?.synced || registrations.length === 0) return undefined;
     const stages = observed.stages.filter((st) => !st.metadata.deletionTimestamp);
+    // Registrations or plans not listed now (start-up, a re-list after a watch ended): what the
+    // routes hold cannot be told, so every Stage's traffic is unknown and nothing is cleaned up on
+    // the marks alone (a previous version's serving mark may still be on its way).
+    if (!this.registrations?.synced || !this.plans?.synced) return new Map(stages.map((st) => [st.metadata.name!, undefined]));
+    if (registrations.length === 0) return undefined;
     return observeTraffic(
       this.gate.kubeConfig(this.o.kubeConfig),
       ns,

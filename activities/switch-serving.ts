@@ -2,8 +2,8 @@
  * ADR-0012 step 9 as one local activity: the Stage's serving StageVersion changes hands. What is
  * given goes first (the new version's serving mark, the active usage), then what is taken (the old
  * version's serving mark, the activation's usage, the in-activation mark), so that the serving
- * version is never unheld. One workflow round trip instead of two on every activation's path
- * (issue 11: each local activity costs the workflow an activation of its own).
+ * version is never unheld. One local activity, not several: each costs the workflow an activation
+ * of its own.
  */
 import type { CoreParts } from './core.js';
 import type { ActivationRef } from '../shared/activation.js';
@@ -30,11 +30,10 @@ export function switchServingActivities(parts: ServingParts) {
     /** Safe to repeat: every part sets a value or removes what is still there. */
     async switchServing(i: SwitchServingInput): Promise<void> {
       const ns = i.ref.namespace;
-      await Promise.all([
-        parts.markServing(ns, i.target, i.stage),
-        i.stillServing && i.stillServing !== i.target ? parts.markServing(ns, i.stillServing, i.stage) : undefined,
-        parts.pointActiveUsage(ns, i.stage, i.stageUid, i.target),
-      ]);
+      // The version a weight leaves a share to is held by the active usage until it moves: its
+      // mark is written first, so that no moment finds it neither marked nor in use.
+      if (i.stillServing && i.stillServing !== i.target) await parts.markServing(ns, i.stillServing, i.stage);
+      await Promise.all([parts.markServing(ns, i.target, i.stage), parts.pointActiveUsage(ns, i.stage, i.stageUid, i.target)]);
       await Promise.all([
         i.previous && i.previous !== i.target ? parts.markServing(ns, i.previous, null) : undefined,
         parts.releaseActivationUsage(i.ref),

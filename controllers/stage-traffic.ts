@@ -4,8 +4,8 @@
  * a pass), with the percent per StageVersion; for an External registration, what its executions
  * report (decisions/traffic.ts reportedRules), listed once a pass per registration. A Stage's
  * registrations are those of the plans its VectorActivations run (`spec.executionPlan`, else
- * `default`; without a plan, every registration, as an activation then runs them all); with no
- * activation, every registration. The observe half of the Stage controller's traffic;
+ * `default`); every registration for a plan not found (the default one is optional, a named one may
+ * not be cached yet or be deleted since it ran) and for a Stage no activation names. The observe half of the Stage controller's traffic;
  * decisions/stage.ts decides on it (the serving marks, the protection, the Stage's status).
  */
 import type { ActivationExecutionPlanResource } from '../api/activation-execution-plan.js';
@@ -73,9 +73,15 @@ export async function observeTraffic(
     for (const name of names) {
       const plan = plans.find((p) => p.metadata.name === name);
       if (plan) for (const step of plan.spec.steps) for (const t of step.tasks) tasks.add(t);
-      else if (name === 'default') for (const r of registrations) tasks.add(r.metadata.name!);
+      // No such plan here (no default plan: every registration runs; a named one not cached yet,
+      // or deleted since it ran): which registrations hold the traffic is not known, so all are read.
+      else for (const r of registrations) tasks.add(r.metadata.name!);
     }
-    return { tasks: readable.filter((r) => tasks.has(r.name)), reported: [...external].filter((r) => tasks.has(r)), complete: ![...tasks].some((t) => unreadable.has(t)) };
+    // A task that is no registration cached here (not seen yet, or deleted) may have rules that
+    // send traffic: the Stage's traffic is then not known whole.
+    const known = new Set(registrations.map((r) => r.metadata.name!));
+    const complete = ![...tasks].some((t) => unreadable.has(t) || !known.has(t));
+    return { tasks: readable.filter((r) => tasks.has(r.name)), reported: [...external].filter((r) => tasks.has(r)), complete };
   };
   /** The executions of an External registration in the namespace, listed once a pass (a client only if there is one). */
   let objects: CustomObjects | undefined;

@@ -5,6 +5,7 @@
 import type { k8s } from '../k8s/client.js';
 import type { LogFn } from '../telemetry/log.js';
 import { activationStatusActivities } from './activation-status.js';
+import { analysisActivities } from './analysis.js';
 import { breakerActivities } from './breaker.js';
 import { closeOutFinalizerActivities } from './close-out-finalizer.js';
 import { coreDeps } from './deps.js';
@@ -25,12 +26,15 @@ export interface CoreActivityOptions {
   log?: LogFn;
   /** The worker's build (Worker Versioning): written into every VectorActivation status it writes. */
   coreBuildId?: string;
+  /** Where analyses that name no address ask (KONFIDENCE_PROMETHEUS_URL). */
+  prometheusUrl?: string;
 }
 
 /** The activities that each make one change or read; the composites below are made of them. */
-function coreParts({ kubeConfig, systemNamespace, log, coreBuildId }: CoreActivityOptions) {
+function coreParts({ kubeConfig, systemNamespace, log, coreBuildId, prometheusUrl }: CoreActivityOptions) {
   const deps = coreDeps(kubeConfig, systemNamespace, log);
   return failFastOnPermanentErrors({
+    ...analysisActivities(prometheusUrl),
     ...activationStatusActivities(deps, coreBuildId),
     ...planActivities(deps),
     ...usageActivities(deps),

@@ -189,6 +189,18 @@ export function leaseActivities(deps: CoreDeps) {
       }
     },
 
+    /**
+     * Renews the Lease once, for `durationSeconds` (a gate's length); a Lease taken over by
+     * another holder is said as keepStageLease says it, and not taken back.
+     */
+    async renewStageLease(namespace: string, stage: string, holder: string, durationSeconds: number): Promise<void> {
+      const outcome = await takeStageLease(deps, namespace, stage, undefined, holder, durationSeconds, true);
+      if (outcome.ok) return;
+      const note = `activation ${holder} lost the Lease of Stage ${stage} to ${outcome.heldBy}; the Stage's lock workflow still serializes activations`;
+      deps.log(note, { level: 'warn', namespace, stage, activation: holder.split('/')[1] });
+      await deps.event(stageRegarding(namespace, stage), 'Warning', 'StageLeaseLost', note);
+    },
+
     async releaseStageLease(namespace: string, stage: string, holder: string): Promise<void> {
       await releaseStageLease(deps, namespace, stage, holder);
     },

@@ -10,6 +10,8 @@ import { executorFor } from '../executors/index.js';
 import { getTyped, parseTyped, type Typed } from '../k8s/typed.js';
 import { dnsLabelOf } from '../shared/names.js';
 import type { CoreDeps } from './deps.js';
+import type { AnalysisRules } from '../decisions/analysis.js';
+import type { ProgressionSpec } from '../decisions/progression.js';
 
 export interface PlannedTask {
   registration: string;
@@ -27,6 +29,15 @@ export interface ResolvedPlan {
   source: string;
   onFailure: 'Stop' | 'Revert';
   steps: { name: string; tasks: PlannedTask[] }[];
+  /** Traffic in steps (the plan's spec.progression), with the analyses it names. */
+  progression?: ProgressionSpec;
+  analyses?: AnalysisRules[];
+}
+
+/** An analysis as the decisions read it: the plan's, defaults applied by its schema. */
+function analysisRules(a: NonNullable<Typed<'ActivationExecutionPlan'>['spec']['analyses']>[number]): AnalysisRules {
+  const { prometheus, ...rest } = a;
+  return { ...rest, query: prometheus.query, ...(prometheus.address ? { address: prometheus.address } : {}) };
 }
 
 const invalid = (type: string, message: string) => ApplicationFailure.nonRetryable(message, type);
@@ -81,7 +92,13 @@ export function planActivities({ objects, systemNamespace }: CoreDeps) {
           return plannedTask(parseTyped('ActivationTaskRegistration', reg), namespace);
         };
         const steps = plan.spec.steps.map((step) => ({ name: step.name, tasks: step.tasks.map(registration) }));
-        return { source: `plan ${systemNamespace}/${name}`, onFailure: plan.spec.onFailure, steps };
+        const { progression, analyses } = plan.spec;
+        return {
+          source: `plan ${systemNamespace}/${name}`,
+          onFailure: plan.spec.onFailure,
+          steps,
+          ...(progression ? { progression, analyses: (analyses ?? []).map(analysisRules) } : {}),
+        };
       }
       // No plan: every registration, one per step, in name order (routing order matters; make it known).
       const regs = all.map((r) => parseTyped('ActivationTaskRegistration', r)).sort((a, b) => a.metadata.name!.localeCompare(b.metadata.name!));

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { defineKind, resourceSchema } from './kind.js';
 import { dnsLabel, objectName, rule, statusOf } from './meta.js';
+import { analysisTemplate, MAX_ANALYSES, progressionSpec } from './progression.js';
 
 // Bounds keep the CEL rules below within the apiserver's cost budget and plans readable.
 export const MAX_STEPS = 16;
@@ -31,15 +32,48 @@ export const planStep = rule(
 
 export const failurePolicies = ['Stop', 'Revert'] as const;
 
+/** The analyses a plan's progression names, by step and in the background. */
+const namedAnalyses = (p: { progression?: { steps: { analysis?: { name: string } }[]; background?: { analysis: string }[] } }) => [
+  ...(p.progression?.steps ?? []).flatMap((s) => (s.analysis ? [s.analysis.name] : [])),
+  ...(p.progression?.background ?? []).map((b) => b.analysis),
+];
+
+const planFields = z.object({
+  steps: z.array(planStep).min(1).max(MAX_STEPS).describe('Steps, run in this order (for every weight of a progression).'),
+  onFailure: z
+    .enum(failurePolicies)
+    .default('Stop')
+    .describe('Stop: leave applied steps as they are. Revert: undo succeeded tasks in reverse order.'),
+  progression: progressionSpec
+    .optional()
+    .describe(
+      'Traffic in steps: each setWeight runs the steps above with that weight to the new StageVersion (the ' +
+        "registrations' own weight is not used), gates and analyses between them, 100 % after the last. Absent: one switch.",
+    ),
+  analyses: z.array(analysisTemplate).max(MAX_ANALYSES).optional().describe('Analyses the progression names.'),
+});
+
+/** Analysis names are unique, and every one the progression names is defined. */
+const withAnalyses = rule(
+  rule(planFields, {
+    rule: '!has(self.analyses) || self.analyses.all(a, self.analyses.exists_one(o, o.name == a.name))',
+    message: 'analysis names must be unique',
+    fieldPath: '.analyses',
+  }, (p) => new Set((p.analyses ?? []).map((a) => a.name)).size === (p.analyses ?? []).length),
+  {
+    rule:
+      '!has(self.progression) || (' +
+      'self.progression.steps.all(s, !has(s.analysis) || (has(self.analyses) && self.analyses.exists(a, a.name == s.analysis.name))) && ' +
+      '(!has(self.progression.background) || self.progression.background.all(b, has(self.analyses) && self.analyses.exists(a, a.name == b.analysis))))',
+    message: 'every analysis the progression names must be defined in spec.analyses',
+    fieldPath: '.progression',
+  },
+  (p) => namedAnalyses(p).every((n) => (p.analyses ?? []).some((a) => a.name === n)),
+);
+
 export const activationExecutionPlanSpec = rule(
   rule(
-    z.object({
-      steps: z.array(planStep).min(1).max(MAX_STEPS).describe('Steps, run in this order.'),
-      onFailure: z
-        .enum(failurePolicies)
-        .default('Stop')
-        .describe('Stop: leave applied steps as they are. Revert: undo succeeded tasks in reverse order.'),
-    }),
+    withAnalyses,
     {
       rule: 'self.steps.all(s, self.steps.exists_one(o, o.name == s.name))',
       message: 'step names must be unique',
@@ -69,6 +103,7 @@ export const ActivationExecutionPlan = defineKind({
   printerColumns: [
     { name: 'Steps', type: 'string', jsonPath: '.spec.steps[*].name' },
     { name: 'OnFailure', type: 'string', jsonPath: '.spec.onFailure' },
+    { name: 'Weights', type: 'string', jsonPath: '.spec.progression.steps[*].setWeight' },
   ],
 });
 export const activationExecutionPlanResource = resourceSchema(ActivationExecutionPlan);

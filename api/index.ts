@@ -10,6 +10,7 @@ export * from './vector-activation.js';
 export * from './activation-execution.js';
 export * from './activation-task-registration.js';
 export * from './activation-execution-plan.js';
+export * from './progression.js';
 export * from './controller-status.js';
 export * from './circuit-breaker.js';
 export * from './sharding-config.js';

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { defineKind, resourceSchema } from './kind.js';
 import { dnsLabel, immutable, objectName, statusOf, timestamp } from './meta.js';
 import { vector } from './stage.js';
+import { progressionStatus } from './progression.js';
 
 export const vectorActivationSpec = immutable(
   z.object({
@@ -48,13 +49,14 @@ export const stepProgress = z.object({
   tasks: z.array(taskProgress).max(16),
 });
 
-export const requestActions = ['cancel', 'retry'] as const;
+export const requestActions = ['cancel', 'retry', 'approve', 'promote', 'abort'] as const;
 
-/** The answer to a cancel or retry asked for by annotation, so a kubectl user sees it. */
+/** The answer to a request asked for by annotation, so a kubectl user sees it. */
 export const handledRequest = z.object({
   action: z.enum(requestActions),
   token: z.string().max(1024).describe('<annotation>=<value> of the request.'),
   outcome: z.enum(['Accepted', 'Refused']),
+  by: z.string().max(512).optional().describe('Who asked: the user the annotation names (approve, promote, abort).'),
   message: z.string().max(MAX_MESSAGE),
   time: timestamp,
 });
@@ -71,10 +73,11 @@ export const vectorActivationStatus = statusOf(vectorActivationPhases, {
   steps: z.array(stepProgress).max(MAX_STATUS_STEPS).optional(),
   requests: z
     .array(handledRequest)
-    .max(2)
+    .max(requestActions.length)
     .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['action'] })
     .optional()
-    .describe('The last cancel and the last retry request and what became of them.'),
+    .describe('The last request of each kind (cancel, retry, approve, promote, abort) and what became of it.'),
+  progression: progressionStatus.optional().describe("Where a progressive activation is: step, weight, gate, analyses, who answered."),
 });
 
 export const VectorActivation = defineKind({
@@ -88,6 +91,8 @@ export const VectorActivation = defineKind({
   printerColumns: [
     { name: 'Stage', type: 'string', jsonPath: '.spec.stage' },
     { name: 'StageVersion', type: 'string', jsonPath: '.spec.stageVersion' },
+    { name: 'Weight', type: 'integer', jsonPath: '.status.progression.weight' },
+    { name: 'Gate', type: 'string', jsonPath: '.status.progression.gate.type' },
     { name: 'Reason', type: 'string', jsonPath: '.status.reason', priority: 1 },
     { name: 'Workflow', type: 'string', jsonPath: '.status.workflowId', priority: 1 },
   ],

@@ -8,6 +8,7 @@
 import type { Condition } from '../api/meta.js';
 import type { VectorActivationPhase } from '../api/vector-activation.js';
 import type { StageVersionInfo } from '../executors/types.js';
+import type { AnalysisRun } from './analysis.js';
 
 export const FINAL_PHASES = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'] as const;
 export type FinalPhase = (typeof FINAL_PHASES)[number];
@@ -261,6 +262,19 @@ export interface ActivationReport {
   startTime?: string;
   completionTime?: string;
   steps: StepProgress[];
+  /** A progressive activation's step, weight, gate, analyses and answers (workflows/progression.ts). */
+  progression?: ProgressionReport;
+}
+
+/** What a progression reports (api/progression.ts progressionStatus); null removes a field in the status' merge patch. */
+export interface ProgressionReport {
+  step: number;
+  steps: number;
+  stepName?: string | null;
+  weight: number;
+  gate?: { type: string; since: string; until?: string; message: string } | null;
+  analysisRuns?: (AnalysisRun & { consecutiveErrors?: number })[];
+  log?: { time: string; step: number; action: string; by?: string; message: string }[];
 }
 
 /** The status fields the workflow owns, each within its schema maximum. */
@@ -271,5 +285,25 @@ export function activationStatus(r: ActivationReport): ActivationReport {
     message: clip(r.message, MAX_TOP_MESSAGE),
     ...(r.firstError ? { firstError: clip(r.firstError) } : {}),
     steps: r.steps.map((s) => ({ ...s, tasks: s.tasks.map((t) => (t.message ? { ...t, message: clip(t.message) } : t)) })),
+    ...(r.progression ? { progression: progressionStatus(r.progression) } : {}),
+  };
+}
+
+/** The progression's report as the status holds it: absent fields cleared, messages clipped, counters of its own left out. */
+function progressionStatus(p: ProgressionReport): ProgressionReport {
+  return {
+    ...p,
+    stepName: p.stepName ?? null,
+    gate: p.gate ? { ...p.gate, message: clip(p.gate.message) } : null,
+    ...(p.analysisRuns
+      ? {
+          analysisRuns: p.analysisRuns.map(({ consecutiveErrors: _kept, ...run }) => ({
+            ...run,
+            ...(run.message ? { message: clip(run.message) } : {}),
+            measurements: run.measurements.map((m) => (m.message ? { ...m, message: clip(m.message) } : m)),
+          })),
+        }
+      : {}),
+    ...(p.log ? { log: p.log.map((e) => ({ ...e, message: clip(e.message) })) } : {}),
   };
 }

@@ -122,9 +122,10 @@ export function activationEvents(a: ActivationFacts, before: StatusView, after: 
 }
 
 /** A cancel or retry asked by annotation, answered by the workflow (or by the watcher for it). */
-export function requestEvent(activation: string, action: 'cancel' | 'retry', token: string, outcome: 'Accepted' | 'Refused', message: string): EventSpec {
-  const verb = action === 'cancel' ? 'Cancel' : 'Retry';
-  return { kind: 'VectorActivation', name: activation, type: outcome === 'Accepted' ? 'Normal' : 'Warning', reason: `${verb}${outcome}`, action: verb, note: `${token}: ${message}` };
+export function requestEvent(activation: string, action: 'cancel' | 'retry' | 'approve' | 'promote' | 'abort', token: string, outcome: 'Accepted' | 'Refused', message: string, by?: string): EventSpec {
+  const verb = `${action[0]!.toUpperCase()}${action.slice(1)}`;
+  const who = by ? ` (asked by ${by})` : '';
+  return { kind: 'VectorActivation', name: activation, type: outcome === 'Accepted' ? 'Normal' : 'Warning', reason: `${verb}${outcome}`, action: verb, note: `${token}${who}: ${message}` };
 }
 
 /** The Stage's "active" usage moved: the Stage and both StageVersions say so. */

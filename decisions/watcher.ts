@@ -4,10 +4,30 @@
  * for, and start-up with many objects touches only the unfinished ones. Pure; table-tested in
  * test/unit/watcher-decisions.test.ts.
  */
-import { ANNOTATION_CANCEL, ANNOTATION_RETRY } from '../shared/activation.js';
+import { ANNOTATION_ABORT, ANNOTATION_APPROVE, ANNOTATION_CANCEL, ANNOTATION_PROMOTE, ANNOTATION_RETRY } from '../shared/activation.js';
 import { answerRequest, isFinal, type RequestAction } from './activation.js';
+import { answerProgression, type ProgressionAction } from './progression.js';
 
-const ANNOTATIONS: Record<RequestAction, string> = { cancel: ANNOTATION_CANCEL, retry: ANNOTATION_RETRY };
+/** Every request a person can make by annotation. */
+export type AnnotationRequest = RequestAction | ProgressionAction;
+export const REQUEST_ANNOTATIONS: Record<AnnotationRequest, string> = {
+  cancel: ANNOTATION_CANCEL,
+  retry: ANNOTATION_RETRY,
+  approve: ANNOTATION_APPROVE,
+  promote: ANNOTATION_PROMOTE,
+  abort: ANNOTATION_ABORT,
+};
+const ANNOTATIONS = REQUEST_ANNOTATIONS;
+const progressionActions = new Set<AnnotationRequest>(['approve', 'promote', 'abort']);
+
+/**
+ * Who asked, by a progression request's annotation value: the user name it starts with (the
+ * admission policy refuses a value that does not start with the writer's user name, followed by
+ * the end or a space, and a user name with a space in it).
+ */
+export function requesterOf(action: AnnotationRequest, value: string): string | undefined {
+  return progressionActions.has(action) ? value.split(' ')[0] : undefined;
+}
 
 export interface ObservedActivation {
   phase?: string;
@@ -16,32 +36,34 @@ export interface ObservedActivation {
   closing?: boolean;
   annotations: Record<string, string>;
   /** status.requests: the requests already answered. */
-  answered: { action: RequestAction; token: string }[];
+  answered: { action: AnnotationRequest; token: string }[];
 }
 
 export type WatcherAction =
   /** Make sure the workflow runs (start it, or find it running; a closed one is closed out). */
   | { kind: 'ensure' }
   /** Hand the request to the workflow (an Update answers it); a closed workflow gets `whenClosed`. */
-  | { kind: 'relay'; action: RequestAction; token: string }
+  | { kind: 'relay'; action: AnnotationRequest; token: string; by?: string }
   /** Answer without Temporal: the phase alone refuses it. */
-  | { kind: 'refuse'; action: RequestAction; token: string; message: string }
+  | { kind: 'refuse'; action: AnnotationRequest; token: string; message: string; by?: string }
   /** Being deleted with the close-out finalizer: tell the workflow, or close out a run that closed. */
   | { kind: 'deleted' };
 
 /** The token of an annotation's current value: each new value is a new request, acted on once. */
-export const requestToken = (action: RequestAction, value: string) => `${ANNOTATIONS[action]}=${value}`;
+export const requestToken = (action: AnnotationRequest, value: string) => `${ANNOTATIONS[action]}=${value}`;
 
 export function watcherActions(o: ObservedActivation): WatcherAction[] {
   if (o.deleting) return o.closing ? [{ kind: 'deleted' }] : [];
   const actions: WatcherAction[] = isFinal(o.phase) ? [] : [{ kind: 'ensure' }];
-  for (const action of ['cancel', 'retry'] as const) {
+  for (const action of Object.keys(ANNOTATIONS) as AnnotationRequest[]) {
     const value = o.annotations[ANNOTATIONS[action]];
     if (value === undefined) continue;
     const token = requestToken(action, value);
     if (o.answered.some((a) => a.action === action && a.token === token)) continue;
-    const answer = isFinal(o.phase) ? answerRequest(action, o.phase!) : { accepted: true as const };
-    actions.push(answer.accepted ? { kind: 'relay', action, token } : { kind: 'refuse', action, token, message: answer.message });
+    const by = requesterOf(action, value);
+    const about = by ? { by } : {};
+    const answer = !isFinal(o.phase) ? { accepted: true as const } : action === 'cancel' || action === 'retry' ? answerRequest(action, o.phase!) : answerProgression(action, { phase: o.phase! });
+    actions.push(answer.accepted ? { kind: 'relay', action, token, ...about } : { kind: 'refuse', action, token, message: answer.message, ...about });
   }
   return actions;
 }

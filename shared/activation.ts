@@ -24,9 +24,17 @@ export function stageLockWorkflowId(namespace: string, stage: string): string {
   return `stage-lock/${namespace}/${stage}`;
 }
 
-/** Annotations a kubectl user sets to act on an activation; the watcher relays them as signals. */
+/** Annotations a kubectl user sets to act on an activation; the watcher relays them as Updates. */
 export const ANNOTATION_CANCEL = 'konfidence.cloud/cancel';
 export const ANNOTATION_RETRY = 'konfidence.cloud/retry';
+/**
+ * A progressive activation's requests. Their value is the writer's user name, then a space and
+ * anything that makes the request new (the admission policy refuses any other value, so the
+ * status says truly who asked).
+ */
+export const ANNOTATION_APPROVE = 'konfidence.cloud/approve';
+export const ANNOTATION_PROMOTE = 'konfidence.cloud/promote';
+export const ANNOTATION_ABORT = 'konfidence.cloud/abort';
 
 /**
  * Requests carry a token so that a relayed annotation (or a repeated CLI call) acts once: the
@@ -37,6 +45,8 @@ export interface ActionRequest {
   reason?: string;
   /** The VectorActivation was deleted: stop, and close without waiting for a retry. */
   deleted?: boolean;
+  /** Who asks (approve, promote, abort): the CLI's or the annotation's user, or the caller's own name. */
+  by?: string;
 }
 
 /** What an accepted cancel or retry Update answers; a refused one fails with the reason. */
@@ -54,6 +64,16 @@ export const cancelSignal = defineSignal<[ActionRequest]>('cancel');
 /** Runs a Failed or Cancelled activation again, from its first unfinished step. */
 export const retryUpdate = defineUpdate<RequestResult, [ActionRequest]>('retry');
 export const retrySignal = defineSignal<[ActionRequest]>('retry');
+
+/** Ends a pause, an approval or an inconclusive analysis of a progressive activation: the next step runs. */
+export const approveUpdate = defineUpdate<RequestResult, [ActionRequest]>('approve');
+export const approveSignal = defineSignal<[ActionRequest]>('approve');
+/** Skips every remaining step and gate of a progressive activation: the switch to 100 % runs now. */
+export const promoteUpdate = defineUpdate<RequestResult, [ActionRequest]>('promote');
+export const promoteSignal = defineSignal<[ActionRequest]>('promote');
+/** Puts a progressive activation's traffic back as recorded before it (ramped if the plan says so) and fails it. */
+export const abortUpdate = defineUpdate<RequestResult, [ActionRequest]>('abort');
+export const abortSignal = defineSignal<[ActionRequest]>('abort');
 
 export interface ActivationProgress {
   phase: string;
@@ -107,6 +127,11 @@ export const RELEASE_UNANSWERED = 'ReleaseUnanswered';
 /** Sent by the lock to the requester. */
 export const lockGrantedSignal = defineSignal<[{ lock: string }]>('lockGranted');
 export const lockSupersededSignal = defineSignal<[{ by: string; revision: number }]>('lockSuperseded');
+/**
+ * Sent by the lock to its holder when a request for a newer StageVersion comes to wait: a
+ * progressive activation waiting at a gate then gives the Stage up (its traffic put back).
+ */
+export const lockNewerWaitingSignal = defineSignal<[{ by: string; revision: number }]>('lockNewerWaiting');
 
 /**
  * Sent by the watcher when a burst's newest activation is about to start (decisions/supersede.ts):
@@ -126,5 +151,7 @@ export interface LockState {
    * to tell, while that one holds the Stage. Kept across continue-as-new: a releaser's retry asks again.
    */
   handedOn?: { by: string; to: string };
+  /** The holder already told that a newer request waits (lockNewerWaitingSignal): told once. */
+  toldNewer?: string;
 }
 export const lockStateQuery = defineQuery<LockState>('lockState');

@@ -47,6 +47,10 @@ export const activeUsageName = (stage: string) => joinName(stage, 'active');
 export const targetUsageName = (stage: string) => joinName(stage, 'target');
 export const stageLeaseName = (stage: string) => joinName('konfidence-stage', stage);
 
-export function executionName(activation: string, step: number, registration: string, attempt: number, revert = false): string {
-  return joinName(activation, step, registration, ...(attempt > 1 ? [`r${attempt}`] : []), ...(revert ? ['revert'] : []));
+/**
+ * The ActivationExecution of one task: of step `step`, in attempt `attempt`, at the progression's
+ * weight round `round` (0: the first, or the only one, which carries no round).
+ */
+export function executionName(activation: string, step: number, registration: string, attempt: number, revert = false, round = 0): string {
+  return joinName(activation, step, ...(round > 0 ? [`w${round}`] : []), registration, ...(attempt > 1 ? [`r${attempt}`] : []), ...(revert ? ['revert'] : []));
 }

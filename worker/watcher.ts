@@ -15,8 +15,8 @@ import { fairShare, heldMessage, NAMESPACE_LIMIT_REASON } from '../decisions/fai
 import { BURST_QUIET_MS, BURST_SETTLE_MS, holdBurstWinners, type BurstWait, supersededBeforeStart, supersededMessage, type Superseder } from '../decisions/supersede.js';
 import { coreDeps, type CoreDeps } from '../activities/deps.js';
 import { FINALIZER_CLOSE_OUT } from '../api/group.js';
-import { closedWorkflow, closedWorkflowEnding, watcherActions, type WatcherAction } from '../decisions/watcher.js';
-import { isFinal, type RequestAction } from '../decisions/activation.js';
+import { closedWorkflow, closedWorkflowEnding, watcherActions, type AnnotationRequest, type WatcherAction } from '../decisions/watcher.js';
+import { isFinal } from '../decisions/activation.js';
 import { requestEvent } from '../decisions/events.js';
 import { recordEvents } from '../k8s/events.js';
 import { apiMessage, k8s } from '../k8s/client.js';
@@ -27,8 +27,11 @@ import { kubeTime } from '../shared/format.js';
 import { forEachLimited } from '../shared/pool.js';
 import {
   activationWorkflowId,
+  abortUpdate,
+  approveUpdate,
   cancelSignal,
   cancelUpdate,
+  promoteUpdate,
   releaseLockSignal,
   retryUpdate,
   stageLockWorkflowId,
@@ -85,7 +88,7 @@ const STANDBY_DELETIONS_KEPT_MS = 5 * 60_000;
 
 type Watched = k8s.KubernetesObject & {
   spec?: { stage?: string; stageVersion?: string };
-  status?: { phase?: string; reason?: string; message?: string; workflowId?: string; requests?: { action: RequestAction; token: string; outcome: string; message: string; time: string }[] };
+  status?: { phase?: string; reason?: string; message?: string; workflowId?: string; requests?: { action: AnnotationRequest; token: string; outcome: string; message: string; time: string }[] };
 };
 
 /**
@@ -499,16 +502,19 @@ export class ActivationWatcher {
   private async act(o: Watched, ref: ActivationRef, action: WatcherAction): Promise<void> {
     if (action.kind === 'ensure') return this.ensure(o, ref);
     if (action.kind === 'deleted') return this.deleting(o, ref);
-    if (action.kind === 'refuse') return this.answer(ref, action.action, action.token, 'Refused', action.message);
+    if (action.kind === 'refuse') return this.answer(ref, action.action, action.token, 'Refused', action.message, action.by);
     const handle = this.o.client.workflow.getHandle(activationWorkflowId(ref));
-    const update = action.action === 'cancel' ? cancelUpdate : retryUpdate;
+    const update = { cancel: cancelUpdate, retry: retryUpdate, approve: approveUpdate, promote: promoteUpdate, abort: abortUpdate }[action.action];
     try {
       this.gate.fence(`the ${action.action} Update of ${ref.namespace}/${ref.name}`);
-      const result = await handle.executeUpdate(update, { args: [{ token: action.token, reason: `annotation ${action.token.split('=')[0]}` }] });
-      return this.answer(ref, action.action, action.token, 'Accepted', result.message);
+      const result = await handle.executeUpdate(update, { args: [{ token: action.token, reason: `annotation ${action.token.split('=')[0]}`, ...(action.by ? { by: action.by } : {}) }] });
+      return this.answer(ref, action.action, action.token, 'Accepted', result.message, action.by);
     } catch (err) {
-      if (err instanceof WorkflowUpdateFailedError) return this.answer(ref, action.action, action.token, 'Refused', (err.cause as Error | undefined)?.message ?? err.message);
+      if (err instanceof WorkflowUpdateFailedError) return this.answer(ref, action.action, action.token, 'Refused', (err.cause as Error | undefined)?.message ?? err.message, action.by);
       if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
+    if (action.action !== 'cancel' && action.action !== 'retry') {
+      return this.answer(ref, action.action, action.token, 'Refused', `refused: the activation is ${o.status?.phase} and its workflow has closed; nothing waits`, action.by);
     }
     // The workflow has closed (its retry window passed, or retention dropped it).
     if (action.action === 'retry') {
@@ -633,14 +639,14 @@ export class ActivationWatcher {
   }
 
   /** Writes the answer to an annotation into status.requests (one entry per action) and an Event. */
-  private async answer(ref: ActivationRef, action: RequestAction, token: string, outcome: 'Accepted' | 'Refused', message: string): Promise<void> {
+  private async answer(ref: ActivationRef, action: AnnotationRequest, token: string, outcome: 'Accepted' | 'Refused', message: string, by?: string): Promise<void> {
     const va = await this.deps.objects.get('VectorActivation', ref.namespace, ref.name);
     if (!va || va.metadata.uid !== ref.uid) return;
-    const entry = { action, token, outcome, message: message.slice(0, 4096), time: kubeTime() };
+    const entry = { action, token, outcome, ...(by ? { by } : {}), message: message.slice(0, 4096), time: kubeTime() };
     this.gate.fence(`answering ${token} on ${ref.namespace}/${ref.name}`);
     const requests = [...((va.status?.requests ?? []) as { action: string }[]).filter((r) => r.action !== action), entry];
     // The Event first: answering again after a crash between the two counts it instead of losing it.
-    await recordEvents(this.deps.event, ref.namespace, [requestEvent(ref.name, action, token, outcome, message)], { [`VectorActivation/${ref.name}`]: ref.uid });
+    await recordEvents(this.deps.event, ref.namespace, [requestEvent(ref.name, action, token, outcome, message, by)], { [`VectorActivation/${ref.name}`]: ref.uid });
     await this.deps.objects.patchStatus('VectorActivation', ref.namespace, ref.name, { requests });
   }
 

@@ -1,10 +1,28 @@
 /**
- * What people ask of a running activation: cancel and retry, as Updates (accepted, or refused with
- * the reason) and as signals (which cannot answer), each token handled once; and the progress query.
+ * What people ask of a running activation: cancel and retry, and a progressive activation's
+ * approve, promote and abort, as Updates (accepted, or refused with the reason) and as signals
+ * (which cannot answer), each token handled once; and the progress query.
  */
 import { setHandler } from '@temporalio/workflow';
 import { answerRequest, type RequestAction } from '../decisions/activation.js';
-import { cancelSignal, cancelUpdate, progressQuery, retrySignal, retryUpdate, type ActionRequest, type ActivationProgress } from '../shared/activation.js';
+import { answerProgression, type ProgressionAction, type ProgressionView } from '../decisions/progression.js';
+import {
+  abortSignal,
+  abortUpdate,
+  approveSignal,
+  approveUpdate,
+  cancelSignal,
+  cancelUpdate,
+  progressQuery,
+  promoteSignal,
+  promoteUpdate,
+  retrySignal,
+  retryUpdate,
+  type ActionRequest,
+  type ActivationProgress,
+} from '../shared/activation.js';
+
+type Action = RequestAction | ProgressionAction;
 
 export class ActivationRequests {
   /** The cancel asked (or the deletion seen) and not yet acted on by an ending attempt. */
@@ -12,16 +30,26 @@ export class ActivationRequests {
   retry = false;
   /** The workflow closes after this attempt instead of waiting for a retry (deleted). */
   close = false;
+  /** The progression's answer accepted and not yet acted on (the progression takes it). */
+  answer: { action: ProgressionAction; request: ActionRequest } | undefined;
+  /** Where a progression is, for its answers; set while one runs. */
+  progression: (() => ProgressionView) | undefined;
   private readonly seen = new Set<string>();
 
   constructor(private readonly progress: ActivationProgress) {
     setHandler(progressQuery, () => progress);
-    setHandler(cancelSignal, (r) => void this.handle('cancel', r));
-    setHandler(retrySignal, (r) => void this.handle('retry', r));
-    for (const [update, action] of [[cancelUpdate, 'cancel'], [retryUpdate, 'retry']] as const) {
+    const pairs = [
+      [cancelSignal, cancelUpdate, 'cancel'],
+      [retrySignal, retryUpdate, 'retry'],
+      [approveSignal, approveUpdate, 'approve'],
+      [promoteSignal, promoteUpdate, 'promote'],
+      [abortSignal, abortUpdate, 'abort'],
+    ] as const;
+    for (const [signal, update, action] of pairs) {
+      setHandler(signal, (r) => void this.handle(action, r));
       setHandler(update, (r) => ({ outcome: 'Accepted' as const, message: this.apply(action, r) }), {
         validator: (r) => {
-          const a = this.answer(action, r);
+          const a = this.decide(action, r);
           if (!a.accepted) throw new Error(a.message);
         },
       });
@@ -38,22 +66,32 @@ export class ActivationRequests {
     this.close = true;
   }
 
-  private answer(action: RequestAction, r: ActionRequest) {
-    return r.token && this.seen.has(`${action}:${r.token}`) ? { accepted: true as const } : answerRequest(action, this.progress.phase);
+  /** Takes the progression's pending answer (it acts on it once). */
+  take(): { action: ProgressionAction; request: ActionRequest } | undefined {
+    const a = this.answer;
+    this.answer = undefined;
+    return a;
   }
 
-  private apply(action: RequestAction, r: ActionRequest): string {
+  private decide(action: Action, r: ActionRequest) {
+    if (r.token && this.seen.has(`${action}:${r.token}`)) return { accepted: true as const };
+    if (action === 'cancel' || action === 'retry') return answerRequest(action, this.progress.phase);
+    const view = this.progression?.() ?? { phase: this.progress.phase, ...(this.progress.phase === 'InProgress' ? { progressive: false } : {}) };
+    return answerProgression(action, { ...view, ...(this.answer ? { pending: this.answer.action } : {}) });
+  }
+
+  private apply(action: Action, r: ActionRequest): string {
     if (r.token && this.seen.has(`${action}:${r.token}`)) return `already handled (${r.token})`;
     if (r.token) this.seen.add(`${action}:${r.token}`);
     if (action === 'retry') this.retry = true;
-    else {
+    else if (action === 'cancel') {
       this.cancel = r;
       this.close ||= r.deleted === true;
-    }
-    return `${action} accepted while ${this.progress.phase}`;
+    } else this.answer = { action, request: r };
+    return `${action} accepted while ${this.progress.phase}${r.by ? ` (asked by ${r.by})` : ''}`;
   }
 
-  private handle(action: RequestAction, r: ActionRequest): void {
-    if (this.answer(action, r).accepted) this.apply(action, r);
+  private handle(action: Action, r: ActionRequest): void {
+    if (this.decide(action, r).accepted) this.apply(action, r);
   }
 }

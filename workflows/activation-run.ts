@@ -26,6 +26,7 @@ import {
 } from '../decisions/activation.js';
 import { SUPERSEDED_REASON } from '../decisions/supersede.js';
 import { restoreOrder, weightOf } from '../decisions/traffic.js';
+import { Progression, type ProgressionHost } from './progression.js';
 import type { StageVersionInfo } from '../executors/types.js';
 import { holderOf, type ActivationProgress, type ActivationRef } from '../shared/activation.js';
 import { kubeTime as now, temporalWorkflowUrl } from '../shared/format.js';
@@ -60,6 +61,8 @@ export class ActivationRun {
   private marked: string | undefined;
   /** The ActivationPhase search attribute as last upserted. */
   private upsertedPhase: string | undefined;
+  /** The progression, while one runs: its report goes into every status written. */
+  private progression: Progression | undefined;
   /** The final status writes of a step's executions, made while the next step runs (runStep). */
   private readonly recordings: Recording[] = [];
 
@@ -149,13 +152,17 @@ export class ActivationRun {
     }
 
     const ctx = this.taskContext(stage, Object.keys(earlier).length ? { earlier } : {});
-    for (const [n, i] of toRun.run.entries()) {
-      if (limited && n > 0 && !(await this.passBreakers(i, false)).admitted) {
-        // Cancelled between steps: what ran is reverted as after a cancelled step.
-        return this.failed(plan, ctx, i);
+    if (plan.progression) {
+      const outcome = await this.progressive(plan, stage, limited);
+      if (outcome !== 'switch') return this.finish(outcome);
+    } else {
+      for (const [n, i] of toRun.run.entries()) {
+        if (limited && n > 0 && !(await this.passBreakers(i, false)).admitted) {
+          // Cancelled between steps: what ran is reverted as after a cancelled step.
+          return this.finish(await this.failure(plan, ctx, i));
+        }
+        if (await this.runStep(plan, ctx, i, n === 0, n < toRun.run.length - 1)) return this.finish(await this.failure(plan, ctx, i));
       }
-      const ending = await this.runStep(plan, ctx, i, n === 0, n < toRun.run.length - 1);
-      if (ending) return ending;
     }
     await this.switchServing(plan, stage.stageUid, stage.target.name);
     const { previous } = this;
@@ -198,7 +205,7 @@ export class ActivationRun {
    */
   private async switchServing(plan: ResolvedPlan, stageUid: string, target: string): Promise<void> {
     const { previous } = this;
-    const previousKeeps = plan.steps.some((st) => st.tasks.some((t) => weightOf(t.config) < 100));
+    const previousKeeps = !plan.progression && plan.steps.some((st) => st.tasks.some((t) => weightOf(t.config) < 100));
     const old = previous ? (previousKeeps ? { stillServing: previous.name } : { previous: previous.name }) : {};
     await k8s.switchServing({ ref: this.ref, stage: this.va.stage, stageUid, target, ...old, holder: this.holder });
     this.marked = undefined; // the active usage holds the target now
@@ -207,13 +214,13 @@ export class ActivationRun {
   // --- a step -------------------------------------------------------------------------------
 
   /**
-   * Runs step i (its tasks together); undefined when it succeeded, else how the activation ends.
+   * Runs step i (its tasks together); true when it failed (or was cancelled): the caller ends the attempt.
    * `started`: its InProgress is written already (with the hold and the mark). `followed`: another
    * step comes, and the final status of this step's executions is written while it runs; it
    * checks those writes as its own, so a record that fails fails a step, and what ran is reverted.
    * The last step's records are awaited in place: the switch follows only what is recorded.
    */
-  private async runStep(plan: ResolvedPlan, ctx: TaskContext, i: number, started: boolean, followed: boolean): Promise<Ending | undefined> {
+  private async runStep(plan: ResolvedPlan, ctx: TaskContext, i: number, started: boolean, followed: boolean): Promise<boolean> {
     const step = plan.steps[i]!;
     const recordingsBefore = this.recordings.splice(0);
     /** The step's InProgress write, made while its executions are created (one round trip fewer a step). */
@@ -242,25 +249,79 @@ export class ActivationRun {
     const reported = await reporting;
     const unwritten = reported && 'error' in reported ? messageOf(reported.error) : undefined;
     const unrecorded = (await Promise.all(recordingsBefore)).find((r) => 'error' in r);
-    if (stepProgress.phase === 'Succeeded' && !unwritten && !unrecorded) return undefined;
+    if (stepProgress.phase === 'Succeeded' && !unwritten && !unrecorded) return false;
     const failed = outcomes.find((o) => !o.ok);
     if (unrecorded) this.firstError ??= unrecordedMessage(unrecorded);
     if (failed) this.firstError ??= `step ${step.name}, task ${failed.registration}: ${failed.message}`;
     if (unwritten) this.firstError ??= `step ${step.name}: its InProgress status could not be written: ${unwritten}`;
-    return this.failed(plan, ctx, i);
+    return true;
   }
 
-  /** How an attempt ends after step i failed or was cancelled: reverted under Revert, else left applied. */
-  private async failed(plan: ResolvedPlan, ctx: TaskContext, i: number): Promise<Ending> {
+  /**
+   * How an attempt ends after step i failed or was cancelled: reverted under Revert (every step up to
+   * `through`: a progression's earlier rounds applied the steps after i too), else left applied.
+   */
+  private async failure(plan: ResolvedPlan, ctx: TaskContext, i: number, through = i): Promise<Ending> {
     const step = plan.steps[i]!;
-    const revert = plan.onFailure === 'Revert' ? await this.revertSteps(plan, ctx, i) : undefined;
+    const revert = plan.onFailure === 'Revert' ? await this.revertSteps(plan, ctx, through) : undefined;
     // Left applied (Stop): which refused tasks recorded a rule, and so may have changed it.
     const refused = revert ? [] : (this.progress.steps[i]?.tasks ?? []).flatMap((t) => (t.phase === 'Error' && t.execution ? [t.execution] : []));
     const recorded = refused.length ? { recorded: await k8s.recordedExecutions(this.ref.namespace, refused) } : {};
     const { firstError } = this;
     const cancelled = this.requests.cancel;
-    return this.finish(
-      failureEnding({ step: step.name, ...(firstError ? { firstError } : {}), ...(cancelled ? { cancelled } : {}), onFailure: plan.onFailure, ...(revert ? { revert } : {}), progress: this.progress.steps, ...recorded }),
+    return failureEnding({ step: step.name, ...(firstError ? { firstError } : {}), ...(cancelled ? { cancelled } : {}), onFailure: plan.onFailure, ...(revert ? { revert } : {}), progress: this.progress.steps, ...recorded });
+  }
+
+  // --- a progression: the plan's steps at each weight, gates between ------------------------
+
+  /**
+   * Runs the plan's progression (workflows/progression.ts); 'switch' once the target has all the
+   * traffic, else how the attempt ends (not yet written).
+   */
+  private async progressive(plan: ResolvedPlan, stage: { target: StageVersionInfo; stageVersions: StageVersionInfo[] }, limited: boolean): Promise<Ending | 'switch'> {
+    const { ref, va } = this;
+    let started = false;
+    const ran = () => lastRanStep(this.progress.steps);
+    const context = (round?: { weight: number; index: number }) => this.taskContext(stage, { earlier: this.ranExecutions(), ...(round ? { round } : {}) });
+    const host: ProgressionHost = {
+      requests: this.requests,
+      startWeight: 0,
+      round: async (weight, index, down) => {
+        const ctx = context({ weight, index });
+        const order = plan.steps.map((_, i) => i);
+        if (down) order.reverse();
+        for (const [n, i] of order.entries()) {
+          if (limited && started && !(await this.passBreakers(i, false)).admitted) return this.failure(plan, ctx, i, Math.max(i, ran()));
+          const first = !started;
+          started = true;
+          if (await this.runStep(plan, ctx, i, first, n < order.length - 1)) return this.failure(plan, ctx, i, Math.max(i, ran()));
+        }
+        return undefined;
+      },
+      restore: () => this.revertSteps(plan, context(), ran()),
+      cancelled: () => this.failure(plan, context(), Math.max(ran(), 0)),
+      report: (reason, message) => this.report('InProgress', reason, message),
+      newerWaiting: () => this.access.newerWaiting,
+      holdLease: (seconds) => this.access.holdLease(seconds),
+      vars: { namespace: ref.namespace, stage: va.stage, stageVersion: stage.target.name, ...(this.previous ? { previousStageVersion: this.previous.name } : {}), activation: ref.name },
+      webhookBody: (step, stepName, weight) => ({
+        activation: { namespace: ref.namespace, name: ref.name, uid: ref.uid },
+        stage: va.stage,
+        stageVersion: stage.target.name,
+        ...(this.previous ? { previousStageVersion: this.previous.name } : {}),
+        step,
+        ...(stepName ? { stepName } : {}),
+        weight,
+      }),
+    };
+    this.progression = new Progression(plan.progression!, plan.analyses ?? [], host);
+    return this.progression.run();
+  }
+
+  /** The executions of this attempt that ran, by `<step index>/<registration>`: the next round's tasks keep their record. */
+  private ranExecutions(): Record<string, string> {
+    return Object.fromEntries(
+      this.progress.steps.flatMap((s, i) => s.tasks.flatMap((t) => ((t.phase === 'Succeeded' || t.phase === 'Error') && t.execution ? [[`${i}/${t.registration}`, t.execution]] : []))),
     );
   }
 
@@ -444,6 +505,7 @@ export class ActivationRun {
       ...(start ? { startTime: start } : {}),
       ...(isFinal(phase) ? { completionTime: now() } : {}),
       steps,
+      ...(this.progression ? { progression: this.progression.report } : {}),
     });
   }
 

@@ -40,6 +40,8 @@ export interface TaskContext {
   queueSuffix?: string;
   /** A close-out's revert: only the rules nobody moved since are put back. */
   unmovedOnly?: boolean;
+  /** A progression's round: the weight every task gives the target (not the registration's own), and the round's number. */
+  round?: { weight: number; index: number };
 }
 
 /**
@@ -89,9 +91,9 @@ export async function runTask(
   /** Revert: the Apply execution whose record it puts back. */
   revertOf?: string,
 ): Promise<TaskOutcome> {
-  const name = executionName(ctx.ref.name, stepIndex, task.registration, ctx.attempt, action === 'Revert');
+  const name = executionName(ctx.ref.name, stepIndex, task.registration, ctx.attempt, action === 'Revert', action === 'Apply' ? ctx.round?.index : 0);
   // Apply: the traffic every rule the task manages holds afterwards, whatever it held before.
-  const assignment = action === 'Apply' ? applyAssignment(ctx.target.name, ctx.previous?.name, weightOf(task.config)) : undefined;
+  const assignment = action === 'Apply' ? applyAssignment(ctx.target.name, ctx.previous?.name, ctx.round?.weight ?? weightOf(task.config)) : undefined;
   const earlier = action === 'Apply' ? ctx.earlier?.[`${stepIndex}/${task.registration}`] : undefined;
   const ns = ctx.ref.namespace;
   /** Records the execution Error with why `err` ended it, and says why. */

@@ -18,7 +18,7 @@ import {
 import type { ActivationActivities, TakenStage } from '../activities/core.js';
 import type { TakeStageInput } from '../activities/take-stage.js';
 import type { LockActivities } from '../activities/lock.js';
-import { lockGrantedSignal, lockSupersededSignal, releaseLockSignal, stageLockWorkflowId, STAGE_LEASE_HELD, type LockAnswer } from '../shared/activation.js';
+import { lockGrantedSignal, lockNewerWaitingSignal, lockSupersededSignal, releaseLockSignal, stageLockWorkflowId, STAGE_LEASE_HELD, type LockAnswer } from '../shared/activation.js';
 import { causeOf } from './failures.js';
 
 const lockRetry = { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10 };
@@ -45,6 +45,11 @@ const { takeStage: takeStageOnce } = proxyLocalActivities<ActivationActivities>(
   startToCloseTimeout: '30 seconds',
   retry: { maximumAttempts: 1 },
   summary: "take the Stage's Lease, then read the Stage",
+});
+const { renewStageLease } = proxyLocalActivities<ActivationActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '5 seconds', maximumAttempts: 10 },
+  summary: "take the Stage's Lease for the length of a gate",
 });
 const { releaseStageLease } = proxyLocalActivities<ActivationActivities>({
   startToCloseTimeout: '30 seconds',
@@ -81,6 +86,8 @@ export class StageAccess {
   supersededBy = '';
   private keeping?: CancellationScope;
   private leaseHeld = false;
+  /** A request for a newer StageVersion waits for the Stage (the lock said so while we hold it). */
+  newerWaiting: { by: string; revision: number } | undefined;
 
   constructor(
     private readonly namespace: string,
@@ -92,6 +99,9 @@ export class StageAccess {
     this.lockId = stageLockWorkflowId(namespace, stage);
     setHandler(lockGrantedSignal, () => {
       if (this.state === 'waiting') this.state = 'granted';
+    });
+    setHandler(lockNewerWaitingSignal, (newer) => {
+      if (this.state === 'granted') this.newerWaiting = newer;
     });
     setHandler(lockSupersededSignal, ({ by, revision }) => {
       if (this.state !== 'waiting') return;
@@ -165,6 +175,22 @@ export class StageAccess {
         if (!isCancellation(err)) throw err;
       })
       .catch(() => undefined); // renewal problems are reported by the activity itself (log, Event)
+  }
+
+  /**
+   * Over a long gate the Lease is taken once for the gate's length (no renewal runs while nothing
+   * happens: a thousand activations waiting at gates cost nothing); `undefined` goes back to
+   * renewing it as usual.
+   */
+  async holdLease(seconds: number | undefined): Promise<void> {
+    if (!this.leaseHeld) return;
+    if (seconds === undefined) {
+      if (!this.keeping) this.keepLease();
+      return;
+    }
+    this.keeping?.cancel();
+    this.keeping = undefined;
+    await renewStageLease(this.namespace, this.stage, this.holder, seconds);
   }
 
   /**

@@ -22,6 +22,7 @@ import type { LockActivities } from '../activities/lock.js';
 import {
   expectLockSignal,
   lockGrantedSignal,
+  lockNewerWaitingSignal,
   lockStateQuery,
   lockSupersededSignal,
   releaseLockSignal,
@@ -81,7 +82,9 @@ export interface StageLockOptions {
   historyLimit?: number;
 }
 
-type Notice = { to: string; granted: true } | { to: string; granted: false; by: LockRequest };
+/** What a requester is told of its own request. */
+type Told = { to: string; granted: true } | { to: string; granted: false; by: LockRequest };
+type Notice = Told | { to: string; newer: LockRequest };
 
 /**
  * Under Worker Versioning the lock follows the current build (AUTO_UPGRADE): it lives as long as its
@@ -97,6 +100,7 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
     waiting: [...initial.waiting],
     ...(initial.expected ? { expected: initial.expected } : {}),
     ...(initial.handedOn ? { handedOn: initial.handedOn } : {}),
+    ...(initial.toldNewer ? { toldNewer: initial.toldNewer } : {}),
   };
   const outbox: Notice[] = [];
   const superseded = new Map<string, LockRequest>();
@@ -136,7 +140,7 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
   });
 
   /** Queues a request; what the requester itself is to be told goes to `tell`. */
-  function request(req: LockRequest, tell: (n: Notice) => void): void {
+  function request(req: LockRequest, tell: (n: Told) => void): void {
     // The expected request came: the usual rules decide from here.
     if (state.expected?.requester === req.requester) delete state.expected;
     if (state.holder?.requester === req.requester) {
@@ -153,6 +157,12 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
     // Equal revisions: the later request wins, as a later kubectl apply would.
     for (const older of state.waiting) supersede(older, req);
     state.waiting = [req];
+    // The holder is told, once, that something newer waits: a progressive activation waiting at a
+    // gate then gives the Stage up instead of holding it for days against a fix.
+    if (state.holder && req.revision > state.holder.revision && state.toldNewer !== state.holder.requester) {
+      state.toldNewer = state.holder.requester;
+      outbox.push({ to: state.holder.requester, newer: req });
+    }
     // Queued, and at least as new as the one expected: no older request is left to hold back.
     if (state.expected && req.revision >= state.expected.revision) delete state.expected;
   }
@@ -209,7 +219,7 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
     return granted ? { granted } : {};
   });
 
-  function supersede(loser: LockRequest, by: LockRequest, tell: (n: Notice) => void = (n) => outbox.push(n)): void {
+  function supersede(loser: LockRequest, by: LockRequest, tell: (n: Told) => void = (n) => outbox.push(n)): void {
     tell({ to: loser.requester, granted: false, by });
     superseded.delete(loser.requester);
     superseded.set(loser.requester, by);
@@ -275,7 +285,10 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
       continue;
     }
     lingered = false;
-    if (state.holder && !checking && Date.now() >= nextCheck) checkHolder(state.holder);
+    // The holder is checked only while someone waits for the Stage: a holder waiting at a gate for
+    // days costs nothing until then.
+    const contended = state.holder !== undefined && state.waiting.length > 0;
+    if (contended && !checking && Date.now() >= nextCheck) checkHolder(state.holder!);
     const info = workflowInfo();
     if (outbox.length === 0 && !checking && (info.continueAsNewSuggested || info.historyLength >= historyLimit)) {
       await condition(allHandlersFinished);
@@ -286,11 +299,12 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
     // next check's time, or the end of a wait for an expected request.
     const finished = checksFinished;
     const expected = state.expected;
-    const untilCheck = state.holder && !checking ? Math.max(nextCheck - Date.now(), 1) : undefined;
+    const untilCheck = contended && !checking ? Math.max(nextCheck - Date.now(), 1) : undefined;
     const untilExpected = expected ? Math.max(expected.until - Date.now(), 1) : undefined;
     const timeouts = [untilCheck, untilExpected].filter((t) => t !== undefined);
     const timeout = timeouts.length > 0 ? Math.min(...timeouts) : undefined;
-    const wake = () => outbox.length > 0 || grantable() || idle() || checksFinished !== finished || state.expected !== expected;
+    const waiters = state.waiting.length;
+    const wake = () => outbox.length > 0 || grantable() || idle() || checksFinished !== finished || state.expected !== expected || (waiters === 0) !== (state.waiting.length === 0);
     if (timeout === undefined) await condition(wake);
     else await condition(wake, timeout);
   }
@@ -300,12 +314,13 @@ async function deliver(notices: Notice[], state: LockState): Promise<void> {
   for (const n of notices) {
     const target = getExternalWorkflowHandle(n.to);
     try {
-      if (n.granted) await target.signal(lockGrantedSignal, { lock: workflowInfo().workflowId });
+      if ('newer' in n) await target.signal(lockNewerWaitingSignal, { by: n.newer.activation, revision: n.newer.revision });
+      else if (n.granted) await target.signal(lockGrantedSignal, { lock: workflowInfo().workflowId });
       else await target.signal(lockSupersededSignal, { by: n.by.activation, revision: n.by.revision });
     } catch (err) {
       // The requester's workflow is closed or gone: the Stage is never left granted to it.
       log.warn('lock notice not delivered', { to: n.to, error: String(err) });
-      if (n.granted && state.holder?.requester === n.to) state.holder = undefined;
+      if ('granted' in n && n.granted && state.holder?.requester === n.to) state.holder = undefined;
     }
   }
 }

@@ -1,14 +1,15 @@
 /**
- * `cancel VA` and `retry VA`, the way a kubectl user asks: the konfidence.cloud/cancel or
- * konfidence.cloud/retry annotation with a fresh value, which the watcher hands to the workflow once
- * and answers in status.requests under the token `<annotation>=<value>`. The CLI waits for the
+ * `cancel VA`, `retry VA`, and a progressive activation's `approve VA`, `promote VA` and `abort VA`,
+ * the way a kubectl user asks: the request's annotation (konfidence.cloud/cancel, ...) with a fresh
+ * value, which the watcher hands to the workflow once and answers in status.requests under the
+ * token `<annotation>=<value>`. Approve, promote and abort start the value with the caller's user
+ * name, as the admission policy requires, so the status says who asked. The CLI waits for the
  * answer to its own token, so a repeated call is a new request and an old answer is never mistaken
  * for this one.
  */
 import { randomBytes } from 'node:crypto';
-import { requestToken } from '../../decisions/watcher.js';
-import type { RequestAction } from '../../decisions/activation.js';
-import { ANNOTATION_CANCEL, ANNOTATION_RETRY } from '../../shared/activation.js';
+import { REQUEST_ANNOTATIONS, requestToken, type AnnotationRequest } from '../../decisions/watcher.js';
+import { k8s } from '../../k8s/client.js';
 import { parseDuration } from '../args.js';
 import { stringOption, type Command } from '../command.js';
 import { CliError, EXIT } from '../exit-codes.js';
@@ -16,9 +17,19 @@ import { requestExitCode } from '../outcome.js';
 
 const DEFAULT_TIMEOUT = '60s';
 const POLL_MS = 300;
-const ANNOTATION: Record<RequestAction, string> = { cancel: ANNOTATION_CANCEL, retry: ANNOTATION_RETRY };
+const ANNOTATION = REQUEST_ANNOTATIONS;
+const SIGNED = new Set<AnnotationRequest>(['approve', 'promote', 'abort']);
 
-function requestCommand(action: RequestAction, summary: string, description: string): Command {
+/** The caller's user name as the apiserver knows it (what `kubectl auth whoami` prints). */
+async function whoAmI(kc: k8s.KubeConfig): Promise<string> {
+  const review = await kc.makeApiClient(k8s.AuthenticationV1Api).createSelfSubjectReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
+  const name = review.status?.userInfo?.username;
+  if (!name) throw new CliError(EXIT.failed, 'the apiserver did not say who you are (SelfSubjectReview): cannot sign the request');
+  if (name.includes(' ')) throw new CliError(EXIT.failed, `your user name "${name}" has a space, which an annotation cannot carry: send the ${'Update'} in the Temporal UI or CLI instead`);
+  return name;
+}
+
+function requestCommand(action: AnnotationRequest, summary: string, description: string): Command {
   return {
     name: action,
     summary,
@@ -40,7 +51,8 @@ function requestCommand(action: RequestAction, summary: string, description: str
       const timeoutMs = parseDuration('timeout', stringOption(args, 'timeout') ?? DEFAULT_TIMEOUT);
       const va = await ctx.activation(name);
       if (va.metadata.deletionTimestamp) throw new CliError(EXIT.failed, `VectorActivation ${ctx.namespace}/${name} is being deleted; its workflow is stopped already`);
-      const value = `cli-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+      const fresh = `cli-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+      const value = SIGNED.has(action) ? `${await whoAmI(ctx.kc)} ${fresh}` : fresh;
       const token = requestToken(action, value);
       if (!(await ctx.objects.mergeMetadata('VectorActivation', ctx.namespace, name, { annotations: { [ANNOTATION[action]]: value } }))) await ctx.activation(name);
 
@@ -75,4 +87,22 @@ export const retry = requestCommand(
   'retry',
   'retry a Failed or Cancelled VectorActivation (accepted, or refused with the reason)',
   'Runs a Failed or Cancelled activation again from its first unfinished step, under the same lock and\nordering rules (it may end Skipped if something newer became active meanwhile).',
+);
+
+export const approve = requestCommand(
+  'approve',
+  'approve a progressive activation waiting at a gate (accepted, or refused with the reason)',
+  'Ends the pause, approval or inconclusive analysis a progressive activation waits at: its next step runs.\nRefused when nothing waits for an approval. The status records who approved and when.',
+);
+
+export const promote = requestCommand(
+  'promote',
+  'promote a progressive activation: skip its remaining steps and gates, switch to 100 %',
+  'Skips every remaining weight, pause, approval and analysis of a progressive activation: the new StageVersion\nreceives all traffic now and the activation succeeds. Refused once the switch runs or the activation ended.',
+);
+
+export const abort = requestCommand(
+  'abort',
+  "abort a progressive activation: put its traffic back and fail it",
+  "Puts a progressive activation's traffic back as recorded before it (down its plan's abort weights first, if\nany) and ends it Failed. Refused once it Succeeded: activate the previous StageVersion to go back then.",
 );

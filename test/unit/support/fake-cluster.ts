@@ -14,6 +14,8 @@ import { composeActivities, type ActivationActivities, type CoreParts, type Plan
 import type { ExecutorActivities } from '../../../activities/execute-task.js';
 import type { ExecutionStatusWrite, ExecutionToCreate } from '../../../activities/executions.js';
 import type { ActivationReport, StepProgress } from '../../../decisions/activation.js';
+import type { AnalysisRules, QueryResult } from '../../../decisions/analysis.js';
+import type { ProgressionSpec } from '../../../decisions/progression.js';
 import type { StageVersionInfo, TaskInput, TaskResult } from '../../../executors/types.js';
 import { STAGE_LEASE_HELD, type ActivationRef } from '../../../shared/activation.js';
 import { activationUsageName, stageLeaseName } from '../../../shared/names.js';
@@ -66,6 +68,8 @@ export interface FakeRegistration {
 export interface FakePlan {
   onFailure: 'Stop' | 'Revert';
   steps: { name: string; tasks: string[] }[];
+  progression?: ProgressionSpec;
+  analyses?: AnalysisRules[];
 }
 
 export interface FakeExecution {
@@ -137,6 +141,15 @@ export class FakeCluster {
   readonly executorCalls: ExecutorCall[] = [];
   /** Everything that happened, in order: "status va-1 InProgress", "execute va-1-0-gw start", … */
   readonly journal: string[] = [];
+  /**
+   * What Prometheus answers, by query as sent: the next answer of the list each time (the last one
+   * repeats); a query not listed returns no data.
+   */
+  readonly metrics = new Map<string, QueryResult[]>();
+  /** Every query asked, in order. */
+  readonly queries: string[] = [];
+  /** What an HTTP check's URL answers (HTTP status), each call the next of the list (the last repeats). */
+  readonly webhooks = new Map<string, number[]>();
   /** Every core activity call, in order. */
   readonly calls: { activity: ActivityName; args: unknown[] }[] = [];
   /** Runs before an activity of that name (to change the state between calls, or to throw). */
@@ -274,7 +287,22 @@ export class FakeCluster {
   }
 
   private core(): CoreParts {
+    const next = <T>(list: T[] | undefined) => (list && list.length > 1 ? list.shift() : list?.[0]);
     return {
+      // analysis.ts
+      measure: async (_address, query) => {
+        this.queries.push(query);
+        this.log(`measure ${query}`);
+        return next(this.metrics.get(query)) ?? { noData: 'the query returned no series' };
+      },
+      callWebhook: async (url) => {
+        const status = next(this.webhooks.get(url)) ?? 404;
+        this.log(`webhook ${url} ${status}`);
+        if (status >= 200 && status < 300) return { status, message: `${url} answered ${status}` };
+        if (status >= 400 && status < 500) throw ApplicationFailure.nonRetryable(`${url} answered ${status}`, 'WebhookRefused');
+        throw ApplicationFailure.retryable(`${url} answered ${status}`, 'WebhookFailed');
+      },
+
       // activation-status.ts
       loadActivation: async (ref) => {
         const va = this.activations.get(key(ref.namespace, ref.name));
@@ -332,7 +360,12 @@ export class FakeCluster {
         const plan = this.plans.get(name);
         if (!plan && planName) throw ApplicationFailure.nonRetryable(`ActivationExecutionPlan ${sys}/${planName} does not exist`, 'InvalidPlan');
         if (plan) {
-          return { source: `plan ${sys}/${name}`, onFailure: plan.onFailure, steps: plan.steps.map((s) => ({ name: s.name, tasks: s.tasks.map(task) })) };
+          return {
+            source: `plan ${sys}/${name}`,
+            onFailure: plan.onFailure,
+            steps: plan.steps.map((s) => ({ name: s.name, tasks: s.tasks.map(task) })),
+            ...(plan.progression ? { progression: structuredClone(plan.progression), analyses: structuredClone(plan.analyses ?? []) } : {}),
+          };
         }
         void namespace;
         const regs = [...this.registrations.keys()].sort((a, b) => a.localeCompare(b));
@@ -473,6 +506,9 @@ export class FakeCluster {
         if (lease?.holder !== holder) return;
         delete lease.holder;
         this.log(`lease ${stage} released by ${holder}`);
+      },
+      renewStageLease: async (namespace, stage, holder, seconds) => {
+        if (this.leases.get(key(namespace, stage))?.holder === holder) this.log(`lease ${stage} held ${seconds}s by ${holder}`);
       },
     };
   }

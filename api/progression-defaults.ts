@@ -1,0 +1,27 @@
+/**
+ * The numbers of progressive activation, written once: the schema (api/progression.ts) and the
+ * workflow's decisions (decisions/progression.ts) read them here, a module without zod that
+ * workflow code can import.
+ */
+
+/** Steps of a progression (weights and gates). */
+export const MAX_PROGRESSION_STEPS = 32;
+/** Analyses a plan defines, and background analyses a progression runs. */
+export const MAX_ANALYSES = 16;
+export const MAX_BACKGROUND_ANALYSES = 4;
+/** The longest pause or approval: 30 days. */
+export const MAX_GATE_SECONDS = 30 * 86400;
+/** An approval without timeoutSeconds waits this long: a day. */
+export const APPROVAL_TIMEOUT_SECONDS = 86400;
+/** An inconclusive analysis waits for a person this long, then aborts. */
+export const INCONCLUSIVE_TIMEOUT_SECONDS = 86400;
+export const ANALYSIS_INTERVAL_SECONDS = 30;
+export const ANALYSIS_COUNT = 1;
+export const ANALYSIS_CONSECUTIVE_ERROR_LIMIT = 4;
+export const WEBHOOK_TIMEOUT_SECONDS = 10;
+export const WEBHOOK_RETRIES = 2;
+export const ABORT_RAMP_INTERVAL_SECONDS = 30;
+/** Measurements of one analysis run the status shows (the latest). */
+export const MAX_MEASUREMENTS_SHOWN = 10;
+/** Approvals, promotions, aborts and time-outs the status keeps (the latest). */
+export const MAX_PROGRESSION_LOG = 32;

@@ -1,0 +1,268 @@
+/**
+ * A progressive activation (workflows/progression.ts) on the time-skipping test server, with the
+ * in-memory fake of the Kubernetes side (test/unit/support/fake-cluster.ts), its fake executor and
+ * its fake Prometheus and HTTP checks, and the real Stage lock. Days of gates pass in milliseconds
+ * while the test awaits a result; while it polls, workflow time runs at wall-clock speed, so an
+ * answer given at a gate meets the gate still waiting.
+ */
+import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { createLockActivities } from '../../activities/lock.js';
+import type { ActivationActivities } from '../../activities/core.js';
+import type { ProgressionReport } from '../../decisions/activation.js';
+import type { AnalysisRules } from '../../decisions/analysis.js';
+import type { ProgressionSpec } from '../../decisions/progression.js';
+import { pollUntil } from '../../scripts/env/process.js';
+import { abortUpdate, activationWorkflowId, approveUpdate, cancelSignal, promoteUpdate, type ActivationRef } from '../../shared/activation.js';
+import type { TaskInput } from '../../executors/types.js';
+import { executorTaskQueue } from '../../shared/task-queues.js';
+import { vectorActivation } from '../../workflows/activation.js';
+import { FakeCluster } from './support/fake-cluster.js';
+import { addSearchAttributes } from '../../scripts/env/components.js';
+import { testWorkflowBundle, timeSkippingEnv } from './support/temporal.js';
+
+const ns = 'unit';
+const taskQueue = `progression-workflow-${process.pid}`;
+const queueSuffix = `-progression-${process.pid}`;
+const DAY = 86_400_000;
+
+let env: TestWorkflowEnvironment;
+let workers: Worker[] = [];
+let running: Promise<unknown>;
+let cluster: FakeCluster;
+let started: WorkflowHandle[] = [];
+
+beforeAll(async () => {
+  const [e, workflowBundle] = await Promise.all([timeSkippingEnv(), testWorkflowBundle()]);
+  env = e;
+  await addSearchAttributes(env.connection.operatorService, env.namespace ?? 'default');
+  const coreNames = Object.keys(new FakeCluster().activities()) as (keyof ActivationActivities)[];
+  const core = Object.fromEntries(coreNames.map((n) => [n, (...args: unknown[]) => (cluster.activities()[n] as (...a: unknown[]) => Promise<unknown>)(...args)]));
+  workers = await Promise.all([
+    Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle, maxHeartbeatThrottleInterval: '100 ms', activities: { ...core, ...createLockActivities(env.client, taskQueue) } }),
+    Worker.create({
+      connection: env.nativeConnection,
+      taskQueue: executorTaskQueue('fake') + queueSuffix,
+      maxHeartbeatThrottleInterval: '100 ms',
+      activities: { executeTask: (input: TaskInput) => cluster.executorActivities().executeTask(input) },
+    }),
+  ]);
+  running = Promise.all(workers.map((w) => w.run()));
+});
+
+afterAll(async () => {
+  for (const w of workers) w.shutdown();
+  await running;
+  await env?.teardown();
+});
+
+beforeEach(() => {
+  cluster = new FakeCluster();
+  started = [];
+});
+
+afterEach(async () => {
+  for (const handle of started) {
+    if ((await handle.describe()).status.name !== 'RUNNING') continue;
+    await handle.signal(cancelSignal, { deleted: true, reason: 'test over' });
+    await pollUntil(async () => (await handle.describe()).status.name !== 'RUNNING', 10_000, `${handle.workflowId} to close`, 50).catch(() => handle.terminate('test over'));
+  }
+});
+
+// --- helpers ---------------------------------------------------------------------------------
+
+const errors: AnalysisRules = {
+  name: 'errors',
+  query: 'errors{version="{{stageVersion}}"}',
+  intervalSeconds: 60,
+  count: 3,
+  failureLimit: 0,
+  inconclusiveLimit: 0,
+  consecutiveErrorLimit: 2,
+  noData: 'Inconclusive',
+  successCondition: 'result < 0.05',
+};
+
+/** Stage `stage` with shop-1 active and shop-2 to activate through `progression` (one routing step, two tasks). */
+function canary(stage: string, progression: ProgressionSpec, analyses: AnalysisRules[] = [errors]): ActivationRef {
+  cluster.addStage(ns, stage, { [`${stage}-1`]: 1, [`${stage}-2`]: 2, [`${stage}-3`]: 3 }, `${stage}-1`);
+  cluster.addPlan(`${stage}-plan`, { onFailure: 'Stop', steps: [{ name: 'rules', tasks: [`${stage}-dr`] }, { name: 'routes', tasks: [`${stage}-vs`] }], progression, analyses });
+  return cluster.addActivation(ns, `${stage}-to-2`, { stage, stageVersion: `${stage}-2`, executionPlan: `${stage}-plan` });
+}
+
+async function start(ref: ActivationRef) {
+  const handle = await env.client.workflow.start(vectorActivation, { taskQueue, workflowId: activationWorkflowId(ref), args: [ref, { queueSuffix, lockAskAgainSeconds: 5 }] });
+  started.push(handle);
+  return handle;
+}
+
+const progression = (ref: ActivationRef) => cluster.activation(ref).status.progression as ProgressionReport | undefined;
+
+/** Polls (real time) until the activation waits at a gate of `type`. */
+function atGate(ref: ActivationRef, type: string) {
+  return pollUntil(() => (progression(ref)?.gate?.type === type ? progression(ref) : undefined), 15_000, `${ref.name} to wait at a ${type} gate`, 20);
+}
+
+/** The weights each Apply call gave the target, in order, per registration. */
+const weights = (ref: ActivationRef, registration: string) =>
+  cluster
+    .callsOf(ref)
+    .filter((c) => c.registration === registration && c.action === 'Apply')
+    .map((c) => c.assignment?.[`${ref.name.replace(/-to-2$/, '')}-2`] ?? 0);
+
+async function refusal(p: Promise<unknown>): Promise<string> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!err) throw new Error('the Update was accepted');
+  return err instanceof WorkflowUpdateFailedError ? (err.cause as Error).message : (err as Error).message;
+}
+
+// --- the tests ---------------------------------------------------------------------------------
+
+test('10 % → analysis → 50 % → approval → 100 %: every weight runs the plan steps in order; promoted at the approval, an approval after it is refused', async () => {
+  const ref = canary('canary', { steps: [{ setWeight: 10 }, { analysis: { name: 'errors' } }, { setWeight: 50, name: 'half' }, { pause: {} }] });
+  cluster.metrics.set('errors{version="canary-2"}', [{ value: 0.01 }]);
+  const handle = await start(ref);
+  // Three measurements a minute apart: time skips them.
+  await env.sleep(5 * 60_000);
+
+  const gate = await atGate(ref, 'Approval');
+  expect(gate).toMatchObject({ step: 3, weight: 50 });
+  expect(gate!.analysisRuns).toEqual([expect.objectContaining({ name: 'errors', phase: 'Successful', successful: 3, query: 'errors{version="canary-2"}' })]);
+  expect(await refusal(handle.executeUpdate(promoteUpdate, { args: [{}] }).then(() => handle.executeUpdate(approveUpdate, { args: [{ by: 'bob' }] })))).toMatch(/^refused: /);
+
+  const result = await handle.result();
+  expect(result.phase).toBe('Succeeded');
+  // Each weight went through both plan steps in order (rules, then routes), then 100 %.
+  expect(weights(ref, 'canary-dr')).toEqual([10, 50, 100]);
+  expect(weights(ref, 'canary-vs')).toEqual([10, 50, 100]);
+  const calls = cluster.callsOf(ref).filter((c) => c.action === 'Apply');
+  expect(calls.map((c) => c.execution)).toEqual(['canary-to-2-0-canary-dr', 'canary-to-2-1-canary-vs', 'canary-to-2-0-w1-canary-dr', 'canary-to-2-1-w1-canary-vs', 'canary-to-2-0-w2-canary-dr', 'canary-to-2-1-w2-canary-vs']);
+  // Each round keeps the record of the round before: a revert would put back what was there before the activation.
+  expect(calls.slice(2).map((c) => c.earlier)).toEqual(calls.slice(0, 4).map((c) => c.execution));
+  expect(cluster.queries).toEqual(['errors{version="canary-2"}', 'errors{version="canary-2"}', 'errors{version="canary-2"}']);
+  const done = progression(ref)!;
+  expect(done).toMatchObject({ step: 4, weight: 100, gate: null });
+  expect(done.log).toEqual([expect.objectContaining({ action: 'Promoted', step: 3 })]);
+  expect(cluster.activeUsage(ns, 'canary')).toBe('canary-2');
+});
+
+test('approve by Update: who asked is in the status; approve while nothing waits and abort after the switch are refused, saying why', async () => {
+  const ref = canary('approve', { steps: [{ setWeight: 20 }, { pause: { timeoutSeconds: 3600 } }] });
+  const handle = await start(ref);
+  await atGate(ref, 'Approval');
+  const answer = await handle.executeUpdate(approveUpdate, { args: [{ by: 'alice' }] });
+  expect(answer.message).toMatch(/approve accepted while InProgress \(asked by alice\)/);
+  expect((await handle.result()).phase).toBe('Succeeded');
+  expect(progression(ref)!.log).toEqual([expect.objectContaining({ action: 'Approved', by: 'alice', step: 1, message: 'approved at step 2/2' })]);
+  expect(weights(ref, 'approve-vs')).toEqual([20, 100]);
+});
+
+test('a failed analysis goes back down the abort weights, then puts the record back, and ends Failed with the query, the values and the condition', async () => {
+  const ref = canary('bad', { steps: [{ setWeight: 50 }, { analysis: { name: 'errors' } }], abort: { weights: [25, 10], intervalSeconds: 30 } });
+  cluster.metrics.set('errors{version="bad-2"}', [{ value: 0.01 }, { value: 0.3 }]);
+  const result = await (await start(ref)).result();
+  expect(result.phase).toBe('Failed');
+  const status = cluster.activation(ref).status;
+  expect(status.reason).toBe('AnalysisFailed');
+  expect(status.message).toBe(
+    'analysis errors (success: result < 0.05) measured 0.01, 0.3; query: errors{version="bad-2"}: 1 failed measurements, more than the failureLimit 0; the traffic is back as recorded before the activation',
+  );
+  // Down the ramp with the steps in reverse order, then each task's record put back, newest step first.
+  const calls = cluster.callsOf(ref).map((c) => `${c.action} ${c.registration} ${c.assignment?.['bad-2'] ?? c.revertOf}`);
+  expect(calls).toEqual([
+    'Apply bad-dr 50',
+    'Apply bad-vs 50',
+    'Apply bad-vs 25',
+    'Apply bad-dr 25',
+    'Apply bad-vs 10',
+    'Apply bad-dr 10',
+    'Revert bad-vs bad-to-2-1-w2-bad-vs',
+    'Revert bad-dr bad-to-2-0-w2-bad-dr',
+  ]);
+  expect(progression(ref)).toMatchObject({ weight: 0 });
+  expect(cluster.activeUsage(ns, 'bad')).toBe('bad-1');
+});
+
+test('a 3-day approval with onTimeout Abort waits three days to the second, with a bounded history, then aborts at once', async () => {
+  const ref = canary('days', { steps: [{ setWeight: 10 }, { pause: { timeoutSeconds: 3 * 86400 } }] });
+  const handle = await start(ref);
+  const { gate } = (await atGate(ref, 'Approval'))!;
+  expect(Date.parse(gate!.until!) - Date.parse(gate!.since)).toBe(3 * DAY);
+  await env.sleep(3 * DAY + 60_000);
+  await pollUntil(() => (cluster.activation(ref).status.phase === 'Failed' ? true : undefined), 15_000, 'the approval to time out', 20);
+  expect(cluster.activation(ref).status).toMatchObject({ reason: 'TimedOut', message: 'step 2/2: the approval timed out after 259200s; the traffic is back as recorded before the activation' });
+  // It ended when the timer fired, to the second (the log entry's time, in workflow time).
+  const timedOut = Date.parse(progression(ref)!.log!.find((e) => e.action === 'TimedOut')!.time);
+  expect(timedOut - Date.parse(gate!.until!)).toBeGreaterThanOrEqual(0);
+  expect(timedOut - Date.parse(gate!.until!)).toBeLessThan(2_000);
+  // The wait is one timer: the history does not grow with the time waited.
+  const events = (await handle.fetchHistory()).events ?? [];
+  expect(events.length).toBeLessThan(200);
+  // The Lease was taken once for the gate's length instead of renewed.
+  expect(cluster.journal).toContain(`lease days held ${3 * 86400 + 300}s by unit/days-to-2`);
+});
+
+test('promote at a timed pause skips the remaining steps and gates: straight to 100 %', async () => {
+  const ref = canary('promo', { steps: [{ setWeight: 10 }, { pause: { durationSeconds: 3600 } }, { setWeight: 50 }, { pause: {} }] });
+  const handle = await start(ref);
+  await atGate(ref, 'Pause');
+  await handle.executeUpdate(promoteUpdate, { args: [{ by: 'carol' }] });
+  expect((await handle.result()).phase).toBe('Succeeded');
+  expect(weights(ref, 'promo-vs')).toEqual([10, 100]);
+  expect(progression(ref)!.log).toEqual([expect.objectContaining({ action: 'Promoted', by: 'carol', step: 1 })]);
+});
+
+test('abort by Update at an approval puts the traffic back at once and ends Failed; a second abort is refused', async () => {
+  const ref = canary('abort', { steps: [{ setWeight: 30 }, { pause: {} }] });
+  const handle = await start(ref);
+  await atGate(ref, 'Approval');
+  await handle.executeUpdate(abortUpdate, { args: [{ by: 'dave' }] });
+  await pollUntil(() => (cluster.activation(ref).status.phase === 'Failed' ? true : undefined), 15_000, 'the abort to end it', 20);
+  const status = cluster.activation(ref).status;
+  expect(status).toMatchObject({ reason: 'Aborted', message: 'aborted at step 2/2 by dave; the traffic is back as recorded before the activation' });
+  expect(cluster.callsOf(ref).filter((c) => c.action === 'Revert').map((c) => c.registration)).toEqual(['abort-vs', 'abort-dr']);
+  expect(await refusal(handle.executeUpdate(abortUpdate, { args: [{}] }))).toMatch(/the activation is Failed; nothing waits/);
+});
+
+test('no data is inconclusive: the activation waits for a person, and approve goes on', async () => {
+  const ref = canary('silent', { steps: [{ setWeight: 10 }, { analysis: { name: 'errors' } }] }, [{ ...errors, count: 1 }]);
+  const handle = await start(ref);
+  const gate = await atGate(ref, 'Inconclusive');
+  expect(gate!.analysisRuns?.[0]).toMatchObject({ phase: 'Inconclusive', inconclusive: 1 });
+  expect(gate!.gate?.message).toMatch(/the query returned no series/);
+  await handle.executeUpdate(approveUpdate, { args: [{ by: 'erin' }] });
+  expect((await handle.result()).phase).toBe('Succeeded');
+});
+
+test('an HTTP check: 2xx goes on; a 4xx fails the activation at once and the traffic goes back', async () => {
+  const ok = canary('hook', { steps: [{ setWeight: 10 }, { webhook: { url: 'http://checks/ok', timeoutSeconds: 5, retries: 2 } }] });
+  cluster.webhooks.set('http://checks/ok', [503, 200]);
+  expect((await (await start(ok)).result()).phase).toBe('Succeeded');
+  expect(cluster.journal.filter((j) => j.startsWith('webhook'))).toEqual(['webhook http://checks/ok 503', 'webhook http://checks/ok 200']);
+
+  const refused = canary('nohook', { steps: [{ setWeight: 10 }, { webhook: { url: 'http://checks/no', timeoutSeconds: 5, retries: 2 } }] });
+  cluster.webhooks.set('http://checks/no', [403]);
+  expect((await (await start(refused)).result()).phase).toBe('Failed');
+  expect(cluster.activation(refused).status).toMatchObject({ reason: 'CheckFailed', message: expect.stringContaining('the HTTP check failed: http://checks/no answered 403') });
+  expect(cluster.journal.filter((j) => j.startsWith('webhook http://checks/no'))).toHaveLength(1);
+});
+
+test('a canary waiting at a gate gives the Stage to a newer activation: its traffic back at once, Cancelled (Superseded), then the newer one runs', async () => {
+  const ref = canary('newer', { steps: [{ setWeight: 10 }, { pause: {} }], abort: { weights: [5], intervalSeconds: 600 } });
+  await start(ref);
+  await atGate(ref, 'Approval');
+  const fix = cluster.addActivation(ns, 'newer-to-3', { stage: 'newer', stageVersion: 'newer-3', executionPlan: 'newer-plan' });
+  const fixed = await start(fix);
+  await pollUntil(() => (cluster.activation(ref).status.phase === 'Cancelled' ? true : undefined), 15_000, 'the canary to give up', 20);
+  expect(cluster.activation(ref).status).toMatchObject({ reason: 'Superseded', message: expect.stringMatching(/^superseded at step 2\/2 by the newer activation unit\/newer-to-3 \(revision 3\), which waits for the Stage; the traffic is back/) });
+  // At once: no ramp, straight to the record.
+  expect(cluster.callsOf(ref).map((c) => c.action)).toEqual(['Apply', 'Apply', 'Revert', 'Revert']);
+  await pollUntil(() => (progression(fix)?.gate?.type === 'Approval' ? true : undefined), 15_000, 'the newer one to run', 20);
+  await fixed.executeUpdate(approveUpdate, { args: [{}] });
+  expect((await fixed.result()).phase).toBe('Succeeded');
+  expect(cluster.activeUsage(ns, 'newer')).toBe('newer-3');
+});

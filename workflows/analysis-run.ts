@@ -1,0 +1,45 @@
+/**
+ * One analysis run in workflow code: measure, ask decisions/analysis.ts for the verdict, say it,
+ * wait the interval (a durable timer), until the run ends or is stopped. Measurements are local
+ * activities: a query takes milliseconds, and what Prometheus answers (or fails to) is the verdict's
+ * input, never a reason to retry.
+ */
+import { condition, proxyLocalActivities } from '@temporalio/workflow';
+import type { ActivationActivities } from '../activities/core.js';
+import { measured, measurementVerdict, type AnalysisRules, type AnalysisRun, type Measured } from '../decisions/analysis.js';
+import { kubeTime as now } from '../shared/format.js';
+
+const { measure } = proxyLocalActivities<ActivationActivities>({
+  startToCloseTimeout: '20 seconds',
+  retry: { initialInterval: '1 second', maximumAttempts: 3 },
+  summary: 'measure (Prometheus query)',
+});
+
+export interface AnalysisHooks {
+  /** Said after every measurement (the status, the Events). */
+  measured(run: AnalysisRun): Promise<void>;
+  /** True once the run is to stop (an answer, an abort, a background run's end). */
+  stop(): boolean;
+}
+
+/**
+ * Runs `a` from `run` (its query filled in) until it ends (Successful, Failed, Inconclusive, Error),
+ * or until `stop()`: then it is returned Running, for the caller to say how it ended.
+ */
+export async function runAnalysis(a: AnalysisRules, run: AnalysisRun, hooks: AnalysisHooks): Promise<AnalysisRun> {
+  if (a.initialDelaySeconds && (await condition(hooks.stop, `${a.initialDelaySeconds} seconds`))) return run;
+  for (;;) {
+    if (hooks.stop()) return run;
+    const result = await measure(a.address, run.query ?? a.query);
+    const m: Measured = {
+      time: now(),
+      ...('value' in result && Number.isFinite(result.value) ? { value: result.value } : {}),
+      verdict: measurementVerdict(a, result),
+      ...('value' in result ? (Number.isFinite(result.value) ? {} : { message: String(result.value) }) : { message: 'error' in result ? result.error : result.noData }),
+    };
+    run = measured(a, run, m, 'error' in result && result.permanent === true);
+    await hooks.measured(run);
+    if (run.phase !== 'Running') return run;
+    if (await condition(hooks.stop, `${a.intervalSeconds} seconds`)) return run;
+  }
+}

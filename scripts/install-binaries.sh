@@ -2,7 +2,8 @@
 # Builds the local control plane from the Go module proxy, once per version:
 #   temporal (Temporal CLI dev server with the UI), etcd, kube-apiserver, kube-controller-manager
 #   (garbage collection) and kubectl; for the postgres profile temporal-server, temporal-sql-tool
-#   (with the server's PostgreSQL schema files) and temporal-ui-server, plus Debian's PostgreSQL.
+#   (with the server's PostgreSQL schema files) and temporal-ui-server, plus Debian's PostgreSQL;
+#   Debian's Prometheus, unpacked.
 # Binaries land in $KONFIDENCE_BIN_CACHE (default ~/.cache/konfidence-activation/bin), outside any
 # clone, so that every checkout on a warm machine (CI clones afresh) skips the build.
 # Idempotent and safe to run concurrently: a lock serializes builds, each result is moved in whole.
@@ -120,6 +121,29 @@ else
   echo "install-binaries: PostgreSQL $POSTGRESQL_MAJOR not found in $pg_bin: the postgres profile needs it (as root: apt-get install postgresql-$POSTGRESQL_MAJOR)" >&2
 fi
 # --- end of PostgreSQL ----------------------------------------------------------------------
+
+# --- Prometheus (the analyses of progressive activations) -------------------------------------
+# Debian's package, pinned: downloaded with apt and unpacked into the cache (its binary is all the
+# local control plane runs; no system service, no dependencies needed for the API it uses).
+prom_dir="$cache/prometheus-$PROMETHEUS_DEB_VERSION"
+if [ -x "$prom_dir/prometheus" ]; then
+  echo "install-binaries: prometheus $PROMETHEUS_DEB_VERSION cached in $prom_dir"
+elif command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null; then
+  echo "install-binaries: downloading prometheus $PROMETHEUS_DEB_VERSION from Debian"
+  tmp=$(mktemp -d "$cache/.build-prometheus-XXXXXX")
+  if ! (cd "$tmp" && apt-get download -qq "prometheus=$PROMETHEUS_DEB_VERSION" 2>/dev/null); then
+    # A fresh machine has no package lists yet.
+    [ "$(id -u)" = 0 ] && apt-get update -qq
+    (cd "$tmp" && apt-get download -qq "prometheus=$PROMETHEUS_DEB_VERSION")
+  fi
+  dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/root"
+  mkdir -p "$tmp/out" && mv "$tmp/root/usr/bin/prometheus" "$tmp/out/prometheus"
+  rm -rf "$prom_dir" && mv "$tmp/out" "$prom_dir" && rm -rf "$tmp"
+  echo "install-binaries: prometheus $PROMETHEUS_DEB_VERSION unpacked into $prom_dir"
+else
+  echo "install-binaries: apt-get not found: cannot fetch Debian's prometheus $PROMETHEUS_DEB_VERSION, which the analyses' tests need" >&2
+fi
+# --- end of Prometheus ------------------------------------------------------------------------
 
 # --- Temporal time-skipping test server (unit tests) ------------------------------------------
 # Java jars from Maven Central, not a Go build: scripts/build/temporal-test-server/install.sh

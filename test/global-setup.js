@@ -24,6 +24,7 @@ export default function globalSetup() {
   // The tests' own Temporal namespace: what a person looks at (default, npm start) stays theirs.
   process.env.TEMPORAL_NAMESPACE = cp.testTemporalNamespace;
   process.env.TEMPORAL_UI_URL = cp.temporalUiUrl;
+  process.env.KONFIDENCE_PROMETHEUS_URL = cp.prometheusUrl;
   // Stop at the end only what this run started; a developer's running env stays up.
   process.env.KONFIDENCE_TEST_STARTED_ENV = cp.started && !process.env.KONFIDENCE_KEEP_ENV ? '1' : '';
 }

@@ -16,6 +16,8 @@ const configSchema = z.object({
   /** Unset: ~/.kube/config, else the in-cluster service account. */
   KUBECONFIG: z.string().min(1).optional(),
   KONFIDENCE_SYSTEM_NAMESPACE: z.string().min(1).default(DEFAULT_SYSTEM_NAMESPACE),
+  /** Where the core worker asks an analysis that names no Prometheus address of its own. */
+  KONFIDENCE_PROMETHEUS_URL: z.url().optional(),
   KONFIDENCE_WATCH_NAMESPACES: z.string().optional(),
   /** Appended to every task queue name: separate installations (or tests) on one Temporal namespace. */
   KONFIDENCE_QUEUE_SUFFIX: z.string().default(''),

@@ -34,6 +34,8 @@ export interface CoreWorkerOptions {
   buildId?: string;
   /** Appended to the deployment name like to the task queues; default: what taskQueue adds to konfidence-core. */
   queueSuffix?: string;
+  /** Where analyses that name no Prometheus address ask (KONFIDENCE_PROMETHEUS_URL). */
+  prometheusUrl?: string;
 }
 
 export function createCoreWorker(options: CoreWorkerOptions): Promise<Worker> {
@@ -64,6 +66,7 @@ export function createCoreWorker(options: CoreWorkerOptions): Promise<Worker> {
         kubeConfig: options.kubeConfig,
         systemNamespace: options.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE,
         ...(options.buildId ? { coreBuildId: options.buildId } : {}),
+        ...(options.prometheusUrl ? { prometheusUrl: options.prometheusUrl } : {}),
       }),
       ...createLockActivities(options.client, taskQueue),
     },

@@ -181,6 +181,7 @@ if (role === 'core') {
     taskQueue: CORE_TASK_QUEUE + suffix,
     queueSuffix: suffix,
     ...(config.KONFIDENCE_BUILD_ID ? { buildId: config.KONFIDENCE_BUILD_ID } : {}),
+    ...(config.KONFIDENCE_PROMETHEUS_URL ? { prometheusUrl: config.KONFIDENCE_PROMETHEUS_URL } : {}),
   });
 } else if (role === 'executor') {
   const [{ executorFor }, { createExecutorWorker }] = await Promise.all([import('../executors/index.js'), import('./executor-worker.js')]);
@@ -244,6 +245,7 @@ if (role === 'core') {
     ...(namespaces ? { namespaces } : {}),
     ...(config.TEMPORAL_UI_URL ? { uiUrl: config.TEMPORAL_UI_URL } : {}),
     ...(config.KONFIDENCE_STAGES_PER_NAMESPACE ? { stagesPerNamespace: config.KONFIDENCE_STAGES_PER_NAMESPACE } : {}),
+    ...(config.KONFIDENCE_PROMETHEUS_URL ? { prometheusUrl: config.KONFIDENCE_PROMETHEUS_URL } : {}),
     ...(electing ? { watcherLeadership: electorFor('watcher')!, stageControllerLeadership: electorFor('stage-controller')! } : {}),
   });
   checks.push(

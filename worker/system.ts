@@ -50,6 +50,8 @@ export interface SystemOptions {
   burstQuietMs?: number;
   /** The watcher's and Stage controller's log (default: the project's logger, telemetry/log.ts). */
   log?: LogFn;
+  /** Where analyses that name no Prometheus address ask. */
+  prometheusUrl?: string;
 }
 
 export interface RunningSystem {
@@ -75,6 +77,7 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
       taskQueue: coreTaskQueue,
       ...(o.systemNamespace ? { systemNamespace: o.systemNamespace } : {}),
       ...(o.workflowBundle ? { workflowBundle: o.workflowBundle } : {}),
+      ...(o.prometheusUrl ? { prometheusUrl: o.prometheusUrl } : {}),
     })]),
     ...(await Promise.all(
       (o.executors ?? builtInExecutors).map((executor) =>

@@ -25,6 +25,7 @@ export interface Ports {
   temporalUi: number;
   temporalHttp: number;
   temporalMetrics: number;
+  prometheus: number;
 }
 
 export const TEMPORAL_NAMESPACE = 'default';

@@ -33,6 +33,7 @@ import { freeLowPort, freePort, reusePort } from './ports.js';
 import { GiveUp, isAlive, logFile, logTail, pollUntil, stopProcess } from './process.js';
 import { installCrds } from './install-crds.js';
 import { ensureCluster, postgresReady, startPostgres } from './postgres.js';
+import { prometheusReady, startPrometheus } from './prometheus.js';
 import {
   type ServerPorts,
   setupNamespace,
@@ -58,6 +59,7 @@ export interface Pids {
   temporal?: number;
   postgres?: number;
   temporalUi?: number;
+  prometheus?: number;
 }
 
 export interface ControlPlane {
@@ -70,6 +72,8 @@ export interface ControlPlane {
   /** The namespace of the tests (jest's global setup), apart from what a person looks at. */
   testTemporalNamespace: string;
   temporalUiUrl: string;
+  /** Prometheus, for the analyses (KONFIDENCE_PROMETHEUS_URL). */
+  prometheusUrl: string;
   envFile: string;
 }
 
@@ -106,6 +110,7 @@ function describe(profile: TemporalProfile, ports: Ports, pids: Pids): ControlPl
     temporalNamespace: TEMPORAL_NAMESPACE,
     testTemporalNamespace: TEST_TEMPORAL_NAMESPACE,
     temporalUiUrl: `http://127.0.0.1:${ports.temporalUi}`,
+    prometheusUrl: `http://127.0.0.1:${ports.prometheus}`,
     envFile: envFilePath,
   };
 }
@@ -189,17 +194,18 @@ export KUBECONFIG=${cp.kubeconfig}
 export TEMPORAL_ADDRESS=${cp.temporalAddress}
 export TEMPORAL_NAMESPACE=${cp.temporalNamespace}
 export TEMPORAL_UI_URL=${cp.temporalUiUrl}
+export KONFIDENCE_PROMETHEUS_URL=${cp.prometheusUrl}
 export PATH=${dirname(binaries.kubectl)}:${dirname(binaries.temporal)}:$PATH
 `,
   );
 }
 
-type Component = 'etcd' | 'apiserver' | 'controllerManager' | 'temporal' | 'postgres' | 'temporalUi';
+type Component = 'etcd' | 'apiserver' | 'controllerManager' | 'temporal' | 'postgres' | 'temporalUi' | 'prometheus';
 
 /** What each profile runs; `temporal` is the dev server (with its UI) or temporal-server. */
 const componentsOf: Record<TemporalProfile, Component[]> = {
-  dev: ['etcd', 'apiserver', 'controllerManager', 'temporal'],
-  postgres: ['etcd', 'apiserver', 'controllerManager', 'postgres', 'temporal', 'temporalUi'],
+  dev: ['etcd', 'apiserver', 'controllerManager', 'temporal', 'prometheus'],
+  postgres: ['etcd', 'apiserver', 'controllerManager', 'postgres', 'temporal', 'temporalUi', 'prometheus'],
 };
 
 /** A Ports of the postgres profile has every port temporal-server needs. */
@@ -213,6 +219,7 @@ async function healthOf(profile: TemporalProfile, ports: Ports, pids: Pids): Pro
     temporal: () => (profile === 'dev' ? temporalReady(ports) : temporalServerReady(ports)),
     postgres: () => postgresReady(serverPorts(ports).postgres),
     temporalUi: () => temporalUiReady(ports),
+    prometheus: () => prometheusReady(ports.prometheus),
   };
   const health = {} as Record<Component, boolean>;
   for (const c of componentsOf[profile]) health[c] = isAlive(pids[c]) && (await answers(checks[c]));
@@ -227,6 +234,7 @@ const portsOf: Record<TemporalProfile, Record<Component, (keyof ServerPorts | ke
     temporal: ['temporal', 'temporalUi', 'temporalHttp', 'temporalMetrics'],
     postgres: [],
     temporalUi: [],
+    prometheus: ['prometheus'],
   },
   postgres: {
     etcd: ['etcdClient', 'etcdPeer'],
@@ -247,6 +255,7 @@ const portsOf: Record<TemporalProfile, Record<Component, (keyof ServerPorts | ke
       'workerMembership',
     ],
     temporalUi: ['temporalUi'],
+    prometheus: ['prometheus'],
   },
 };
 
@@ -294,6 +303,7 @@ async function start(
   log(`starting ${[...restart].join(', ')}...`);
   const persist = () => writeState({ profile, ports, pids });
   if (profile === 'dev' && restart.has('temporal')) pids.temporal = startTemporal(ports);
+  if (restart.has('prometheus')) pids.prometheus = startPrometheus(ports.prometheus);
   const temporalServer = profile === 'postgres' ? startOnPostgres(restart, serverPorts(ports), pids, persist) : Promise.resolve();
   // Awaited below; until then a failure must not count as unhandled.
   temporalServer.catch(() => undefined);
@@ -312,6 +322,7 @@ async function start(
     await ready('kube-controller-manager', pids.controllerManager, () => controllerManagerReady(ports), 60_000);
   }
   if (profile === 'dev' && restart.has('temporal')) await ready('temporal', pids.temporal!, () => temporalReady(ports), 90_000);
+  if (restart.has('prometheus')) await ready('prometheus', pids.prometheus!, () => prometheusReady(ports.prometheus), 60_000);
   await temporalServer;
   return ports;
 }
@@ -398,6 +409,7 @@ export function up(log: (line: string) => void = console.log, options: UpOptions
         restart.has('apiserver') && stopProcess(pids.apiserver),
         restart.has('temporalUi') && stopProcess(pids.temporalUi),
         restart.has('temporal') && stopProcess(pids.temporal),
+        restart.has('prometheus') && stopProcess(pids.prometheus),
       ]);
       await Promise.all([restart.has('etcd') && stopProcess(pids.etcd), restart.has('postgres') && stopProcess(pids.postgres, 10_000, 'SIGINT')]);
       ports = await start(profile, restart, ports, pids, log);
@@ -417,7 +429,7 @@ export function up(log: (line: string) => void = console.log, options: UpOptions
 async function stopAll(pids: Pids): Promise<void> {
   // Clients first, storage last, so the apiserver does not spin on a vanished etcd. PostgreSQL's
   // SIGTERM would wait for every client to leave; SIGINT is its fast shutdown.
-  await Promise.all([stopProcess(pids.controllerManager), stopProcess(pids.apiserver), stopProcess(pids.temporalUi), stopProcess(pids.temporal)]);
+  await Promise.all([stopProcess(pids.controllerManager), stopProcess(pids.apiserver), stopProcess(pids.temporalUi), stopProcess(pids.temporal), stopProcess(pids.prometheus)]);
   await Promise.all([stopProcess(pids.etcd), stopProcess(pids.postgres, 10_000, 'SIGINT')]);
 }
 

@@ -38,6 +38,7 @@ export const binaries = {
   kubeApiserver: join(binCache, `kubernetes-${version('KUBERNETES_VERSION')}`, 'kube-apiserver'),
   kubectl: join(binCache, `kubernetes-${version('KUBERNETES_VERSION')}`, 'kubectl'),
   kubeControllerManager: join(binCache, `kubernetes-${version('KUBERNETES_VERSION')}`, 'kube-controller-manager'),
+  prometheus: join(binCache, `prometheus-${version('PROMETHEUS_DEB_VERSION')}`, 'prometheus'),
 };
 
 /** The postgres profile's binaries: Temporal server, its SQL tool and schema files, the UI server, PostgreSQL. */

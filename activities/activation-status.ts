@@ -6,7 +6,7 @@ import { sendEvents, type RecordOptions } from '../k8s/events.js';
 import { getTyped } from '../k8s/typed.js';
 import type { CustomObject } from '../k8s/custom-objects.js';
 import { stageLeaseName } from '../shared/names.js';
-import { recordActivationPhase } from '../telemetry/metrics.js';
+import { recordActivationPhase, recordProgression } from '../telemetry/metrics.js';
 import type { ActivationRef } from '../shared/activation.js';
 import type { CoreDeps } from './deps.js';
 import { writeThenSay } from './transition-events.js';
@@ -91,7 +91,10 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
       const say = (options: RecordOptions) => sendEvents(event, ref.namespace, activationEvents(facts, before, report), { [`VectorActivation/${ref.name}`]: ref.uid }, deps.log, options);
       const status = { ...activationStatus(report), observedGeneration: va.metadata.generation, conditions, ...(coreBuildId ? { coreBuildId } : {}) };
       const written = await writeThenSay(() => objects.patchStatus('VectorActivation', ref.namespace, ref.name, status), say, (w) => w);
-      if (written) recordActivationPhase(va, report.phase, reasonOf(report.reason));
+      if (written) {
+        recordActivationPhase(va, report.phase, reasonOf(report.reason));
+        recordProgression(before.progression as Parameters<typeof recordProgression>[0], report.progression as Parameters<typeof recordProgression>[1]);
+      }
       return written && !va.metadata.deletionTimestamp;
     },
   };

@@ -28,6 +28,29 @@ export interface RunningView {
   /** Why the workflow's progress is not shown (Temporal unreachable, no answer). */
   note?: string;
   steps: StepView[];
+  /** A progressive activation: where it is, what it waits for, its analyses. */
+  progression?: ProgressionView;
+}
+
+export interface ProgressionView {
+  step: number;
+  steps: number;
+  weight: number;
+  gate?: { type: string; since: string; until?: string; message: string };
+  analyses: { name: string; phase: string; values: string[] }[];
+  last?: { action: string; by?: string; time: string };
+}
+
+function progressionView(p: NonNullable<NonNullable<Activation['status']>['progression']>): ProgressionView {
+  const last = p.log?.at(-1);
+  return {
+    step: p.step,
+    steps: p.steps,
+    weight: p.weight,
+    ...(p.gate ? { gate: { type: p.gate.type, since: p.gate.since, ...(p.gate.until ? { until: p.gate.until } : {}), message: p.gate.message } } : {}),
+    analyses: (p.analysisRuns ?? []).map((r) => ({ name: r.name, phase: r.phase, values: r.measurements.map((m) => (m.value !== undefined ? String(m.value) : m.verdict)) })),
+    ...(last ? { last: { action: last.action, ...(last.by ? { by: last.by } : {}), time: last.time } } : {}),
+  };
 }
 
 export interface QueuedView {
@@ -104,6 +127,7 @@ function runningView(a: Activation): RunningView {
     ...(a.status?.workflowId ? { workflowId: a.status.workflowId } : {}),
     progressFrom: 'kubernetes',
     steps: (a.status?.steps ?? []).map((s) => ({ name: s.name, phase: s.phase, tasks: s.tasks.map((t) => ({ ...t })) })),
+    ...(a.status?.progression ? { progression: progressionView(a.status.progression) } : {}),
   };
 }
 
@@ -138,6 +162,7 @@ function renderStage(v: StageStatusView, now: Date): string {
       lines.push(`      ${i + 1}. ${s.name}: ${s.phase}`);
       for (const t of s.tasks) lines.push(`         - ${t.registration}: ${t.phase}${t.message ? ` (${t.message})` : ''}`);
     }
+    if (r.progression) lines.push(...renderProgression(r.name, v.namespace, r.stageVersion, r.progression, now));
   } else lines.push('  running:  (none)');
   if (v.waiting.length) {
     lines.push('  waiting:');
@@ -145,6 +170,19 @@ function renderStage(v: StageStatusView, now: Date): string {
   } else lines.push('  waiting:  (none)');
   if (v.last) lines.push(`  last:     ${v.last.name} → ${v.last.stageVersion} (${v.last.phase}${v.last.reason ? `, ${v.last.reason}` : ''}${v.last.completionTime ? `, ${v.last.completionTime}` : ''})`);
   return lines.join('\n');
+}
+
+function renderProgression(name: string, namespace: string, stageVersion: string, p: ProgressionView, now: Date): string[] {
+  const at = p.step < p.steps ? `step ${p.step + 1}/${p.steps}` : 'the switch to 100 %';
+  const lines = [`    progression: ${at}, ${p.weight} % to ${stageVersion}`];
+  if (p.gate) {
+    const until = p.gate.until ? `, until ${p.gate.until}` : '';
+    lines.push(`      waiting:  ${p.gate.type} for ${formatDuration(between(p.gate.since, now) ?? 0)}${until}: ${p.gate.message}`);
+    if (['Pause', 'Approval', 'Inconclusive'].includes(p.gate.type)) lines.push(`      approve:  konfidence approve ${name} -n ${namespace}   (or promote, abort)`);
+  }
+  for (const a of p.analyses) lines.push(`      analysis ${a.name}: ${a.phase}${a.values.length ? ` (${a.values.join(', ')})` : ''}`);
+  if (p.last) lines.push(`      last answer: ${p.last.action}${p.last.by ? ` by ${p.last.by}` : ''} at ${p.last.time}`);
+  return lines;
 }
 
 export interface HistoryRow {
@@ -198,6 +236,9 @@ export interface PhaseEvent {
   reason?: string;
   attempt?: number;
   message?: string;
+  /** A progressive activation's weight, and the gate it waits at. */
+  weight?: number;
+  gate?: string;
 }
 
 /** What was last printed per object: a watch prints a line only when phase, reason or attempt changed. */
@@ -207,7 +248,8 @@ export type Seen = Map<string, string>;
 export function phaseEvent(seen: Seen, type: string, a: Activation, now: Date): PhaseEvent | undefined {
   const uid = a.metadata.uid ?? a.metadata.name!;
   const phase = type === 'DELETED' ? 'Deleted' : (a.status?.phase ?? 'Pending');
-  const key = `${phase}/${a.status?.reason ?? ''}/${a.status?.attempt ?? ''}`;
+  const p = a.status?.progression;
+  const key = `${phase}/${a.status?.reason ?? ''}/${a.status?.attempt ?? ''}/${p?.weight ?? ''}/${p?.gate?.since ?? ''}`;
   if (seen.get(uid) === key) return undefined;
   if (type === 'DELETED') seen.delete(uid);
   else seen.set(uid, key);
@@ -220,10 +262,13 @@ export function phaseEvent(seen: Seen, type: string, a: Activation, now: Date): 
     ...(a.status?.reason ? { reason: a.status.reason } : {}),
     ...(a.status?.attempt ? { attempt: a.status.attempt } : {}),
     ...(a.status?.message && phase !== 'Deleted' ? { message: a.status.message } : {}),
+    ...(p && phase !== 'Deleted' ? { weight: p.weight, ...(p.gate ? { gate: p.gate.type } : {}) } : {}),
   };
 }
 
 export function renderPhaseEvent(e: PhaseEvent): string {
-  const extra = [e.reason, e.attempt && e.attempt > 1 ? `attempt ${e.attempt}` : undefined].filter(Boolean).join(', ');
-  return `${e.time}  ${e.name}  ${e.stage} → ${e.stageVersion}  ${e.phase}${extra ? ` (${extra})` : ''}${e.message && isFinal(e.phase) ? `: ${e.message}` : ''}`;
+  const extra = [e.reason, e.attempt && e.attempt > 1 ? `attempt ${e.attempt}` : undefined, e.weight !== undefined ? `${e.weight} %` : undefined].filter(Boolean).join(', ');
+  // A final phase says how it ended; a gate says what it waits for.
+  const said = e.message && (isFinal(e.phase) || e.gate) ? `: ${e.message}` : '';
+  return `${e.time}  ${e.name}  ${e.stage} → ${e.stageVersion}  ${e.phase}${extra ? ` (${extra})` : ''}${said}`;
 }

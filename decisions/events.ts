@@ -6,7 +6,7 @@
  * docs/events.md; each rule has a row in test/unit/events.test.ts.
  */
 import { executionName } from '../shared/names.js';
-import type { StepProgress } from './activation.js';
+import type { ProgressionReport, StepProgress } from './activation.js';
 
 export type EventKind = 'VectorActivation' | 'Stage' | 'StageVersion';
 
@@ -29,6 +29,7 @@ export interface StatusView {
   firstError?: string;
   previousStageVersion?: string;
   steps?: readonly StepProgress[];
+  progression?: ProgressionReport;
 }
 
 export interface ActivationFacts {
@@ -102,6 +103,7 @@ export function activationEvents(a: ActivationFacts, before: StatusView, after: 
   }
   // Steps leave InProgress before the revert or the end is reported: their events come first.
   out.push(...stepEvents(a, before, after));
+  out.push(...progressionEvents(a, before.progression, after.progression));
   if (after.reason === 'Reverting' && (before.reason !== 'Reverting' || before.message !== after.message)) {
     out.push(ev('Warning', 'Reverting', 'Revert', `${after.message}${after.previousStageVersion ? ` back to ${after.previousStageVersion}` : ''}${attemptNote(attempt)}`));
   }
@@ -161,4 +163,42 @@ export function cleanedUpEvents(sv: { name: string; stage: string }, why: string
     { kind: 'Stage', name: sv.stage, type: 'Normal', reason: 'StageVersionCleanedUp', action: 'Delete', note: `${why}; deleted` },
     { kind: 'StageVersion', name: sv.name, type: 'Normal', reason: 'CleanedUp', action: 'Delete', note: `${why}; deleted` },
   ];
+}
+
+const LOG_EVENTS: Record<string, { type: 'Normal' | 'Warning'; action: string }> = {
+  Approved: { type: 'Normal', action: 'Approve' },
+  Promoted: { type: 'Normal', action: 'Promote' },
+  Continued: { type: 'Normal', action: 'Approve' },
+  Aborted: { type: 'Warning', action: 'Abort' },
+  TimedOut: { type: 'Warning', action: 'Abort' },
+  Superseded: { type: 'Warning', action: 'Abort' },
+};
+
+/**
+ * A progressive activation's story: each weight set, each gate it waits at (and until when),
+ * each analysis verdict, and each answer (who approved, promoted or aborted, a time-out).
+ */
+export function progressionEvents(a: ActivationFacts, before: ProgressionReport | undefined, after: ProgressionReport | undefined): EventSpec[] {
+  if (!after) return [];
+  const out: EventSpec[] = [];
+  const ev = (type: EventSpec['type'], reason: string, action: string, note: string): EventSpec => ({ kind: 'VectorActivation', name: a.name, type, reason, action, note });
+  if (after.weight !== (before?.weight ?? 0)) out.push(ev('Normal', 'WeightSet', 'SetWeight', `StageVersion ${a.stageVersion} receives ${after.weight} % of Stage ${a.stage}'s traffic`));
+  const gate = after.gate;
+  if (gate && (gate.type !== before?.gate?.type || gate.since !== before.gate.since)) {
+    out.push(ev('Normal', gate.type === 'Inconclusive' ? 'AnalysisInconclusive' : `WaitingFor${gate.type}`, 'Wait', `${gate.message}${gate.until ? ` (until ${gate.until})` : ''}`));
+  }
+  for (const run of after.analysisRuns ?? []) {
+    if (run.phase === 'Running' || run.phase === 'Inconclusive') continue;
+    const was = before?.analysisRuns?.find((r) => r.name === run.name && r.step === run.step && r.background === run.background);
+    if (was?.phase === run.phase) continue;
+    const type = run.phase === 'Successful' ? 'Normal' : 'Warning';
+    out.push(ev(type, `Analysis${run.phase === 'Successful' ? 'Passed' : run.phase}`, 'Analyze', run.message ?? `analysis ${run.name}: ${run.phase}`));
+  }
+  const seen = new Set((before?.log ?? []).map((e) => `${e.time}/${e.action}/${e.step}`));
+  for (const e of after.log ?? []) {
+    if (seen.has(`${e.time}/${e.action}/${e.step}`)) continue;
+    const kind = LOG_EVENTS[e.action] ?? { type: 'Normal' as const, action: e.action };
+    out.push(ev(kind.type, e.action, kind.action, `${e.message}${e.by ? ` (asked by ${e.by})` : ''}`));
+  }
+  return out;
 }

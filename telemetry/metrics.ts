@@ -34,8 +34,21 @@ const handoff = new Histogram({
   registers: [registry],
 });
 
-/** Each watcher in this process adds a source; the gauge is computed from them at scrape time. */
-const waitingSources = new Set<() => Iterable<{ namespace: string; stage: string }>>();
+/**
+ * What a watcher's cache says of one activation: Waiting (no weight), or a progressive one
+ * InProgress (its weight and the gate it waits at, if any).
+ */
+export interface WatchedActivation {
+  namespace: string;
+  stage: string;
+  weight?: number;
+  gate?: string;
+}
+/** Each watcher in this process adds a source; the gauges are computed from them at scrape time. */
+const waitingSources = new Set<() => Iterable<WatchedActivation>>();
+const watched = function* () {
+  for (const source of waitingSources) yield* source();
+};
 new Gauge({
   name: 'konfidence_activations_waiting',
   help: 'VectorActivations in phase Waiting (queued at their Stage\'s lock), per Stage, as the watcher\'s cache sees them.',
@@ -43,9 +56,72 @@ new Gauge({
   registers: [registry],
   collect() {
     this.reset();
-    for (const source of waitingSources) for (const { namespace, stage } of source()) this.inc({ namespace, stage });
+    for (const { namespace, stage, weight } of watched()) if (weight === undefined) this.inc({ namespace, stage });
   },
 });
+new Gauge({
+  name: 'konfidence_stage_canary_weight_percent',
+  help: "Percent of a Stage's traffic the StageVersion of its running progressive activation receives, as the watcher's cache sees it.",
+  labelNames: ['namespace', 'stage'] as const,
+  registers: [registry],
+  collect() {
+    this.reset();
+    for (const { namespace, stage, weight } of watched()) if (weight !== undefined) this.set({ namespace, stage }, weight);
+  },
+});
+new Gauge({
+  name: 'konfidence_activations_at_gate',
+  help: 'Progressive activations waiting at a gate, by the gate\'s type (Pause, Approval, Analysis, Webhook, Inconclusive), as the watcher\'s cache sees them.',
+  labelNames: ['gate'] as const,
+  registers: [registry],
+  collect() {
+    this.reset();
+    for (const { gate } of watched()) if (gate) this.inc({ gate });
+  },
+});
+
+const gateWait = new Histogram({
+  name: 'konfidence_gate_wait_seconds',
+  help: 'How long a progressive activation waited at a gate, by gate type, observed when the wait ends.',
+  labelNames: ['gate'] as const,
+  buckets: [1, 10, 60, 300, 1800, 3600, 4 * 3600, 86400, 3 * 86400, 7 * 86400],
+  registers: [registry],
+});
+
+const analysisRuns = new Counter({
+  name: 'konfidence_analysis_runs_total',
+  help: 'Analysis runs that ended, by analysis name (a plan\'s spec.analyses) and verdict (Successful, Failed, Inconclusive, Error).',
+  labelNames: ['analysis', 'phase'] as const,
+  registers: [registry],
+});
+
+const analysisMeasurements = new Counter({
+  name: 'konfidence_analysis_measurements_total',
+  help: 'Analysis measurements, by analysis name and verdict (Successful, Failed, Inconclusive, Error).',
+  labelNames: ['analysis', 'verdict'] as const,
+  registers: [registry],
+});
+
+interface ProgressionSeen {
+  gate?: { type: string; since: string } | null;
+  analysisRuns?: { name: string; step?: number; background?: boolean; phase: string; measurements: { time: string; verdict: string }[] }[];
+}
+
+/**
+ * After a status write of a progressive activation: the wait at a gate that ended, the analysis
+ * runs that ended and the measurements taken since the status written before.
+ */
+export function recordProgression(before: ProgressionSeen | undefined, after: ProgressionSeen | undefined, now = Date.now()): void {
+  if (!after) return;
+  const gate = before?.gate;
+  if (gate && (!after.gate || after.gate.since !== gate.since)) gateWait.observe({ gate: gate.type }, Math.max(0, (now - Date.parse(gate.since)) / 1000));
+  for (const run of after.analysisRuns ?? []) {
+    const was = before?.analysisRuns?.find((r) => r.name === run.name && r.step === run.step && r.background === run.background);
+    const last = was?.measurements.at(-1)?.time ?? '';
+    for (const m of run.measurements) if (m.time > last) analysisMeasurements.inc({ analysis: run.name, verdict: m.verdict });
+    if (run.phase !== 'Running' && was?.phase !== run.phase) analysisRuns.inc({ analysis: run.name, phase: run.phase });
+  }
+}
 
 const executorTask = new Histogram({
   name: 'konfidence_executor_task_duration_seconds',
@@ -108,7 +184,7 @@ export function observeStageHandoff(seconds: number): void {
 }
 
 /** Registers a watcher's view of waiting activations; returns the function that removes it. */
-export function addWaitingSource(source: () => Iterable<{ namespace: string; stage: string }>): () => void {
+export function addWaitingSource(source: () => Iterable<WatchedActivation>): () => void {
   waitingSources.add(source);
   return () => waitingSources.delete(source);
 }

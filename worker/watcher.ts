@@ -88,7 +88,15 @@ const STANDBY_DELETIONS_KEPT_MS = 5 * 60_000;
 
 type Watched = k8s.KubernetesObject & {
   spec?: { stage?: string; stageVersion?: string };
-  status?: { phase?: string; reason?: string; message?: string; workflowId?: string; requests?: { action: AnnotationRequest; token: string; outcome: string; message: string; time: string }[] };
+  status?: {
+    phase?: string;
+    reason?: string;
+    message?: string;
+    workflowId?: string;
+    requests?: { action: AnnotationRequest; token: string; outcome: string; message: string; time: string }[];
+    /** A progressive activation's weight and the type of the gate it waits at (the metrics read them). */
+    progression?: { weight?: number; gate?: { type?: string } | null };
+  };
 };
 
 /**
@@ -98,8 +106,9 @@ type Watched = k8s.KubernetesObject & {
  */
 function slim(o: Watched): void {
   if (!o.status) return;
-  const { phase, reason, message, workflowId, requests } = o.status;
-  o.status = Object.fromEntries(Object.entries({ phase, reason, message, workflowId, requests }).filter(([, v]) => v !== undefined));
+  const { phase, reason, message, workflowId, requests, progression: p } = o.status;
+  const progression = p ? { weight: p.weight, ...(p.gate?.type ? { gate: { type: p.gate.type } } : {}) } : undefined;
+  o.status = Object.fromEntries(Object.entries({ phase, reason, message, workflowId, requests, progression }).filter(([, v]) => v !== undefined));
 }
 
 export class ActivationWatcher {
@@ -272,9 +281,13 @@ export class ActivationWatcher {
   }
 
   /** What konfidence_activations_waiting counts: the cached activations queued at their Stage's lock. */
-  private *waiting(): Iterable<{ namespace: string; stage: string }> {
+  private *waiting(): Iterable<{ namespace: string; stage: string; weight?: number; gate?: string }> {
     for (const o of this.cache.values()) {
-      if (o.status?.phase === 'Waiting' && o.status.reason !== NAMESPACE_LIMIT_REASON && o.spec?.stage) yield { namespace: o.metadata!.namespace!, stage: o.spec.stage };
+      if (!o.spec?.stage) continue;
+      const where = { namespace: o.metadata!.namespace!, stage: o.spec.stage };
+      if (o.status?.phase === 'Waiting' && o.status.reason !== NAMESPACE_LIMIT_REASON) yield where;
+      const p = o.status?.progression;
+      if (o.status?.phase === 'InProgress' && p?.weight !== undefined) yield { ...where, weight: p.weight, ...(p.gate?.type ? { gate: p.gate.type } : {}) };
     }
   }
 

@@ -487,7 +487,10 @@ export class ActivationRun {
     // An unchanged phase (the next step's InProgress) costs no history event.
     if (phase !== this.upsertedPhase) upsertSearchAttributes([{ key: ACTIVATION_PHASE, value: phase }]);
     this.upsertedPhase = phase;
-    setCurrentDetails(`**${phase}** (${reason}): ${message}`);
+    const p = this.progression?.report;
+    const at = p ? (p.step < p.steps ? `step ${p.step + 1}/${p.steps}` : 'the switch') : '';
+    const gate = p?.gate ? `; waiting at ${p.gate.type} since ${p.gate.since}${p.gate.until ? ` until ${p.gate.until}` : ''}` : '';
+    setCurrentDetails(`**${phase}** (${reason}): ${message}${p ? `\n\n**Progression**: ${at}, ${p.weight} % to ${this.va.stageVersion}${gate}` : ''}`);
   }
 
   /** The status a report writes; `steps` and `start` when they are not yet the run's own. */

@@ -154,3 +154,38 @@ describe('table and times', () => {
     expect(formatTime(new Date('2026-01-01T00:00:00.999Z'))).toBe('2026-01-01T00:00:00Z');
   });
 });
+
+describe('a progressive activation in status and watch', () => {
+  const progression = {
+    step: 3,
+    steps: 4,
+    weight: 50,
+    gate: { type: 'Approval' as const, since: '2026-01-01T11:00:01Z', until: '2026-01-02T11:00:01Z', message: 'step 4/4: waiting for an approval' },
+    analysisRuns: [{ name: 'errors', phase: 'Successful' as const, successful: 2, failed: 0, inconclusive: 0, errors: 0, measurements: [{ time: '2026-01-01T10:59:00Z', value: 0.01, verdict: 'Successful' as const }, { time: '2026-01-01T10:59:30Z', value: 0.02, verdict: 'Successful' as const }] }],
+    log: [{ time: '2026-01-01T10:58:00Z', step: 1, action: 'Approved' as const, by: 'alice', message: 'approved at step 2/4' }],
+  };
+  const canary = va('to-2', '2026-01-01T10:50:00Z', { phase: 'InProgress', reason: 'WaitingForApproval', message: 'step 4/4: waiting for an approval', startTime: '2026-01-01T10:50:01Z', steps: [step('gateway', 'Succeeded')], progression });
+
+  it('status says the weight, what it waits for since when, the analyses, the last answer and the command that approves', () => {
+    const text = renderStatus([stageStatusView(stage({ activeStageVersion: 'shop-1' }), {}, [canary])], new Date('2026-01-01T11:02:01Z'));
+    expect(text).toContain(
+      [
+        '    progression: step 4/4, 50 % to shop-2',
+        '      waiting:  Approval for 2m00s, until 2026-01-02T11:00:01Z: step 4/4: waiting for an approval',
+        '      approve:  konfidence approve to-2 -n team   (or promote, abort)',
+        '      analysis errors: Successful (0.01, 0.02)',
+        '      last answer: Approved by alice at 2026-01-01T10:58:00Z',
+      ].join('\n'),
+    );
+  });
+
+  it('watch prints a line when the weight or the gate changes, with what the gate waits for', () => {
+    const seen: Seen = new Map();
+    const at = new Date('2026-01-01T11:00:02Z');
+    const line = renderPhaseEvent(phaseEvent(seen, 'MODIFIED', canary, at)!);
+    expect(line).toBe(`${formatTime(at)}  to-2  shop → shop-2  InProgress (WaitingForApproval, 50 %): step 4/4: waiting for an approval`);
+    expect(phaseEvent(seen, 'MODIFIED', canary, at)).toBeUndefined();
+    const later = va('to-2', '2026-01-01T10:50:00Z', { ...canary.status!, progression: { ...progression, gate: { ...progression.gate, since: '2026-01-01T11:01:00Z' } } });
+    expect(phaseEvent(seen, 'MODIFIED', later, at)).toBeDefined();
+  });
+});

@@ -154,3 +154,19 @@ describe('sendEvents: in the background, in order per namespace, bounded', () =>
     expect(r.written).toHaveLength(1000);
   });
 });
+
+describe('progressionEvents: a progressive activation tells its weights, gates, verdicts and answers', () => {
+  const base = { step: 1, steps: 4, weight: 10 };
+  const run = (phase: 'Running' | 'Successful' | 'Failed') => ({ name: 'errors', step: 1, phase, successful: 1, failed: phase === 'Failed' ? 1 : 0, inconclusive: 0, errors: 0, measurements: [], message: `analysis errors ${phase}` });
+  const said = (before: object | undefined, after: object) =>
+    activationEvents(facts, { phase: 'InProgress', ...(before ? { progression: before as never } : {}) }, report('InProgress', 'x', 'y', { progression: after as never })).map((e) => `${e.reason}${e.type === 'Warning' ? '!' : ''}: ${e.note}`);
+  it.each([
+    ['a weight set', undefined, base, ["WeightSet: StageVersion shop-3 receives 10 % of Stage shop's traffic"]],
+    ['a gate entered', base, { ...base, gate: { type: 'Approval', since: 't1', until: 't2', message: 'waiting for an approval' } }, ['WaitingForApproval: waiting for an approval (until t2)']],
+    ['the same gate again says nothing', { ...base, gate: { type: 'Pause', since: 't1', message: 'm' } }, { ...base, gate: { type: 'Pause', since: 't1', message: 'm' } }, []],
+    ['an analysis passed', { ...base, analysisRuns: [run('Running')] }, { ...base, analysisRuns: [run('Successful')] }, ['AnalysisPassed: analysis errors Successful']],
+    ['an analysis failed', { ...base, analysisRuns: [run('Running')] }, { ...base, analysisRuns: [run('Failed')] }, ['AnalysisFailed!: analysis errors Failed']],
+    ['an approval, saying who', base, { ...base, log: [{ time: 't3', step: 1, action: 'Approved', by: 'alice', message: 'approved at step 2/4' }] }, ['Approved: approved at step 2/4 (asked by alice)']],
+    ['an abort', base, { ...base, log: [{ time: 't3', step: 1, action: 'Aborted', message: 'aborted at step 2/4' }] }, ['Aborted!: aborted at step 2/4']],
+  ])('%s', (_n, before, after, expected) => expect(said(before, after)).toEqual(expected));
+});

@@ -91,7 +91,7 @@ function runTask(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
         if (!record) return { message: `nothing to restore: ActivationExecution ${input.revertOf} recorded nothing, so it changed no route` };
         let rules = record.rules;
         if (input.unmovedOnly && record.assignment) {
-          rules = unmovedRules(rules, await executor.observe(input, parsed.data, ctx, { lenient: true }), record.assignment);
+          rules = unmovedRules(rules, await executor.observe(input, parsed.data, ctx, { lenient: true }), [record.assignment, ...(input.unmovedAlso ?? [])]);
           if (rules.length === 0) return { message: `nothing to restore: every rule ActivationExecution ${input.revertOf} changed was moved since` };
         }
         return await executor.restore(input, rules, parsed.data, ctx);

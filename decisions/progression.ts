@@ -153,6 +153,15 @@ export function abortWeights(current: number, ramp: readonly number[] | undefine
   return [...new Set((ramp ?? []).filter((w) => w > 0 && w < current))].sort((a, b) => b - a);
 }
 
+/**
+ * Every weight a progression may set, in the order its rounds set them: its setWeights, 100 when
+ * the last is below it, then the abort's ramp. Round `r` of an attempt sets at most the r-th.
+ */
+export function progressionWeights(p: ProgressionSpec): number[] {
+  const up = p.steps.flatMap((s) => (s.setWeight !== undefined ? [s.setWeight] : []));
+  return [...up, ...(up.at(-1) === 100 ? [] : [100]), ...[...new Set(p.abort?.weights ?? [])].sort((a, b) => b - a)];
+}
+
 /** The background analyses that run at step `i` (from its `from` step up to, not including, its `to` step). */
 export function backgroundAt(p: ProgressionSpec, i: number): string[] {
   const at = (name: string | undefined, fallback: number) => (name === undefined ? fallback : p.steps.findIndex((s) => s.name === name));

@@ -72,12 +72,14 @@ export function inheritedRecord(now: readonly RuleRecord[], earlier: { record: r
 
 /**
  * The rules of an Apply execution's record that a close-out puts back: those that still hold what
- * the execution assigned. A rule moved since (another activation, a person) is left as it is.
+ * the execution assigned (or, for a progression, what any of its rounds assigned: a round cut short
+ * left some rules at the round before). A rule moved since (another activation, a person) is left as it is.
  */
-export function unmovedRules(record: readonly RuleRecord[], now: readonly RuleRecord[], assignment: TrafficAssignment): RuleRecord[] {
+export function unmovedRules(record: readonly RuleRecord[], now: readonly RuleRecord[], assigned: TrafficAssignment | readonly TrafficAssignment[]): RuleRecord[] {
+  const assignments = Array.isArray(assigned) ? (assigned as readonly TrafficAssignment[]) : [assigned as TrafficAssignment];
   return record.filter((r) => {
     const current = now.find((n) => sameRule(n, r));
-    return current !== undefined && holds(current, assignment);
+    return current !== undefined && assignments.some((a) => holds(current, a));
   });
 }
 

@@ -34,6 +34,8 @@ export interface TaskInput {
    * after which another activation may have moved them).
    */
   unmovedOnly?: boolean;
+  /** With unmovedOnly: the other assignments of the activation (a progression's rounds) a rule may still hold. */
+  unmovedAlso?: TrafficAssignment[];
   /** Apply on a retry: the same task's execution in an earlier attempt, whose record it may keep. */
   earlier?: string;
   /**

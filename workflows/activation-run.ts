@@ -25,7 +25,8 @@ import {
   type StepProgress,
 } from '../decisions/activation.js';
 import { SUPERSEDED_REASON } from '../decisions/supersede.js';
-import { restoreOrder, weightOf } from '../decisions/traffic.js';
+import { applyAssignment, restoreOrder, weightOf } from '../decisions/traffic.js';
+import { progressionWeights } from '../decisions/progression.js';
 import { Progression, type ProgressionHost } from './progression.js';
 import type { StageVersionInfo } from '../executors/types.js';
 import { holderOf, type ActivationProgress, type ActivationRef } from '../shared/activation.js';
@@ -402,14 +403,20 @@ export class ActivationRun {
     const tasks = plan.steps.flatMap((st) => st.tasks.filter((t) => t.executor !== 'External'));
     if (tasks.length > 0) await sleep(`${Math.max(...tasks.map(heartbeatSecondsOf))} seconds`);
     const attempt = this.progress.attempt;
-    const executions = plan.steps.map((st, i) => st.tasks.map((t) => executionName(ref.name, i, t.registration, attempt)));
-    const recorded = await k8s.recordedExecutions(ref.namespace, executions.flat());
-    this.progress.steps = closedOutProgress(plan, this.progress.steps, executions, new Set(recorded));
+    // A progression's rounds each made executions of their own: the latest one recorded of each
+    // task is where its traffic stands (every round keeps the record of the one before).
+    const weights = plan.progression ? progressionWeights(plan.progression) : [];
+    const rounds = Math.max(weights.length, 1);
+    const names = (i: number, registration: string) => Array.from({ length: rounds }, (_, r) => executionName(ref.name, i, registration, attempt, false, r));
+    const recorded = new Set(await k8s.recordedExecutions(ref.namespace, plan.steps.flatMap((st, i) => st.tasks.flatMap((t) => names(i, t.registration)))));
+    const executions = plan.steps.map((st, i) => st.tasks.map((t) => [...names(i, t.registration)].reverse().find((n) => recorded.has(n)) ?? names(i, t.registration)[0]!));
+    this.progress.steps = closedOutProgress(plan, this.progress.steps, executions, recorded);
     const last = lastRanStep(this.progress.steps);
     if (last < 0) return this.finish({ phase: 'Failed', reason: why.reason, message: `${why.message}; no step had changed a route` });
-    const ctx = this.taskContext(stage, { unmovedOnly: true });
+    const previous = this.previous?.name;
+    const ctx = this.taskContext(stage, { unmovedOnly: true, ...(weights.length ? { unmovedAlso: weights.map((w) => applyAssignment(va.stageVersion, previous, w)) } : {}) });
     const revert = plan.onFailure === 'Revert' ? await this.revertSteps(plan, ctx, last) : undefined;
-    const ending = failureEnding({ step: plan.steps[last]!.name, firstError: why.message, onFailure: plan.onFailure, ...(revert ? { revert } : {}), progress: this.progress.steps, recorded });
+    const ending = failureEnding({ step: plan.steps[last]!.name, firstError: why.message, onFailure: plan.onFailure, ...(revert ? { revert } : {}), progress: this.progress.steps, recorded: [...recorded] });
     return this.finish({ ...ending, reason: why.reason });
   }
 
@@ -513,7 +520,7 @@ export class ActivationRun {
   }
 
   /** What every task of this attempt is told: the activation, the Stage's StageVersions, the previous one. */
-  private taskContext(stage: { target: StageVersionInfo; stageVersions: StageVersionInfo[] }, extra: Pick<TaskContext, 'earlier' | 'unmovedOnly'>): TaskContext {
+  private taskContext(stage: { target: StageVersionInfo; stageVersions: StageVersionInfo[] }, extra: Pick<TaskContext, 'earlier' | 'unmovedOnly' | 'unmovedAlso' | 'round'>): TaskContext {
     const { ref, va, previous } = this;
     return {
       ref,

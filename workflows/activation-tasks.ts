@@ -6,7 +6,7 @@ import { ActivityCancellationType, CancellationScope, isCancellation, proxyActiv
 import type { ActivationActivities, PlannedTask } from '../activities/core.js';
 import type { TaskOutcome } from '../decisions/activation.js';
 import type { ExecutorActivities } from '../activities/execute-task.js';
-import type { StageVersionInfo, TaskInput } from '../executors/types.js';
+import type { StageVersionInfo, TaskInput, TrafficAssignment } from '../executors/types.js';
 import type { ActivationRef } from '../shared/activation.js';
 import { kubeTime as now } from '../shared/format.js';
 import { applyAssignment, weightOf } from '../decisions/traffic.js';
@@ -40,6 +40,8 @@ export interface TaskContext {
   queueSuffix?: string;
   /** A close-out's revert: only the rules nobody moved since are put back. */
   unmovedOnly?: boolean;
+  /** With unmovedOnly: every assignment the activation's rounds made, any of which a rule may still hold. */
+  unmovedAlso?: TrafficAssignment[];
   /** A progression's round: the weight every task gives the target (not the registration's own), and the round's number. */
   round?: { weight: number; index: number };
 }
@@ -165,7 +167,7 @@ export async function runTask(
       ...(ctx.previous ? { previousStageVersion: ctx.previous } : {}),
       ...(assignment ? { assignment } : {}),
       ...(revertOf ? { revertOf } : {}),
-      ...(revertOf && ctx.unmovedOnly ? { unmovedOnly: true } : {}),
+      ...(revertOf && ctx.unmovedOnly ? { unmovedOnly: true, ...(ctx.unmovedAlso ? { unmovedAlso: ctx.unmovedAlso } : {}) } : {}),
       ...(earlier && earlier !== name ? { earlier } : {}),
       stageVersions: ctx.stageVersions,
       config: task.config,

@@ -17,7 +17,7 @@ import { pollUntil } from '../../scripts/env/process.js';
 import { abortUpdate, activationWorkflowId, approveUpdate, cancelSignal, promoteUpdate, type ActivationRef } from '../../shared/activation.js';
 import type { TaskInput } from '../../executors/types.js';
 import { executorTaskQueue } from '../../shared/task-queues.js';
-import { vectorActivation } from '../../workflows/activation.js';
+import { vectorActivation, type ActivationOptions } from '../../workflows/activation.js';
 import { FakeCluster } from './support/fake-cluster.js';
 import { addSearchAttributes } from '../../scripts/env/components.js';
 import { testWorkflowBundle, timeSkippingEnv } from './support/temporal.js';
@@ -85,14 +85,14 @@ const errors: AnalysisRules = {
 };
 
 /** Stage `stage` with shop-1 active and shop-2 to activate through `progression` (one routing step, two tasks). */
-function canary(stage: string, progression: ProgressionSpec, analyses: AnalysisRules[] = [errors]): ActivationRef {
+function canary(stage: string, progression: ProgressionSpec, analyses: AnalysisRules[] = [errors], onFailure: 'Stop' | 'Revert' = 'Stop'): ActivationRef {
   cluster.addStage(ns, stage, { [`${stage}-1`]: 1, [`${stage}-2`]: 2, [`${stage}-3`]: 3 }, `${stage}-1`);
-  cluster.addPlan(`${stage}-plan`, { onFailure: 'Stop', steps: [{ name: 'rules', tasks: [`${stage}-dr`] }, { name: 'routes', tasks: [`${stage}-vs`] }], progression, analyses });
+  cluster.addPlan(`${stage}-plan`, { onFailure, steps: [{ name: 'rules', tasks: [`${stage}-dr`] }, { name: 'routes', tasks: [`${stage}-vs`] }], progression, analyses });
   return cluster.addActivation(ns, `${stage}-to-2`, { stage, stageVersion: `${stage}-2`, executionPlan: `${stage}-plan` });
 }
 
-async function start(ref: ActivationRef) {
-  const handle = await env.client.workflow.start(vectorActivation, { taskQueue, workflowId: activationWorkflowId(ref), args: [ref, { queueSuffix, lockAskAgainSeconds: 5 }] });
+async function start(ref: ActivationRef, options: ActivationOptions = {}) {
+  const handle = await env.client.workflow.start(vectorActivation, { taskQueue, workflowId: activationWorkflowId(ref), args: [ref, { queueSuffix, lockAskAgainSeconds: 5, ...options }] });
   started.push(handle);
   return handle;
 }
@@ -265,4 +265,20 @@ test('a canary waiting at a gate gives the Stage to a newer activation: its traf
   await fixed.executeUpdate(approveUpdate, { args: [{}] });
   expect((await fixed.result()).phase).toBe('Succeeded');
   expect(cluster.activeUsage(ns, 'newer')).toBe('newer-3');
+});
+
+test('a progression terminated at its gate is closed out under Revert: the latest round of each task is put back, whichever round its rules hold', async () => {
+  const ref = canary('closed', { steps: [{ setWeight: 10 }, { setWeight: 50 }, { pause: {} }], abort: { weights: [20], intervalSeconds: 30 } }, [], 'Revert');
+  const handle = await start(ref);
+  await atGate(ref, 'Approval');
+  await handle.terminate('an operator terminated it');
+  const why = { reason: 'WorkflowTerminated', message: `the activation's workflow ${handle.workflowId} was terminated` };
+  expect((await (await start(ref, { resume: 'close-out', closeOut: why })).result()).phase).toBe('Failed');
+  expect(cluster.activation(ref).status).toMatchObject({ reason: 'WorkflowTerminated', message: `${why.message}; every task that ran was reverted: its routes are back as it found them` });
+  const reverts = cluster.callsOf(ref).filter((c) => c.action === 'Revert');
+  expect(reverts.map((c) => c.revertOf)).toEqual(['closed-to-2-1-w1-closed-vs', 'closed-to-2-0-w1-closed-dr']);
+  // A rule a round cut short left at an earlier round's weight is put back too.
+  const at = (w: number) => (w === 100 ? { 'closed-2': 100 } : { 'closed-2': w, 'closed-1': 100 - w });
+  for (const c of reverts) expect(c).toMatchObject({ unmovedOnly: true, unmovedAlso: [at(10), at(50), at(100), at(20)] });
+  expect(cluster.activeUsage(ns, 'closed')).toBe('closed-1');
 });

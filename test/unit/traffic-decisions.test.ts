@@ -117,6 +117,11 @@ describe('unmovedRules: a close-out puts back only the rules that still hold wha
     ['one never reached (still as recorded): left alone, nothing to put back', [rule('a', { 'shop-1': 100 }), rule('b', assigned)], [record[1]]],
     ['a rule gone from its route: left alone', [rule('b', assigned)], [record[1]]],
   ])('%s', (_n, now, expected) => expect(unmovedRules(record, now, assigned)).toEqual(expected));
+  it("a progression's rounds: a rule at any round's assignment is unmoved, a rule another activation set is not", () => {
+    const half = { 'shop-2': 50, 'shop-1': 50 };
+    expect(unmovedRules(record, [rule('a', half), rule('b', assigned)], [half, assigned])).toEqual(record);
+    expect(unmovedRules(record, [rule('a', half), rule('b', { 'shop-3': 100 })], [half, assigned])).toEqual([record[0]]);
+  });
 });
 
 describe('reportedRules: what External rules hold, as their executions report it, the latest deciding rule by rule', () => {

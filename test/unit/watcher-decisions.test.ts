@@ -30,6 +30,26 @@ describe('watcherActions: the status is the record of what ran', () => {
   });
 });
 
+describe('a progressive activation\'s approve, promote and abort annotations', () => {
+  const APPROVE = 'konfidence.cloud/approve';
+  const ABORT = 'konfidence.cloud/abort';
+  it('are relayed with who asked: the user name the value starts with', () => {
+    expect(watcherActions(observed({ phase: 'InProgress', annotations: { [APPROVE]: 'alice looks good' } }))).toEqual([
+      { kind: 'ensure' },
+      { kind: 'relay', action: 'approve', token: `${APPROVE}=alice looks good`, by: 'alice' },
+    ]);
+    expect(watcherActions(observed({ phase: 'InProgress', annotations: { [APPROVE]: 'system:serviceaccount:ci:bot' } }))[1]).toMatchObject({ by: 'system:serviceaccount:ci:bot' });
+  });
+  it('an abort of a Succeeded activation is refused without Temporal, with the way back', () => {
+    expect(watcherActions(observed({ phase: 'Succeeded', annotations: { [ABORT]: 'bob 1' } }))).toEqual([
+      { kind: 'refuse', action: 'abort', token: `${ABORT}=bob 1`, by: 'bob', message: expect.stringContaining('to go back, activate the previous StageVersion') },
+    ]);
+  });
+  it('an answered one is not asked again', () => {
+    expect(watcherActions(observed({ phase: 'InProgress', annotations: { [APPROVE]: 'alice 1' }, answered: [{ action: 'approve', token: `${APPROVE}=alice 1` }] }))).toEqual([{ kind: 'ensure' }]);
+  });
+});
+
 describe('closedWorkflowEnding: why an unfinished activation was closed out', () => {
   it.each([
     ['TERMINATED', 'WorkflowTerminated', 'was terminated'],

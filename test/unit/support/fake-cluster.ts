@@ -111,6 +111,8 @@ export interface ExecutorCall {
   earlier?: string;
   /** Revert of a close-out: only the rules nobody moved since. */
   unmovedOnly?: boolean;
+  /** With unmovedOnly: the other assignments a rule may still hold (a progression's rounds). */
+  unmovedAlso?: Record<string, number>[];
   /** Temporal's attempt of this activity. */
   attempt: number;
   /** Real time (ms): the executor runs in real time. */
@@ -531,6 +533,7 @@ export class FakeCluster {
           ...(input.revertOf ? { revertOf: input.revertOf } : {}),
           ...(input.earlier ? { earlier: input.earlier } : {}),
           ...(input.unmovedOnly ? { unmovedOnly: true } : {}),
+          ...(input.unmovedAlso ? { unmovedAlso: input.unmovedAlso } : {}),
           attempt: ctx.info.attempt,
           startedAt: Date.now(),
           outcome: 'running',

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { pollUntil } from '../scripts/env/process.js';
 import { startedExecutions } from './support/executors.js';
-import { activate, routes, seedRoutes, seedStage } from './support/scenario.js';
+import { activate, routes, seedActive, seedRoutes, seedStage } from './support/scenario.js';
 import { create, object, phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -79,4 +79,29 @@ it('stops a core worker cleanly on SIGTERM mid-activation; the next one complete
   startCoreWorker();
   const va = await waitFor(s, 'VectorActivation', 'term-to-2', phaseIs('Succeeded', 'Failed'), 90_000);
   expect({ phase: va.status.phase, attempt: va.status.attempt }).toEqual({ phase: 'Succeeded', attempt: 1 });
+});
+
+it("a progression's pause survives its core worker's SIGKILL: a new worker goes on when the pause's timer fires, not before", async () => {
+  await seedStage(s, 'pause', [1, 2]);
+  await seedRoutes(s, 'pause', 1);
+  await seedActive(s, 'pause', 1);
+  await create(s, object('ActivationTaskRegistration', s.systemNs, 'pause-gateway', { type: 'gateway-api', spec: { routes: [{ name: 'pause-shop', rules: [0] }] } }));
+  const progression = { steps: [{ setWeight: 10 }, { pause: { durationSeconds: 8 } }] };
+  await create(s, object('ActivationExecutionPlan', s.systemNs, 'pause-plan', { steps: [{ name: 'gateway', tasks: ['pause-gateway'] }], progression }));
+
+  for (const c of children.filter((c) => !exited(c))) c.kill('SIGKILL');
+  await pollUntil(() => children.every(exited), 30_000, 'the earlier core workers to exit');
+  const first = startCoreWorker();
+  await activate(s, 'pause-to-2', 'pause', 2, { executionPlan: 'pause-plan' });
+  const paused = await waitFor(s, 'VectorActivation', 'pause-to-2', (o) => o.status?.progression?.gate?.type === 'Pause', 60_000);
+  expect((await routes(s, 'pause')).api).toEqual(['mirror-sink:0', 'pause-shop-v2:10', 'pause-shop-v1:90']);
+  first.kill('SIGKILL');
+  await pollUntil(() => exited(first), 10_000, 'the core worker to die');
+
+  startCoreWorker();
+  const va = await waitFor(s, 'VectorActivation', 'pause-to-2', phaseIs('Succeeded', 'Failed'), 90_000);
+  expect(va.status.phase).toBe('Succeeded');
+  // The pause ended by its timer: the switch to 100 % came after the pause's end, not sooner.
+  expect(Date.parse(va.status.completionTime)).toBeGreaterThanOrEqual(Date.parse(paused.status.progression.gate.until));
+  expect((await routes(s, 'pause')).api).toEqual(['mirror-sink:0', 'pause-shop-v2:100']);
 });

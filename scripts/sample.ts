@@ -1,20 +1,28 @@
 /**
  * The sample `npm start` runs: the flow a user lives, one step at a time, each printed as it happens.
- *   1. the vector of Stage `shop` (namespace konfidence-sample) changes: 1.0.1 on the first run, the
- *      next patch version on every later run;
+ *   0. on the first run only, Stage `shop` (namespace konfidence-sample) starts out serving 1.0.0,
+ *      as if activated before: a canary needs a version to share the traffic with;
+ *   1. the vector of Stage `shop` changes: 1.0.1 on the first run, the next patch version on every
+ *      later run;
  *   2. the Stage controller creates a StageVersion for it;
  *   3. the sample plays the deployment: it fills in the StageVersion's backend and reports it Ready;
- *   4. the Stage controller creates the VectorActivation, and the workflow switches the HTTPRoute,
- *      then the VirtualService (the "default" plan: Gateway API step, then Istio step).
+ *   4. the Stage controller creates the VectorActivation, and the workflow runs the "default"
+ *      plan's canary: 10 % (the HTTPRoute, then the VirtualService), an analysis of the new
+ *      version's error ratio in Prometheus (the sample serves it, healthy), 50 %, then it waits for
+ *      an approval before 100 %.
  * Everything it creates besides the vector change is create-if-absent: repeating a run is safe.
  */
-import { API_VERSION } from '../api/group.js';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { API_VERSION, LABEL_STAGE_NAME, LABEL_USAGE } from '../api/group.js';
 import { apiStatus, k8s } from '../k8s/client.js';
 import { applyCrds, ensureNamespace } from '../k8s/crds.js';
-import { CustomObjects } from '../k8s/custom-objects.js';
+import { CustomObjects, type CustomObject } from '../k8s/custom-objects.js';
 import type { ActivationRef } from '../shared/activation.js';
 import { kubeTime } from '../shared/format.js';
+import { activeUsageName } from '../shared/names.js';
 import { pollUntil } from './env/process.js';
+import { scrape } from './env/prometheus.js';
 import { routeCrds } from './route-crds.js';
 
 export const SAMPLE_NAMESPACE = 'konfidence-sample';
@@ -32,6 +40,48 @@ export interface SampleRun {
   route: string;
 }
 
+/** What the canary's analysis asks Prometheus about the new version (the sample serves it). */
+const ERROR_RATIO = 'max(konfidence_sample_error_ratio{namespace="{{namespace}}",stage="{{stage}}",stage_version="{{stageVersion}}"})';
+
+/** The default plan: both routes at every weight of the canary, 10 % → analysis → 50 % → approval → 100 %. */
+export const SAMPLE_PLAN = {
+  onFailure: 'Revert',
+  steps: [
+    { name: 'gateway', tasks: ['sample-gateway'] },
+    { name: 'mesh', tasks: ['sample-mesh'] },
+  ],
+  progression: {
+    steps: [{ setWeight: 10, name: 'canary' }, { analysis: { name: 'error-ratio' } }, { setWeight: 50, name: 'half' }, { pause: { timeoutSeconds: 3600 }, name: 'approval' }],
+    abort: { weights: [10], intervalSeconds: 10 },
+  },
+  analyses: [{ name: 'error-ratio', prometheus: { query: ERROR_RATIO }, initialDelaySeconds: 3, intervalSeconds: 2, count: 3, successCondition: 'result < 0.05' }],
+};
+
+/**
+ * The sample app's /metrics, which Prometheus scrapes: every StageVersion of the sample Stage
+ * answers with a low error ratio (it is healthy). Stop it with the returned function.
+ */
+export async function serveSampleMetrics(kc: k8s.KubeConfig): Promise<() => Promise<void>> {
+  const objects = new CustomObjects(kc);
+  const server: Server = createServer((req, res) => {
+    if (req.url !== '/metrics') return void res.writeHead(404).end();
+    objects.list('StageVersion', SAMPLE_NAMESPACE).then(
+      (svs) => {
+        const lines = ['# TYPE konfidence_sample_error_ratio gauge'];
+        for (const sv of svs.filter((x) => x.spec.stage === STAGE)) lines.push(`konfidence_sample_error_ratio{namespace="${SAMPLE_NAMESPACE}",stage="${STAGE}",stage_version="${sv.metadata.name}"} 0.01`);
+        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(`${lines.join('\n')}\n`);
+      },
+      () => res.writeHead(503).end(),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const stopScraping = scrape('konfidence-sample', [`127.0.0.1:${(server.address() as AddressInfo).port}`]);
+  return async () => {
+    stopScraping();
+    await new Promise((resolve) => server.close(resolve));
+  };
+}
+
 /** Routes, registrations and the default plan: what a platform team sets up once. */
 async function prepare(kc: k8s.KubeConfig, objects: CustomObjects, systemNamespace: string): Promise<void> {
   await applyCrds(kc, routeCrds());
@@ -44,14 +94,14 @@ async function prepare(kc: k8s.KubeConfig, objects: CustomObjects, systemNamespa
       metadata: { name: STAGE, namespace: SAMPLE_NAMESPACE },
       spec: {
         parentRefs: [{ name: 'sample-gateway' }],
-        rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/' } }], backendRefs: [{ name: LEGACY, port: 8080, weight: 100 }] }],
+        rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/' } }], backendRefs: [{ name: 'shop-v1', port: 8080, weight: 100 }] }],
       },
     },
     {
       apiVersion: 'networking.istio.io/v1',
       kind: 'VirtualService',
       metadata: { name: STAGE, namespace: SAMPLE_NAMESPACE },
-      spec: { hosts: [STAGE], http: [{ name: 'primary', route: [{ destination: { host: STAGE, subset: 'legacy' }, weight: 100 }] }] },
+      spec: { hosts: [STAGE], http: [{ name: 'primary', route: [{ destination: { host: STAGE, subset: 'v1' }, weight: 100 }] }] },
     },
   ];
   for (const route of routes) {
@@ -77,13 +127,43 @@ async function prepare(kc: k8s.KubeConfig, objects: CustomObjects, systemNamespa
     spec: { virtualServices: [{ name: STAGE, namespace: SAMPLE_NAMESPACE }], host: STAGE, adopt: [{ host: STAGE, subset: 'legacy' }] },
   });
   // "default": the plan of every VectorActivation that names none, as the Stage controller's do.
-  await cr('ActivationExecutionPlan', 'default', {
-    onFailure: 'Revert',
-    steps: [
-      { name: 'gateway', tasks: ['sample-gateway'] },
-      { name: 'mesh', tasks: ['sample-mesh'] },
-    ],
+  await cr('ActivationExecutionPlan', 'default', SAMPLE_PLAN);
+}
+
+/** The backend of revision `r`: what the deployment of it provides. */
+const backendOf = (revision: number) => ({ service: `shop-v${revision}`, port: 8080, subset: `v${revision}` });
+
+async function markReady(objects: CustomObjects, sv: CustomObject, revision: number): Promise<void> {
+  const backend = backendOf(revision);
+  await objects.mergeSpec('StageVersion', SAMPLE_NAMESPACE, sv.metadata.name, { ...sv.spec, backend });
+  await objects.patchStatus('StageVersion', SAMPLE_NAMESPACE, sv.metadata.name, {
+    phase: 'Ready',
+    conditions: [{ type: 'Ready', status: 'True', reason: 'RolledOut', message: `Service ${backend.service} is available (the sample plays the deployment)`, lastTransitionTime: kubeTime() }],
   });
+}
+
+/**
+ * A new Stage starts out serving 1.0.0, as if activated before: its StageVersion shop-1 is held by
+ * the Stage's "active" usage before it is Ready, so no activation is made for it.
+ */
+async function bootstrap(objects: CustomObjects, wait: <T>(what: string, probe: () => Promise<T | undefined>) => Promise<T>, say: (line: string) => void): Promise<void> {
+  const vector = `${IMAGE}:1.0.0`;
+  const { object: stage } = await objects.create({ apiVersion: API_VERSION, kind: 'Stage', metadata: { name: STAGE, namespace: SAMPLE_NAMESPACE }, spec: { vector } });
+  const sv = await wait('the Stage controller to create the first StageVersion', async () => (await objects.list('StageVersion', SAMPLE_NAMESPACE)).find((x) => x.spec.stage === STAGE && x.spec.vector === vector));
+  await objects.create({
+    apiVersion: API_VERSION,
+    kind: 'StageVersionUsage',
+    metadata: {
+      name: activeUsageName(STAGE),
+      namespace: SAMPLE_NAMESPACE,
+      labels: { [LABEL_USAGE]: 'active', [LABEL_STAGE_NAME]: STAGE },
+      ownerReferences: [{ apiVersion: API_VERSION, kind: 'Stage', name: STAGE, uid: stage.metadata.uid!, blockOwnerDeletion: true }],
+    },
+    spec: { reason: `serves the traffic of Stage ${STAGE}`, stageVersionRef: { name: sv.metadata.name } },
+  });
+  await markReady(objects, sv, sv.spec.revision);
+  await wait(`Stage ${STAGE} to be Ready on ${sv.metadata.name}`, async () => ((await objects.get('Stage', SAMPLE_NAMESPACE, STAGE))?.status?.phase === 'Ready' ? true : undefined));
+  say(`0. Stage ${STAGE} serves ${sv.metadata.name} (${vector}), as if activated before: the canary shares its traffic with it`);
 }
 
 /** The next vector: 1.0.1 for a new Stage, else the current one's patch version plus one. */
@@ -96,6 +176,8 @@ export async function runSample(kc: k8s.KubeConfig, systemNamespace: string, say
   const objects = new CustomObjects(kc);
   await prepare(kc, objects, systemNamespace);
   const wait = <T>(what: string, probe: () => Promise<T | undefined>) => pollUntil(probe, STEP_TIMEOUT_MS, what, 200);
+
+  if (!(await objects.get('Stage', SAMPLE_NAMESPACE, STAGE))) await bootstrap(objects, wait, say);
 
   // 1. The change a release pipeline makes.
   const stage = await objects.get('Stage', SAMPLE_NAMESPACE, STAGE);
@@ -117,13 +199,8 @@ export async function runSample(kc: k8s.KubeConfig, systemNamespace: string, say
   say(`2. StageVersion ${to} (revision ${revision}) created by the Stage controller`);
 
   // 3. What the deployment does once the new version is rolled out.
-  const backend = { service: `shop-v${revision}`, port: 8080, subset: `v${revision}` };
-  await objects.mergeSpec('StageVersion', SAMPLE_NAMESPACE, to, { ...sv.spec, backend });
-  await objects.patchStatus('StageVersion', SAMPLE_NAMESPACE, to, {
-    phase: 'Ready',
-    conditions: [{ type: 'Ready', status: 'True', reason: 'RolledOut', message: `Service ${backend.service} is available (the sample plays the deployment)`, lastTransitionTime: kubeTime() }],
-  });
-  say(`3. StageVersion ${to} marked Ready (the sample plays the deployment: Service ${backend.service})`);
+  await markReady(objects, sv, revision);
+  say(`3. StageVersion ${to} marked Ready (the sample plays the deployment: Service ${backendOf(revision).service})`);
 
   // 4. The Stage controller creates the VectorActivation; the watcher starts its workflow.
   const va = await wait(`the Stage controller to create the VectorActivation of ${to}`, async () =>

@@ -2,19 +2,22 @@
  * npm start — the whole system on this machine: the local control plane (etcd, kube-apiserver, the
  * Temporal dev server with its UI), the core worker, the gateway-api and istio executor workers and
  * the watcher and the Stage controller, plus a sample (scripts/sample.ts) that walks a new version of a
- * Stage from its vector change to live traffic, whose activation a newcomer can follow in the Temporal UI.
+ * Stage from its vector change to live traffic, whose activation a newcomer can follow in the Temporal UI:
+ * a canary that waits for the newcomer's approval before it sends the new version all the traffic.
  * Ctrl-C stops the workers; the control plane keeps running until `npm run env:down`.
- * --once: exit once the sample activation has finished (used by the quick-start test).
+ * --once: approve the canary itself, as `konfidence approve` does, and exit once the sample
+ * activation has finished (used by the quick-start test).
  */
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { whoAmI } from '../cli/commands/request.js';
 import { loadKubeConfig } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
-import { activationWorkflowId } from '../shared/activation.js';
+import { activationWorkflowId, ANNOTATION_APPROVE } from '../shared/activation.js';
 import { loadConfig, workflowUrl } from '../worker/config.js';
 import { startSystem } from '../worker/system.js';
 import { up } from './env/control-plane.js';
 import { pollUntil } from './env/process.js';
-import { runSample, SAMPLE_NAMESPACE } from './sample.js';
+import { runSample, SAMPLE_NAMESPACE, serveSampleMetrics } from './sample.js';
 
 const once = process.argv.includes('--once');
 const cp = await up();
@@ -38,8 +41,10 @@ const system = await startSystem({
   kubeConfig,
   uiUrl: config.TEMPORAL_UI_URL!,
   systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE,
+  prometheusUrl: cp.prometheusUrl,
   ...(namespaces ? { namespaces } : {}),
 });
+const stopMetrics = await serveSampleMetrics(kubeConfig);
 
 console.log(`
 konfidence-activation is running: watcher, Stage controller, core worker, gateway-api and istio executors.
@@ -47,6 +52,7 @@ konfidence-activation is running: watcher, Stage controller, core worker, gatewa
   Temporal UI         ${config.TEMPORAL_UI_URL}
   kubeconfig          ${config.KUBECONFIG}
   Temporal address    ${config.TEMPORAL_ADDRESS} (namespace ${config.TEMPORAL_NAMESPACE})
+  Prometheus          ${cp.prometheusUrl}
 
 The sample: a new version of Stage ${SAMPLE_NAMESPACE}/shop, from the vector change to live traffic.
 `);
@@ -54,28 +60,53 @@ const sample = await runSample(kubeConfig, config.KONFIDENCE_SYSTEM_NAMESPACE, (
 const workflowId = activationWorkflowId(sample.activation);
 const link = workflowUrl(config, workflowId);
 
+const name = sample.activation.name;
 console.log(`
   sample activation   ${link}
-                      VectorActivation ${SAMPLE_NAMESPACE}/${sample.activation.name} switches Stage ${sample.stage}
-                      ${sample.from ? `from ${sample.from} ` : ''}to ${sample.to} (step gateway: HTTPRoute, then step mesh: VirtualService)
+                      VectorActivation ${SAMPLE_NAMESPACE}/${name} switches Stage ${sample.stage}
+                      ${sample.from ? `from ${sample.from} ` : ''}to ${sample.to} as a canary: 10 %, an analysis of its error ratio
+                      in Prometheus, 50 %, then it waits for your approval before 100 %
+                      (each weight: step gateway, the HTTPRoute, then step mesh, the VirtualService)
 
 In another shell:
   source ${cp.envFile}
+  npx konfidence status shop -n ${SAMPLE_NAMESPACE}
   kubectl get konfidence -n ${SAMPLE_NAMESPACE}
-  kubectl describe va ${sample.activation.name} -n ${SAMPLE_NAMESPACE}
+  kubectl describe va ${name} -n ${SAMPLE_NAMESPACE}
   kubectl get httproute ${sample.route} -n ${SAMPLE_NAMESPACE} -o yaml
   temporal workflow list --query 'Stage="${sample.stage}"'
 `);
 
 const objects = new CustomObjects(kubeConfig);
+const final = (o: { status?: { phase?: string } } | undefined) => ['Succeeded', 'Failed', 'Skipped', 'Cancelled'].includes(o?.status?.phase ?? '');
+const gated = await pollUntil(
+  async () => {
+    const o = await objects.get('VectorActivation', SAMPLE_NAMESPACE, name);
+    return final(o) || o?.status?.progression?.gate?.type === 'Approval' ? o : undefined;
+  },
+  180_000,
+  'the sample canary to reach its approval',
+  250,
+);
+if (!final(gated)) {
+  console.log(`The canary sends ${gated!.status.progression.weight} % to ${sample.to}, its analysis passed, and it waits for your approval:
+  npx konfidence approve ${name} -n ${SAMPLE_NAMESPACE}        (or promote, abort)
+  kubectl annotate va ${name} -n ${SAMPLE_NAMESPACE} --overwrite ${ANNOTATION_APPROVE}="$(kubectl auth whoami -o jsonpath='{.status.userInfo.username}') ok"
+`);
+  if (once) {
+    // As `konfidence approve` does: the annotation, signed with the caller's user name.
+    await objects.mergeMetadata('VectorActivation', SAMPLE_NAMESPACE, name, { annotations: { [ANNOTATION_APPROVE]: `${await whoAmI(kubeConfig)} npm-start-once-${Date.now()}` } });
+    console.log('Approved (--once).');
+  }
+}
 const va = await pollUntil(
   async () => {
-    const o = await objects.get('VectorActivation', SAMPLE_NAMESPACE, sample.activation.name);
-    return ['Succeeded', 'Failed', 'Skipped', 'Cancelled'].includes(o?.status?.phase) ? o : undefined;
+    const o = await objects.get('VectorActivation', SAMPLE_NAMESPACE, name);
+    return final(o) ? o : undefined;
   },
-  120_000,
+  once ? 120_000 : 24 * 3_600_000,
   'the sample activation',
-  250,
+  500,
 );
 console.log(`sample activation ${va!.status.phase}: ${va!.status.message}`);
 // The workflow still releases the Stage after the status says Succeeded: let it finish first.
@@ -83,4 +114,5 @@ await system.client.workflow.getHandle(workflowId).result();
 console.log(once ? 'Stopping (--once).' : 'Ctrl-C stops the workers; npm run env:down stops the control plane.');
 
 if (!once) await new Promise<void>((resolve) => ['SIGINT', 'SIGTERM'].forEach((s) => process.once(s, () => resolve())));
+await stopMetrics();
 await system.stop();

@@ -22,6 +22,8 @@ describe('quick start', () => {
     expect(stdout).toMatch(
       /1\. Stage shop: spec\.vector set to \S+:1\.0\.(\d+)[^\n]*\n(?:.*\n)*?\s+2\. StageVersion (shop-\d+) \(revision \d+\) created by the Stage controller\n(?:.*\n)*?\s+3\. StageVersion \2 marked Ready[^\n]*\n(?:.*\n)*?\s+4\. VectorActivation (activate-\2) created by the Stage controller/,
     );
+    // A canary: it waits at 50 %, its analysis passed, for the approval whose command it prints.
+    expect(stdout).toMatch(/The canary sends 50 % to shop-\d+, its analysis passed, and it waits for your approval:\n\s+npx konfidence approve activate-shop-\d+ -n konfidence-sample/);
     expect(stdout).toMatch(/sample activation Succeeded: Stage shop now serves shop-\d+/);
 
     const link = field('sample activation')!;

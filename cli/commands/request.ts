@@ -21,7 +21,7 @@ const ANNOTATION = REQUEST_ANNOTATIONS;
 const SIGNED = new Set<AnnotationRequest>(['approve', 'promote', 'abort']);
 
 /** The caller's user name as the apiserver knows it (what `kubectl auth whoami` prints). */
-async function whoAmI(kc: k8s.KubeConfig): Promise<string> {
+export async function whoAmI(kc: k8s.KubeConfig): Promise<string> {
   const review = await kc.makeApiClient(k8s.AuthenticationV1Api).createSelfSubjectReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
   const name = review.status?.userInfo?.username;
   if (!name) throw new CliError(EXIT.failed, 'the apiserver did not say who you are (SelfSubjectReview): cannot sign the request');

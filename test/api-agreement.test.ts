@@ -21,6 +21,8 @@ const values: unknown[] = [
   0, 1, -1, 2, 10, 300, 3600, 3601, 86400, 86401, 65535, 70000, 1.5,
   true, false, [], ['a'], ['a', 'a'], ['a', 'b'], [{ name: 's', tasks: ['t'] }], {}, { a: 'b' },
   { name: 'dev-2' }, { matchLabels: { 'konfidence.cloud/stage-name': 'dev' } }, { matchLabels: {} },
+  'result < 0.05', 'result >= 0.9 && result <= 1', 'len(result) > 0', { durationSeconds: 60 }, { timeoutSeconds: 60, onTimeout: 'Continue' },
+  { name: 'error-ratio' }, { name: 'unknown' }, 'http://x.test/', 'Abort', 'Inconclusive',
 ];
 
 type Json = Record<string, unknown> | unknown[];
@@ -35,7 +37,7 @@ function containers(node: unknown, path: (string | number)[] = []): { node: Json
   return [here, ...children];
 }
 
-const extraKeys = ['stageVersionRef', 'stageVersionSelector', 'heartbeatTimeoutSeconds', 'onFailure', 'backend', 'tasks', 'name'];
+const extraKeys = ['stageVersionRef', 'stageVersionSelector', 'heartbeatTimeoutSeconds', 'onFailure', 'backend', 'tasks', 'name', 'setWeight', 'pause', 'analysis', 'durationSeconds', 'successCondition', 'from'];
 
 function mutate(s: Sample, rnd: ReturnType<typeof seededRandom>): string {
   const { node, path } = rnd.pick(containers(s.spec));

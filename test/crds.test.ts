@@ -28,7 +28,7 @@ describe('CRDs', () => {
     await objectApi(kc).create({ ...sample('VectorActivation', 'activate-dev-2'), metadata: { name: 'activate-dev-2', namespace: ns } });
     const table = await kubectl('get', 'va', '-n', ns);
     const [header, row] = table.trim().split('\n');
-    expect(header?.split(/\s+/)).toEqual(['NAME', 'STAGE', 'STAGEVERSION', 'PHASE', 'AGE']);
+    expect(header?.split(/\s+/)).toEqual(['NAME', 'STAGE', 'STAGEVERSION', 'WEIGHT', 'GATE', 'PHASE', 'AGE']);
     expect(row).toMatch(/^activate-dev-2\s+dev\s+dev-2\s+/);
     expect(await kubectl('get', 'konfidence', '-n', ns, '-o', 'name')).toContain('vectoractivation.landscape.konfidence.cloud/activate-dev-2');
     for (const def of allKinds) {

@@ -87,6 +87,7 @@ export class ActivationRun {
 
   async attempt(retry: boolean): Promise<Ending> {
     const { va, access } = this;
+    this.requests.progression = undefined;
     // The check reads while Pending is written; a failed check is written after it, as Failed.
     const validating = this.report('Pending', 'Validating', `checking Stage ${va.stage} and StageVersion ${va.stageVersion}`);
     const [written, described] = await Promise.allSettled([validating, k8s.describeStage(this.ref.namespace, va.stage, va.stageVersion)]);
@@ -145,6 +146,8 @@ export class ActivationRun {
       limited = gate.limited;
     }
 
+    // A progressive activation answers approve, promote and abort from its first InProgress on.
+    if (plan.progression) this.requests.progression = () => ({ phase: this.progress.phase, progressive: true });
     const started = toRun.run.length > 0 && (await this.startRun(plan, toRun.run[0]!, stage.target.name));
     if (started === 'terminating') return this.finish({ phase: 'Failed', reason: 'StageVersionTerminating', message: `StageVersion ${stage.target.name} is being deleted` });
     if (started === 'gone') {
@@ -155,6 +158,8 @@ export class ActivationRun {
     const ctx = this.taskContext(stage, Object.keys(earlier).length ? { earlier } : {});
     if (plan.progression) {
       const outcome = await this.progressive(plan, stage, limited);
+      // Past the progression: an abort is refused as the switch runs, not as if there were none.
+      this.requests.progression = () => ({ phase: this.progress.phase, progressive: true, ending: outcome === 'switch' ? 'switching' : 'aborting' });
       if (outcome !== 'switch') return this.finish(outcome);
     } else {
       for (const [n, i] of toRun.run.entries()) {

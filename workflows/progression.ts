@@ -108,7 +108,6 @@ export class Progression {
       if (late?.action === 'abort') return await this.abort('Aborted', `aborted at the switch${this.byWhom(late.request)}`, late.request);
       return 'switch';
     } finally {
-      this.host.requests.progression = undefined;
       this.stopBackground();
       await Promise.all([...this.background.values()].map((b) => b.done));
     }
@@ -168,7 +167,7 @@ export class Progression {
 
   private async follow(o: Outcome): Promise<Stop> {
     switch (o.next) {
-      case 'next':
+      case 'next': // callers go on by themselves; never asked
       case 'promote':
         return 'promote';
       case 'cancel':

@@ -13,9 +13,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
-import { createLockActivities } from '../../activities/lock.js';
-import type { ActivationActivities } from '../../activities/core.js';
 import { pollUntil } from '../../scripts/env/process.js';
 import {
   activationWorkflowId,
@@ -27,67 +24,33 @@ import {
   type ActivationRef,
   type LockState,
 } from '../../shared/activation.js';
-import type { TaskInput } from '../../executors/types.js';
-import { executorTaskQueue } from '../../shared/task-queues.js';
 import { vectorActivation, type ActivationOptions } from '../../workflows/activation.js';
 import { FakeCluster, type FakeActivationStatus } from './support/fake-cluster.js';
 import { finishSignal, lockRequester } from './support/lock-workflows.js';
-import { addSearchAttributes } from '../../scripts/env/components.js';
-import { testWorkflowBundle, timeSkippingEnv } from './support/temporal.js';
+import { startFakeWorkers, type FakeWorkers } from './support/fake-workers.js';
 
 const ns = 'unit';
 const DAY = 24 * 60 * 60 * 1000;
 /** One task queue per file (workers are made once); each test has Stages and names of its own. */
 const taskQueue = `activation-workflow-${process.pid}`;
 const queueSuffix = `-unit-${process.pid}`;
-/**
- * Cancellation reaches an activity in the answer to a heartbeat, and the SDK sends heartbeats at
- * most every 80% of the heartbeat timeout (4 s for an executor, 8 s for the Lease renewal). The
- * test workers send them sooner, so that a cancelled activity stops within a fraction of a second.
- */
-const HEARTBEAT_THROTTLE = '100 ms';
 /** Each test, when time skipping works, takes a few seconds at most; fail fast when it does not. */
 const TEST_TIMEOUT = 30_000;
 
 let env: TestWorkflowEnvironment;
-let workers: Worker[] = [];
-let running: Promise<unknown>;
+let fake: FakeWorkers | undefined;
 /** The fake of the current test: the workers' activities delegate to it, so each test starts clean. */
 let cluster: FakeCluster;
 /** Workflows the current test started, closed after it whatever happened. */
 let started: { handle: WorkflowHandle; kind: 'activation' | 'holder' }[] = [];
 
 beforeAll(async () => {
-  const [e, workflowBundle] = await Promise.all([timeSkippingEnv(), testWorkflowBundle()]);
-  env = e;
-  // The workflow upserts the project's search attributes; the test server must know them, as a production namespace must.
-  await addSearchAttributes(env.connection.operatorService, env.namespace ?? 'default');
-  // The workers are made once per file; their activities call the fake of the current test.
-  // Every activity the fake has (the names are the same for any fake: take them from a blank one).
-  const coreNames = Object.keys(new FakeCluster().activities()) as (keyof ActivationActivities)[];
-  const core = Object.fromEntries(coreNames.map((n) => [n, (...args: unknown[]) => (cluster.activities()[n] as (...a: unknown[]) => Promise<unknown>)(...args)]));
-  workers = await Promise.all([
-    Worker.create({
-      connection: env.nativeConnection,
-      taskQueue,
-      workflowBundle,
-      maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
-      activities: { ...core, ...createLockActivities(env.client, taskQueue) },
-    }),
-    Worker.create({
-      connection: env.nativeConnection,
-      taskQueue: executorTaskQueue('fake') + queueSuffix,
-      maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
-      activities: { executeTask: (input: TaskInput) => cluster.executorActivities().executeTask(input) },
-    }),
-  ]);
-  running = Promise.all(workers.map((w) => w.run()));
+  fake = await startFakeWorkers(taskQueue, queueSuffix, () => cluster);
+  env = fake.env;
 });
 
 afterAll(async () => {
-  for (const w of workers) w.shutdown();
-  await running;
-  await env?.teardown();
+  await fake?.stop();
 });
 
 beforeEach(() => {

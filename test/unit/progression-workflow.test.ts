@@ -7,20 +7,14 @@
  */
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
-import { createLockActivities } from '../../activities/lock.js';
-import type { ActivationActivities } from '../../activities/core.js';
 import type { ProgressionReport } from '../../decisions/activation.js';
 import type { AnalysisRules } from '../../decisions/analysis.js';
 import type { ProgressionSpec } from '../../decisions/progression.js';
 import { pollUntil } from '../../scripts/env/process.js';
 import { abortUpdate, activationWorkflowId, approveUpdate, cancelSignal, promoteUpdate, type ActivationRef } from '../../shared/activation.js';
-import type { TaskInput } from '../../executors/types.js';
-import { executorTaskQueue } from '../../shared/task-queues.js';
 import { vectorActivation, type ActivationOptions } from '../../workflows/activation.js';
 import { FakeCluster } from './support/fake-cluster.js';
-import { addSearchAttributes } from '../../scripts/env/components.js';
-import { testWorkflowBundle, timeSkippingEnv } from './support/temporal.js';
+import { startFakeWorkers, type FakeWorkers } from './support/fake-workers.js';
 
 const ns = 'unit';
 const taskQueue = `progression-workflow-${process.pid}`;
@@ -28,33 +22,17 @@ const queueSuffix = `-progression-${process.pid}`;
 const DAY = 86_400_000;
 
 let env: TestWorkflowEnvironment;
-let workers: Worker[] = [];
-let running: Promise<unknown>;
+let fake: FakeWorkers | undefined;
 let cluster: FakeCluster;
 let started: WorkflowHandle[] = [];
 
 beforeAll(async () => {
-  const [e, workflowBundle] = await Promise.all([timeSkippingEnv(), testWorkflowBundle()]);
-  env = e;
-  await addSearchAttributes(env.connection.operatorService, env.namespace ?? 'default');
-  const coreNames = Object.keys(new FakeCluster().activities()) as (keyof ActivationActivities)[];
-  const core = Object.fromEntries(coreNames.map((n) => [n, (...args: unknown[]) => (cluster.activities()[n] as (...a: unknown[]) => Promise<unknown>)(...args)]));
-  workers = await Promise.all([
-    Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle, maxHeartbeatThrottleInterval: '100 ms', activities: { ...core, ...createLockActivities(env.client, taskQueue) } }),
-    Worker.create({
-      connection: env.nativeConnection,
-      taskQueue: executorTaskQueue('fake') + queueSuffix,
-      maxHeartbeatThrottleInterval: '100 ms',
-      activities: { executeTask: (input: TaskInput) => cluster.executorActivities().executeTask(input) },
-    }),
-  ]);
-  running = Promise.all(workers.map((w) => w.run()));
+  fake = await startFakeWorkers(taskQueue, queueSuffix, () => cluster);
+  env = fake.env;
 });
 
 afterAll(async () => {
-  for (const w of workers) w.shutdown();
-  await running;
-  await env?.teardown();
+  await fake?.stop();
 });
 
 beforeEach(() => {

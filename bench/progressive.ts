@@ -1,0 +1,167 @@
+/**
+ * bench/progressive — what a progression costs, on the real local servers:
+ *   canary: a canary of three weights (10 %, 50 %, then 100 %), no pauses, against a plain switch
+ *     on the same Stage, create → Succeeded, in interleaved pairs; goal ≤ 1.5× (no analysis here,
+ *     so no analysis intervals to add);
+ *   gates: the CPU every process uses over a minute with --gates activations (default 1,000, one per
+ *     Stage) waiting at an approval, against a minute of the same system with the same Stages and
+ *     nothing waiting, measured in one run; goal: indistinguishable from idle. And the peak RSS
+ *     (VmHWM) of this process, which runs every role, against the 200 MB goal of each.
+ * Run: npx tsx bench/progressive.ts [--pairs 10] [--gates 1000] [--seconds 60]
+ */
+import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { API_VERSION, GROUP, VERSION } from '../api/group.js';
+import { apply, k8s } from '../k8s/client.js';
+import { CustomObjects } from '../k8s/custom-objects.js';
+import { pollUntil } from '../scripts/env/process.js';
+import { forEachLimited } from '../shared/pool.js';
+import { activationWorkflowId } from '../shared/activation.js';
+import { resumingWatch } from '../test/support/watch.js';
+import { seededBenchSystem, seedSleepyPlan, startSleepySystem } from './fixture.js';
+import { cpuNow, cpuProcesses, numberArg, stats, writeResult } from './report.js';
+
+const PAIRS = Math.min(numberArg('pairs', 10), 16); // 2 StageVersions a pair, history limit 100
+const GATES = numberArg('gates', 1000);
+const SECONDS = numberArg('seconds', 60);
+
+Runtime.install({ logger: new DefaultLogger('ERROR') });
+
+/** Peak resident memory of this process so far (VmHWM), MiB. */
+const peakRssMiB = () => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? NaN) / 1024;
+
+// --- a canary of three weights against a plain switch ------------------------------------------
+
+async function canaryAgainstPlain() {
+  const { kc, ns, systemNs, system } = await seededBenchSystem('prog', PAIRS * 2 + 1);
+  const objects = new CustomObjects(kc);
+  // The same two steps as the plain plan (Gateway API, then Istio), at 10 %, 50 %, then 100 %.
+  await objects.create({
+    apiVersion: API_VERSION,
+    kind: 'ActivationExecutionPlan',
+    metadata: { name: 'canary', namespace: systemNs },
+    spec: { steps: [{ name: 'gateway', tasks: ['gateway'] }, { name: 'mesh', tasks: ['mesh'] }], progression: { steps: [{ setWeight: 10 }, { setWeight: 50 }] } },
+  });
+  // The first switch makes revision 1 "previous" of the rest: every canary shares with a version.
+  await objects.create({ apiVersion: API_VERSION, kind: 'StageVersionUsage', metadata: { name: 'bench-active', namespace: ns }, spec: { reason: 'bench', stageVersionRef: { name: 'bench-1' } } });
+  const seen = new Map<string, number>();
+  const watch = await resumingWatch(kc, `/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`, (_t, o: any) => {
+    if (o.status?.phase === 'Succeeded' && !seen.has(o.metadata.name)) seen.set(o.metadata.name, Date.now());
+  });
+  const run = async (r: number, plan?: string) => {
+    const at = Date.now();
+    await objects.create({ apiVersion: API_VERSION, kind: 'VectorActivation', metadata: { name: `to-${r}`, namespace: ns }, spec: { stage: 'bench', stageVersion: `bench-${r}`, ...(plan ? { executionPlan: plan } : {}) } });
+    return (await pollUntil(() => seen.get(`to-${r}`), 120_000, `to-${r} Succeeded`, 5)) - at;
+  };
+  const plain: number[] = [];
+  const canary: number[] = [];
+  let r = 1;
+  for (let i = 0; i < PAIRS; i++) {
+    // Interleaved, and each side first in turn: a drift of the machine lands on both.
+    if (i % 2 === 0) {
+      plain.push(await run(++r));
+      canary.push(await run(++r, 'canary'));
+    } else {
+      canary.push(await run(++r, 'canary'));
+      plain.push(await run(++r));
+    }
+  }
+  watch.stop();
+  await system.stop();
+  const p = stats(plain);
+  const c = stats(canary);
+  const ratio = +(c.median / p.median).toFixed(2);
+  console.log(`plain switch, create → Succeeded (ms): ${JSON.stringify(p)}`);
+  console.log(`canary 10 % → 50 % → 100 %, create → Succeeded (ms): ${JSON.stringify(c)}`);
+  console.log(`canary / plain: ${ratio}× (${c.median} ms vs ${p.median} ms, medians of ${PAIRS} interleaved pairs); goal ≤ 1.5×`);
+  return { plainMs: p, canaryMs: c, canaryOverPlain: ratio, met: ratio <= 1.5 };
+}
+
+// --- a thousand activations waiting at gates, against idle ----------------------------------------
+
+async function gatesAgainstIdle() {
+  const id = randomBytes(3).toString('hex');
+  const ns = `gates-${id}`;
+  const systemNs = `gates-${id}-sys`;
+  const { cp, kc } = await (async () => {
+    const { up } = await import('../scripts/env/control-plane.js');
+    const { loadKubeConfig } = await import('../k8s/client.js');
+    const plane = await up(() => undefined);
+    return { cp: plane, kc: loadKubeConfig(plane.kubeconfig) };
+  })();
+  const objects = new CustomObjects(kc);
+  await seedSleepyPlan(kc, [ns], systemNs, 0);
+  // The default plan's one step at 10 %, then an approval that waits a day.
+  await objects.mergeSpec('ActivationExecutionPlan', systemNs, 'default', { progression: { steps: [{ setWeight: 10 }, { pause: { timeoutSeconds: 86400 } }] } });
+  const generic = k8s.KubernetesObjectApi.makeApiClient(kc);
+  await apply(generic, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+  console.log(`seeding ${GATES} Stages, each with two StageVersions, the first active...`);
+  const cr = (kind: string, name: string, spec: unknown) => objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace: ns }, spec });
+  await forEachLimited(
+    Array.from({ length: GATES }, (_, i) => `g${i}`),
+    16,
+    async (stage) => {
+      await cr('StageVersion', `${stage}-1`, { stage, vector: 'gate:1', revision: 1 });
+      await cr('StageVersion', `${stage}-2`, { stage, vector: 'gate:2', revision: 2 });
+      await cr('StageVersionUsage', `${stage}-active`, { reason: 'bench', stageVersionRef: { name: `${stage}-1` } });
+      await cr('Stage', stage, { vector: 'gate:2' });
+    },
+  );
+  const system = await startSleepySystem(cp, kc, systemNs, [ns], `-${ns}`, { stagesPerNamespace: 0 });
+  const processes = cpuProcesses(cp.pids);
+  const settle = async () => new Promise((r) => setTimeout(r, 20_000));
+  const minute = async () => {
+    const before = cpuNow(processes);
+    const t0 = performance.now();
+    await new Promise((r) => setTimeout(r, SECONDS * 1000));
+    const wall = (performance.now() - t0) / 1000;
+    const after = cpuNow(processes);
+    return Object.fromEntries(Object.keys(processes).map((k) => [k, +(((after[k]! - before[k]!) / wall) * 100).toFixed(2)]));
+  };
+  // Idle: the same Stages, nothing running; the system had time to settle after its start.
+  await settle();
+  const idle = await minute();
+  console.log(`idle, ${GATES} Stages, CPU % of one core over ${SECONDS} s: ${JSON.stringify(idle)}`);
+
+  console.log(`starting ${GATES} activations, each to wait at its approval...`);
+  const atGate = new Set<string>();
+  const watch = await resumingWatch(kc, `/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`, (_t, o: any) => {
+    if (o.status?.progression?.gate?.type === 'Approval') atGate.add(o.metadata.name);
+  });
+  const started = Date.now();
+  const refs: string[] = [];
+  await forEachLimited(
+    Array.from({ length: GATES }, (_, i) => `g${i}`),
+    16,
+    async (stage) => {
+      const { object } = await cr('VectorActivation', `${stage}-to-2`, { stage, stageVersion: `${stage}-2` });
+      refs.push(activationWorkflowId({ namespace: ns, name: object.metadata.name, uid: object.metadata.uid! }));
+    },
+  );
+  await pollUntil(() => atGate.size >= GATES, 1_800_000, `${GATES} activations at their gates (${atGate.size} so far)`, 1_000);
+  const reachedMs = Date.now() - started;
+  console.log(`${GATES} at their gates after ${Math.round(reachedMs / 1000)} s`);
+  await settle();
+  const gated = await minute();
+  const rssMiB = +peakRssMiB().toFixed(1);
+  console.log(`${GATES} waiting at gates, CPU % of one core over ${SECONDS} s: ${JSON.stringify(gated)}`);
+  console.log(`peak RSS of this process (every role): ${rssMiB} MiB`);
+  watch.stop();
+
+  // Closes what it started: the workflows, then the system and the namespaces.
+  await forEachLimited(refs, 16, (wf) => system.client.workflow.getHandle(wf).terminate('bench/progressive is done').catch(() => undefined));
+  await system.stop();
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  for (const name of [ns, systemNs]) await core.deleteNamespace({ name }).catch(() => undefined);
+  const totalIdle = Object.values(idle).reduce((a, b) => a + b, 0);
+  const totalGated = Object.values(gated).reduce((a, b) => a + b, 0);
+  return { gates: GATES, seconds: SECONDS, reachedGatesMs: reachedMs, idleCpuPercent: idle, gatedCpuPercent: gated, totalIdle: +totalIdle.toFixed(2), totalGated: +totalGated.toFixed(2), peakRssMiB: rssMiB };
+}
+
+const part = process.argv.includes('--gates-only') ? 'gates' : process.argv.includes('--canary-only') ? 'canary' : 'both';
+const figures: Record<string, unknown> = {};
+if (part !== 'gates') figures.canary = await canaryAgainstPlain();
+if (part !== 'canary') figures.gates = await gatesAgainstIdle();
+writeResult('progressive', figures);
+process.exit(0);

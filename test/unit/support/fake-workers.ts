@@ -1,0 +1,60 @@
+/**
+ * The workers of a workflow test file on the time-skipping test server: the core worker (the
+ * project's workflows, the fake's core activities, the real lock activities) and the fake executor
+ * of type `fake`. Made once per file; their activities call the fake of the current test, which
+ * `current()` returns, so each test starts from a clean fake.
+ */
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { createLockActivities } from '../../../activities/lock.js';
+import type { ActivationActivities } from '../../../activities/core.js';
+import type { TaskInput } from '../../../executors/types.js';
+import { addSearchAttributes } from '../../../scripts/env/components.js';
+import { executorTaskQueue } from '../../../shared/task-queues.js';
+import { FakeCluster } from './fake-cluster.js';
+import { testWorkflowBundle, timeSkippingEnv } from './temporal.js';
+
+/**
+ * Cancellation reaches an activity in the answer to a heartbeat, and the SDK sends heartbeats at
+ * most every 80% of the heartbeat timeout (4 s for an executor, 8 s for the Lease renewal). The
+ * test workers send them sooner, so that a cancelled activity stops within a fraction of a second.
+ */
+const HEARTBEAT_THROTTLE = '100 ms';
+
+export interface FakeWorkers {
+  env: TestWorkflowEnvironment;
+  stop(): Promise<void>;
+}
+
+export async function startFakeWorkers(taskQueue: string, queueSuffix: string, current: () => FakeCluster): Promise<FakeWorkers> {
+  const [env, workflowBundle] = await Promise.all([timeSkippingEnv(), testWorkflowBundle()]);
+  // The workflow upserts the project's search attributes; the test server must know them, as a production namespace must.
+  await addSearchAttributes(env.connection.operatorService, env.namespace ?? 'default');
+  // Every activity the fake has (the names are the same for any fake: take them from a blank one).
+  const coreNames = Object.keys(new FakeCluster().activities()) as (keyof ActivationActivities)[];
+  const core = Object.fromEntries(coreNames.map((n) => [n, (...args: unknown[]) => (current().activities()[n] as (...a: unknown[]) => Promise<unknown>)(...args)]));
+  const workers = await Promise.all([
+    Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowBundle,
+      maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
+      activities: { ...core, ...createLockActivities(env.client, taskQueue) },
+    }),
+    Worker.create({
+      connection: env.nativeConnection,
+      taskQueue: executorTaskQueue('fake') + queueSuffix,
+      maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
+      activities: { executeTask: (input: TaskInput) => current().executorActivities().executeTask(input) },
+    }),
+  ]);
+  const running = Promise.all(workers.map((w) => w.run()));
+  return {
+    env,
+    async stop() {
+      for (const w of workers) w.shutdown();
+      await running;
+      await env.teardown();
+    },
+  };
+}

@@ -22,6 +22,8 @@ const benches: { name: string; args: string[] }[] = [
   { name: 'shards', args: ['--namespaces', '200', '--per-namespace', quick ? '10' : '50', '--shards', '4', '--runs', '1'] },
   // 2000 Stages and 10,000 VectorActivations (40 unfinished): the Stage controller and the watcher, each started twice.
   { name: 'scale', args: quick ? ['--namespaces', '4', '--stages', '200', '--activations', '1000', '--unfinished', '8'] : [] },
+  // A canary of three weights against a plain switch; 1,000 activations waiting at gates against idle.
+  { name: 'progressive', args: quick ? ['--pairs', '4', '--gates', '100', '--namespaces', '4', '--seconds', '30'] : [] },
 ];
 
 /** The newest bench/results/<name>-*.json written after `since`. */
@@ -48,6 +50,9 @@ for (const b of benches) {
 const a = results.activation, c = results.cost, u = results.burst, t = results.throughput, f = results.fairness;
 const whole = results.shards?.summary?.find((s: any) => s.shards === 1);
 const sc = results.scale;
+const pc = results.progressive?.canary, pg = results.progressive?.gates;
+/** Within noise: no more than a tenth more, plus one percent of a core. */
+const indistinguishable = (idle: number, loaded: number) => loaded <= idle * 1.1 + 1;
 const started = (role: string, start: string) => sc?.starts?.find((x: any) => x.role === role && x.start === start);
 const [scFirst, scRestart, wFirst, wRestart] = [started('stage-controller', 'first'), started('stage-controller', 'restart'), started('watcher', 'first'), started('watcher', 'restart')];
 const row = (figure: string, value: string, goal: string, met?: boolean) => ({ figure, value, goal, met: met === undefined ? '–' : met ? 'yes' : 'NO' });
@@ -65,6 +70,9 @@ const table = [
   row('cost: history events per activation', c ? `workflow ${c.historyEvents}, Stage lock ${c.lockHistoryEvents}` : 'not measured', '–'),
   row(`Stage controller, ${sc?.stages ?? '?'} Stages: RSS first start / restart`, scFirst ? `${scFirst.rssMiB} / ${scRestart.rssMiB} MiB (converged after ${scFirst.quietMs} ms, ${scFirst.apiserverWrites} writes; restart ready ${scRestart.readyMs} ms, ${scRestart.apiserverWrites} writes)` : 'not measured', '≤ 200 MB', scFirst && Math.max(scFirst.rssMiB, scRestart.rssMiB) * 1.048576 <= 200),
   row(`watcher, ${sc?.activations ?? '?'} VectorActivations: RSS, ready`, wFirst ? `${wFirst.rssMiB} MiB, ready ${wFirst.readyMs} ms` : 'not measured', '≤ 200 MB', wFirst && wFirst.rssMiB * 1.048576 <= 200),
+  row('canary 10 → 50 → 100 % / plain switch', pc ? `${pc.canaryOverPlain}× (${pc.canaryMs.median} vs ${pc.plainMs.median} ms)` : 'not measured', '≤ 1.5×', pc && pc.canaryOverPlain <= 1.5),
+  row(`${pg?.gates ?? 1000} activations at gates: CPU % of a core, all processes`, pg ? `${pg.totalGated} % vs ${pg.totalIdle} % idle` : 'not measured', 'as idle', pg && indistinguishable(pg.totalIdle, pg.totalGated)),
+  row(`${pg?.gates ?? 1000} activations at gates: peak RSS, every role in one process`, pg ? `${pg.peakRssMiB} MiB` : 'not measured', '≤ 200 MB', pg && pg.peakRssMiB * 1.048576 <= 200),
   row('watcher: workflow starts at start-up / restart', wFirst ? `${wFirst.workflowStarts} / ${wRestart.workflowStarts} (${sc.unfinished} unfinished)` : 'not measured', '= unfinished', wFirst && wFirst.workflowStarts === sc.unfinished && wRestart.workflowStarts === sc.unfinished),
 ];
 console.log('\nkonfidence-activation benchmark (npm run bench)');

@@ -7,13 +7,13 @@
  *     Stage) waiting at an approval, against a minute of the same system with the same Stages and
  *     nothing waiting, measured in one run; goal: indistinguishable from idle. And the peak RSS
  *     (VmHWM) of this process, which runs every role, against the 200 MB goal of each.
- * Run: npx tsx bench/progressive.ts [--pairs 10] [--gates 1000] [--seconds 60]
+ * Run: npx tsx bench/progressive.ts [--pairs 10] [--gates 1000] [--namespaces 20] [--seconds 60] [--canary-only | --gates-only]
  */
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { API_VERSION, GROUP, VERSION } from '../api/group.js';
-import { apply, k8s } from '../k8s/client.js';
+import { k8s } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { forEachLimited } from '../shared/pool.js';
@@ -25,6 +25,7 @@ import { cpuNow, cpuProcesses, numberArg, stats, writeResult } from './report.js
 const PAIRS = Math.min(numberArg('pairs', 10), 16); // 2 StageVersions a pair, history limit 100
 const GATES = numberArg('gates', 1000);
 const SECONDS = numberArg('seconds', 60);
+const NAMESPACES = numberArg('namespaces', 20);
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 
@@ -81,34 +82,28 @@ async function canaryAgainstPlain() {
 // --- a thousand activations waiting at gates, against idle ----------------------------------------
 
 async function gatesAgainstIdle() {
+  const { up } = await import('../scripts/env/control-plane.js');
+  const { loadKubeConfig } = await import('../k8s/client.js');
+  const cp = await up(() => undefined);
+  const kc = loadKubeConfig(cp.kubeconfig);
   const id = randomBytes(3).toString('hex');
-  const ns = `gates-${id}`;
+  // Spread over namespaces as Stages are (bench/scale.ts likewise): NAMESPACES of GATES / NAMESPACES Stages each.
+  const namespaces = Array.from({ length: NAMESPACES }, (_, i) => `gates-${id}-${i}`);
   const systemNs = `gates-${id}-sys`;
-  const { cp, kc } = await (async () => {
-    const { up } = await import('../scripts/env/control-plane.js');
-    const { loadKubeConfig } = await import('../k8s/client.js');
-    const plane = await up(() => undefined);
-    return { cp: plane, kc: loadKubeConfig(plane.kubeconfig) };
-  })();
   const objects = new CustomObjects(kc);
-  await seedSleepyPlan(kc, [ns], systemNs, 0);
+  await seedSleepyPlan(kc, namespaces, systemNs, 0);
   // The default plan's one step at 10 %, then an approval that waits a day.
   await objects.mergeSpec('ActivationExecutionPlan', systemNs, 'default', { progression: { steps: [{ setWeight: 10 }, { pause: { timeoutSeconds: 86400 } }] } });
-  const generic = k8s.KubernetesObjectApi.makeApiClient(kc);
-  await apply(generic, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
-  console.log(`seeding ${GATES} Stages, each with two StageVersions, the first active...`);
-  const cr = (kind: string, name: string, spec: unknown) => objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace: ns }, spec });
-  await forEachLimited(
-    Array.from({ length: GATES }, (_, i) => `g${i}`),
-    16,
-    async (stage) => {
-      await cr('StageVersion', `${stage}-1`, { stage, vector: 'gate:1', revision: 1 });
-      await cr('StageVersion', `${stage}-2`, { stage, vector: 'gate:2', revision: 2 });
-      await cr('StageVersionUsage', `${stage}-active`, { reason: 'bench', stageVersionRef: { name: `${stage}-1` } });
-      await cr('Stage', stage, { vector: 'gate:2' });
-    },
-  );
-  const system = await startSleepySystem(cp, kc, systemNs, [ns], `-${ns}`, { stagesPerNamespace: 0 });
+  const stages = Array.from({ length: GATES }, (_, i) => ({ ns: namespaces[i % NAMESPACES]!, stage: `g${i}` }));
+  console.log(`seeding ${GATES} Stages in ${NAMESPACES} namespaces, each with two StageVersions, the first active...`);
+  const cr = (ns: string, kind: string, name: string, spec: unknown) => objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace: ns }, spec });
+  await forEachLimited(stages, 16, async ({ ns, stage }) => {
+    await cr(ns, 'StageVersion', `${stage}-1`, { stage, vector: 'gate:1', revision: 1 });
+    await cr(ns, 'StageVersion', `${stage}-2`, { stage, vector: 'gate:2', revision: 2 });
+    await cr(ns, 'StageVersionUsage', `${stage}-active`, { reason: 'bench', stageVersionRef: { name: `${stage}-1` } });
+    await cr(ns, 'Stage', stage, { vector: 'gate:2' });
+  });
+  const system = await startSleepySystem(cp, kc, systemNs, namespaces, `-${id}`, { stagesPerNamespace: 0 });
   const processes = cpuProcesses(cp.pids);
   const settle = async () => new Promise((r) => setTimeout(r, 20_000));
   const minute = async () => {
@@ -126,19 +121,19 @@ async function gatesAgainstIdle() {
 
   console.log(`starting ${GATES} activations, each to wait at its approval...`);
   const atGate = new Set<string>();
-  const watch = await resumingWatch(kc, `/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`, (_t, o: any) => {
-    if (o.status?.progression?.gate?.type === 'Approval') atGate.add(o.metadata.name);
-  });
+  const watches = await Promise.all(
+    namespaces.map((ns) =>
+      resumingWatch(kc, `/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`, (_t, o: any) => {
+        if (o.status?.progression?.gate?.type === 'Approval') atGate.add(`${ns}/${o.metadata.name}`);
+      }),
+    ),
+  );
   const started = Date.now();
   const refs: string[] = [];
-  await forEachLimited(
-    Array.from({ length: GATES }, (_, i) => `g${i}`),
-    16,
-    async (stage) => {
-      const { object } = await cr('VectorActivation', `${stage}-to-2`, { stage, stageVersion: `${stage}-2` });
-      refs.push(activationWorkflowId({ namespace: ns, name: object.metadata.name, uid: object.metadata.uid! }));
-    },
-  );
+  await forEachLimited(stages, 16, async ({ ns, stage }) => {
+    const { object } = await cr(ns, 'VectorActivation', `${stage}-to-2`, { stage, stageVersion: `${stage}-2` });
+    refs.push(activationWorkflowId({ namespace: ns, name: object.metadata.name, uid: object.metadata.uid! }));
+  });
   await pollUntil(() => atGate.size >= GATES, 1_800_000, `${GATES} activations at their gates (${atGate.size} so far)`, 1_000);
   const reachedMs = Date.now() - started;
   console.log(`${GATES} at their gates after ${Math.round(reachedMs / 1000)} s`);
@@ -147,16 +142,15 @@ async function gatesAgainstIdle() {
   const rssMiB = +peakRssMiB().toFixed(1);
   console.log(`${GATES} waiting at gates, CPU % of one core over ${SECONDS} s: ${JSON.stringify(gated)}`);
   console.log(`peak RSS of this process (every role): ${rssMiB} MiB`);
-  watch.stop();
+  watches.forEach((w) => w.stop());
 
   // Closes what it started: the workflows, then the system and the namespaces.
   await forEachLimited(refs, 16, (wf) => system.client.workflow.getHandle(wf).terminate('bench/progressive is done').catch(() => undefined));
   await system.stop();
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  for (const name of [ns, systemNs]) await core.deleteNamespace({ name }).catch(() => undefined);
-  const totalIdle = Object.values(idle).reduce((a, b) => a + b, 0);
-  const totalGated = Object.values(gated).reduce((a, b) => a + b, 0);
-  return { gates: GATES, seconds: SECONDS, reachedGatesMs: reachedMs, idleCpuPercent: idle, gatedCpuPercent: gated, totalIdle: +totalIdle.toFixed(2), totalGated: +totalGated.toFixed(2), peakRssMiB: rssMiB };
+  for (const name of [...namespaces, systemNs]) await core.deleteNamespace({ name }).catch(() => undefined);
+  const total = (x: Record<string, number>) => +Object.values(x).reduce((a, b) => a + b, 0).toFixed(2);
+  return { gates: GATES, namespaces: NAMESPACES, seconds: SECONDS, reachedGatesMs: reachedMs, idleCpuPercent: idle, gatedCpuPercent: gated, totalIdle: total(idle), totalGated: total(gated), peakRssMiB: rssMiB };
 }
 
 const part = process.argv.includes('--gates-only') ? 'gates' : process.argv.includes('--canary-only') ? 'canary' : 'both';

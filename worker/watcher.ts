@@ -83,6 +83,16 @@ export interface WatcherOptions {
 const LIST_PARALLEL = 16;
 /** How many of a burst's superseded activations skipLosers ends Skipped at a time. */
 const SKIPS_AT_ONCE = 4;
+/**
+ * Activations waiting at a progression's gate sit still for hours or days: their workflows are not
+ * looked at one by one at every check (a thousand describes a check would be most of what the
+ * system does while they wait). One visibility query a check lists the activation workflows that
+ * closed since the check before; only those are looked at. Every this many checks, all are
+ * (a workflow gone without a close, say, after the retention).
+ */
+const GATED_FULL_CHECK_EVERY = 20;
+/** The visibility query looks back this much further than the check before: its records may lag. */
+const CLOSED_LOOKBACK_MS = 60_000;
 /** Deletions a standby saw are handed to the workflows when it takes over, if this recent. */
 const STANDBY_DELETIONS_KEPT_MS = 5 * 60_000;
 
@@ -146,6 +156,9 @@ export class ActivationWatcher {
   private readonly log: LogFn;
   private readonly deps: CoreDeps;
   private removeWaitingSource?: () => void;
+  /** The checks of unfinished activations' workflows (checkUnfinished): how many, and when the last began. */
+  private checks = 0;
+  private lastCheck: number | undefined;
 
   constructor(private readonly o: WatcherOptions) {
     this.log = o.log ?? componentLogger('watcher').fn();
@@ -580,6 +593,11 @@ export class ActivationWatcher {
 
   /** The periodic check: an unfinished object whose workflow closed is closed out. */
   private async checkUnfinished(): Promise<void> {
+    const since = this.lastCheck;
+    this.lastCheck = Date.now();
+    const full = this.checks++ % GATED_FULL_CHECK_EVERY === 0 || since === undefined;
+    // undefined: every workflow is looked at (a full check, or the query failed).
+    const closed = full ? undefined : await this.closedSince(since - CLOSED_LOOKBACK_MS).catch(() => undefined);
     for (const o of this.cache.values()) {
       if (this.stopped || !this.gate.acting()) return;
       const phase = o.status?.phase;
@@ -591,8 +609,17 @@ export class ActivationWatcher {
         this.share(o.metadata!.namespace!); // not started: held, or its start failed; the pass decides again
         continue;
       }
+      if (closed && o.status?.progression?.gate && !closed.has(activationWorkflowId(this.ref(o)))) continue;
       await this.tracked(o.metadata!.namespace!, () => this.checkClosed(o, this.ref(o))).catch((err: unknown) => err instanceof NotLeaderError || this.log(`check of ${o.metadata?.namespace}/${o.metadata?.name}: ${apiMessage(err)}`, { level: 'warn', ...this.about(o) }));
     }
+  }
+
+  /** The activation workflows that closed after `ms` (epoch), by one visibility query. */
+  private async closedSince(ms: number): Promise<Set<string>> {
+    const ids = new Set<string>();
+    const query = `WorkflowType = '${vectorActivation.name}' AND ExecutionStatus != 'Running' AND CloseTime > '${new Date(ms).toISOString()}'`;
+    for await (const w of this.o.client.workflow.list({ query })) ids.add(w.workflowId);
+    return ids;
   }
 
   private async checkClosed(o: Watched, ref: ActivationRef): Promise<void> {

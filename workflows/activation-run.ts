@@ -541,6 +541,7 @@ export class ActivationRun {
   }
 
   private stepMessage(plan: ResolvedPlan, i: number): string {
-    return `step ${i + 1}/${plan.steps.length} (${plan.steps[i]!.name}) of ${plan.source}`;
+    const setting = this.progression?.setting;
+    return `step ${i + 1}/${plan.steps.length} (${plan.steps[i]!.name}) of ${plan.source}${setting !== undefined ? `, setting ${setting} % to ${this.va.stageVersion}` : ''}`;
   }
 }

@@ -75,6 +75,8 @@ export class Progression {
   /** A background run that ended Failed, Error or Inconclusive, and not yet acted on. */
   private backgroundEnded: AnalysisRun | undefined;
   private rounds = 0;
+  /** The weight the round running now sets. */
+  setting: number | undefined;
 
   constructor(
     private readonly spec: ProgressionSpec,
@@ -186,10 +188,13 @@ export class Progression {
 
   // --- weights ------------------------------------------------------------------------------
 
+  /** One round of the plan's steps at `weight`: each step's own status write says it (no write of its own). */
   private async setWeight(weight: number): Promise<Ending | undefined> {
     this.gate = undefined;
-    await this.say('SettingWeight', `${stepLabel(this.spec, this.report.step)}: ${weight} % of the traffic to the new StageVersion`);
+    this.report.gate = null;
+    this.setting = weight;
     const failed = await this.host.round(weight, this.rounds++, false);
+    this.setting = undefined;
     if (failed) return failed;
     this.weight = weight;
     this.report.weight = weight;

@@ -260,3 +260,16 @@ test('a progression terminated at its gate is closed out under Revert: the lates
   for (const c of reverts) expect(c).toMatchObject({ unmovedOnly: true, unmovedAlso: [at(10), at(50), at(100), at(20)] });
   expect(cluster.activeUsage(ns, 'closed')).toBe('closed-1');
 });
+
+test('a background analysis that fails while the canary waits at its approval cuts the wait short and aborts', async () => {
+  const ref = canary('watched', { steps: [{ setWeight: 10, name: 'ten' }, { pause: {}, name: 'approval' }], background: [{ analysis: 'errors', from: 'ten' }] }, [{ ...errors, intervalSeconds: 60 }]);
+  cluster.metrics.set('errors{version="watched-2"}', [{ value: 0.01 }, { value: 0.01 }, { value: 0.4 }]);
+  await start(ref);
+  await atGate(ref, 'Approval');
+  // Minutes pass at the gate: the background run measures every minute, the third fails.
+  await env.sleep(5 * 60_000);
+  await pollUntil(() => (cluster.activation(ref).status.phase === 'Failed' ? true : undefined), 15_000, 'the background analysis to abort it', 20);
+  expect(cluster.activation(ref).status).toMatchObject({ reason: 'AnalysisFailed', message: expect.stringContaining('measured 0.01, 0.01, 0.4') });
+  expect(progression(ref)!.analysisRuns).toEqual([expect.objectContaining({ name: 'errors', background: true, phase: 'Failed', failed: 1, successful: 2 })]);
+  expect(cluster.callsOf(ref).filter((c) => c.action === 'Revert').map((c) => c.registration)).toEqual(['watched-vs', 'watched-dr']);
+});

@@ -172,10 +172,14 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
   // As an Update the requester is told in the answer, and a free Stage is granted in it: the main
   // loop would grant it next anyway, one signal round trip later.
   setHandler(requestLockUpdate, (req): LockAnswer => {
+    // Queued already by its signal: the requester asked by Update, had no answer in time (a busy
+    // worker), and asked by signal; it may not hear this answer, so a grant goes by signal too.
+    const queuedBefore = state.waiting.some((w) => w.requester === req.requester);
     let answer: LockAnswer = { outcome: 'queued' };
     request(req, (n) => (answer = n.granted ? { outcome: 'granted' } : { outcome: 'superseded', by: n.by.activation, revision: n.by.revision }));
     if (grantable() && state.waiting[0]?.requester === req.requester) {
       grantNext();
+      if (queuedBefore) outbox.push({ to: req.requester, granted: true });
       answer = { outcome: 'granted' };
     }
     return answer;

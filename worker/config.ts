@@ -18,6 +18,8 @@ const configSchema = z.object({
   KONFIDENCE_SYSTEM_NAMESPACE: z.string().min(1).default(DEFAULT_SYSTEM_NAMESPACE),
   /** Where the core worker asks an analysis that names no Prometheus address of its own. */
   KONFIDENCE_PROMETHEUS_URL: z.url().optional(),
+  /** Workflows the core worker keeps in memory between their tasks (default worker/core-worker.ts MAX_CACHED_WORKFLOWS). */
+  KONFIDENCE_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(2).max(100_000).optional(),
   KONFIDENCE_WATCH_NAMESPACES: z.string().optional(),
   /** Appended to every task queue name: separate installations (or tests) on one Temporal namespace. */
   KONFIDENCE_QUEUE_SUFFIX: z.string().default(''),

@@ -36,7 +36,17 @@ export interface CoreWorkerOptions {
   queueSuffix?: string;
   /** Where analyses that name no Prometheus address ask (KONFIDENCE_PROMETHEUS_URL). */
   prometheusUrl?: string;
+  /** Workflows kept in memory between their tasks (KONFIDENCE_MAX_CACHED_WORKFLOWS). */
+  maxCachedWorkflows?: number;
 }
+
+/**
+ * Workflows the core worker keeps in memory between their tasks. The SDK's default grows with the
+ * heap limit (thousands on a large machine): a thousand progressive activations waiting at gates,
+ * each with its Stage's lock, would all stay in memory. Past this many, the least recently used is
+ * evicted and replayed from its history when its next task comes (a gate's end, an answer).
+ */
+export const MAX_CACHED_WORKFLOWS = 250;
 
 export function createCoreWorker(options: CoreWorkerOptions): Promise<Worker> {
   const taskQueue = options.taskQueue ?? CORE_TASK_QUEUE;
@@ -50,6 +60,7 @@ export function createCoreWorker(options: CoreWorkerOptions): Promise<Worker> {
     // default 30 s termination grace period.
     shutdownGraceTime: '25 seconds',
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
+    maxCachedWorkflows: options.maxCachedWorkflows ?? MAX_CACHED_WORKFLOWS,
     ...(options.buildId
       ? {
           workerDeploymentOptions: {

@@ -182,6 +182,7 @@ if (role === 'core') {
     queueSuffix: suffix,
     ...(config.KONFIDENCE_BUILD_ID ? { buildId: config.KONFIDENCE_BUILD_ID } : {}),
     ...(config.KONFIDENCE_PROMETHEUS_URL ? { prometheusUrl: config.KONFIDENCE_PROMETHEUS_URL } : {}),
+    ...(config.KONFIDENCE_MAX_CACHED_WORKFLOWS ? { maxCachedWorkflows: config.KONFIDENCE_MAX_CACHED_WORKFLOWS } : {}),
   });
 } else if (role === 'executor') {
   const [{ executorFor }, { createExecutorWorker }] = await Promise.all([import('../executors/index.js'), import('./executor-worker.js')]);

@@ -46,7 +46,7 @@ export interface CoreWorkerOptions {
  * each with its Stage's lock, would all stay in memory. Past this many, the least recently used is
  * evicted and replayed from its history when its next task comes (a gate's end, an answer).
  */
-export const MAX_CACHED_WORKFLOWS = 250;
+export const MAX_CACHED_WORKFLOWS = 500;
 
 export function createCoreWorker(options: CoreWorkerOptions): Promise<Worker> {
   const taskQueue = options.taskQueue ?? CORE_TASK_QUEUE;

@@ -17,7 +17,7 @@ import { k8s } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { forEachLimited } from '../shared/pool.js';
-import { activationWorkflowId } from '../shared/activation.js';
+import { activationWorkflowId, stageLockWorkflowId } from '../shared/activation.js';
 import { resumingWatch } from '../test/support/watch.js';
 import { seededBenchSystem, seedSleepyPlan, startSleepySystem } from './fixture.js';
 import { cpuNow, cpuProcesses, numberArg, stats, writeResult } from './report.js';
@@ -107,12 +107,35 @@ async function gatesAgainstIdle() {
   const system = await startSleepySystem(cp, kc, systemNs, namespaces, `-${id}`, { stagesPerNamespace: 0 });
   const processes = cpuProcesses(cp.pids);
   const settle = async () => new Promise((r) => setTimeout(r, 20_000));
+  /** What Temporal's server did (its own metrics): persistence requests and tasks, summed by name. */
+  const temporalWork = async () => {
+    const text = await (await fetch(`http://127.0.0.1:${cp.ports.temporalMetrics}/metrics`)).text().catch(() => '');
+    const sums: Record<string, number> = {};
+    for (const line of text.split('\n')) {
+      const m = /^(persistence_requests|service_requests)\{([^}]*)\} ([0-9.e+]+)$/.exec(line);
+      if (!m) continue;
+      const operation = /operation="([^"]*)"/.exec(m[2]!)?.[1] ?? '';
+      const key = `${m[1]}:${operation}`;
+      sums[key] = (sums[key] ?? 0) + Number(m[3]);
+    }
+    return sums;
+  };
   const minute = async () => {
     const before = cpuNow(processes);
+    const workBefore = await temporalWork();
     const t0 = performance.now();
     await new Promise((r) => setTimeout(r, SECONDS * 1000));
     const wall = (performance.now() - t0) / 1000;
     const after = cpuNow(processes);
+    const workAfter = await temporalWork();
+    const work = Object.fromEntries(
+      Object.keys(workAfter)
+        .map((k) => [k, Math.round(workAfter[k]! - (workBefore[k] ?? 0))] as const)
+        .filter(([, n]) => n > 0)
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 10),
+    );
+    console.log(`  Temporal's server over the ${SECONDS} s: ${JSON.stringify(work)}`);
     return Object.fromEntries(Object.keys(processes).map((k) => [k, +(((after[k]! - before[k]!) / wall) * 100).toFixed(2)]));
   };
   // Idle: the same Stages, nothing running, once the system is done with its start (two minutes:
@@ -151,9 +174,13 @@ async function gatesAgainstIdle() {
   console.log(`peak RSS of this process (every role): ${rssMiB} MiB`);
   watches.forEach((w) => w.stop());
 
-  // Closes what it started: the workflows, then the system and the namespaces.
-  await forEachLimited(refs, 16, (wf) => system.client.workflow.getHandle(wf).terminate('bench/progressive is done').catch(() => undefined));
+  // Closes what it started: the system first (its watcher would close the terminated runs out),
+  // then the activations' workflows and their Stages' locks, then the namespaces.
+  const client = system.client;
   await system.stop();
+  const locks = stages.map(({ ns, stage }) => stageLockWorkflowId(ns, stage));
+  await forEachLimited([...refs, ...locks], 16, (wf) => client.workflow.getHandle(wf).terminate('bench/progressive is done').catch(() => undefined));
+  await client.connection.close();
   const core = kc.makeApiClient(k8s.CoreV1Api);
   for (const name of [...namespaces, systemNs]) await core.deleteNamespace({ name }).catch(() => undefined);
   const total = (x: Record<string, number>) => +Object.values(x).reduce((a, b) => a + b, 0).toFixed(2);

@@ -27,6 +27,23 @@ const GATES = numberArg('gates', 1000);
 const SECONDS = numberArg('seconds', 60);
 const NAMESPACES = numberArg('namespaces', 20);
 const BATCH = numberArg('batch', 50);
+/** --profile FILE: this process' CPU profile over the minute at gates (Chrome DevTools' .cpuprofile). */
+const PROFILE = process.argv.includes('--profile') ? process.argv[process.argv.indexOf('--profile') + 1] : undefined;
+
+/** Starts the V8 profiler; the returned function stops it and writes PROFILE. */
+async function profile(): Promise<() => Promise<void>> {
+  const { Session } = await import('node:inspector/promises');
+  const { writeFileSync } = await import('node:fs');
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return async () => {
+    const { profile: p } = await session.post('Profiler.stop');
+    writeFileSync(PROFILE!, JSON.stringify(p));
+    session.disconnect();
+  };
+}
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 
@@ -168,7 +185,9 @@ async function gatesAgainstIdle() {
   const reachedMs = Date.now() - started;
   console.log(`${GATES} at their gates after ${Math.round(reachedMs / 1000)} s`);
   await settle();
+  const profiling = PROFILE ? await profile() : undefined;
   const gated = await minute();
+  await profiling?.();
   const rssMiB = +peakRssMiB().toFixed(1);
   console.log(`${GATES} waiting at gates, CPU % of one core over ${SECONDS} s: ${JSON.stringify(gated)}`);
   console.log(`peak RSS of this process (every role): ${rssMiB} MiB`);

@@ -9,7 +9,7 @@
  *     (VmHWM) of this process, which runs every role, against the 200 MB goal of each.
  * Run: npx tsx bench/progressive.ts [--pairs 10] [--gates 1000] [--namespaces 20] [--seconds 60] [--canary-only | --gates-only]
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { API_VERSION, GROUP, VERSION } from '../api/group.js';
@@ -46,6 +46,22 @@ async function profile(): Promise<() => Promise<void>> {
 }
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
+
+/** CPU seconds of each of this process' threads by name (/proc/self/task/*: comm, utime + stime). */
+function threadCpu(): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const name = readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim().replace(/[0-9]+$/, '');
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+      out[name] = (out[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100;
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
 
 /** Peak resident memory of this process so far (VmHWM), MiB. */
 const peakRssMiB = () => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? NaN) / 1024;
@@ -138,6 +154,7 @@ async function gatesAgainstIdle() {
     return sums;
   };
   const minute = async () => {
+    const threadsBefore = threadCpu();
     const before = cpuNow(processes);
     const workBefore = await temporalWork();
     const t0 = performance.now();
@@ -153,6 +170,14 @@ async function gatesAgainstIdle() {
         .slice(0, 10),
     );
     console.log(`  Temporal's server over the ${SECONDS} s: ${JSON.stringify(work)}`);
+    const threadsAfter = threadCpu();
+    const threads = Object.fromEntries(
+      Object.keys(threadsAfter)
+        .map((k) => [k, +(((threadsAfter[k]! - (threadsBefore[k] ?? 0)) / wall) * 100).toFixed(2)] as const)
+        .filter(([, pct]) => pct > 0)
+        .sort((a, b) => b[1] - a[1]),
+    );
+    console.log(`  this process' threads, CPU % of one core: ${JSON.stringify(threads)}`);
     return Object.fromEntries(Object.keys(processes).map((k) => [k, +(((after[k]! - before[k]!) / wall) * 100).toFixed(2)]));
   };
   // Idle: the same Stages, nothing running, once the system is done with its start (two minutes:

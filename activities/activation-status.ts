@@ -93,7 +93,7 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
       const written = await writeThenSay(() => objects.patchStatus('VectorActivation', ref.namespace, ref.name, status), say, (w) => w);
       if (written) {
         recordActivationPhase(va, report.phase, reasonOf(report.reason));
-        recordProgression(before.progression as Parameters<typeof recordProgression>[0], report.progression as Parameters<typeof recordProgression>[1]);
+        recordProgression(before.progression, report.progression);
       }
       return written && !va.metadata.deletionTimestamp;
     },

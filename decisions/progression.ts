@@ -174,13 +174,18 @@ export function backgroundAt(p: ProgressionSpec, i: number): string[] {
 export const STRETCH_MARGIN_SECONDS = 300;
 
 /**
- * How long the Lease is taken for over a wait that ends at `until` (workflow time, ms): the wait
- * and a margin, in one write, instead of a renewal running beside a wait in which nothing happens
- * (a thousand activations waiting at gates then cost nothing). Undefined: no end known, renewed as usual.
+ * How long the Lease is taken for over a wait of `waitMs`: the wait and a margin, in one write,
+ * instead of a renewal running beside a wait in which nothing happens (a thousand activations
+ * waiting at gates then cost nothing).
  */
-export function stretchedLeaseSeconds(now: number, until: number | undefined): number | undefined {
-  if (until === undefined) return undefined;
-  return Math.max(Math.ceil((until - now) / 1000), 0) + STRETCH_MARGIN_SECONDS;
+export function leaseSecondsOver(waitMs: number): number {
+  return Math.max(Math.ceil(waitMs / 1000), 0) + STRETCH_MARGIN_SECONDS;
+}
+
+/** The status reason while an activation waits at a gate of `type`. */
+export function gateReason(type: GateType): string {
+  const reasons: Record<GateType, string> = { Pause: 'Paused', Approval: 'WaitingForApproval', Inconclusive: 'Inconclusive', Analysis: 'Analyzing', Webhook: 'CallingWebhook' };
+  return reasons[type];
 }
 
 /** 90 → "90s", 3600 → "1h", 259200 → "3d". */

@@ -17,7 +17,6 @@ export const REQUEST_ANNOTATIONS: Record<AnnotationRequest, string> = {
   promote: ANNOTATION_PROMOTE,
   abort: ANNOTATION_ABORT,
 };
-const ANNOTATIONS = REQUEST_ANNOTATIONS;
 const progressionActions = new Set<AnnotationRequest>(['approve', 'promote', 'abort']);
 
 /**
@@ -50,13 +49,13 @@ export type WatcherAction =
   | { kind: 'deleted' };
 
 /** The token of an annotation's current value: each new value is a new request, acted on once. */
-export const requestToken = (action: AnnotationRequest, value: string) => `${ANNOTATIONS[action]}=${value}`;
+export const requestToken = (action: AnnotationRequest, value: string) => `${REQUEST_ANNOTATIONS[action]}=${value}`;
 
 export function watcherActions(o: ObservedActivation): WatcherAction[] {
   if (o.deleting) return o.closing ? [{ kind: 'deleted' }] : [];
   const actions: WatcherAction[] = isFinal(o.phase) ? [] : [{ kind: 'ensure' }];
-  for (const action of Object.keys(ANNOTATIONS) as AnnotationRequest[]) {
-    const value = o.annotations[ANNOTATIONS[action]];
+  for (const action of Object.keys(REQUEST_ANNOTATIONS) as AnnotationRequest[]) {
+    const value = o.annotations[REQUEST_ANNOTATIONS[action]];
     if (value === undefined) continue;
     const token = requestToken(action, value);
     if (o.answered.some((a) => a.action === action && a.token === token)) continue;

@@ -31,6 +31,8 @@ const IMAGE = 'sample.konfidence.cloud/shop';
 /** The backend the routes send traffic to before the first activation: the registrations adopt it. */
 const LEGACY = 'shop-legacy';
 const STEP_TIMEOUT_MS = 60_000;
+/** How often the sample's /metrics lists the StageVersions it serves a series for. */
+const LIST_EVERY_MS = 3_000;
 
 export interface SampleRun {
   activation: ActivationRef;
@@ -54,7 +56,7 @@ export const SAMPLE_PLAN = {
     steps: [{ setWeight: 10, name: 'canary' }, { analysis: { name: 'error-ratio' } }, { setWeight: 50, name: 'half' }, { pause: { timeoutSeconds: 3600 }, name: 'approval' }],
     abort: { weights: [10], intervalSeconds: 10 },
   },
-  analyses: [{ name: 'error-ratio', prometheus: { query: ERROR_RATIO }, initialDelaySeconds: 3, intervalSeconds: 2, count: 3, successCondition: 'result < 0.05' }],
+  analyses: [{ name: 'error-ratio', prometheus: { query: ERROR_RATIO }, initialDelaySeconds: 5, intervalSeconds: 2, count: 3, successCondition: 'result < 0.05' }],
 };
 
 /**
@@ -63,15 +65,24 @@ export const SAMPLE_PLAN = {
  */
 export async function serveSampleMetrics(kc: k8s.KubeConfig): Promise<() => Promise<void>> {
   const objects = new CustomObjects(kc);
+  // Prometheus scrapes every second: the StageVersions are listed at most every few seconds.
+  let listed: { at: number; svs: Promise<CustomObject[]> } | undefined;
+  const stageVersions = () => {
+    if (!listed || Date.now() - listed.at > LIST_EVERY_MS) listed = { at: Date.now(), svs: objects.list('StageVersion', SAMPLE_NAMESPACE) };
+    return listed.svs;
+  };
   const server: Server = createServer((req, res) => {
     if (req.url !== '/metrics') return void res.writeHead(404).end();
-    objects.list('StageVersion', SAMPLE_NAMESPACE).then(
+    stageVersions().then(
       (svs) => {
         const lines = ['# TYPE konfidence_sample_error_ratio gauge'];
         for (const sv of svs.filter((x) => x.spec.stage === STAGE)) lines.push(`konfidence_sample_error_ratio{namespace="${SAMPLE_NAMESPACE}",stage="${STAGE}",stage_version="${sv.metadata.name}"} 0.01`);
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(`${lines.join('\n')}\n`);
       },
-      () => res.writeHead(503).end(),
+      () => {
+        listed = undefined;
+        res.writeHead(503).end();
+      },
     );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

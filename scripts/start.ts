@@ -10,6 +10,7 @@
  */
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { whoAmI } from '../cli/commands/request.js';
+import { isFinal } from '../decisions/activation.js';
 import { loadKubeConfig } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { activationWorkflowId, ANNOTATION_APPROVE } from '../shared/activation.js';
@@ -78,7 +79,7 @@ In another shell:
 `);
 
 const objects = new CustomObjects(kubeConfig);
-const final = (o: { status?: { phase?: string } } | undefined) => ['Succeeded', 'Failed', 'Skipped', 'Cancelled'].includes(o?.status?.phase ?? '');
+const final = (o: { status?: { phase?: string } } | undefined) => isFinal(o?.status?.phase);
 const gated = await pollUntil(
   async () => {
     const o = await objects.get('VectorActivation', SAMPLE_NAMESPACE, name);

@@ -45,9 +45,9 @@ export interface WatchedActivation {
   gate?: string;
 }
 /** Each watcher in this process adds a source; the gauges are computed from them at scrape time. */
-const waitingSources = new Set<() => Iterable<WatchedActivation>>();
+const watchedSources = new Set<() => Iterable<WatchedActivation>>();
 const watched = function* () {
-  for (const source of waitingSources) yield* source();
+  for (const source of watchedSources) yield* source();
 };
 new Gauge({
   name: 'konfidence_activations_waiting',
@@ -102,9 +102,10 @@ const analysisMeasurements = new Counter({
   registers: [registry],
 });
 
-interface ProgressionSeen {
+/** What the metrics read of a progression's status (decisions/activation.ts ProgressionReport). */
+export interface ProgressionSeen {
   gate?: { type: string; since: string } | null;
-  analysisRuns?: { name: string; step?: number; background?: boolean; phase: string; measurements: { time: string; verdict: string }[] }[];
+  analysisRuns?: readonly { name: string; step?: number; background?: boolean; phase: string; measurements: readonly { time: string; verdict: string }[] }[];
 }
 
 /**
@@ -183,10 +184,10 @@ export function observeStageHandoff(seconds: number): void {
   handoff.observe(Math.max(0, seconds));
 }
 
-/** Registers a watcher's view of waiting activations; returns the function that removes it. */
-export function addWaitingSource(source: () => Iterable<WatchedActivation>): () => void {
-  waitingSources.add(source);
-  return () => waitingSources.delete(source);
+/** Registers a watcher's view of its waiting and progressing activations; returns the function that removes it. */
+export function addWatchedSource(source: () => Iterable<WatchedActivation>): () => void {
+  watchedSources.add(source);
+  return () => watchedSources.delete(source);
 }
 
 /** Starts timing one executor task attempt; call the result once with its outcome. */

@@ -25,7 +25,8 @@ let checks: Server;
 let checksUrl: string;
 
 beforeAll(async () => {
-  s = await startTestSystem('progressive', { prometheusUrl });
+  // The watcher checks unfinished activations' workflows every 2 s: a terminated canary is found soon.
+  s = await startTestSystem('progressive', { prometheusUrl, watcherCheckIntervalMs: 2_000 });
   app = await startMetricsApp(`progressive-${s.ns}`);
   // The HTTP checks' far end: /ok passes, /no refuses.
   checks = createServer((req, res) => res.writeHead(req.url === '/ok' ? 200 : 403).end(req.url === '/ok' ? 'go on' : 'not now'));
@@ -199,4 +200,18 @@ it('a canary waiting at its gate gives the Stage to a newer activation: its traf
   const fix = await waitFor(s, 'VectorActivation', `${stage}-to-3`, phaseIs('Succeeded', 'Failed'), 60_000);
   expect(fix.status.phase).toBe('Succeeded');
   expect(await routes(s, stage)).toMatchObject({ api: ['mirror-sink:0', `${stage}-shop-v3:100`], primary: ['shop/v3:100'] });
+});
+
+it('a canary whose workflow is terminated at its gate is closed out by the watcher within seconds: Failed, saying what stayed applied, the Stage free', async () => {
+  const stage = 'gone';
+  await seedCanary(stage, { steps: [{ setWeight: 10 }, { pause: {} }] }, 'healthy');
+  await activate(s, `${stage}-to-2`, stage, 2, { executionPlan: `${stage}-plan` });
+  const waiting = await waitFor(s, 'VectorActivation', `${stage}-to-2`, gateIs('Approval'), 60_000);
+  await s.client.workflow.getHandle(activationWorkflowId({ namespace: s.ns, name: `${stage}-to-2`, uid: waiting.metadata.uid! })).terminate('an operator terminated it');
+  const va = await waitFor(s, 'VectorActivation', `${stage}-to-2`, phaseIs('Failed', 'Succeeded', 'Cancelled'), 30_000);
+  expect(va.status).toMatchObject({ phase: 'Failed', reason: 'WorkflowTerminated' });
+  // Under onFailure Stop the weight stays applied and says so; the Stage is free for the next one.
+  expect(va.status.message).toContain('steps left applied: gateway, mesh');
+  await activate(s, `${stage}-to-1`, stage, 1);
+  expect((await waitFor(s, 'VectorActivation', `${stage}-to-1`, phaseIs('Succeeded', 'Failed', 'Skipped'), 60_000)).status.phase).toBe('Skipped');
 });

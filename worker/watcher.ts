@@ -41,7 +41,7 @@ import { vectorActivation, type ActivationOptions } from '../workflows/activatio
 import { componentLogger, type LogFn } from '../telemetry/log.js';
 import { pinnedVersion } from '../decisions/rollout.js';
 import { readCoreRollout } from './core-rollout.js';
-import { addWaitingSource, observeEventLag } from '../telemetry/metrics.js';
+import { addWatchedSource, observeEventLag, type WatchedActivation } from '../telemetry/metrics.js';
 
 export interface WatcherOptions {
   kubeConfig: k8s.KubeConfig;
@@ -155,7 +155,7 @@ export class ActivationWatcher {
   private readonly standbyDeletions = new Map<string, number>();
   private readonly log: LogFn;
   private readonly deps: CoreDeps;
-  private removeWaitingSource?: () => void;
+  private removeWatchedSource?: () => void;
   /** The checks of unfinished activations' workflows (checkUnfinished): how many, and when the last began. */
   private checks = 0;
   private lastCheck: number | undefined;
@@ -204,7 +204,7 @@ export class ActivationWatcher {
     const initial = this.o.sharded ? (this.o.namespaces ?? []) : (this.o.namespaces ?? [undefined]);
     for (const namespace of initial) await this.watchNamespace(namespace);
     this.synced = true;
-    this.removeWaitingSource = addWaitingSource(() => this.waiting());
+    this.removeWatchedSource = addWatchedSource(() => this.watched());
     this.timer = setInterval(() => void this.checkUnfinished(), this.o.checkIntervalMs ?? 30_000);
     this.gate.start((identity) => this.tookOver(identity));
   }
@@ -282,7 +282,7 @@ export class ActivationWatcher {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
-    this.removeWaitingSource?.();
+    this.removeWatchedSource?.();
     this.gate.stop();
     await Promise.all([...this.informers.values()].map((i) => i.stop()));
     // Its caller closes the Temporal connection next: no start or Update may still be on its way.
@@ -294,7 +294,8 @@ export class ActivationWatcher {
   }
 
   /** What konfidence_activations_waiting counts: the cached activations queued at their Stage's lock. */
-  private *waiting(): Iterable<{ namespace: string; stage: string; weight?: number; gate?: string }> {
+  /** What the metrics show of the cache: the Waiting activations, and the weight and gate of the progressing ones. */
+  private *watched(): Iterable<WatchedActivation> {
     for (const o of this.cache.values()) {
       if (!o.spec?.stage) continue;
       const where = { namespace: o.metadata!.namespace!, stage: o.spec.stage };

@@ -87,7 +87,10 @@ export class ActivationRun {
 
   async attempt(retry: boolean): Promise<Ending> {
     const { va, access } = this;
+    // A progression of an attempt before is no more: answers wait for this attempt's own.
+    this.progression = undefined;
     this.requests.progression = undefined;
+    this.requests.answer = undefined;
     // The check reads while Pending is written; a failed check is written after it, as Failed.
     const validating = this.report('Pending', 'Validating', `checking Stage ${va.stage} and StageVersion ${va.stageVersion}`);
     const [written, described] = await Promise.allSettled([validating, k8s.describeStage(this.ref.namespace, va.stage, va.stageVersion)]);
@@ -132,9 +135,7 @@ export class ActivationRun {
     const toRun = stepsToRun(plan, this.progress.steps);
     if ('error' in toRun) return this.finish({ phase: 'Failed', reason: 'PlanChanged', message: toRun.error });
     /** What ran in earlier attempts, before this one starts its steps anew: a retried task may keep their record. */
-    const earlier = Object.fromEntries(
-      this.progress.steps.flatMap((s, i) => s.tasks.flatMap((t) => ((t.phase === 'Succeeded' || t.phase === 'Error') && t.execution ? [[`${i}/${t.registration}`, t.execution]] : []))),
-    );
+    const earlier = this.ranExecutions();
     if (this.progress.steps.length === 0) this.progress.steps = initialProgress(plan);
 
     // CircuitBreakers (docs/scale.md): the first routing change of this attempt waits while one is
@@ -146,8 +147,7 @@ export class ActivationRun {
       limited = gate.limited;
     }
 
-    // A progressive activation answers approve, promote and abort from its first InProgress on.
-    if (plan.progression) this.requests.progression = () => ({ phase: this.progress.phase, progressive: true });
+    if (plan.progression) this.progression = this.progressionOf(plan, stage, limited);
     const started = toRun.run.length > 0 && (await this.startRun(plan, toRun.run[0]!, stage.target.name));
     if (started === 'terminating') return this.finish({ phase: 'Failed', reason: 'StageVersionTerminating', message: `StageVersion ${stage.target.name} is being deleted` });
     if (started === 'gone') {
@@ -156,10 +156,8 @@ export class ActivationRun {
     }
 
     const ctx = this.taskContext(stage, Object.keys(earlier).length ? { earlier } : {});
-    if (plan.progression) {
-      const outcome = await this.progressive(plan, stage, limited);
-      // Past the progression: an abort is refused as the switch runs, not as if there were none.
-      this.requests.progression = () => ({ phase: this.progress.phase, progressive: true, ending: outcome === 'switch' ? 'switching' : 'aborting' });
+    if (this.progression) {
+      const outcome = await this.progression.run();
       if (outcome !== 'switch') return this.finish(outcome);
     } else {
       for (const [n, i] of toRun.run.entries()) {
@@ -281,17 +279,18 @@ export class ActivationRun {
   // --- a progression: the plan's steps at each weight, gates between ------------------------
 
   /**
-   * Runs the plan's progression (workflows/progression.ts); 'switch' once the target has all the
-   * traffic, else how the attempt ends (not yet written).
+   * The plan's progression (workflows/progression.ts), with the round, the restore and the status
+   * writes it asks of this run; its run() is 'switch' once the target has all the traffic, else
+   * how the attempt ends (not yet written).
    */
-  private async progressive(plan: ResolvedPlan, stage: { target: StageVersionInfo; stageVersions: StageVersionInfo[] }, limited: boolean): Promise<Ending | 'switch'> {
+  private progressionOf(plan: ResolvedPlan, stage: { target: StageVersionInfo; stageVersions: StageVersionInfo[] }, limited: boolean): Progression {
     const { ref, va } = this;
     let started = false;
     const ran = () => lastRanStep(this.progress.steps);
     const context = (round?: { weight: number; index: number }) => this.taskContext(stage, { earlier: this.ranExecutions(), ...(round ? { round } : {}) });
     const host: ProgressionHost = {
       requests: this.requests,
-      startWeight: 0,
+      phase: () => this.progress.phase,
       round: async (weight, index, down) => {
         const ctx = context({ weight, index });
         const order = plan.steps.map((_, i) => i);
@@ -320,11 +319,13 @@ export class ActivationRun {
         weight,
       }),
     };
-    this.progression = new Progression(plan.progression!, plan.analyses ?? [], host);
-    return this.progression.run();
+    return new Progression(plan.progression!, plan.analyses ?? [], host);
   }
 
-  /** The executions of this attempt that ran, by `<step index>/<registration>`: the next round's tasks keep their record. */
+  /**
+   * The executions that ran, by `<step index>/<registration>`: an earlier attempt's (a retried task
+   * may keep their record), or this attempt's (a progression's next round keeps theirs).
+   */
   private ranExecutions(): Record<string, string> {
     return Object.fromEntries(
       this.progress.steps.flatMap((s, i) => s.tasks.flatMap((t) => ((t.phase === 'Succeeded' || t.phase === 'Error') && t.execution ? [[`${i}/${t.registration}`, t.execution]] : []))),

@@ -31,12 +31,10 @@ export async function runAnalysis(a: AnalysisRules, run: AnalysisRun, hooks: Ana
   for (;;) {
     if (hooks.stop()) return run;
     const result = await measure(a.address, run.query ?? a.query);
-    const m: Measured = {
-      time: now(),
-      ...('value' in result && Number.isFinite(result.value) ? { value: result.value } : {}),
-      verdict: measurementVerdict(a, result),
-      ...('value' in result ? (Number.isFinite(result.value) ? {} : { message: String(result.value) }) : { message: 'error' in result ? result.error : result.noData }),
-    };
+    const said = { time: now(), verdict: measurementVerdict(a, result) };
+    // A value the status can hold (JSON has no infinities), else what was measured, in words.
+    const m: Measured =
+      'value' in result ? (Number.isFinite(result.value) ? { ...said, value: result.value } : { ...said, message: String(result.value) }) : { ...said, message: 'error' in result ? result.error : result.noData };
     run = measured(a, run, m, 'error' in result && result.permanent === true);
     await hooks.measured(run);
     if (run.phase !== 'Running') return run;

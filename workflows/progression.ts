@@ -9,7 +9,7 @@
 import { CancellationScope, condition, proxyLocalActivities } from '@temporalio/workflow';
 import type { ActivationActivities } from '../activities/core.js';
 import type { WebhookBody } from '../activities/analysis.js';
-import { MAX_PROGRESSION_LOG } from '../api/progression-defaults.js';
+import { ABORT_RAMP_INTERVAL_SECONDS, MAX_ANALYSES, MAX_BACKGROUND_ANALYSES, MAX_PROGRESSION_LOG } from '../api/progression-defaults.js';
 import type { Ending, ProgressionReport } from '../decisions/activation.js';
 import { aborts, renderQuery, startRun, stopped, type AnalysisRules, type AnalysisRun, type QueryVars } from '../decisions/analysis.js';
 import {
@@ -17,10 +17,11 @@ import {
   afterGate,
   backgroundAt,
   gateOf,
+  gateReason,
   inconclusiveGate,
+  leaseSecondsOver,
   stepKind,
   stepLabel,
-  stretchedLeaseSeconds,
   type Gate,
   type GateEnd,
   type Next,
@@ -36,8 +37,8 @@ import { causeOf, messageOf } from './failures.js';
 /** What the progression needs of the activation's run. */
 export interface ProgressionHost {
   readonly requests: ActivationRequests;
-  /** The weight the target has before the progression's first step (a retry may find one). */
-  readonly startWeight: number;
+  /** The activation's phase now (its answers are refused once it ended). */
+  phase(): string;
   /** Runs the plan's steps with `weight` to the target, as round `index`; an Ending when a step failed (handled already). */
   round(weight: number, index: number, down: boolean): Promise<Ending | undefined>;
   /** Puts back every rule a task of this attempt changed, as recorded before it. */
@@ -61,6 +62,13 @@ const webhookOf = (timeoutSeconds: number, retries: number) =>
     summary: 'HTTP check',
   }).callWebhook;
 
+/** What an answer at a gate ends it with, and how the log and the messages say it. */
+const ANSWERED = {
+  approve: { end: 'approved', logged: 'Approved', verb: 'approved', more: '' },
+  promote: { end: 'promoted', logged: 'Promoted', verb: 'promoted', more: ': the remaining steps and gates are skipped' },
+  abort: { end: 'aborted', logged: 'Aborted', verb: 'aborted', more: '' },
+} as const satisfies Record<string, { end: GateEnd; logged: string; verb: string; more: string }>;
+
 /** What ended the progression before the switch. */
 type Stop = { ending: Ending } | 'promote';
 /** Where a step leads, and why when it aborts. */
@@ -78,23 +86,24 @@ export class Progression {
   /** The weight the round running now sets. */
   setting: number | undefined;
 
+  /** Made before the attempt's first step starts: from its first InProgress on, it answers approve, promote and abort. */
   constructor(
     private readonly spec: ProgressionSpec,
     private readonly analyses: readonly AnalysisRules[],
     private readonly host: ProgressionHost,
   ) {
-    this.weight = host.startWeight;
-    this.report = { step: 0, steps: spec.steps.length, weight: this.weight };
+    this.weight = 0;
+    this.report = { step: 0, steps: spec.steps.length, weight: 0 };
+    host.requests.progression = () => this.view();
   }
 
   /** Where the progression is, for the answers' validators. */
-  view(): ProgressionView {
-    return { phase: 'InProgress', progressive: true, ...(this.gate ? { gate: this.gate.type } : {}), ...(this.ending ? { ending: this.ending } : {}) };
+  private view(): ProgressionView {
+    return { phase: this.host.phase(), progressive: true, ...(this.gate ? { gate: this.gate.type } : {}), ...(this.ending ? { ending: this.ending } : {}) };
   }
 
   /** Runs every step; 'switch' when the target now has all the traffic and the activation may succeed. */
   async run(): Promise<Ending | 'switch'> {
-    this.host.requests.progression = () => this.view();
     try {
       const stop = await this.steps();
       if (stop !== 'promote' && stop !== undefined) return stop.ending;
@@ -110,9 +119,16 @@ export class Progression {
       if (late?.action === 'abort') return await this.abort('Aborted', `aborted at the switch${this.byWhom(late.request)}`, late.request);
       return 'switch';
     } finally {
+      // Past the progression an answer is refused as the switch or the ending runs, not as if there were none.
+      this.ending ??= 'aborting';
       this.stopBackground();
       await Promise.all([...this.background.values()].map((b) => b.done));
     }
+  }
+
+  /** Whether something stops a wait or an analysis: an answer, a cancel, a newer activation, a failed background run. */
+  private interrupted(): boolean {
+    return this.host.requests.answer !== undefined || this.host.requests.cancelled || this.host.newerWaiting() !== undefined || this.abortingBackground();
   }
 
   private async steps(): Promise<Stop | undefined> {
@@ -207,10 +223,9 @@ export class Progression {
   private async wait(gate: Gate): Promise<Outcome> {
     const since = Date.now();
     this.gate = { ...gate, since };
-    await this.host.holdLease(stretchedLeaseSeconds(since, gate.until));
-    await this.say(gate.type === 'Approval' ? 'WaitingForApproval' : gate.type === 'Inconclusive' ? 'Inconclusive' : 'Paused', gate.message);
-    const woken = () => this.host.requests.answer !== undefined || this.host.requests.cancelled || this.host.newerWaiting() !== undefined || this.abortingBackground();
-    const timedOut = gate.until !== undefined && !(await condition(woken, Math.max(gate.until - Date.now(), 1)));
+    if (gate.until !== undefined) await this.host.holdLease(leaseSecondsOver(gate.until - since));
+    await this.say(gateReason(gate.type), gate.message);
+    const timedOut = gate.until !== undefined && !(await condition(() => this.interrupted(), Math.max(gate.until - Date.now(), 1)));
     this.gate = undefined;
     await this.host.holdLease(undefined);
     const label = stepLabel(this.spec, this.report.step);
@@ -222,10 +237,10 @@ export class Progression {
     }
     const answer = this.host.requests.take();
     if (answer) {
-      const end: GateEnd = answer.action === 'approve' ? 'approved' : answer.action === 'promote' ? 'promoted' : 'aborted';
-      const what = end === 'approved' ? `approved at ${label}` : end === 'promoted' ? `promoted at ${label}: the remaining steps and gates are skipped` : `aborted at ${label}${this.byWhom(answer.request)}`;
-      this.log(end === 'approved' ? 'Approved' : end === 'promoted' ? 'Promoted' : 'Aborted', what, answer.request.by);
-      return { next: afterGate(gate, end), reason: 'Aborted', why: what };
+      const said = ANSWERED[answer.action];
+      const what = `${said.verb} at ${label}${said.more}${answer.action === 'abort' ? this.byWhom(answer.request) : ''}`;
+      this.log(said.logged, what, answer.request.by);
+      return { next: afterGate(gate, said.end), reason: 'Aborted', why: what };
     }
     if (this.host.requests.cancelled) return { next: afterGate(gate, 'cancelled') };
     if (this.host.newerWaiting()) return { next: afterGate(gate, 'superseded') };
@@ -244,13 +259,13 @@ export class Progression {
     return a;
   }
 
-  private begin(name: string, step: number, background: boolean): { a: AnalysisRules; run: AnalysisRun; index: number } {
+  private begin(name: string, step: number, background: boolean): { a: AnalysisRules; run: AnalysisRun } {
     const a = this.analysis(name);
     const run = startRun(a, renderQuery(a.query, this.host.vars), step, background);
     const runs = (this.report.analysisRuns ??= []);
     runs.push(run);
-    if (runs.length > 16) runs.shift();
-    return { a, run, index: runs.length - 1 };
+    if (runs.length > MAX_ANALYSES + MAX_BACKGROUND_ANALYSES) runs.shift();
+    return { a, run };
   }
 
   private replace(old: AnalysisRun, run: AnalysisRun): void {
@@ -265,16 +280,14 @@ export class Progression {
     this.gate = { type: 'Analysis', since: Date.now(), onTimeout: 'abort', message: `${stepLabel(this.spec, step)}: analysis ${name}` };
     await this.say('Analyzing', `${stepLabel(this.spec, step)}: analysis ${name}, ${a.count} measurement${a.count === 1 ? '' : 's'} every ${a.intervalSeconds}s`);
     let current = first;
-    const length = (a.initialDelaySeconds ?? 0) + a.count * a.intervalSeconds;
-    await this.host.holdLease(stretchedLeaseSeconds(0, length * 1000));
-    const stop = () => this.host.requests.answer !== undefined || this.host.requests.cancelled || this.host.newerWaiting() !== undefined || this.abortingBackground();
+    await this.host.holdLease(leaseSecondsOver(((a.initialDelaySeconds ?? 0) + a.count * a.intervalSeconds) * 1000));
     const run = await runAnalysis(a, first, {
       measured: async (r) => {
         this.replace(current, r);
         current = r;
         await this.say('Analyzing', r.message ?? `analysis ${name}`);
       },
-      stop,
+      stop: () => this.interrupted(),
     });
     this.gate = undefined;
     await this.host.holdLease(undefined);
@@ -297,7 +310,7 @@ export class Progression {
           measured: async (r) => {
             this.replace(entry.run, r);
             entry.run = r;
-            await this.say(this.gate ? this.reasonAtGate() : 'Analyzing', r.message ?? `analysis ${name}`);
+            await this.say(this.gate ? gateReason(this.gate.type) : 'Analyzing', r.message ?? `analysis ${name}`);
           },
           stop: () => entry.stop || this.ending === 'aborting',
         });
@@ -314,16 +327,11 @@ export class Progression {
     for (const b of this.background.values()) b.stop = true;
   }
 
-  private reasonAtGate(): string {
-    const type = this.gate?.type;
-    return type === 'Approval' ? 'WaitingForApproval' : type === 'Analysis' ? 'Analyzing' : type === 'Inconclusive' ? 'Inconclusive' : 'Paused';
-  }
-
   // --- HTTP checks --------------------------------------------------------------------------
 
   private async webhook(check: { url: string; timeoutSeconds: number; retries: number }, step: number): Promise<Outcome> {
     this.gate = { type: 'Webhook', since: Date.now(), onTimeout: 'abort', message: `${stepLabel(this.spec, step)}: calling ${check.url}` };
-    await this.say('CallingWebhook', this.gate.message);
+    await this.say(gateReason('Webhook'), this.gate.message);
     try {
       await webhookOf(check.timeoutSeconds, check.retries)(check.url, this.host.webhookBody(step, this.spec.steps[step]?.name, this.weight), check.timeoutSeconds);
       this.gate = undefined;
@@ -346,14 +354,14 @@ export class Progression {
     if (request) this.log('Aborted', why, request.by);
     this.stopBackground();
     const ramp = atOnce ? [] : abortWeights(this.weight, this.spec.abort?.weights);
-    const interval = this.spec.abort?.intervalSeconds ?? 30;
+    const interval = this.spec.abort?.intervalSeconds ?? ABORT_RAMP_INTERVAL_SECONDS;
     for (const w of ramp) {
       await this.say('Aborting', `${why}; going back: ${w} % to the new StageVersion for ${interval}s`);
       const failed = await this.host.round(w, this.rounds++, true);
       if (failed) return { ...failed, message: `${why}; going back, the weight ${w} % could not be set: ${failed.message}` };
       this.weight = w;
       this.report.weight = w;
-      await this.host.holdLease(stretchedLeaseSeconds(0, interval * 1000));
+      await this.host.holdLease(leaseSecondsOver(interval * 1000));
       await condition(() => false, `${interval} seconds`);
       await this.host.holdLease(undefined);
     }

@@ -123,6 +123,8 @@ export class StageAccess {
   /** Queues at the lock and waits for its answer, asking again now and then, until `stop()` is true. */
   async acquire(revision: number, stop: () => boolean, onQueued: () => Promise<void>): Promise<LockOutcome> {
     this.state = 'waiting';
+    // What the lock said while an attempt before held the Stage is no news to this one.
+    this.newerWaiting = undefined;
     const request = { requester: workflowInfo().workflowId, revision, activation: this.holder };
     const ask = async () => this.heard(await askStageLock(this.namespace, this.stage, request));
     await ask();
@@ -188,9 +190,13 @@ export class StageAccess {
       if (!this.keeping) this.keepLease();
       return;
     }
+    this.stopKeeping();
+    await renewStageLease(this.namespace, this.stage, this.holder, seconds);
+  }
+
+  private stopKeeping(): void {
     this.keeping?.cancel();
     this.keeping = undefined;
-    await renewStageLease(this.namespace, this.stage, this.holder, seconds);
   }
 
   /**
@@ -198,8 +204,7 @@ export class StageAccess {
    * before the final status, as releaseLease does.
    */
   handOverLease(): boolean {
-    this.keeping?.cancel();
-    this.keeping = undefined;
+    this.stopKeeping();
     const held = this.leaseHeld;
     this.leaseHeld = false;
     return held;

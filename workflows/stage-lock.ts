@@ -198,6 +198,8 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
     if (state.holder?.requester === requester) {
       state.holder = undefined;
       if (state.handedOn?.to === requester) delete state.handedOn;
+      // Holding again (its retry) it is told of a newer request again.
+      if (state.toldNewer === requester) delete state.toldNewer;
     }
     state.waiting = state.waiting.filter((w) => w.requester !== requester);
   }

@@ -17,7 +17,6 @@ import { requestExitCode } from '../outcome.js';
 
 const DEFAULT_TIMEOUT = '60s';
 const POLL_MS = 300;
-const ANNOTATION = REQUEST_ANNOTATIONS;
 const SIGNED = new Set<AnnotationRequest>(['approve', 'promote', 'abort']);
 
 /** The caller's user name as the apiserver knows it (what `kubectl auth whoami` prints). */
@@ -25,7 +24,7 @@ export async function whoAmI(kc: k8s.KubeConfig): Promise<string> {
   const review = await kc.makeApiClient(k8s.AuthenticationV1Api).createSelfSubjectReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
   const name = review.status?.userInfo?.username;
   if (!name) throw new CliError(EXIT.failed, 'the apiserver did not say who you are (SelfSubjectReview): cannot sign the request');
-  if (name.includes(' ')) throw new CliError(EXIT.failed, `your user name "${name}" has a space, which an annotation cannot carry: send the ${'Update'} in the Temporal UI or CLI instead`);
+  if (name.includes(' ')) throw new CliError(EXIT.failed, `your user name "${name}" has a space, which an annotation cannot carry: send the Update (approve, promote, abort) from the Temporal UI or CLI instead`);
   return name;
 }
 
@@ -35,7 +34,7 @@ function requestCommand(action: AnnotationRequest, summary: string, description:
     summary,
     description: [
       description,
-      `Sets the annotation ${ANNOTATION[action]} to a fresh value (what "kubectl annotate va NAME ${ANNOTATION[action]}=VALUE --overwrite"`,
+      `Sets the annotation ${REQUEST_ANNOTATIONS[action]} to a fresh value (what "kubectl annotate va NAME ${REQUEST_ANNOTATIONS[action]}=VALUE --overwrite"`,
       'does), waits for the watcher to answer it in status.requests, and prints Accepted or Refused with the reason.',
       'Exit 0 when accepted, 1 when refused, 5 when no answer came within --timeout (the request stays and is',
       'answered once the watcher runs).',
@@ -54,7 +53,7 @@ function requestCommand(action: AnnotationRequest, summary: string, description:
       const fresh = `cli-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
       const value = SIGNED.has(action) ? `${await whoAmI(ctx.kc)} ${fresh}` : fresh;
       const token = requestToken(action, value);
-      if (!(await ctx.objects.mergeMetadata('VectorActivation', ctx.namespace, name, { annotations: { [ANNOTATION[action]]: value } }))) await ctx.activation(name);
+      if (!(await ctx.objects.mergeMetadata('VectorActivation', ctx.namespace, name, { annotations: { [REQUEST_ANNOTATIONS[action]]: value } }))) await ctx.activation(name);
 
       const deadline = Date.now() + timeoutMs;
       for (;;) {

@@ -1,5 +1,5 @@
 /** What a progression decides (decisions/progression.ts): steps, gates, answers, the abort's weights, background analyses. No servers. */
-import { abortWeights, afterGate, answerProgression, backgroundAt, gateOf, stepKind, stepLabel, stretchedLeaseSeconds, type GateEnd, type ProgressionSpec, type ProgressionView } from '../../decisions/progression.js';
+import { abortWeights, afterGate, answerProgression, backgroundAt, gateOf, stepKind, stepLabel, gateReason, leaseSecondsOver, type GateEnd, type ProgressionSpec, type ProgressionView } from '../../decisions/progression.js';
 
 describe('stepKind: what a progression step does, defaults filled in', () => {
   it.each([
@@ -91,11 +91,21 @@ describe('backgroundAt: a background analysis runs from its step up to, not incl
   });
 });
 
-describe('stretchedLeaseSeconds: a wait takes the Lease once for its length and a margin', () => {
+describe('leaseSecondsOver: a wait takes the Lease once for its length and a margin', () => {
   it.each([
-    [undefined, undefined],
+    [0, 300],
     [60_000, 60 + 300],
     [3_600_000, 3600 + 300],
     [259_200_000, 259200 + 300],
-  ])('a wait of %s ms → %s s', (wait, seconds) => expect(stretchedLeaseSeconds(0, wait)).toBe(seconds));
+  ])('a wait of %s ms → %s s', (wait, seconds) => expect(leaseSecondsOver(wait)).toBe(seconds));
+});
+
+describe('gateReason: the status reason at each gate', () => {
+  it.each([
+    ['Pause', 'Paused'],
+    ['Approval', 'WaitingForApproval'],
+    ['Inconclusive', 'Inconclusive'],
+    ['Analysis', 'Analyzing'],
+    ['Webhook', 'CallingWebhook'],
+  ] as const)('%s → %s', (type, reason) => expect(gateReason(type)).toBe(reason));
 });

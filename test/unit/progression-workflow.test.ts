@@ -11,7 +11,7 @@ import type { ProgressionReport } from '../../decisions/activation.js';
 import type { AnalysisRules } from '../../decisions/analysis.js';
 import type { ProgressionSpec } from '../../decisions/progression.js';
 import { pollUntil } from '../../scripts/env/process.js';
-import { abortUpdate, activationWorkflowId, approveUpdate, cancelSignal, promoteUpdate, type ActivationRef } from '../../shared/activation.js';
+import { abortUpdate, activationWorkflowId, approveUpdate, cancelSignal, promoteUpdate, retryUpdate, type ActivationRef } from '../../shared/activation.js';
 import { vectorActivation, type ActivationOptions } from '../../workflows/activation.js';
 import { FakeCluster } from './support/fake-cluster.js';
 import { startFakeWorkers, type FakeWorkers } from './support/fake-workers.js';
@@ -272,4 +272,20 @@ test('a background analysis that fails while the canary waits at its approval cu
   expect(cluster.activation(ref).status).toMatchObject({ reason: 'AnalysisFailed', message: expect.stringContaining('measured 0.01, 0.01, 0.4') });
   expect(progression(ref)!.analysisRuns).toEqual([expect.objectContaining({ name: 'errors', background: true, phase: 'Failed', failed: 1, successful: 2 })]);
   expect(cluster.callsOf(ref).filter((c) => c.action === 'Revert').map((c) => c.registration)).toEqual(['watched-vs', 'watched-dr']);
+});
+
+test('superseded at its gate, then retried once the newer one failed: the retry waits at its gate again, not superseded by old news', async () => {
+  const ref = canary('again', { steps: [{ setWeight: 10 }, { pause: {} }] });
+  cluster.addPlan('again-broken', { onFailure: 'Stop', steps: [{ name: 'boom', tasks: ['again-boom'] }] });
+  cluster.behave('again-boom', { kind: 'fail', message: 'the newer version does not start' });
+  const handle = await start(ref);
+  await atGate(ref, 'Approval');
+  const fix = cluster.addActivation(ns, 'again-to-3', { stage: 'again', stageVersion: 'again-3', executionPlan: 'again-broken' });
+  await start(fix);
+  await pollUntil(() => (cluster.activation(fix).status.phase === 'Failed' ? true : undefined), 15_000, 'the newer one to fail', 20);
+  expect(cluster.activation(ref).status).toMatchObject({ phase: 'Cancelled', reason: 'Superseded' });
+
+  await handle.executeUpdate(retryUpdate, { args: [{}] });
+  await pollUntil(() => (cluster.activation(ref).status.attempt === 2 && progression(ref)?.gate?.type === 'Approval' ? true : undefined), 15_000, 'the retry to wait at its gate', 20);
+  expect(cluster.activation(ref).status.phase).toBe('InProgress');
 });

@@ -10,16 +10,14 @@
  *          shared machine the speed of both drifts within a run.
  * Run: npm run bench:cost [-- --runs N --pairs M]; figures also go to bench/results/cost-<time>.json.
  */
-import { execFileSync } from 'node:child_process';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { k8s } from '../k8s/client.js';
 import { resumingWatch } from '../test/support/watch.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
-import { binaries } from '../scripts/env/paths.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { activationWorkflowId, stageLockWorkflowId } from '../shared/activation.js';
 import { benchActivation, seededBenchSystem } from './fixture.js';
-import { numberArg, writeResult } from './report.js';
+import { apiserverRequests, diff, numberArg, writeResult } from './report.js';
 
 const RUNS = numberArg('runs', 5);
 /** Activation and floor side by side this many times; the ratio is their median. */
@@ -29,21 +27,7 @@ Runtime.install({ logger: new DefaultLogger('ERROR') });
 const { cp, kc, ns, systemNs, system } = await seededBenchSystem('cost', RUNS + PAIRS + 2);
 const objects = new CustomObjects(kc);
 
-/** kube-apiserver's request counters, `VERB group/resource[/subresource]` → count (WATCH apart: long-running). */
-function requestCounts(): Map<string, number> {
-  const text = execFileSync(binaries.kubectl, ['--kubeconfig', cp.kubeconfig, 'get', '--raw', '/metrics'], { encoding: 'utf8', maxBuffer: 64 << 20 });
-  const counts = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
-    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
-    if (labels.verb === 'WATCH' || labels.dry_run) continue;
-    const key = `${labels.verb} ${labels.group ? `${labels.group}/` : ''}${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''}`;
-    counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
-  }
-  return counts;
-}
-const diff = (after: Map<string, number>, before: Map<string, number>) =>
-  new Map([...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)] as const).filter(([, v]) => v > 0));
+const requestCounts = () => apiserverRequests(cp.kubeconfig);
 
 /** Waits until the counters stop moving (the activation's trailing writes), at most 10 s. */
 async function settledCounts(): Promise<Map<string, number>> {

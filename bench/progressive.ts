@@ -5,55 +5,48 @@
  *     so no analysis intervals to add);
  *   gates: the CPU every process uses over a minute with --gates activations (default 1,000, one per
  *     Stage) waiting at an approval, against a minute of the same system with the same Stages and
- *     nothing waiting, measured in one run; goal: indistinguishable from idle. And the peak RSS
- *     (VmHWM) of this process, which runs every role, against the 200 MB goal of each.
+ *     nothing waiting, measured in one run; goal: indistinguishable from idle. Each role runs as its
+ *     own process (the compiled build, as its Deployment runs it), so each one's CPU, apiserver
+ *     requests over the minute and peak RSS (VmHWM) over the run are told apart; goal: the watcher
+ *     and the Stage controller within their 200 MB, the core worker within its Deployment's request.
  * Run: npx tsx bench/progressive.ts [--pairs 10] [--gates 1000] [--namespaces 20] [--seconds 60] [--canary-only | --gates-only]
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { API_VERSION, GROUP, VERSION } from '../api/group.js';
-import { k8s } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { forEachLimited } from '../shared/pool.js';
 import { activationWorkflowId, stageLockWorkflowId } from '../shared/activation.js';
+import { removeNamespaces } from '../test/support/namespaces.js';
 import { resumingWatch } from '../test/support/watch.js';
-import { seededBenchSystem, seedSleepyPlan, startSleepySystem } from './fixture.js';
-import { cpuNow, cpuProcesses, numberArg, stats, writeResult } from './report.js';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import type { ControlPlane } from '../scripts/env/control-plane.js';
+import { buildDist } from '../scripts/dist.js';
+import { freePort } from '../scripts/env/ports.js';
+import { executorTaskQueue } from '../shared/task-queues.js';
+import { sleepyExecutor } from '../test/support/executors.js';
+import { createExecutorWorker } from '../worker/executor-worker.js';
+import { seededBenchSystem, seedSleepyPlan, spawnRole } from './fixture.js';
+import { apiserverRequests, cpuNow, cpuProcesses, diff, numberArg, stats, writeResult } from './report.js';
 
 const PAIRS = Math.min(numberArg('pairs', 10), 16); // 2 StageVersions a pair, history limit 100
 const GATES = numberArg('gates', 1000);
 const SECONDS = numberArg('seconds', 60);
 const NAMESPACES = numberArg('namespaces', 20);
 const BATCH = numberArg('batch', 50);
-/** --profile FILE: this process' CPU profile over the minute at gates (Chrome DevTools' .cpuprofile). */
-const PROFILE = process.argv.includes('--profile') ? process.argv[process.argv.indexOf('--profile') + 1] : undefined;
-
-/** Starts the V8 profiler; the returned function stops it and writes PROFILE. */
-async function profile(): Promise<() => Promise<void>> {
-  const { Session } = await import('node:inspector/promises');
-  const { writeFileSync } = await import('node:fs');
-  const session = new Session();
-  session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.start');
-  return async () => {
-    const { profile: p } = await session.post('Profiler.stop');
-    writeFileSync(PROFILE!, JSON.stringify(p));
-    session.disconnect();
-  };
-}
-
 Runtime.install({ logger: new DefaultLogger('ERROR') });
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
 
-/** CPU seconds of each of this process' threads by name (/proc/self/task/*: comm, utime + stime). */
-function threadCpu(): Record<string, number> {
+/** CPU seconds of each of a process' threads by name (/proc/PID/task/*: comm, utime + stime). */
+function threadCpu(pid: number): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const tid of readdirSync('/proc/self/task')) {
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
-      const name = readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim().replace(/[0-9]+$/, '');
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim().replace(/[0-9]+$/, '');
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
       out[name] = (out[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100;
     } catch {
@@ -63,8 +56,40 @@ function threadCpu(): Record<string, number> {
   return out;
 }
 
-/** Peak resident memory of this process so far (VmHWM), MiB. */
-const peakRssMiB = () => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? NaN) / 1024;
+/** Peak resident memory of a process so far (VmHWM), MiB. */
+const peakRssMiB = (pid: number | 'self') => +(Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024).toFixed(1);
+
+/** A role as its own process on the local servers, ready (its caches listed); stop() SIGTERMs it and waits. */
+async function startRole(cp: ControlPlane, role: 'core' | 'watcher' | 'stage-controller', systemNs: string, namespaces: string[], suffix: string) {
+  const port = await freePort();
+  const child = spawnRole(cp, role, systemNs, {
+    KONFIDENCE_QUEUE_SUFFIX: suffix,
+    KONFIDENCE_WATCH_NAMESPACES: namespaces.join(','),
+    KONFIDENCE_HEALTH_PORT: String(port),
+    KONFIDENCE_STAGES_PER_NAMESPACE: '0',
+    KONFIDENCE_LOG_LEVEL: 'error',
+  }, ['ignore', 'ignore', 'inherit']);
+  const exited = new Promise((r) => child.once('exit', r));
+  // A benchmark that fails or is interrupted leaves no role running (each is its own process group).
+  const orphaned = () => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  };
+  process.once('exit', orphaned);
+  await pollUntil(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, 300_000, `the ${role} to be ready`, 100);
+  return {
+    role,
+    pid: child.pid!,
+    stop: async () => {
+      process.off('exit', orphaned);
+      process.kill(-child.pid!, 'SIGTERM');
+      await exited;
+    },
+  };
+}
 
 // --- a canary of three weights against a plain switch ------------------------------------------
 
@@ -137,9 +162,19 @@ async function gatesAgainstIdle() {
     await cr(ns, 'StageVersionUsage', `${stage}-active`, { reason: 'bench', stageVersionRef: { name: `${stage}-1` } });
     await cr(ns, 'Stage', stage, { vector: 'gate:2' });
   });
-  const system = await startSleepySystem(cp, kc, systemNs, namespaces, `-${id}`, { stagesPerNamespace: 0 });
-  const processes = cpuProcesses(cp.pids);
-  const settle = async () => new Promise((r) => setTimeout(r, 20_000));
+  // Each role as its own process, as a deployment runs it, so that each one's CPU and peak memory
+  // is its own; the test suite's `sleepy` executor (which does nothing while activations wait) runs
+  // in this process.
+  buildDist();
+  const suffix = `-${id}`;
+  const roles = await Promise.all((['core', 'watcher', 'stage-controller'] as const).map((role) => startRole(cp, role, systemNs, namespaces, suffix)));
+  const core = roles[0]!;
+  const connection = await NativeConnection.connect({ address: cp.temporalAddress });
+  const executor = await createExecutorWorker({ connection, namespace: cp.testTemporalNamespace, kubeConfig: kc, executor: sleepyExecutor, taskQueue: executorTaskQueue(sleepyExecutor.type) + suffix });
+  const executorRun = executor.run();
+  const client = new Client({ connection: await Connection.connect({ address: cp.temporalAddress }), namespace: cp.testTemporalNamespace });
+  const processes = { ...cpuProcesses(cp.pids), ...Object.fromEntries(roles.map((r) => [r.role, r.pid])) };
+  const settle = async () => new Promise((r) => setTimeout(r, numberArg('settle', 20) * 1000));
   /** What Temporal's server did (its own metrics): persistence requests and tasks, summed by name. */
   const temporalWork = async () => {
     const text = await (await fetch(`http://127.0.0.1:${cp.ports.temporalMetrics}/metrics`)).text().catch(() => '');
@@ -154,8 +189,9 @@ async function gatesAgainstIdle() {
     return sums;
   };
   const minute = async () => {
-    const threadsBefore = threadCpu();
     const before = cpuNow(processes);
+    const threadsBefore = threadCpu(core.pid);
+    const requestsBefore = apiserverRequests(cp.kubeconfig);
     const workBefore = await temporalWork();
     const t0 = performance.now();
     await new Promise((r) => setTimeout(r, SECONDS * 1000));
@@ -170,14 +206,14 @@ async function gatesAgainstIdle() {
         .slice(0, 10),
     );
     console.log(`  Temporal's server over the ${SECONDS} s: ${JSON.stringify(work)}`);
-    const threadsAfter = threadCpu();
-    const threads = Object.fromEntries(
-      Object.keys(threadsAfter)
-        .map((k) => [k, +(((threadsAfter[k]! - (threadsBefore[k] ?? 0)) / wall) * 100).toFixed(2)] as const)
-        .filter(([, pct]) => pct > 0)
-        .sort((a, b) => b[1] - a[1]),
-    );
-    console.log(`  this process' threads, CPU % of one core: ${JSON.stringify(threads)}`);
+    const threadsAfter = threadCpu(core.pid);
+    const threads = Object.keys(threadsAfter)
+      .map((k) => [k, +(((threadsAfter[k]! - (threadsBefore[k] ?? 0)) / wall) * 100).toFixed(2)] as const)
+      .filter(([, pct]) => pct > 0)
+      .sort((a, b) => b[1] - a[1]);
+    console.log(`  the core worker's threads, CPU % of one core: ${JSON.stringify(Object.fromEntries(threads))}`);
+    const requests = [...diff(apiserverRequests(cp.kubeconfig), requestsBefore)].sort((x, y) => y[1] - x[1]);
+    console.log(`  kube-apiserver's requests over the ${SECONDS} s: ${JSON.stringify(Object.fromEntries(requests))}`);
     return Object.fromEntries(Object.keys(processes).map((k) => [k, +(((after[k]! - before[k]!) / wall) * 100).toFixed(2)]));
   };
   // Idle: the same Stages, nothing running, once the system is done with its start (two minutes:
@@ -210,25 +246,24 @@ async function gatesAgainstIdle() {
   const reachedMs = Date.now() - started;
   console.log(`${GATES} at their gates after ${Math.round(reachedMs / 1000)} s`);
   await settle();
-  const profiling = PROFILE ? await profile() : undefined;
   const gated = await minute();
-  await profiling?.();
-  const rssMiB = +peakRssMiB().toFixed(1);
+  const peakRss = { ...Object.fromEntries(roles.map((r) => [r.role, peakRssMiB(r.pid)])), 'sleepy executor (this process, with its watches)': peakRssMiB('self') };
   console.log(`${GATES} waiting at gates, CPU % of one core over ${SECONDS} s: ${JSON.stringify(gated)}`);
-  console.log(`peak RSS of this process (every role): ${rssMiB} MiB`);
+  console.log(`peak RSS (VmHWM) of each role over the run, MiB: ${JSON.stringify(peakRss)}`);
   watches.forEach((w) => w.stop());
 
   // Closes what it started: the system first (its watcher would close the terminated runs out),
   // then the activations' workflows and their Stages' locks, then the namespaces.
-  const client = system.client;
-  await system.stop();
+  await Promise.all(roles.map((r) => r.stop()));
+  executor.shutdown();
+  await executorRun;
   const locks = stages.map(({ ns, stage }) => stageLockWorkflowId(ns, stage));
   await forEachLimited([...refs, ...locks], 16, (wf) => client.workflow.getHandle(wf).terminate('bench/progressive is done').catch(() => undefined));
   await client.connection.close();
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  for (const name of [...namespaces, systemNs]) await core.deleteNamespace({ name }).catch(() => undefined);
+  await connection.close();
+  await removeNamespaces(kc, [...namespaces, systemNs]);
   const total = (x: Record<string, number>) => +Object.values(x).reduce((a, b) => a + b, 0).toFixed(2);
-  return { gates: GATES, namespaces: NAMESPACES, seconds: SECONDS, reachedGatesMs: reachedMs, idleCpuPercent: idle, gatedCpuPercent: gated, totalIdle: total(idle), totalGated: total(gated), peakRssMiB: rssMiB };
+  return { gates: GATES, namespaces: NAMESPACES, seconds: SECONDS, reachedGatesMs: reachedMs, idleCpuPercent: idle, gatedCpuPercent: gated, totalIdle: total(idle), totalGated: total(gated), peakRssMiB: peakRss };
 }
 
 const part = process.argv.includes('--gates-only') ? 'gates' : process.argv.includes('--canary-only') ? 'canary' : 'both';

@@ -2,10 +2,11 @@
  * What every benchmark shares: percentiles, and its figures written as JSON under bench/results/
  * (git-ignored), where `npm run bench` (bench/all.ts) collects them into one table.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Pids } from '../scripts/env/control-plane.js';
-import { repoRoot } from '../scripts/env/paths.js';
+import { binaries, repoRoot } from '../scripts/env/paths.js';
 
 export const resultsDir = join(repoRoot, 'bench', 'results');
 
@@ -64,3 +65,21 @@ export const cpuProcesses = (pids: Pids): Record<string, number | undefined> => 
 
 /** CPU seconds used so far by each of `processes`. */
 export const cpuNow = (processes: Record<string, number | undefined>) => Object.fromEntries(Object.entries(processes).map(([k, pid]) => [k, cpuSeconds(pid)]));
+
+/** kube-apiserver's request counters, `VERB group/resource[/subresource]` → count (WATCH apart: long-running). */
+export function apiserverRequests(kubeconfig: string): Map<string, number> {
+  const text = execFileSync(binaries.kubectl, ['--kubeconfig', kubeconfig, 'get', '--raw', '/metrics'], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const counts = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    if (labels.verb === 'WATCH' || labels.dry_run) continue;
+    const key = `${labels.verb} ${labels.group ? `${labels.group}/` : ''}${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''}`;
+    counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+  }
+  return counts;
+}
+
+/** The counters that grew from `before` to `after`, by how much. */
+export const diff = (after: Map<string, number>, before: Map<string, number>) =>
+  new Map([...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)] as const).filter(([, v]) => v > 0));

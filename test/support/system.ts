@@ -15,6 +15,7 @@ import { workflowsPath } from '../../worker/core-worker.js';
 import { freshNamespace, kubeConfig } from './cluster.js';
 import { temporalAddress, temporalNamespace } from './temporal.js';
 import { pollUntil } from '../../scripts/env/process.js';
+import { removeNamespaces } from './namespaces.js';
 
 try {
   // Activity failures are what many tests provoke; their status on the objects is what they check.
@@ -60,30 +61,13 @@ export async function startTestSystem(prefix: string, extra: Partial<SystemOptio
     ...system,
     async stop() {
       await system.stop();
-      await removeNamespaces(kc, objects, [ns, systemNs]);
+      await removeNamespaces(kc, [ns, systemNs]);
     },
     ns,
     systemNs,
     objects,
     kc,
   };
-}
-
-/**
- * A test's namespaces go with it, so that `npm start` on the same servers (all namespaces) sees
- * only its own objects. The system is stopped by now: nobody would remove the StageVersions'
- * in-use finalizers or an activation's close-out finalizer, so they are dropped here. Not waited for: kube-controller-manager finishes.
- */
-async function removeNamespaces(kc: k8s.KubeConfig, objects: CustomObjects, namespaces: string[]): Promise<void> {
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  for (const namespace of namespaces) {
-    await core.deleteNamespace({ name: namespace }).catch(() => undefined);
-    for (const kind of ['StageVersion', 'VectorActivation']) {
-      for (const o of await objects.list(kind, namespace).catch(() => [] as CustomObject[])) {
-        if (o.metadata.finalizers?.length) await objects.mergeMetadata(kind, namespace, o.metadata.name, { finalizers: null }).catch(() => undefined);
-      }
-    }
-  }
 }
 
 export function object(kind: string, namespace: string, name: string, spec: unknown, extra: Partial<CustomObject['metadata']> = {}): CustomObject {

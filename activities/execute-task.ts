@@ -82,7 +82,9 @@ function runTask(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
     if (refused) throw ApplicationFailure.nonRetryable(refused, 'CrossNamespaceRefused');
     // Heartbeats carry cancellation to this activity; keep them flowing while the executor works.
     const ticker = setInterval(() => activity.heartbeat(), HEARTBEAT_MS);
-    const ctx: ExecutorContext = { kubeConfig, signal: activity.cancellationSignal, heartbeat: (d) => activity.heartbeat(d) };
+    // One read of each route an attempt: what observe read is what the write edits (a conflict
+    // reads again), and the write's answer is what the read-back checks.
+    const ctx: ExecutorContext = { kubeConfig, signal: activity.cancellationSignal, heartbeat: (d) => activity.heartbeat(d), routes: new Map() };
     const { namespace, name } = input.execution;
     try {
       if (input.action === 'Revert') {

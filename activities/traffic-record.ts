@@ -32,9 +32,10 @@ export async function recordOnce(
   /** The same task's execution in an earlier attempt, whose record a rule nobody moved since keeps. */
   earlier?: string,
 ): Promise<RuleRecord[]> {
-  const before = earlier ? await objects.get('ActivationExecution', namespace, earlier).catch(() => undefined) : undefined;
+  // Both reads at once: a progression's every round after the first has an earlier record.
+  const [before, found] = await Promise.all([earlier ? objects.get('ActivationExecution', namespace, earlier).catch(() => undefined) : undefined, observe()]);
   const inherited = before?.status?.record && before.spec?.assignment ? { record: before.status.record.rules as RuleRecord[], assignment: before.spec.assignment } : undefined;
-  const rules = inheritedRecord(await observe(), inherited);
+  const rules = inheritedRecord(found, inherited);
   // One request on the common path (the first attempt): the write itself, not a read before it.
   const written = await objects.patchStatus('ActivationExecution', namespace, name, { record: { rules, time: kubeTime() } }).catch(async (err: unknown) => {
     if (apiStatus(err) !== 422) throw apiError(err, `recording what ActivationExecution ${namespace}/${name} found`);

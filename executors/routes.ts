@@ -35,8 +35,10 @@ export function apiError(err: unknown, doing: string): ExecutorError {
   return new ExecutorError(`${doing}: ${REFUSED[status] ?? `refused (${status})`}: ${message}`, false, status);
 }
 
+const routeKey = (kind: RouteKind, namespace: string, name: string) => `${kind.kind}/${namespace}/${name}`;
+
 export async function readRoute(kind: RouteKind, namespace: string, name: string, ctx: ExecutorContext): Promise<Route> {
-  const key = `${kind.kind}/${namespace}/${name}`;
+  const key = routeKey(kind, namespace, name);
   const cached = ctx.routes?.get(key);
   if (cached) return structuredClone(await cached) as Route;
   const read = fetchRoute(kind, namespace, name, ctx);
@@ -77,9 +79,13 @@ export async function updateRoute(
     const changes = await edit(route.spec);
     if (JSON.stringify(route.spec) === before) return [];
     try {
-      await api.replaceNamespacedCustomObject({ ...kind, namespace, name, body: route });
+      const written = (await api.replaceNamespacedCustomObject({ ...kind, namespace, name, body: route })) as Route;
+      // The route as the apiserver stored it (admission included): what a read-back would find.
+      ctx.routes?.set(routeKey(kind, namespace, name), Promise.resolve(written));
       return changes;
     } catch (err) {
+      // Someone wrote in between: edit what is there now, not what was read.
+      ctx.routes?.delete(routeKey(kind, namespace, name));
       if (apiStatus(err) === 409 && attempt < 10) continue;
       throw apiError(err, `writing ${kind.kind} ${namespace}/${name}`);
     }

@@ -67,7 +67,10 @@ export interface ExecutorContext {
   /** Aborted when Temporal cancels the task (timeout, activation cancelled). */
   signal: AbortSignal;
   heartbeat(details?: unknown): void;
-  /** Routes read once for several reads (a Stage controller pass), by `Kind/namespace/name`. */
+  /**
+   * Routes read once for several reads, by `Kind/namespace/name`: a Stage controller pass; a task's
+   * observe, write and read-back (a write leaves the apiserver's answer here, a conflict drops it).
+   */
   routes?: Map<string, Promise<unknown>>;
   /**
    * `observe` read every route and checked every rule a moment ago (the task's record): `route`

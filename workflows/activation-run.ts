@@ -291,7 +291,7 @@ export class ActivationRun {
     const host: ProgressionHost = {
       requests: this.requests,
       phase: () => this.progress.phase,
-      round: async (weight, index, down) => {
+      round: async (weight, index, down, followed) => {
         const ctx = context({ weight, index });
         const order = plan.steps.map((_, i) => i);
         if (down) order.reverse();
@@ -299,7 +299,7 @@ export class ActivationRun {
           if (limited && started && !(await this.passBreakers(i, false)).admitted) return this.failure(plan, ctx, i, Math.max(i, ran()));
           const first = !started;
           started = true;
-          if (await this.runStep(plan, ctx, i, first, n < order.length - 1)) return this.failure(plan, ctx, i, Math.max(i, ran()));
+          if (await this.runStep(plan, ctx, i, first, followed || n < order.length - 1)) return this.failure(plan, ctx, i, Math.max(i, ran()));
         }
         return undefined;
       },

@@ -39,8 +39,12 @@ export interface ProgressionHost {
   readonly requests: ActivationRequests;
   /** The activation's phase now (its answers are refused once it ended). */
   phase(): string;
-  /** Runs the plan's steps with `weight` to the target, as round `index`; an Ending when a step failed (handled already). */
-  round(weight: number, index: number, down: boolean): Promise<Ending | undefined>;
+  /**
+   * Runs the plan's steps with `weight` to the target, as round `index`; an Ending when a step
+   * failed (handled already). `followed`: another round comes at once, and the records of this
+   * round's last step are written while it runs (it checks them as its own).
+   */
+  round(weight: number, index: number, down: boolean, followed: boolean): Promise<Ending | undefined>;
   /** Puts back every rule a task of this attempt changed, as recorded before it. */
   restore(): Promise<'done' | 'partial'>;
   /** Ends as a cancel in the middle of the progression does: reverted if the plan says Revert. */
@@ -141,7 +145,10 @@ export class Progression {
       const label = stepLabel(this.spec, i);
       let outcome: Outcome | undefined;
       if (kind.kind === 'weight') {
-        const failed = await this.setWeight(kind.weight);
+        // Followed at once by another round: the next step sets a weight, or this is the last step
+        // and the switch's round at 100 % comes next.
+        const next = this.spec.steps[i + 1];
+        const failed = await this.setWeight(kind.weight, next ? stepKind(next).kind === 'weight' : kind.weight < 100);
         if (failed) return { ending: failed };
       } else if (kind.kind === 'analysis') {
         outcome = await this.inlineAnalysis(kind.analysis, i);
@@ -205,11 +212,11 @@ export class Progression {
   // --- weights ------------------------------------------------------------------------------
 
   /** One round of the plan's steps at `weight`: each step's own status write says it (no write of its own). */
-  private async setWeight(weight: number): Promise<Ending | undefined> {
+  private async setWeight(weight: number, followed = false): Promise<Ending | undefined> {
     this.gate = undefined;
     this.report.gate = null;
     this.setting = weight;
-    const failed = await this.host.round(weight, this.rounds++, false);
+    const failed = await this.host.round(weight, this.rounds++, false, followed);
     this.setting = undefined;
     if (failed) return failed;
     this.weight = weight;
@@ -357,7 +364,7 @@ export class Progression {
     const interval = this.spec.abort?.intervalSeconds ?? ABORT_RAMP_INTERVAL_SECONDS;
     for (const w of ramp) {
       await this.say('Aborting', `${why}; going back: ${w} % to the new StageVersion for ${interval}s`);
-      const failed = await this.host.round(w, this.rounds++, true);
+      const failed = await this.host.round(w, this.rounds++, true, false);
       if (failed) return { ...failed, message: `${why}; going back, the weight ${w} % could not be set: ${failed.message}` };
       this.weight = w;
       this.report.weight = w;

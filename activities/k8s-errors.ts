@@ -8,6 +8,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { apiMessage, apiStatus } from '../k8s/client.js';
 import { InvalidObjectError } from '../k8s/typed.js';
+import { NameTakenError } from '../k8s/custom-objects.js';
 
 const REASONS: Record<number, string> = { 400: 'BadRequest', 403: 'Forbidden', 404: 'NotFound', 422: 'Invalid' };
 
@@ -20,6 +21,8 @@ export function permanent(err: unknown): boolean {
 export function activityFailure(err: unknown, operation: string): unknown {
   // An object that does not match its schema (written around the CRD's validation) stays so.
   if (err instanceof InvalidObjectError) return ApplicationFailure.nonRetryable(`${operation}: ${err.message}`, 'InvalidObject');
+  // Someone else's object under the name we need stays someone else's.
+  if (err instanceof NameTakenError) return ApplicationFailure.nonRetryable(err.message, 'NameTaken');
   if (!permanent(err)) return err;
   const code = apiStatus(err)!;
   const hint = code === 403 ? ' (grant the permission to the controller\'s ServiceAccount)' : '';

@@ -5,6 +5,8 @@
  * every activation's path, the handoff's above all.
  */
 import type { CoreParts } from './core.js';
+import { ApplicationFailure } from '@temporalio/activity';
+import { NameTakenError } from '../k8s/custom-objects.js';
 import type { ActivationReport } from '../decisions/activation.js';
 import type { ActivationRef } from '../shared/activation.js';
 
@@ -27,10 +29,11 @@ export function startRunActivities(parts: StartParts) {
     /**
      * Safe to repeat: the hold, the mark and the close-out finalizer set what is already set, and a
      * status write that went through changes nothing and says nothing again. `terminating` (the
-     * target is being deleted) or `gone` (the VectorActivation is): no status was written, and the
-     * finishing run takes the finalizer away.
+     * target is being deleted), `gone` (the VectorActivation is) or `refused` (why the activation
+     * usage's name is someone else's): no status was written, and the finishing run takes the
+     * finalizer away.
      */
-    async startRun(i: StartRunInput): Promise<{ terminating: boolean; gone?: boolean }> {
+    async startRun(i: StartRunInput): Promise<{ terminating: boolean; gone?: boolean; refused?: string }> {
       // The status write's read goes beside the hold and the mark: one apiserver round trip less
       // before InProgress. While the workflow runs, only it writes the fields it writes (the
       // watcher answers in status.requests), so nothing is missed by reading a little earlier.
@@ -38,8 +41,18 @@ export function startRunActivities(parts: StartParts) {
       read.catch(() => undefined); // awaited below, or not needed when the target is terminating
       // The finalizer before the first route change: a deletion from here on waits for the run's end.
       const kept = parts.addCloseOutFinalizer(i.ref);
-      const [, mark, held] = await Promise.all([parts.holdActivationUsage(i.ref, i.stage, i.target), parts.markStageVersion(i.ref.namespace, i.target, i.holder), kept]);
+      // A usage of the activation usage's name that is someone else's refuses the run (it is kept).
+      const hold = parts.holdActivationUsage(i.ref, i.stage, i.target).then(
+        () => undefined,
+        (err: unknown) => {
+          // Thrown as is, or as the non-retryable failure activities/k8s-errors.ts makes of it.
+          if (err instanceof NameTakenError || (err instanceof ApplicationFailure && err.type === 'NameTaken')) return err.message;
+          throw err;
+        },
+      );
+      const [refused, mark, held] = await Promise.all([hold, parts.markStageVersion(i.ref.namespace, i.target, i.holder), kept]);
       if (mark.terminating) return { terminating: true };
+      if (refused) return { terminating: false, refused };
       // Deleted (or being deleted) before its first step: nothing runs.
       if (!held) return { terminating: false, gone: true };
       await parts.writeActivationStatus(i.ref, i.status, read);

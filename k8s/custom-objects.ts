@@ -74,15 +74,25 @@ export class CustomObjects {
   }
 
   /**
-   * Creates an object owned by `ownerUid`. An object of that name owned by someone else is a
-   * predecessor's (a VectorActivation deleted and re-created under the same name, whose garbage
-   * has not been collected yet): it is deleted, by uid, and the create repeated, so nothing of the
-   * predecessor is ever adopted.
+   * Creates an object owned by `ownerUid` (one of its ownerReferences). An object of that name
+   * that is a predecessor's (a VectorActivation deleted and re-created under the same name, whose
+   * garbage has not been collected yet, or was orphaned) is deleted, by uid, and the create
+   * repeated, so nothing of the predecessor is ever adopted: one owned by an object of the owner's
+   * kind and name under another uid, or one owned by nobody that carries every label this create
+   * gives. Anything else of that name is someone else's: it is left alone and the create refused
+   * (NameTakenError).
    */
   async createOwned<T extends CustomObject = CustomObject>(object: T, ownerUid: string): Promise<{ object: CustomObject & T; created: boolean }> {
+    const owner = object.metadata.ownerReferences?.find((o) => o.uid === ownerUid);
     for (let attempt = 0; attempt < 5; attempt++) {
       const result = await this.create(object);
-      if (result.created || result.object.metadata.ownerReferences?.some((o) => o.uid === ownerUid)) return result;
+      const owners = result.object.metadata.ownerReferences ?? [];
+      if (result.created || owners.some((o) => o.uid === ownerUid)) return result;
+      const labels = result.object.metadata.labels ?? {};
+      const predecessor = owners.length
+        ? owner !== undefined && owners.some((o) => o.kind === owner.kind && o.name === owner.name)
+        : Object.entries(object.metadata.labels ?? {}).every(([k, v]) => labels[k] === v) && Object.keys(object.metadata.labels ?? {}).length > 0;
+      if (!predecessor) throw new NameTakenError(object, owner, owners);
       await this.delete(object.kind, object.metadata.namespace!, object.metadata.name, result.object.metadata.uid);
     }
     throw new Error(`${object.kind} ${object.metadata.namespace}/${object.metadata.name} of a predecessor is still there after five deletions`);
@@ -161,5 +171,18 @@ export class CustomObjects {
       // 409: the uid precondition failed, the object is another one by now.
       if (apiStatus(err) !== 404 && !(uid && apiStatus(err) === 409)) throw err;
     }
+  }
+}
+
+/** The name a controller gives an object it owns is taken by an object someone else owns: no retry frees it. */
+export class NameTakenError extends Error {
+  constructor(object: CustomObject, owner: { kind: string; name: string } | undefined, owners: { kind: string; name: string }[]) {
+    const whose = owners.length ? `owned by ${owners.map((o) => `${o.kind} ${o.name}`).join(', ')}` : 'owned by nobody';
+    const forWhom = owner ? ` for ${owner.kind} ${owner.name}` : '';
+    super(
+      `${object.kind} ${object.metadata.namespace}/${object.metadata.name} exists and is not ours (${whose}); the name is the one konfidence-activation gives it${forWhom}, ` +
+        'so it was left as it is: rename or delete that object, then retry',
+    );
+    this.name = 'NameTakenError';
   }
 }

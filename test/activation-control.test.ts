@@ -186,3 +186,15 @@ it("never adopts a predecessor's executions or usage when a VectorActivation is 
   const executions = await s.objects.list('ActivationExecution', s.ns, `${LABEL_VECTOR_ACTIVATION}=again2-to-2`);
   expect(executions.map((e) => [e.metadata.ownerReferences?.[0]?.uid, e.status?.phase])).toEqual([[second.metadata.uid, 'Succeeded']]);
 });
+
+it("leaves a person's object under the activation usage's name alone: the activation fails saying whose it is, and no route changes", async () => {
+  await seedStage(s, 'taken', [1, 2]);
+  await seedSleepyPlan(s, 'taken', 0);
+  const mine = await create(s, object('StageVersionUsage', s.ns, 'taken-to-2-activation', { reason: 'a person keeps taken-2', stageVersionRef: { name: 'taken-2' } }));
+  await activate(s, 'taken-to-2', 'taken', 2, { executionPlan: 'taken-plan' });
+  const failed = await waitFor(s, 'VectorActivation', 'taken-to-2', phaseIs('Failed'));
+  expect(failed.status).toMatchObject({ reason: 'NameTaken', message: expect.stringContaining(`StageVersionUsage ${s.ns}/taken-to-2-activation exists and is not ours (owned by nobody)`) });
+  expect(failed.status?.message).toContain('no route was changed');
+  expect((await s.objects.get('StageVersionUsage', s.ns, 'taken-to-2-activation'))?.metadata.uid).toBe(mine.metadata.uid);
+  expect([...startedExecutions].some((n) => n.startsWith('taken-to-2-'))).toBe(false);
+});

@@ -150,6 +150,7 @@ export class ActivationRun {
     if (plan.progression) this.progression = this.progressionOf(plan, stage, limited);
     const started = toRun.run.length > 0 && (await this.startRun(plan, toRun.run[0]!, stage.target.name));
     if (started === 'terminating') return this.finish({ phase: 'Failed', reason: 'StageVersionTerminating', message: `StageVersion ${stage.target.name} is being deleted` });
+    if (typeof started === 'object') return this.finish({ phase: 'Failed', reason: 'NameTaken', message: `${started.refused}; no route was changed` });
     if (started === 'gone') {
       this.requests.deleted();
       return this.finish({ phase: 'Cancelled', reason: 'Cancelled', message: 'the VectorActivation was deleted before its first step; no route was changed' });
@@ -184,7 +185,7 @@ export class ActivationRun {
    * StageVersion in activation and only then writes the first step's InProgress. Never beside
    * them: that would tell a step started (Events, metrics) that then never runs.
    */
-  private async startRun(plan: ResolvedPlan, first: number, target: string): Promise<'started' | 'terminating' | 'gone'> {
+  private async startRun(plan: ResolvedPlan, first: number, target: string): Promise<'started' | 'terminating' | 'gone' | { refused: string }> {
     this.marked = target;
     const steps: StepProgress[] = [...this.progress.steps];
     steps[first] = startedStep(plan.steps[first]!, steps[first]!);
@@ -195,6 +196,7 @@ export class ActivationRun {
     const run = await CancellationScope.nonCancellable(() => k8s.startRun({ ref: this.ref, stage: this.va.stage, target, holder: this.holder, status }));
     if (run.terminating) return 'terminating';
     if (run.gone) return 'gone';
+    if (run.refused) return { refused: run.refused };
     this.progress.steps = steps;
     this.startTime = begun;
     this.noteReport('InProgress', 'RunningPlan', message);

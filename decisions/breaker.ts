@@ -40,6 +40,14 @@ export function breakersFor<B extends { spec: BreakerSpec }>(breakers: readonly 
 
 export const phaseOf = (status: CircuitBreakerStatus): CircuitBreakerPhase => status.phase ?? 'Closed';
 
+/**
+ * Whether an attempt that ended in `phase` counts on the CircuitBreakers of its namespace: a Failed
+ * one that changed, or tried to change, routing. One that failed before any route (its Stage or
+ * plan not found, a name taken) says nothing of the routing the breakers guard, and would let one
+ * tenant's bad objects open a breaker every namespace shares.
+ */
+export const countsOnBreakers = (phase: string, touchedRouting: boolean): boolean => phase === 'Failed' && touchedRouting;
+
 /** A phase change: reason, message and the transition time; the same phase keeps its time. */
 export function transition(status: CircuitBreakerStatus, phase: CircuitBreakerPhase, reason: string, message: string, now: Date): CircuitBreakerStatus {
   const changed = phaseOf(status) !== phase || !status.lastTransitionTime;

@@ -64,7 +64,14 @@ const gauge = async (name: string) => (await metricsText()).match(new RegExp(`^k
 
 it('K failures open the breaker; a new activation waits without a route change until `konfidence breaker close` closes it', async () => {
   await breaker('team', { scope: { namespace: s.ns }, failureThreshold: 2, windowSeconds: 600 });
-  await Promise.all([stage('fail-a'), stage('fail-b'), stage('ok')]);
+  await Promise.all([stage('fail-a'), stage('fail-b'), stage('ok'), stage('no-plan')]);
+  // Failed before any route (no such Stage, no such plan): a tenant's bad objects count on no breaker.
+  await activate(s, 'no-stage-to-2', 'no-stage', 2);
+  await activate(s, 'no-plan-to-2', 'no-plan', 2, { executionPlan: 'no-such-plan' });
+  expect((await waitFor(s, 'VectorActivation', 'no-stage-to-2', phaseIs('Failed'))).status.reason).toBe('StageNotFound');
+  expect((await waitFor(s, 'VectorActivation', 'no-plan-to-2', phaseIs('Failed'))).status.reason).toBe('InvalidPlan');
+  // Counted (or not) before Failed is written: the breaker is as it stays.
+  expect((await breakerIs('team', () => true)).status?.recentFailures ?? []).toEqual([]);
   await activate(s, 'fail-a-to-2', 'fail-a', 2, { executionPlan: 'broken-plan' });
   await activate(s, 'fail-b-to-2', 'fail-b', 2, { executionPlan: 'broken-plan' });
   for (const name of ['fail-a-to-2', 'fail-b-to-2']) await waitFor(s, 'VectorActivation', name, phaseIs('Failed'));

@@ -4,7 +4,7 @@
  * run knows (its progress, the previous StageVersion, its marks); every decision is a pure function
  * of decisions/, and the methods observe, ask and act.
  */
-import { ApplicationFailure, CancellationScope, condition, isCancellation, setCurrentDetails, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, condition, isCancellation, patched, setCurrentDetails, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { LoadedActivation, ResolvedPlan } from '../activities/core.js';
 import type { VectorActivationPhase } from '../api/vector-activation.js';
 import {
@@ -36,6 +36,7 @@ import { heartbeatSecondsOf, k8sActivities as k8s, runTask, unrecordedMessage, t
 import { executionName } from '../shared/names.js';
 import type { ActivationRequests } from './activation-requests.js';
 import { BREAKER_ASK_AGAIN_SECONDS, passBreakers } from './breaker-gate.js';
+import { countsOnBreakers } from '../decisions/breaker.js';
 import { causeOf, messageOf } from './failures.js';
 import { StageAccess } from './stage-access.js';
 
@@ -58,6 +59,8 @@ export class ActivationRun {
   private previous: StageVersionInfo | undefined;
   /** Whether this run may have set the close-out finalizer (startRun, or a close-out run). */
   private kept = false;
+  /** Whether this attempt ran a step: it changed, or tried to change, routing. */
+  private routing = false;
   /** The StageVersion this run marked as in activation (admission refuses changes to it). */
   private marked: string | undefined;
   /** The ActivationPhase search attribute as last upserted. */
@@ -89,6 +92,7 @@ export class ActivationRun {
     const { va, access } = this;
     // A progression of an attempt before is no more: answers wait for this attempt's own.
     this.progression = undefined;
+    this.routing = false;
     this.requests.progression = undefined;
     this.requests.answer = undefined;
     // The check reads while Pending is written; a failed check is written after it, as Failed.
@@ -228,6 +232,7 @@ export class ActivationRun {
    */
   private async runStep(plan: ResolvedPlan, ctx: TaskContext, i: number, started: boolean, followed: boolean): Promise<boolean> {
     const step = plan.steps[i]!;
+    this.routing = true;
     const recordingsBefore = this.recordings.splice(0);
     /** The step's InProgress write, made while its executions are created (one round trip fewer a step). */
     let reporting: Promise<{ error?: unknown }> | undefined;
@@ -438,9 +443,10 @@ export class ActivationRun {
       // A Failed or Cancelled activation keeps its usage while a step left applied may still send
       // traffic to it.
       if (releasesUsage(ending.phase, this.progress.steps)) await k8s.releaseActivationUsage(this.ref);
-      // A failed attempt counts on the CircuitBreakers before anyone reads Failed; a breaker that
-      // cannot be written must not keep the activation from ending.
-      if (ending.phase === 'Failed') await k8s.recordActivationFailure(this.ref, this.progress.attempt).catch(() => undefined);
+      // A failed attempt that changed, or tried to change, routing counts on the CircuitBreakers
+      // before anyone reads Failed; a breaker that cannot be written must not keep the activation
+      // from ending. (A history recorded before the rule counted every failed attempt.)
+      if (countsOnBreakers(ending.phase, this.routing || !patched('breakers-count-routing-attempts'))) await k8s.recordActivationFailure(this.ref, this.progress.attempt).catch(() => undefined);
       // Whoever reads the final phase finds the StageVersion free to change again and the Lease
       // free: one local activity lets both go, then writes it.
       const name = this.marked;

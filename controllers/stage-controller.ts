@@ -46,6 +46,8 @@ export interface StageControllerOptions {
    * setNamespaces changes them) and passes only in the namespaces the shard serves (serve/drop).
    */
   sharded?: boolean;
+  /** Sharded: the shard's name, which the Stages' status.controllerStatus names. */
+  shard?: string;
 }
 
 /** What a pass reads of an object; for Stages and usages only what others write (not status). */
@@ -279,7 +281,7 @@ export class StageController {
 
   /** One pass over a namespace: observe, plan, act. */
   async reconcile(ns: string): Promise<void> {
-    const options = this.o.systemNamespace ? { systemNamespace: this.o.systemNamespace } : {};
+    const options = { ...(this.o.systemNamespace ? { systemNamespace: this.o.systemNamespace } : {}), ...(this.o.shard ? { shard: this.o.shard } : {}) };
     let observed = this.observeNamespace(ns);
     let plan = planNamespace(observed, new Date(), options);
     // Creating or deleting a StageVersion is decided on fresh reads: the caches of different kinds

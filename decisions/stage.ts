@@ -98,6 +98,8 @@ export interface PlanOptions {
    * konfidence-system.
    */
   systemNamespace?: string;
+  /** The shard this controller serves (KONFIDENCE_SHARD): its ControllerStatus is the shard's. */
+  shard?: string;
 }
 
 /** Act in this order: protection first, a StageVersion exists before a usage points at it. */
@@ -265,7 +267,7 @@ export function activationFor(stage: Stage, target: StageVersion, active: string
  */
 export function stageStatus(
   stage: Stage,
-  s: { latestRevision: number; target: StageVersion; active?: string; activations: Activation[]; systemNamespace: string; traffic?: ObservedTraffic; stageVersions?: StageVersion[] },
+  s: { latestRevision: number; target: StageVersion; active?: string; activations: Activation[]; systemNamespace: string; shard?: string; traffic?: ObservedTraffic; stageVersions?: StageVersion[] },
   now: Date,
 ) {
   const target = nameOf(s.target);
@@ -288,7 +290,7 @@ export function stageStatus(
     latestRevision: s.latestRevision,
     targetStageVersion: target,
     activeStageVersion: s.active,
-    controllerStatus: { namespace: s.systemNamespace, name: controllerStatusName('stage-controller') },
+    controllerStatus: { namespace: s.systemNamespace, name: controllerStatusName('stage-controller', s.shard) },
     conditions: setCondition(stage.status?.conditions, condition, generation, now),
     // What the routes hold, when they could be read (else the last reading stays).
     ...(s.traffic ? { traffic: s.traffic.rules.slice(0, 64), servingStageVersions: newestFirst(servingIn(s.traffic), s.stageVersions ?? []) } : {}),
@@ -409,7 +411,7 @@ export function planNamespace(o: Observed, now: Date, options: PlanOptions = {})
     plan.metadata.push(...servingMarks(nameOf(stage), o.stageVersions, traffic, active, o.activations));
     const desired = stageStatus(
       stage,
-      { latestRevision: decision.latestRevision, target: decision.target, active, activations: o.activations, systemNamespace, ...(traffic ? { traffic, stageVersions: o.stageVersions } : {}) },
+      { latestRevision: decision.latestRevision, target: decision.target, active, activations: o.activations, systemNamespace, ...(options.shard ? { shard: options.shard } : {}), ...(traffic ? { traffic, stageVersions: o.stageVersions } : {}) },
       now,
     );
     status('Stage', nameOf(stage), stage.status, desired);

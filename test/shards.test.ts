@@ -104,7 +104,7 @@ async function startShard(shard: string): Promise<void> {
     lockAskAgainSeconds: 1, checkIntervalMs: 5_000, log: log(shard), leadership: we, sharded: true,
   });
   const ce = elector('stage-controller');
-  const controller = new StageController({ kubeConfig: s.kc, systemNamespace: s.systemNs, log: () => undefined, leadership: ce, sharded: true });
+  const controller = new StageController({ kubeConfig: s.kc, systemNamespace: s.systemNs, log: () => undefined, leadership: ce, sharded: true, shard });
   const memberships = [
     new ShardMembership({ kubeConfig: s.kc, systemNamespace: s.systemNs, role: 'watcher', shard, leadership: we, leaseDurationMs: LEASE_MS, component: watcher, intervalMs: 500, log: log(shard) }),
     new ShardMembership({ kubeConfig: s.kc, systemNamespace: s.systemNs, role: 'stage-controller', shard, leadership: ce, leaseDurationMs: LEASE_MS, component: controller, intervalMs: 500, log: () => undefined }),
@@ -182,8 +182,14 @@ async function allSucceeded(stage: string): Promise<void> {
       return found.length ? found : undefined;
     }, 30_000, `the workflow of ${ns}/${stage}-to-2 in visibility`);
     expect({ ns, stage, runs: runs.length }).toEqual({ ns, stage, runs: 1 });
-    // The Stage controller of the namespace's shard follows the activation into the Stage's status.
-    await pollUntil(async () => (await s.objects.get('Stage', ns, stage))?.status?.activeStageVersion === `${stage}-2`, 30_000, `Stage ${ns}/${stage} to report ${stage}-2 active`);
+    // The Stage controller of the namespace's shard follows the activation into the Stage's status,
+    // which names the ControllerStatus that shard publishes (serving the namespace).
+    await pollUntil(async () => {
+      const status = (await s.objects.get('Stage', ns, stage))?.status;
+      if (status?.activeStageVersion !== `${stage}-2`) return undefined;
+      const published = await s.objects.get('ControllerStatus', s.systemNs, status.controllerStatus?.name ?? '');
+      return published?.spec?.role === 'stage-controller' && published.status?.serving?.namespaces?.includes(ns) ? true : undefined;
+    }, 30_000, `Stage ${ns}/${stage} to report ${stage}-2 active and name its shard's ControllerStatus`);
   }
 }
 

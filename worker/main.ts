@@ -220,7 +220,7 @@ if (role === 'core') {
     kubeConfig,
     systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE,
     ...(namespaces ? { namespaces } : {}),
-    ...(shard ? { sharded: true } : {}),
+    ...(shard ? { sharded: true, shard } : {}),
     ...(config.KONFIDENCE_STAGES_PER_NAMESPACE ? { stagesPerNamespace: config.KONFIDENCE_STAGES_PER_NAMESPACE } : {}),
     ...leadershipOf(elector),
   });

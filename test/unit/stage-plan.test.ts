@@ -474,6 +474,12 @@ const rows: Row[] = [
     },
   },
   {
+    rule: 'Stage status: a shard\'s controller names the shard\'s ControllerStatus, the one its shard publishes',
+    given: served('v1'),
+    options: { systemNamespace: 'platform-system', shard: 'b' },
+    then: (p) => expect(statusOf(p, 'Stage', 'app')?.controllerStatus).toEqual({ namespace: 'platform-system', name: 'stage-controller-b' }),
+  },
+  {
     rule: 'Stage status: controllerStatus pointing elsewhere (system namespace changed) is rewritten',
     given: observed({
       stages: [stage('app', 'v1', { status: { latestRevision: 1, controllerStatus: { namespace: 'old-system', name: 'stage-controller' } } })],

@@ -49,6 +49,11 @@ const configSchema = z.object({
   KONFIDENCE_LEASE_DURATION_MS: z.coerce.number().int().positive().default(15_000),
   KONFIDENCE_RENEW_DEADLINE_MS: z.coerce.number().int().positive().default(10_000),
   KONFIDENCE_RETRY_PERIOD_MS: z.coerce.number().int().positive().default(2_000),
+  /**
+   * On SIGTERM a started role stops gracefully within this long, then exits anyway (below the
+   * Pods' terminationGracePeriodSeconds, 30 s; above the executor workers' 25 s for tasks in flight).
+   */
+  KONFIDENCE_SHUTDOWN_GRACE_MS: z.coerce.number().int().positive().default(28_000),
   /** /healthz and /readyz; 0 picks a free port (logged). */
   KONFIDENCE_HEALTH_PORT: z.coerce.number().int().min(0).max(65_535).default(8081),
   /** true: log every apiserver and Temporal write this process sends ("[write] IDENTITY ..."). */

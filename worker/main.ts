@@ -23,6 +23,7 @@ import { fenceWrites, LEASE_NAMES, leaseName, LeaderElector, type Leadership } f
 import { ShardMembership, type ShardedComponent } from './shards.js';
 import { CORE_TASK_QUEUE, executorTaskQueue } from '../shared/task-queues.js';
 import { loadConfig } from './config.js';
+import { Shutdown } from './shutdown.js';
 import { StageController } from '../controllers/stage-controller.js';
 import { startHealthServer, type HealthServer, type ReadinessCheck } from './health.js';
 import { endpointFromEnv, startPublisher, versionFromEnv, type Publisher } from './publisher.js';
@@ -33,6 +34,8 @@ import { enableProcessMetrics, metricsContentType, metricsText } from '../teleme
 const [role = 'all', type] = process.argv.slice(2);
 const config = loadConfig();
 const log = componentLogger('main', { role });
+// First of all: a signal from here on is handled (worker/shutdown.ts).
+const shutdown = new Shutdown({ graceMs: config.KONFIDENCE_SHUTDOWN_GRACE_MS, log: (m) => log.warn(m) });
 /**
  * Only the roles that run Workers load the SDK's worker side (its native runtime, the bundler): the
  * watcher needs a client alone and the Stage controller no Temporal at all, and each would carry
@@ -159,7 +162,6 @@ try {
   // Not fatal: the role works without probes (a second process on one host, say); the probes then fail loudly.
   componentLogger('health').error(`could not listen on port ${config.KONFIDENCE_HEALTH_PORT}: ${(err as Error).message}`);
 }
-const signalled = () => new Promise<void>((resolve) => ['SIGINT', 'SIGTERM'].forEach((s) => process.once(s, () => resolve())));
 /** Stops the components (no new work), then releases the Leases so a standby takes over at once. */
 async function stopElectors(): Promise<void> {
   await flushEvents(); // while still leading: an elected role's writes are fenced
@@ -205,14 +207,14 @@ if (role === 'core') {
     ...leadershipOf(elector),
   });
   checks.push({ name: 'watcher', check: () => assertSynced(watcher.isSynced(), 'the VectorActivation informers') });
-  const stopping = signalled();
   await watcher.start();
   await joinShard('watcher', watcher, elector);
   started = true;
+  shutdown.started();
   electors.forEach((e) => e.start()); // only once the caches are warm
-  await stopping;
-  await Promise.all(memberships.map((m) => m.stop()));
-  await watcher.stop();
+  await shutdown.signalled;
+  // The watcher stops starting workflows at once, beside its shard memberships.
+  await Promise.all([watcher.stop(), ...memberships.map((m) => m.stop())]);
   await stopElectors();
 } else if (role === 'stage-controller') {
   const elector = electorFor('stage-controller');
@@ -225,14 +227,13 @@ if (role === 'core') {
     ...leadershipOf(elector),
   });
   checks.push({ name: 'stageController', check: () => assertSynced(controller.isSynced(), 'the Stage controller watches') });
-  const stopping = signalled();
   await controller.start();
   await joinShard('stage-controller', controller, elector);
   started = true;
+  shutdown.started();
   electors.forEach((e) => e.start());
-  await stopping;
-  await Promise.all(memberships.map((m) => m.stop()));
-  await controller.stop();
+  await shutdown.signalled;
+  await Promise.all([controller.stop(), ...memberships.map((m) => m.stop())]);
   await stopElectors();
 } else if (role === 'all') {
   if (shard) throw new Error('KONFIDENCE_SHARD: run the watcher and the stage-controller of a shard as their own processes (worker/main.ts watcher, stage-controller), not as part of "all"');
@@ -255,9 +256,9 @@ if (role === 'core') {
     { name: 'workers', check: () => assertSynced(system.workers.every((w) => w.getState() === 'RUNNING'), 'the workers') },
   );
   started = true;
-  const stopping = signalled();
+  shutdown.started();
   electors.forEach((e) => e.start());
-  await stopping;
+  await shutdown.signalled;
   await system.stop();
   await stopElectors();
 } else {
@@ -268,7 +269,13 @@ if (worker) {
   checks.push({ name: 'worker', check: () => assertSynced(polling.getState() === 'RUNNING', 'the worker (polling)') });
   started = true;
   log.info(`${role}${type ? ` ${type}` : ''} worker polling ${config.TEMPORAL_ADDRESS} (${config.TEMPORAL_NAMESPACE})`, { taskQueue: polling.options.taskQueue });
-  await worker.run(); // resolves after SIGINT/SIGTERM once in-flight tasks are done
+  const running = worker.run(); // resolves once shut down and its in-flight tasks are done
+  shutdown.started();
+  void shutdown.signalled.then(() => {
+    // The SDK's runtime may have begun the same on the signal.
+    if (polling.getState() === 'RUNNING') polling.shutdown();
+  });
+  await running;
 }
 await flushEvents(); // the Events of the last transitions are written in the background
 await health?.close();

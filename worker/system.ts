@@ -121,8 +121,8 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
     watcher,
     ...(stageController ? { stageController } : {}),
     async stop() {
-      await stageController?.stop();
-      await watcher.stop();
+      // Both stop acting at once: no workflow started, no pass begun, once stop() is called.
+      await Promise.all([stageController?.stop(), watcher.stop()]);
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await Promise.allSettled(runs);
       await flushEvents();

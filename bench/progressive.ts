@@ -174,7 +174,7 @@ async function gatesAgainstIdle() {
   const executorRun = executor.run();
   const client = new Client({ connection: await Connection.connect({ address: cp.temporalAddress }), namespace: cp.testTemporalNamespace });
   const processes = { ...cpuProcesses(cp.pids), ...Object.fromEntries(roles.map((r) => [r.role, r.pid])) };
-  const settle = async () => new Promise((r) => setTimeout(r, numberArg('settle', 20) * 1000));
+  const settle = async () => new Promise((r) => setTimeout(r, numberArg('settle', 120) * 1000));
   /** What Temporal's server did (its own metrics): persistence requests and tasks, summed by name. */
   const temporalWork = async () => {
     const text = await (await fetch(`http://127.0.0.1:${cp.ports.temporalMetrics}/metrics`)).text().catch(() => '');

@@ -18,6 +18,7 @@ import { percentOf, reportedRules, type ReportedExecution } from '../decisions/t
 import { LABEL_REGISTRATION } from '../api/group.js';
 import { CustomObjects, type CustomObject } from '../k8s/custom-objects.js';
 import { labelValue } from '../shared/names.js';
+import { isFinal } from '../decisions/activation.js';
 import { executorFor } from '../executors/index.js';
 import { ExecutorError, type ExecutorContext, type StageVersionInfo, type TaskInput } from '../executors/types.js';
 import type { k8s } from '../k8s/client.js';
@@ -28,6 +29,17 @@ const info = (sv: StageVersionResource): StageVersionInfo => ({
   vector: sv.spec.vector,
   ...(sv.spec.backend ? { backend: sv.spec.backend } : {}),
 });
+
+/** How long after an activation ended a plan it named and the caches lack counts as not cached yet, not deleted. */
+export const RECENT_ACTIVATION_MS = 10 * 60_000;
+
+/** Whether the activation runs, or ended within RECENT_ACTIVATION_MS of `now`. */
+function ranRecently(va: VectorActivationResource, now: number): boolean {
+  const status = va.status as { phase?: string; completionTime?: string } | undefined;
+  if (!isFinal(status?.phase)) return true;
+  const ended = Date.parse(status?.completionTime ?? '');
+  return Number.isFinite(ended) && now - ended < RECENT_ACTIVATION_MS;
+}
 
 /** Whether a failed read says the rule sends nothing (the route or rule is not there), not that we cannot tell. */
 const absent = (err: unknown) => err instanceof ExecutorError && !err.retryable && (err.status === undefined || err.status === 404);
@@ -46,6 +58,7 @@ export async function observeTraffic(
   registrations: readonly ActivationTaskRegistrationResource[],
   plans: readonly ActivationExecutionPlanResource[],
   activations: readonly VectorActivationResource[],
+  now = Date.now(),
 ): Promise<Map<string, ObservedTraffic | undefined>> {
   const ctx: ExecutorContext = { kubeConfig, signal: new AbortController().signal, heartbeat: () => undefined, routes: new Map() };
   const out = new Map<string, ObservedTraffic | undefined>();
@@ -65,7 +78,12 @@ export async function observeTraffic(
   });
   /** The registrations an activation of the Stage runs, by the plans its activations name. */
   const used = (stage: string) => {
-    const names = new Set(activations.filter((va) => va.spec.stage === stage).map((va) => va.spec.executionPlan ?? 'default'));
+    const ofStage = activations.filter((va) => va.spec.stage === stage);
+    const names = new Set(ofStage.map((va) => va.spec.executionPlan ?? 'default'));
+    // Plans named by activations that run, or ended a moment ago: one of them not cached yet may
+    // run registrations not cached either (both made just before the activation).
+    const recent = new Set(ofStage.filter((va) => ranRecently(va, now)).map((va) => va.spec.executionPlan ?? 'default'));
+    let planUnknown = false;
     const tasks = new Set<string>();
     // No activation (yet, or they were deleted) names a plan: any registration may hold its
     // traffic, so all of them are read (a rule that sends this Stage nothing is left out below).
@@ -74,13 +92,17 @@ export async function observeTraffic(
       const plan = plans.find((p) => p.metadata.name === name);
       if (plan) for (const step of plan.spec.steps) for (const t of step.tasks) tasks.add(t);
       // No such plan here (no default plan: every registration runs; a named one not cached yet,
-      // or deleted since it ran): which registrations hold the traffic is not known, so all are read.
-      else for (const r of registrations) tasks.add(r.metadata.name!);
+      // or deleted since it ran): which registrations hold the traffic is not known, so all are read;
+      // for a plan named a moment ago that may still miss a registration not cached yet.
+      else {
+        for (const r of registrations) tasks.add(r.metadata.name!);
+        if (recent.has(name)) planUnknown = true;
+      }
     }
     // A task that is no registration cached here (not seen yet, or deleted) may have rules that
     // send traffic: the Stage's traffic is then not known whole.
     const known = new Set(registrations.map((r) => r.metadata.name!));
-    const complete = ![...tasks].some((t) => unreadable.has(t) || !known.has(t));
+    const complete = !planUnknown && ![...tasks].some((t) => unreadable.has(t) || !known.has(t));
     return { tasks: readable.filter((r) => tasks.has(r.name)), reported: [...external].filter((r) => tasks.has(r)), complete };
   };
   /** The executions of an External registration in the namespace, listed once a pass (a client only if there is one). */

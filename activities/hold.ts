@@ -1,7 +1,8 @@
 /**
  * What the watcher writes on activations that have no workflow yet: held back by the namespace's
  * Stage limit (decisions/fair-share.ts: phase Waiting, reason NamespaceLimit, so `kubectl get va`
- * says why it has not started), or superseded before it started (decisions/supersede.ts). Each
+ * says why it has not started), superseded before it started (decisions/supersede.ts), or
+ * cancelled by a request before it started (decisions/watcher.ts beforeStartAnswer). Each
  * write is conditional on the resourceVersion it read (a skip of one without any status: the one
  * the watcher saw), so it never lands over a status a workflow wrote meanwhile. Repeating it
  * changes nothing.
@@ -53,25 +54,42 @@ export async function holdActivation(deps: CoreDeps, ref: ActivationRef, message
  * final now (this write, or an earlier one: it must not start); false when it is gone, has a
  * workflow, or changed since the read (it starts, and its workflow decides).
  */
-export async function skipBeforeStart(deps: CoreDeps, ref: ActivationRef, message: string, seen?: CustomObject): Promise<boolean> {
+export function skipBeforeStart(deps: CoreDeps, ref: ActivationRef, message: string, seen?: CustomObject): Promise<boolean> {
+  return endBeforeStart(deps, ref, { phase: 'Skipped', reason: SUPERSEDED_REASON, message }, seen);
+}
+
+/**
+ * Ends an activation that has no workflow yet as Cancelled (a cancel asked while it waited its
+ * turn), as skipBeforeStart does; true only when this write ended it (one final by other means
+ * answers its request as a final activation does).
+ */
+export async function cancelBeforeStart(deps: CoreDeps, ref: ActivationRef, message: string): Promise<boolean> {
+  const va = await readSame(deps, ref);
+  if (!va || isFinal(va.status?.phase) || va.status?.workflowId) return false;
+  return endOver(deps, ref, va, { phase: 'Cancelled', reason: 'Cancelled', message });
+}
+
+type Ending = { phase: 'Skipped' | 'Cancelled'; reason: string; message: string };
+
+async function endBeforeStart(deps: CoreDeps, ref: ActivationRef, ending: Ending, seen?: CustomObject): Promise<boolean> {
   // A burst's loser the watcher saw a moment ago without any status is written over as seen, one
   // read less per loser; had anything written it since, the write conflicts and it is read.
   const fresh = seen && seen.metadata.uid === ref.uid && seen.status === undefined ? seen : undefined;
-  if (fresh && (await skipOver(deps, ref, fresh, message))) return true;
+  if (fresh && (await endOver(deps, ref, fresh, ending))) return true;
   const va = await readSame(deps, ref);
   if (!va) return false;
   if (isFinal(va.status?.phase)) return true;
-  return !va.status?.workflowId && skipOver(deps, ref, va, message);
+  return !va.status?.workflowId && endOver(deps, ref, va, ending);
 }
 
-/** Writes Skipped over `va` (its resourceVersion) and, when written, its Events and the phase metric. */
-async function skipOver(deps: CoreDeps, ref: ActivationRef, va: CustomObject, message: string): Promise<boolean> {
+/** Writes the ending over `va` (its resourceVersion) and, when written, its Events and the phase metric. */
+async function endOver(deps: CoreDeps, ref: ActivationRef, va: CustomObject, ending: Ending): Promise<boolean> {
   const before = (va.status ?? {}) as StatusView;
   const facts = { name: ref.name, stage: va.spec.stage, stageVersion: va.spec.stageVersion };
-  // Said by the write that made the skip (activities/transition-events.ts): conditional on the
+  // Said by the write that made the ending (activities/transition-events.ts): conditional on the
   // resourceVersion seen, so no earlier Event can say it and none is looked for.
-  const say = (options: RecordOptions) => sendEvents(deps.event, ref.namespace, activationEvents(facts, before, { phase: 'Skipped', reason: SUPERSEDED_REASON, message }), { [`VectorActivation/${ref.name}`]: ref.uid }, deps.log, options);
-  if (!(await writeThenSay(() => writeOver(deps, ref, va, 'Skipped', SUPERSEDED_REASON, message, { completionTime: kubeTime() }), say, (w) => w))) return false;
-  recordActivationPhase(va, 'Skipped', reasonOf(SUPERSEDED_REASON));
+  const say = (options: RecordOptions) => sendEvents(deps.event, ref.namespace, activationEvents(facts, before, ending), { [`VectorActivation/${ref.name}`]: ref.uid }, deps.log, options);
+  if (!(await writeThenSay(() => writeOver(deps, ref, va, ending.phase, ending.reason, ending.message, { completionTime: kubeTime() }), say, (w) => w))) return false;
+  recordActivationPhase(va, ending.phase, reasonOf(ending.reason));
   return true;
 }

@@ -85,3 +85,15 @@ export function closedWorkflowEnding(status: string, workflowId: string): { reas
   const { reason, message } = closedWorkflow(status, workflowId);
   return { reason, message: `${message}; the Stage, the StageVersion and the activation usage were released, nothing was reverted` };
 }
+
+/**
+ * A request relayed by annotation to an activation whose workflow has not started (the namespace's
+ * Stage limit holds it, or its start is still to come): it waits its turn like any other, so a
+ * cancel ends it where it is (no workflow ran, no route changed) and any other request has
+ * nothing to act on.
+ */
+export function beforeStartAnswer(action: AnnotationRequest): { cancel: true } | { refused: string } {
+  if (action === 'cancel') return { cancel: true };
+  const what = action === 'retry' ? 'nothing to retry' : 'nothing waits for an answer';
+  return { refused: `refused: the activation has not started yet (it waits for its turn in its namespace); ${what}` };
+}

@@ -9,7 +9,7 @@ import { ActivationWatcher } from '../worker/watcher.js';
 import { freshNamespace, kubectl } from './support/cluster.js';
 import { activate, seedActive, seedSleepyPlan, seedStage } from './support/scenario.js';
 import { quickDefaultPlan } from './support/stages.js';
-import { phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
+import { create, object, phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
 import type { CustomObject } from '../k8s/custom-objects.js';
 
 const LIMIT = 2;
@@ -93,8 +93,8 @@ it('a burst on one Stage counts as one Stage: every activation reaches the lock 
   expect(phases.filter((p) => p !== 'Succeeded')).toEqual(phases.filter((p) => p !== 'Succeeded').map(() => 'Skipped'));
 });
 
-it('a held activation is cancelled at once, without waiting for its place', async () => {
-  const stages = await stagesWith(a, 3, 'cancel');
+it('a held activation is cancelled at once, without waiting for its place and without a workflow; its other requests wait their turn with it', async () => {
+  const stages = await stagesWith(a, 4, 'cancel');
   for (const stage of stages.slice(0, 2)) await activate(a, `${stage}-to-2`, stage, 2, { executionPlan: 'long-plan' });
   await Promise.all(stages.slice(0, 2).map((stage) => waitFor(a, 'VectorActivation', `${stage}-to-2`, (o) => Boolean(o.status?.workflowId))));
   await activate(a, 'cancel2-to-2', 'cancel2', 2);
@@ -105,7 +105,17 @@ it('a held activation is cancelled at once, without waiting for its place', asyn
   const cancelled = await waitFor(a, 'VectorActivation', 'cancel2-to-2', (o) => phaseIs('Cancelled', 'Succeeded', 'Failed')(o) && (o.status?.requests ?? []).length > 0, 20_000);
   expect(cancelled.status?.phase).toBe('Cancelled');
   expect(cancelled.status?.requests).toEqual([expect.objectContaining({ action: 'cancel', outcome: 'Accepted' })]);
+  // Ended where it waited: no workflow started for it, the limit held.
+  expect(cancelled.status).toMatchObject({ reason: 'Cancelled', message: expect.stringContaining('cancelled before it started') });
+  expect(cancelled.status?.workflowId).toBeUndefined();
+
+  // Created carrying a request, it still waits its turn: the retry is refused, no workflow starts.
+  await create(a, object('VectorActivation', a.ns, 'cancel3-to-2', { stage: 'cancel3', stageVersion: 'cancel3-2' }, { annotations: { 'konfidence.cloud/retry': 'early' } }));
+  const early = await waitFor(a, 'VectorActivation', 'cancel3-to-2', (o) => held(o) && (o.status?.requests ?? []).length > 0, 20_000);
+  expect(early.status?.requests).toEqual([expect.objectContaining({ action: 'retry', outcome: 'Refused', message: expect.stringContaining('has not started yet') })]);
+  expect(early.status?.workflowId).toBeUndefined();
   // The two long ones still run: the cancel did not wait for either of them.
-  expect((await activations(a)).filter((v) => v.metadata.name.startsWith('cancel') && v.metadata.name !== 'cancel2-to-2').map((v) => v.status?.phase)).toEqual(['InProgress', 'InProgress']);
+  expect((await activations(a)).filter((v) => v.metadata.name.startsWith('cancel') && !['cancel2-to-2', 'cancel3-to-2'].includes(v.metadata.name)).map((v) => v.status?.phase)).toEqual(['InProgress', 'InProgress']);
+  await kubectl('annotate', 'va', 'cancel3-to-2', '-n', a.ns, 'konfidence.cloud/cancel=done');
   for (const stage of stages.slice(0, 2)) await kubectl('annotate', 'va', `${stage}-to-2`, '-n', a.ns, 'konfidence.cloud/cancel=done');
 });

@@ -9,13 +9,13 @@
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { closeOutActivation } from '../activities/close-out.js';
-import { holdActivation, skipBeforeStart } from '../activities/hold.js';
+import { cancelBeforeStart, holdActivation, skipBeforeStart } from '../activities/hold.js';
 import { expectStageLock } from '../activities/lock.js';
 import { fairShare, heldMessage, NAMESPACE_LIMIT_REASON } from '../decisions/fair-share.js';
 import { BURST_QUIET_MS, BURST_SETTLE_MS, holdBurstWinners, type BurstWait, supersededBeforeStart, supersededMessage, type Superseder } from '../decisions/supersede.js';
 import { coreDeps, type CoreDeps } from '../activities/deps.js';
 import { FINALIZER_CLOSE_OUT } from '../api/group.js';
-import { closedWorkflow, closedWorkflowEnding, watcherActions, type AnnotationRequest, type WatcherAction } from '../decisions/watcher.js';
+import { beforeStartAnswer, closedWorkflow, closedWorkflowEnding, watcherActions, type AnnotationRequest, type WatcherAction } from '../decisions/watcher.js';
 import { isFinal } from '../decisions/activation.js';
 import { requestEvent } from '../decisions/events.js';
 import { recordEvents } from '../k8s/events.js';
@@ -338,18 +338,19 @@ export class ActivationWatcher {
       annotations: o.metadata?.annotations ?? {},
       answered: o.status?.requests ?? [],
     });
-    // The workflow starts from the namespace's pass (Stage limit, bursts superseded before they
-    // start), unless a cancel or retry waits for it: requests are never held back.
-    if (actions.every((a) => a.kind === 'ensure')) {
-      if (actions.length > 0 && !this.running.has(activationWorkflowId(ref))) this.share(ref.namespace);
-      return;
-    }
+    // The workflow starts only from the namespace's pass (Stage limit, bursts superseded before
+    // they start), whatever requests the activation carries.
+    const id = activationWorkflowId(ref);
+    if (actions.some((a) => a.kind === 'ensure') && !this.running.has(id)) this.share(ref.namespace);
+    // A request to one whose workflow has not started is answered here (decisions/watcher.ts).
+    const notStarted = !isFinal(o.status?.phase) && !this.running.has(id) && !o.status?.workflowId;
     for (const action of actions) {
+      if (action.kind === 'ensure') continue;
       const key = `${ref.uid}/${action.kind}/${'token' in action ? action.token : ''}`;
       if (this.inFlight.has(key)) continue;
       this.inFlight.add(key);
       try {
-        await this.act(o, ref, action);
+        await (notStarted && action.kind === 'relay' ? this.beforeStart(ref, action) : this.act(o, ref, action));
       } catch (err) {
         // Deposed between the decision and a write: the new leader decides again.
         if (!(err instanceof NotLeaderError)) this.log(`VectorActivation ${ref.namespace}/${ref.name}: ${apiMessage(err)}`, { level: 'warn', ...this.about(o) });
@@ -524,6 +525,19 @@ export class ActivationWatcher {
       if (err instanceof WorkflowNotFoundError) return undefined;
       throw err;
     }
+  }
+
+  /**
+   * A request to an activation whose workflow has not started: a cancel ends it where it is (when
+   * the conditional write finds it started meanwhile, its workflow gets the request at the next
+   * reconcile); anything else is refused.
+   */
+  private async beforeStart(ref: ActivationRef, action: Extract<WatcherAction, { kind: 'relay' }>): Promise<void> {
+    const answer = beforeStartAnswer(action.action);
+    if ('refused' in answer) return this.answer(ref, action.action, action.token, 'Refused', answer.refused, action.by);
+    this.gate.fence(`cancelling ${ref.namespace}/${ref.name} before its start`);
+    const message = `cancelled before it started${action.by ? ` by ${action.by}` : ''}: no workflow ran, no route was changed`;
+    if (await cancelBeforeStart(this.deps, ref, message)) await this.answer(ref, 'cancel', action.token, 'Accepted', message, action.by);
   }
 
   private async act(o: Watched, ref: ActivationRef, action: WatcherAction): Promise<void> {

@@ -1,5 +1,5 @@
 /** What the watcher does per VectorActivation (decisions/watcher.ts), a row per rule. No servers. */
-import { closedWorkflowEnding, requestToken, watcherActions, type ObservedActivation } from '../../decisions/watcher.js';
+import { beforeStartAnswer, closedWorkflowEnding, requestToken, watcherActions, type ObservedActivation } from '../../decisions/watcher.js';
 
 const observed = (o: Partial<ObservedActivation>): ObservedActivation => ({ deleting: false, annotations: {}, answered: [], ...o });
 const RETRY = 'konfidence.cloud/retry';
@@ -48,6 +48,16 @@ describe('a progressive activation\'s approve, promote and abort annotations', (
   it('an answered one is not asked again', () => {
     expect(watcherActions(observed({ phase: 'InProgress', annotations: { [APPROVE]: 'alice 1' }, answered: [{ action: 'approve', token: `${APPROVE}=alice 1` }] }))).toEqual([{ kind: 'ensure' }]);
   });
+});
+
+describe('beforeStartAnswer: a request to an activation whose workflow has not started', () => {
+  it.each([
+    ['cancel ends it where it waits', 'cancel', { cancel: true }],
+    ['retry has nothing to retry', 'retry', { refused: expect.stringMatching(/^refused: the activation has not started yet .*nothing to retry$/) }],
+    ['approve has nothing waiting', 'approve', { refused: expect.stringMatching(/nothing waits for an answer$/) }],
+    ['promote has nothing waiting', 'promote', { refused: expect.stringMatching(/nothing waits for an answer$/) }],
+    ['abort has nothing waiting', 'abort', { refused: expect.stringMatching(/nothing waits for an answer$/) }],
+  ] as const)('%s', (_n, action, expected) => expect(beforeStartAnswer(action)).toEqual(expected));
 });
 
 describe('closedWorkflowEnding: why an unfinished activation was closed out', () => {

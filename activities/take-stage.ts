@@ -1,7 +1,7 @@
 /**
  * ADR-0012 steps 2–3 as one local activity: the Stage's Lease, then, under it, everything the
  * activation decides on. One workflow round trip instead of two on every activation's path, the
- * handoff's above all (issue 11: each local activity costs the workflow an activation of its own).
+ * handoff's above all (each local activity costs the workflow an activation of its own).
  */
 import type { CoreParts } from './core.js';
 import type { ResolvedPlan } from './plan.js';

@@ -1,5 +1,5 @@
 /**
- * CircuitBreaker (issue 10): stops new activations after too many failures, and limits how fast
+ * CircuitBreaker: stops new activations after too many failures, and limits how fast
  * routing changes go out. Objects live in the system namespace; each applies to one namespace or,
  * without `scope.namespace`, to all. Every breaker that applies must be Closed and have a token.
  * Rules: decisions/breaker.ts; guide: docs/scale.md.

@@ -1,6 +1,6 @@
 /**
  * ShardingConfig: how namespaces are partitioned into shards (ControllerMesh's ShardingConfig,
- * seed 004). One object, named `default`, in the system namespace; without it nothing is sharded
+ * the ControllerMesh design). One object, named `default`, in the system namespace; without it nothing is sharded
  * (every process serves every namespace, or KONFIDENCE_WATCH_NAMESPACES). A process serves one
  * shard (KONFIDENCE_SHARD); which namespaces a shard gets is decided by decisions/shards.ts, and the
  * handover between shards when this object changes by the same file (docs/scale.md, "Shards").

@@ -1,5 +1,5 @@
 /**
- * npm run bench — every figure of issue 11 in one run, each benchmark in a process of its own on
+ * npm run bench — every benchmark's figures in one run, each benchmark in a process of its own on
  * the same local servers, one after the other; then one table against the goals, also written as
  * bench/results/all-<time>.json. Each benchmark's own JSON stays in bench/results/ next to it.
  * Run: npm run bench [-- --quick] (quick: fewer runs, 40 Stages for throughput, smaller bursts: to try it out).

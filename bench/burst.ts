@@ -1,5 +1,5 @@
 /**
- * bench/burst — 50 activations created at once on one Stage (issue 11): how many executed (goal
+ * bench/burst — 50 activations created at once on one Stage: how many executed (goal
  * ≤ 2: the lock supersedes the older waiting ones) and the time until all are final, as a multiple
  * of one activation alone measured just before it, on the same Stage (goal ≤ 2×). The two-step plan
  * of bench/fixture.ts (Gateway API, then Istio). Each round has a namespace and a system of its own;

@@ -1,5 +1,5 @@
 /**
- * bench/cost — what one activation costs, and how far it is from the floor (issue 11):
+ * bench/cost — what one activation costs, and how far it is from the floor:
  *   cost:  apiserver requests (from kube-apiserver's own apiserver_request_total, by verb and
  *          resource) and Temporal history events (the activation's workflow and its Stage lock's run)
  *          per two-step activation, the system otherwise idle;

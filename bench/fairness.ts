@@ -1,5 +1,5 @@
 /**
- * bench/fairness — does one namespace's burst starve another (issue 10, item 2; seed 004)?
+ * bench/fairness — does one namespace's burst starve another?
  *   idle:   one activation in namespace B on an idle system, create → Succeeded (median of --runs);
  *   loaded: the same while --burst activations (one per Stage, so they really run, not supersede)
  *           were created in namespace A just before it.

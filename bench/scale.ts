@@ -1,5 +1,5 @@
 /**
- * bench/scale — the watch side at scale (issue 11): --stages Stages (default 2000) and
+ * bench/scale — the watch side at scale: --stages Stages (default 2000) and
  * --activations VectorActivations (default 10000) over --namespaces namespaces (default 20), all
  * activations final but --unfinished of them (default 40: 2 per namespace, each on a Stage of its
  * own, so that the per-namespace Stage limit admits them all and none supersedes another). The watcher and the Stage controller run as

@@ -1,5 +1,5 @@
 /**
- * bench/throughput — activations per second sustained across 200 Stages (issue 11; goal ≥ 20/s on
+ * bench/throughput — activations per second sustained across 200 Stages (goal ≥ 20/s on
  * 2 cores), with p50 and p99 latency, and where the time goes: the CPU each process used over the
  * measured window (kube-apiserver, etcd, the Temporal server, and this process: every worker, the
  * watcher and the Stage controller), per activation.

@@ -1,5 +1,5 @@
 /**
- * Fairness between namespaces (issue 10, seed 004; docs/scale.md): at most `limit` Stages of one
+ * Fairness between namespaces (docs/scale.md): at most `limit` Stages of one
  * namespace have activations running at once. The rest wait in the watcher, oldest first, with
  * status reason NamespaceLimit, and start when a running one finishes, so a burst in one namespace
  * cannot fill the Temporal task queues and workers that every other namespace shares.

@@ -2,7 +2,7 @@
  * Whether a replica writes `status.activeController` of its ControllerStatus in one pass, and how
  * long the publisher waits before the next pass (worker/publisher.ts does the I/O). Pure;
  * table-tested in test/unit/publish.test.ts. The rules follow kubeslice's status.activeController
- * publisher (seed 003):
+ * publisher (the high-availability design):
  * - only the leader writes, and it writes continuously, not only at promotion;
  * - a converged pass writes nothing: the comparison leaves out `lastUpdated`, which would make
  *   every pass differ from the last and turn each pass into a write;

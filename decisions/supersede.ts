@@ -1,5 +1,5 @@
 /**
- * Superseded before it starts (ADR-0012: an older version never overwrites a newer one; issue 11).
+ * Superseded before it starts (ADR-0012: an older version never overwrites a newer one).
  * When the watcher is about to start several activations of one Stage at once (a burst), only the
  * newest needs a workflow: the others end Skipped/Superseded at once, as the Stage's lock would have
  * ended them after each had run a workflow just to queue there. The lock's rule: the higher

@@ -117,7 +117,7 @@ export interface ReleaseAnswer {
 /**
  * The release as an Update: the releaser tells the new holder itself, by a signal straight from
  * the client, instead of the lock by a signal of its own (two transfers through the server fewer
- * on the handoff's path, issue 11). The answer comes once the grant is in the lock's history, so
+ * on the handoff's path). The answer comes once the grant is in the lock's history, so
  * nobody is told of a grant the lock could forget. A lock run on a build from before it refuses it.
  */
 export const releaseLockUpdate = defineUpdate<ReleaseAnswer, [{ requester: string }]>('release');

@@ -1,5 +1,5 @@
 /**
- * Where an activation must stop (issue 7, items 2, 4, 6 and 11): it fails closed when the active
+ * Where an activation must stop: it fails closed when the active
  * StageVersion cannot be identified; a write the apiserver refuses fails it at once with the
  * refusal, and the Stage is free again; the Stage's Lease is the Stage's, never taken from a live
  * holder; and an activation reaches only its own namespace unless a registration allows more.

@@ -1,5 +1,5 @@
 /**
- * Names derived from user names are valid for every valid name (issue 7, item 4): a Stage and a
+ * Names derived from user names are valid for every valid name: a Stage and a
  * VectorActivation with 253-character names, and the no-plan path (every registration runs) with
  * 20 registrations whose names have dots and up to 253 characters. Its own system namespace: with
  * no plan, every registration in it runs.

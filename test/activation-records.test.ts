@@ -1,5 +1,5 @@
 /**
- * The VectorActivation's status is the record of what ran (issue 7, items 1, 5 and 7): a finished
+ * The VectorActivation's status is the record of what ran: a finished
  * activation never runs again when Temporal has forgotten its workflow; a workflow that closed
  * without finishing (terminated) leaves no debris; a waiting activation whose lock workflow was
  * terminated asks again and runs.

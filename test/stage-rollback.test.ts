@@ -1,5 +1,5 @@
 /**
- * Rollback (issue 7, item 3): setting Stage.spec.vector back to an earlier vector moves the traffic
+ * Rollback: setting Stage.spec.vector back to an earlier vector moves the traffic
  * back. v1 (revision 1) → v2 (revision 2) → v1 creates revision 3 of v1, which is newer than the
  * active revision 2, so its activation runs instead of being skipped.
  */

@@ -39,7 +39,7 @@ const shutdown = new Shutdown({ graceMs: config.KONFIDENCE_SHUTDOWN_GRACE_MS, lo
 /**
  * Only the roles that run Workers load the SDK's worker side (its native runtime, the bundler): the
  * watcher needs a client alone and the Stage controller no Temporal at all, and each would carry
- * tens of MiB it never uses (issue 11: 200 MB per process at scale).
+ * tens of MiB it never uses (the goal is 200 MB per process at scale).
  */
 const runsWorkers = role === 'core' || role === 'executor' || role === 'all';
 const usesTemporal = role !== 'stage-controller';

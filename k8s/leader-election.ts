@@ -267,12 +267,19 @@ const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * immediately before they are sent and throw NotLeaderError otherwise; reads and watches pass.
  * `onWrite` sees every write that is sent (the write log of KONFIDENCE_LOG_WRITES).
  */
-export function fenceWrites(kc: k8s.KubeConfig, o: { leadership?: Leadership; onWrite?: (method: string, url: string) => void }): k8s.KubeConfig {
+export function fenceWrites(
+  kc: k8s.KubeConfig,
+  o: { leadership?: Leadership; onWrite?: (method: string, url: string) => void; serves?: (namespace: string) => boolean },
+): k8s.KubeConfig {
   const fenced = Object.create(kc) as k8s.KubeConfig;
   fenced.applySecurityAuthentication = async (context) => {
     const method = String(context.getHttpMethod());
     if (!READ_METHODS.has(method)) {
-      if (o.leadership && !o.leadership.isLeader()) throw new NotLeaderError(o.leadership.identity, `${method} ${new URL(context.getUrl()).pathname}`);
+      const path = new URL(context.getUrl()).pathname;
+      if (o.leadership && !o.leadership.isLeader()) throw new NotLeaderError(o.leadership.identity, `${method} ${path}`);
+      // Sharded: a write in a namespace the shard no longer serves is its new owner's to make.
+      const namespace = /\/namespaces\/([^/]+)\//.exec(path)?.[1];
+      if (namespace && o.serves && !o.serves(namespace)) throw new NotLeaderError(o.leadership?.identity ?? 'this replica', `${method} ${path}: its shard no longer serves namespace ${namespace}`);
       o.onWrite?.(method, new URL(context.getUrl()).pathname);
     }
     return kc.applySecurityAuthentication(context);
@@ -304,9 +311,18 @@ export class LeaderGate {
     if (!this.acting()) throw new NotLeaderError(this.leadership!.identity, what);
   }
 
+  /**
+   * fence, and (sharded) throws NotLeaderError unless the shard serves `namespace` right now: a
+   * write decided while it served the namespace must not land once its new owner acts there.
+   */
+  fenceIn(namespace: string, serving: ReadonlySet<string> | undefined, what: string): void {
+    this.fence(what);
+    if (serving && !serving.has(namespace)) throw new NotLeaderError(this.leadership?.identity ?? 'this replica', `${what}: its shard no longer serves namespace ${namespace}`);
+  }
+
   /** `kc` itself standalone; else one whose mutating requests are refused while not leader. */
-  kubeConfig(kc: k8s.KubeConfig): k8s.KubeConfig {
-    return this.leadership ? fenceWrites(kc, { leadership: this.leadership }) : kc;
+  kubeConfig(kc: k8s.KubeConfig, serves?: (namespace: string) => boolean): k8s.KubeConfig {
+    return this.leadership || serves ? fenceWrites(kc, { ...(this.leadership ? { leadership: this.leadership } : {}), ...(serves ? { serves } : {}) }) : kc;
   }
 
   /** Calls `tookOver` each time this replica becomes leader; nothing standalone. */

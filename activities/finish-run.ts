@@ -4,7 +4,7 @@
  * One workflow round trip instead of two on every activation's path
  * (each local activity costs the workflow an activation of its own).
  */
-import type { CoreParts } from './core.js';
+import type { CoreParts } from './parts.js';
 import type { ActivationReport } from '../decisions/activation.js';
 import type { ActivationRef } from '../shared/activation.js';
 

@@ -4,7 +4,7 @@
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import { ANNOTATION_ACTIVATED_BY, ANNOTATION_SERVING } from '../api/group.js';
-import type { StageVersionInfo } from '../executors/types.js';
+import type { StageVersionInfo } from '../api/stage-version.js';
 import { apiStatus } from '../k8s/client.js';
 import { getTyped, listTyped, type Typed } from '../k8s/typed.js';
 import type { CoreDeps } from './deps.js';

@@ -4,7 +4,7 @@
  * deleted, is InProgress written (with its Events). One workflow round trip instead of two on
  * every activation's path, the handoff's above all.
  */
-import type { CoreParts } from './core.js';
+import type { CoreParts } from './parts.js';
 import { ApplicationFailure } from '@temporalio/activity';
 import { NameTakenError } from '../k8s/custom-objects.js';
 import type { ActivationReport } from '../decisions/activation.js';

@@ -5,7 +5,7 @@
  * version is never unheld. One local activity, not several: each costs the workflow an activation
  * of its own.
  */
-import type { CoreParts } from './core.js';
+import type { CoreParts } from './parts.js';
 import type { ActivationRef } from '../shared/activation.js';
 
 export interface SwitchServingInput {

@@ -3,7 +3,7 @@
  * activation decides on. One workflow round trip instead of two on every activation's path, the
  * handoff's above all (each local activity costs the workflow an activation of its own).
  */
-import type { CoreParts } from './core.js';
+import type { CoreParts } from './parts.js';
 import type { ResolvedPlan } from './plan.js';
 import type { StageState } from './stage-versions.js';
 

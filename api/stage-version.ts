@@ -52,3 +52,14 @@ export const StageVersion = defineKind({
 });
 export const stageVersionResource = resourceSchema(StageVersion);
 export type StageVersionResource = z.infer<typeof stageVersionResource>;
+
+/**
+ * What an activation and its executors need of a StageVersion: its name and the spec fields that
+ * order it (revision) and route to it (backend). Plain data, passed to workflows and activities.
+ */
+export interface StageVersionInfo {
+  name: string;
+  revision: number;
+  vector: string;
+  backend?: z.infer<typeof backend>;
+}

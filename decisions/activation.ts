@@ -7,7 +7,7 @@
  */
 import type { Condition } from '../api/meta.js';
 import type { VectorActivationPhase } from '../api/vector-activation.js';
-import type { StageVersionInfo } from '../executors/types.js';
+import type { StageVersionInfo } from '../api/stage-version.js';
 import type { AnalysisRun } from './analysis.js';
 
 export const FINAL_PHASES = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'] as const;

@@ -6,15 +6,11 @@
 import type { z } from 'zod';
 import type { k8s } from '../k8s/client.js';
 import type { RouteRef, RuleRecord, TrafficAssignment } from '../api/activation-execution.js';
+import type { StageVersionInfo } from '../api/stage-version.js';
 
-export type { RouteRef, RuleRecord, TrafficAssignment };
+// The domain types an executor sees, defined with the API's kinds.
+export type { RouteRef, RuleRecord, StageVersionInfo, TrafficAssignment };
 
-export interface StageVersionInfo {
-  name: string;
-  revision: number;
-  vector: string;
-  backend?: { service: string; port?: number; subset?: string };
-}
 
 export interface TaskInput {
   /** The ActivationExecution this task reports through, and records what it found in. */

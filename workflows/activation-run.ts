@@ -28,7 +28,7 @@ import { SUPERSEDED_REASON } from '../decisions/supersede.js';
 import { applyAssignment, restoreOrder, weightOf } from '../decisions/traffic.js';
 import { progressionWeights } from '../decisions/progression.js';
 import { Progression, type ProgressionHost } from './progression.js';
-import type { StageVersionInfo } from '../executors/types.js';
+import type { StageVersionInfo } from '../api/stage-version.js';
 import { holderOf, type ActivationProgress, type ActivationRef } from '../shared/activation.js';
 import { kubeTime as now, temporalWorkflowUrl } from '../shared/format.js';
 import { ACTIVATION_PHASE } from '../shared/search-attributes.js';

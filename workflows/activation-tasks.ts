@@ -6,7 +6,9 @@ import { ActivityCancellationType, CancellationScope, isCancellation, proxyActiv
 import type { ActivationActivities, PlannedTask } from '../activities/core.js';
 import type { TaskOutcome } from '../decisions/activation.js';
 import type { ExecutorActivities } from '../activities/execute-task.js';
-import type { StageVersionInfo, TaskInput, TrafficAssignment } from '../executors/types.js';
+import type { TaskInput } from '../executors/types.js';
+import type { StageVersionInfo } from '../api/stage-version.js';
+import type { TrafficAssignment } from '../api/activation-execution.js';
 import type { ActivationRef } from '../shared/activation.js';
 import { kubeTime as now } from '../shared/format.js';
 import { applyAssignment, weightOf } from '../decisions/traffic.js';

@@ -82,8 +82,8 @@ function runTask(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
     if (refused) throw ApplicationFailure.nonRetryable(refused, 'CrossNamespaceRefused');
     // Heartbeats carry cancellation to this activity; keep them flowing while the executor works.
     const ticker = setInterval(() => activity.heartbeat(), HEARTBEAT_MS);
-    // One read of each route an attempt: what observe read is what the write edits (a conflict
-    // reads again), and the write's answer is what the read-back checks.
+    // One read of each route for observe and the write: what observe read is what the write edits
+    // (a conflict reads again). The check after the write reads afresh: another writer shows.
     const ctx: ExecutorContext = { kubeConfig, signal: activity.cancellationSignal, heartbeat: (d) => activity.heartbeat(d), routes: new Map() };
     const { namespace, name } = input.execution;
     try {
@@ -103,8 +103,8 @@ function runTask(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
       // What the task manages, recorded before its first write: a revert puts exactly this back.
       await recordOnce(objects, namespace, name, () => executor.observe(input, parsed.data, ctx), input.earlier);
       ctx.signal.throwIfAborted();
-      const result = await executor.route(input, assignment, parsed.data, { ...ctx, checked: true });
-      await executor.verify(input, assignment, parsed.data, ctx);
+      const result = await executor.route(input, assignment, parsed.data, ctx);
+      await executor.verify(input, assignment, parsed.data, { ...ctx, routes: new Map() });
       return result;
     } catch (err) {
       throw taskFailure(err);

@@ -54,8 +54,8 @@ export async function holdActivation(deps: CoreDeps, ref: ActivationRef, message
  * final now (this write, or an earlier one: it must not start); false when it is gone, has a
  * workflow, or changed since the read (it starts, and its workflow decides).
  */
-export function skipBeforeStart(deps: CoreDeps, ref: ActivationRef, message: string, seen?: CustomObject): Promise<boolean> {
-  return endBeforeStart(deps, ref, { phase: 'Skipped', reason: SUPERSEDED_REASON, message }, seen);
+export async function skipBeforeStart(deps: CoreDeps, ref: ActivationRef, message: string, seen?: CustomObject): Promise<boolean> {
+  return (await endBeforeStart(deps, ref, { phase: 'Skipped', reason: SUPERSEDED_REASON, message }, seen)) !== 'not';
 }
 
 /**
@@ -64,22 +64,21 @@ export function skipBeforeStart(deps: CoreDeps, ref: ActivationRef, message: str
  * answers its request as a final activation does).
  */
 export async function cancelBeforeStart(deps: CoreDeps, ref: ActivationRef, message: string): Promise<boolean> {
-  const va = await readSame(deps, ref);
-  if (!va || isFinal(va.status?.phase) || va.status?.workflowId) return false;
-  return endOver(deps, ref, va, { phase: 'Cancelled', reason: 'Cancelled', message });
+  return (await endBeforeStart(deps, ref, { phase: 'Cancelled', reason: 'Cancelled', message })) === 'ended';
 }
 
 type Ending = { phase: 'Skipped' | 'Cancelled'; reason: string; message: string };
 
-async function endBeforeStart(deps: CoreDeps, ref: ActivationRef, ending: Ending, seen?: CustomObject): Promise<boolean> {
+/** 'ended' by this write, 'final' already, or 'not' (gone, has a workflow, or changed since the read). */
+async function endBeforeStart(deps: CoreDeps, ref: ActivationRef, ending: Ending, seen?: CustomObject): Promise<'ended' | 'final' | 'not'> {
   // A burst's loser the watcher saw a moment ago without any status is written over as seen, one
   // read less per loser; had anything written it since, the write conflicts and it is read.
   const fresh = seen && seen.metadata.uid === ref.uid && seen.status === undefined ? seen : undefined;
-  if (fresh && (await endOver(deps, ref, fresh, ending))) return true;
+  if (fresh && (await endOver(deps, ref, fresh, ending))) return 'ended';
   const va = await readSame(deps, ref);
-  if (!va) return false;
-  if (isFinal(va.status?.phase)) return true;
-  return !va.status?.workflowId && endOver(deps, ref, va, ending);
+  if (!va) return 'not';
+  if (isFinal(va.status?.phase)) return 'final';
+  return !va.status?.workflowId && (await endOver(deps, ref, va, ending)) ? 'ended' : 'not';
 }
 
 /** Writes the ending over `va` (its resourceVersion) and, when written, its Events and the phase metric. */

@@ -6,7 +6,6 @@
  */
 import type { CoreParts } from './parts.js';
 import { ApplicationFailure } from '@temporalio/activity';
-import { NameTakenError } from '../k8s/custom-objects.js';
 import type { ActivationReport } from '../decisions/activation.js';
 import type { ActivationRef } from '../shared/activation.js';
 
@@ -45,8 +44,9 @@ export function startRunActivities(parts: StartParts) {
       const hold = parts.holdActivationUsage(i.ref, i.stage, i.target).then(
         () => undefined,
         (err: unknown) => {
-          // Thrown as is, or as the non-retryable failure activities/k8s-errors.ts makes of it.
-          if (err instanceof NameTakenError || (err instanceof ApplicationFailure && err.type === 'NameTaken')) return err.message;
+          // The parts are wrapped (activities/parts.ts): a NameTakenError arrives as the
+          // non-retryable failure activities/k8s-errors.ts makes of it.
+          if (err instanceof ApplicationFailure && err.type === 'NameTaken') return err.message;
           throw err;
         },
       );

@@ -9,7 +9,9 @@
  *     own process (the compiled build, as its Deployment runs it), so each one's CPU, apiserver
  *     requests over the minute and peak RSS (VmHWM) over the run are told apart; goal: the watcher
  *     and the Stage controller within their 200 MB, the core worker within its Deployment's request.
- * Run: npx tsx bench/progressive.ts [--pairs 10] [--gates 1000] [--namespaces 20] [--seconds 60] [--canary-only | --gates-only]
+ * Run: npx tsx bench/progressive.ts [--pairs 10] [--gates 1000] [--namespaces 20] [--seconds 60] [--batch 50] [--settle 120] [--canary-only | --gates-only]
+ *   --settle: seconds between the last activation at its gate and the measured minute, as idle is
+ *   measured two minutes after the start (the steady wait, not the burst's garbage collection).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -30,7 +32,7 @@ import { executorTaskQueue } from '../shared/task-queues.js';
 import { sleepyExecutor } from '../test/support/executors.js';
 import { createExecutorWorker } from '../worker/executor-worker.js';
 import { seededBenchSystem, seedSleepyPlan, spawnRole } from './fixture.js';
-import { apiserverRequests, cpuNow, cpuProcesses, diff, numberArg, stats, writeResult } from './report.js';
+import { apiserverRequests, cpuNow, cpuProcesses, cpuSeconds, diff, numberArg, stats, writeResult } from './report.js';
 
 const PAIRS = Math.min(numberArg('pairs', 10), 16); // 2 StageVersions a pair, history limit 100
 const GATES = numberArg('gates', 1000);
@@ -38,17 +40,22 @@ const SECONDS = numberArg('seconds', 60);
 const NAMESPACES = numberArg('namespaces', 20);
 const BATCH = numberArg('batch', 50);
 Runtime.install({ logger: new DefaultLogger('ERROR') });
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
 
-/** CPU seconds of each of a process' threads by name (/proc/PID/task/*: comm, utime + stime). */
+/** What each part started and must close, newest first: on its end, a failure or a signal alike. */
+const cleanups: (() => Promise<unknown>)[] = [];
+async function closeAll(): Promise<void> {
+  while (cleanups.length) await cleanups.pop()!().catch((err: unknown) => console.error(`cleaning up: ${String(err)}`));
+}
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void closeAll().finally(() => process.exit(130)));
+
+/** CPU seconds of each of a process' threads by name (its task folder's comm; a thread's stat is /proc/TID/stat). */
 function threadCpu(pid: number): Record<string, number> {
   const out: Record<string, number> = {};
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim().replace(/[0-9]+$/, '');
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-      out[name] = (out[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100;
+      const seconds = cpuSeconds(Number(tid));
+      if (Number.isFinite(seconds)) out[name] = (out[name] ?? 0) + seconds;
     } catch {
       // the thread ended meanwhile
     }
@@ -95,6 +102,7 @@ async function startRole(cp: ControlPlane, role: 'core' | 'watcher' | 'stage-con
 
 async function canaryAgainstPlain() {
   const { kc, ns, systemNs, system } = await seededBenchSystem('prog', PAIRS * 2 + 1);
+  cleanups.push(() => removeNamespaces(kc, [ns, systemNs]), () => system.stop());
   const objects = new CustomObjects(kc);
   // The same two steps as the plain plan (Gateway API, then Istio), at 10 %, 50 %, then 100 %.
   await objects.create({
@@ -109,6 +117,7 @@ async function canaryAgainstPlain() {
   const watch = await resumingWatch(kc, `/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`, (_t, o: any) => {
     if (o.status?.phase === 'Succeeded' && !seen.has(o.metadata.name)) seen.set(o.metadata.name, Date.now());
   });
+  cleanups.push(async () => watch.stop());
   const run = async (r: number, plan?: string) => {
     const at = Date.now();
     await objects.create({ apiVersion: API_VERSION, kind: 'VectorActivation', metadata: { name: `to-${r}`, namespace: ns }, spec: { stage: 'bench', stageVersion: `bench-${r}`, ...(plan ? { executionPlan: plan } : {}) } });
@@ -127,8 +136,7 @@ async function canaryAgainstPlain() {
       plain.push(await run(++r));
     }
   }
-  watch.stop();
-  await system.stop();
+  await closeAll();
   const p = stats(plain);
   const c = stats(canary);
   const ratio = +(c.median / p.median).toFixed(2);
@@ -150,6 +158,7 @@ async function gatesAgainstIdle() {
   const namespaces = Array.from({ length: NAMESPACES }, (_, i) => `gates-${id}-${i}`);
   const systemNs = `gates-${id}-sys`;
   const objects = new CustomObjects(kc);
+  cleanups.push(() => removeNamespaces(kc, [...namespaces, systemNs]));
   await seedSleepyPlan(kc, namespaces, systemNs, 0);
   // The default plan's one step at 10 %, then an approval that waits a day.
   await objects.mergeSpec('ActivationExecutionPlan', systemNs, 'default', { progression: { steps: [{ setWeight: 10 }, { pause: { timeoutSeconds: 86400 } }] } });
@@ -167,12 +176,26 @@ async function gatesAgainstIdle() {
   // in this process.
   buildDist();
   const suffix = `-${id}`;
-  const roles = await Promise.all((['core', 'watcher', 'stage-controller'] as const).map((role) => startRole(cp, role, systemNs, namespaces, suffix)));
-  const core = roles[0]!;
+  // Closed after the system (its watcher would close the terminated runs out): the activations'
+  // workflows and their Stages' locks, then (above) the namespaces.
+  const client = new Client({ connection: await Connection.connect({ address: cp.temporalAddress }), namespace: cp.testTemporalNamespace });
+  const refs: string[] = [];
+  cleanups.push(async () => {
+    const locks = stages.map(({ ns, stage }) => stageLockWorkflowId(ns, stage));
+    await forEachLimited([...refs, ...locks], 16, (wf) => client.workflow.getHandle(wf).terminate('bench/progressive is done').catch(() => undefined));
+    await client.connection.close();
+  });
   const connection = await NativeConnection.connect({ address: cp.temporalAddress });
   const executor = await createExecutorWorker({ connection, namespace: cp.testTemporalNamespace, kubeConfig: kc, executor: sleepyExecutor, taskQueue: executorTaskQueue(sleepyExecutor.type) + suffix });
   const executorRun = executor.run();
-  const client = new Client({ connection: await Connection.connect({ address: cp.temporalAddress }), namespace: cp.testTemporalNamespace });
+  cleanups.push(async () => {
+    executor.shutdown();
+    await executorRun;
+    await connection.close();
+  });
+  const roles = await Promise.all((['core', 'watcher', 'stage-controller'] as const).map((role) => startRole(cp, role, systemNs, namespaces, suffix)));
+  cleanups.push(() => Promise.all(roles.map((r) => r.stop())));
+  const core = roles[0]!;
   const processes = { ...cpuProcesses(cp.pids), ...Object.fromEntries(roles.map((r) => [r.role, r.pid])) };
   const settle = async () => new Promise((r) => setTimeout(r, numberArg('settle', 120) * 1000));
   /** What Temporal's server did (its own metrics): persistence requests and tasks, summed by name. */
@@ -231,8 +254,8 @@ async function gatesAgainstIdle() {
       }),
     ),
   );
+  cleanups.push(async () => watches.forEach((w) => w.stop()));
   const started = Date.now();
-  const refs: string[] = [];
   // In waves of BATCH, each at its gate before the next starts: what is measured is the wait, not
   // how a burst of a thousand at once is absorbed (bench/throughput.ts measures that).
   for (let i = 0; i < stages.length; i += BATCH) {
@@ -250,25 +273,18 @@ async function gatesAgainstIdle() {
   const peakRss = { ...Object.fromEntries(roles.map((r) => [r.role, peakRssMiB(r.pid)])), 'sleepy executor (this process, with its watches)': peakRssMiB('self') };
   console.log(`${GATES} waiting at gates, CPU % of one core over ${SECONDS} s: ${JSON.stringify(gated)}`);
   console.log(`peak RSS (VmHWM) of each role over the run, MiB: ${JSON.stringify(peakRss)}`);
-  watches.forEach((w) => w.stop());
-
-  // Closes what it started: the system first (its watcher would close the terminated runs out),
-  // then the activations' workflows and their Stages' locks, then the namespaces.
-  await Promise.all(roles.map((r) => r.stop()));
-  executor.shutdown();
-  await executorRun;
-  const locks = stages.map(({ ns, stage }) => stageLockWorkflowId(ns, stage));
-  await forEachLimited([...refs, ...locks], 16, (wf) => client.workflow.getHandle(wf).terminate('bench/progressive is done').catch(() => undefined));
-  await client.connection.close();
-  await connection.close();
-  await removeNamespaces(kc, [...namespaces, systemNs]);
+  await closeAll();
   const total = (x: Record<string, number>) => +Object.values(x).reduce((a, b) => a + b, 0).toFixed(2);
   return { gates: GATES, namespaces: NAMESPACES, seconds: SECONDS, reachedGatesMs: reachedMs, idleCpuPercent: idle, gatedCpuPercent: gated, totalIdle: total(idle), totalGated: total(gated), peakRssMiB: peakRss };
 }
 
 const part = process.argv.includes('--gates-only') ? 'gates' : process.argv.includes('--canary-only') ? 'canary' : 'both';
 const figures: Record<string, unknown> = {};
-if (part !== 'gates') figures.canary = await canaryAgainstPlain();
-if (part !== 'canary') figures.gates = await gatesAgainstIdle();
+try {
+  if (part !== 'gates') figures.canary = await canaryAgainstPlain();
+  if (part !== 'canary') figures.gates = await gatesAgainstIdle();
+} finally {
+  await closeAll();
+}
 writeResult('progressive', figures);
 process.exit(0);

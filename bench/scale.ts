@@ -21,12 +21,13 @@ import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { Client, Connection } from '@temporalio/client';
 import { API_VERSION } from '../api/group.js';
-import { k8s, loadKubeConfig } from '../k8s/client.js';
+import { loadKubeConfig } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { up } from '../scripts/env/control-plane.js';
 import { freePort } from '../scripts/env/ports.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { buildDist } from '../scripts/dist.js';
+import { removeNamespaces } from '../test/support/namespaces.js';
 import { seedSleepyPlan, spawnRole } from './fixture.js';
 import { numberArg, stringArg, writeResult } from './report.js';
 import { forEachLimited } from '../shared/pool.js';
@@ -46,7 +47,6 @@ const REUSE = stringArg('reuse');
 const cp = await up(() => undefined);
 const kc = loadKubeConfig(cp.kubeconfig);
 const objects = new CustomObjects(kc);
-const core = kc.makeApiClient(k8s.CoreV1Api);
 const id = REUSE ?? randomBytes(3).toString('hex');
 const systemNs = `scale-${id}-sys`;
 const suffix = `-scale-${id}`;
@@ -140,13 +140,7 @@ async function cleanUp() {
   for await (const wf of client.workflow.list({ query: `TaskQueue = 'konfidence-core${suffix}' AND ExecutionStatus = 'Running'` })) {
     await client.workflow.getHandle(wf.workflowId).terminate('bench/scale is done').catch(() => undefined);
   }
-  // No Stage controller runs any more to lift the StageVersions' in-use protection: without this,
-  // the namespaces stay Terminating and their controller loops, loading the apiserver for hours.
-  await forEachLimited(names, 2, async (ns) => {
-    const svs = await objects.list('StageVersion', ns).catch(() => []);
-    await forEachLimited(svs, 8, (sv) => objects.mergeMetadata('StageVersion', ns, sv.metadata.name, { finalizers: null }).catch(() => undefined));
-  });
-  await forEachLimited([...names, systemNs], 4, (ns) => core.deleteNamespace({ name: ns }).catch(() => undefined));
+  await removeNamespaces(kc, [...names, systemNs]);
 }
 await connection.close();
 console.table(starts);

@@ -24,6 +24,7 @@ import { up } from '../scripts/env/control-plane.js';
 import { freePort } from '../scripts/env/ports.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { buildDist } from '../scripts/dist.js';
+import { removeNamespaces } from '../test/support/namespaces.js';
 import { spawnRole } from './fixture.js';
 import { numberArg } from './report.js';
 import { forEachLimited } from '../shared/pool.js';
@@ -111,7 +112,7 @@ try {
     }
   }
 } finally {
-  await forEachLimited([...names, systemNs], 8, (ns) => core.deleteNamespace({ name: ns }).catch(() => undefined));
+  await removeNamespaces(kc, [...names, systemNs]);
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const summary = [SHARDS, 1].map((n) => {

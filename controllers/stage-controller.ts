@@ -115,13 +115,12 @@ export class StageController {
   private plans?: KindCache;
 
   constructor(private readonly o: StageControllerOptions) {
-    this.gate = new LeaderGate(o.leadership);
     // Sharded, every write in a namespace is fenced on the shard serving it (the system namespace is every shard's).
     const system = o.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE;
-    const serves = o.sharded ? (ns: string) => ns === system || this.serving.has(ns) : undefined;
-    this.objects = new CustomObjects(this.gate.kubeConfig(o.kubeConfig, serves));
+    this.gate = new LeaderGate(o.leadership, o.sharded ? (ns) => ns === system || this.serving.has(ns) : undefined);
+    this.objects = new CustomObjects(this.gate.kubeConfig(o.kubeConfig));
     this.log = o.log ?? componentLogger('stage-controller').fn();
-    this.event = eventRecorder(this.gate.kubeConfig(o.kubeConfig, serves), this.log);
+    this.event = eventRecorder(this.gate.kubeConfig(o.kubeConfig), this.log);
     if (o.namespaces || o.sharded) this.namespaces = new Set(o.namespaces ?? []);
   }
 
@@ -361,7 +360,7 @@ export class StageController {
   /** Performs a plan in its order; every action is safe to repeat, status writes come last. */
   private async act(ns: string, plan: Plan, observed: Observed): Promise<void> {
     for (const p of plan.metadata) {
-      this.gate.fenceIn(ns, this.o.sharded ? this.serving : undefined, `patching ${p.kind} ${ns}/${p.name}`);
+      this.gate.fence(`patching ${p.kind} ${ns}/${p.name}`, ns);
       this.log(p.why, { namespace: ns });
       try {
         await this.objects.mergeMetadata(p.kind, ns, p.name, { ...p.metadata, ...(p.resourceVersion ? { resourceVersion: p.resourceVersion } : {}) });
@@ -372,7 +371,7 @@ export class StageController {
       }
     }
     for (const c of plan.creates) {
-      this.gate.fenceIn(ns, this.o.sharded ? this.serving : undefined, `creating ${c.object.kind} ${ns}/${c.object.metadata.name}`);
+      this.gate.fence(`creating ${c.object.kind} ${ns}/${c.object.metadata.name}`, ns);
       this.log(c.why, { namespace: ns });
       const { object, created } = await this.objects.create(c.object as CustomObject);
       if (created) {
@@ -388,12 +387,12 @@ export class StageController {
       } else this.log(`${c.object.kind} ${ns}/${c.object.metadata.name} exists already`, { namespace: ns });
     }
     for (const p of plan.specs) {
-      this.gate.fenceIn(ns, this.o.sharded ? this.serving : undefined, `patching ${p.kind} ${ns}/${p.name}`);
+      this.gate.fence(`patching ${p.kind} ${ns}/${p.name}`, ns);
       this.log(p.why, { namespace: ns });
       await this.objects.mergeSpec(p.kind, ns, p.name, p.spec);
     }
     for (const d of plan.deletes) {
-      this.gate.fenceIn(ns, this.o.sharded ? this.serving : undefined, `deleting ${d.kind} ${ns}/${d.name}`);
+      this.gate.fence(`deleting ${d.kind} ${ns}/${d.name}`, ns);
       this.log(d.why, { namespace: ns });
       try {
         await this.objects.delete(d.kind, ns, d.name, d.uid);
@@ -408,7 +407,7 @@ export class StageController {
     }
     // Status alone never needs another pass.
     for (const s of plan.statuses) {
-      this.gate.fenceIn(ns, this.o.sharded ? this.serving : undefined, `the status of ${s.kind} ${ns}/${s.name}`);
+      this.gate.fence(`the status of ${s.kind} ${ns}/${s.name}`, ns);
       await this.objects.patchStatus(s.kind, ns, s.name, s.patch);
     }
   }

@@ -210,9 +210,10 @@ export function managedRules<Config, Entry>(p: Provider<Config, Entry>): Pick<Ex
         if (!(err instanceof ExecutorError)) throw err;
         throw new ExecutorError(`${err.message}; the rules recorded in ${record.map((r) => `${r.route.namespace}/${r.route.name} ${p.label(r)}`).join(', ')} may still be changed`, err.retryable);
       });
-      // Read back: a restore that did not take must say so, naming the rule.
+      // Read back, afresh: a restore that did not take must say so, naming the rule.
+      const fresh = { ...ctx, routes: new Map<string, Promise<unknown>>() };
       for (const o of objects.filter((x) => ofObject(x).length > 0)) {
-        const route = await readRoute(p.kind, o.namespace, o.name, ctx);
+        const route = await readRoute(p.kind, o.namespace, o.name, fresh);
         const s = scoped(o);
         for (const r of ofObject(o)) {
           const found = locate(route.spec, o, r);

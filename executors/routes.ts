@@ -94,16 +94,15 @@ export async function updateRoute(
 
 /**
  * Edits several routes, checking every one first (read, edit a copy) so that a missing route or an
- * ambiguous rule stops the task before any route changed, not halfway through; unless the task's
- * observe read and checked them all just before (`ctx.checked`).
+ * ambiguous rule stops the task before any route changed, not halfway through (a task's reads are
+ * its observe's, kept in `ctx.routes`: the check reads nothing again).
  */
 export async function updateRoutes(
   kind: RouteKind,
   targets: { namespace: string; name: string; edit: RouteEdit }[],
   ctx: ExecutorContext,
 ): Promise<string[]> {
-  // Read and checked by the task's observe a moment ago: not again.
-  if (!ctx.checked) for (const t of targets) t.edit(structuredClone((await readRoute(kind, t.namespace, t.name, ctx)).spec));
+  for (const t of targets) t.edit(structuredClone((await readRoute(kind, t.namespace, t.name, ctx)).spec));
   const messages: string[] = [];
   for (const t of targets) {
     messages.push(...(await updateRoute(kind, t.namespace, t.name, ctx, t.edit)));

@@ -65,14 +65,10 @@ export interface ExecutorContext {
   heartbeat(details?: unknown): void;
   /**
    * Routes read once for several reads, by `Kind/namespace/name`: a Stage controller pass; a task's
-   * observe, write and read-back (a write leaves the apiserver's answer here, a conflict drops it).
+   * observe and write (a write leaves the apiserver's answer here, a conflict drops it). A check
+   * after the write reads afresh, with a context of its own.
    */
   routes?: Map<string, Promise<unknown>>;
-  /**
-   * `observe` read every route and checked every rule a moment ago (the task's record): `route`
-   * then writes without reading them all first.
-   */
-  checked?: boolean;
 }
 
 export interface Executor<Config = unknown> {

@@ -299,30 +299,31 @@ export class LeaderGate {
   private wasLeader = false;
   private timer?: NodeJS.Timeout;
 
-  constructor(private readonly leadership: Leadership | undefined) {}
+  /**
+   * `serves` (sharded): whether the shard serves a namespace right now. Every write in a namespace
+   * it no longer serves is refused, at the call (fence) and at the request (kubeConfig): one
+   * decided while it served the namespace must not land once its new owner acts there.
+   */
+  constructor(
+    private readonly leadership: Leadership | undefined,
+    private readonly serves?: (namespace: string) => boolean,
+  ) {}
 
   /** Standalone, or leader right now. */
   acting(): boolean {
     return !this.leadership || this.leadership.isLeader();
   }
 
-  /** Throws NotLeaderError unless acting: call it right before a write. */
-  fence(what: string): void {
+  /** Throws NotLeaderError unless acting (and, sharded, serving `namespace`): call it right before a write. */
+  fence(what: string, namespace?: string): void {
     if (!this.acting()) throw new NotLeaderError(this.leadership!.identity, what);
-  }
-
-  /**
-   * fence, and (sharded) throws NotLeaderError unless the shard serves `namespace` right now: a
-   * write decided while it served the namespace must not land once its new owner acts there.
-   */
-  fenceIn(namespace: string, serving: ReadonlySet<string> | undefined, what: string): void {
-    this.fence(what);
-    if (serving && !serving.has(namespace)) throw new NotLeaderError(this.leadership?.identity ?? 'this replica', `${what}: its shard no longer serves namespace ${namespace}`);
+    if (namespace && this.serves && !this.serves(namespace)) throw new NotLeaderError(this.leadership?.identity ?? 'this replica', `${what}: its shard no longer serves namespace ${namespace}`);
   }
 
   /** `kc` itself standalone; else one whose mutating requests are refused while not leader. */
-  kubeConfig(kc: k8s.KubeConfig, serves?: (namespace: string) => boolean): k8s.KubeConfig {
-    return this.leadership || serves ? fenceWrites(kc, { ...(this.leadership ? { leadership: this.leadership } : {}), ...(serves ? { serves } : {}) }) : kc;
+  kubeConfig(kc: k8s.KubeConfig): k8s.KubeConfig {
+    const { leadership, serves } = this;
+    return leadership || serves ? fenceWrites(kc, { ...(leadership ? { leadership } : {}), ...(serves ? { serves } : {}) }) : kc;
   }
 
   /** Calls `tookOver` each time this replica becomes leader; nothing standalone. */

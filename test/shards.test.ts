@@ -26,6 +26,7 @@ import { pollUntil } from '../scripts/env/process.js';
 import { freePort } from '../scripts/env/ports.js';
 import { activationWorkflowId } from '../shared/activation.js';
 import { activate, seedActive, seedStage } from './support/scenario.js';
+import { removeNamespaces } from './support/namespaces.js';
 import { quickDefaultPlan } from './support/stages.js';
 import { create, object, startTestSystem, type TestSystem } from './support/system.js';
 
@@ -74,13 +75,7 @@ afterAll(async () => {
   checking = false;
   await checker;
   for (const stop of stops.reverse()) await stop().catch(() => undefined);
-  const core = s.kc.makeApiClient(k8s.CoreV1Api);
-  for (const ns of namespaces) {
-    await core.deleteNamespace({ name: ns }).catch(() => undefined);
-    for (const sv of await s.objects.list('StageVersion', ns).catch(() => [])) {
-      if (sv.metadata.finalizers?.length) await s.objects.mergeMetadata('StageVersion', ns, sv.metadata.name, { finalizers: null }).catch(() => undefined);
-    }
-  }
+  await removeNamespaces(s.kc, namespaces);
   await s?.stop();
 });
 

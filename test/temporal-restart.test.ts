@@ -10,10 +10,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
+import { devServerArgs } from '../scripts/env/components.js';
 import { binaries } from '../scripts/env/paths.js';
 import { freePort } from '../scripts/env/ports.js';
 import { pollUntil } from '../scripts/env/process.js';
-import { searchAttributes } from '../shared/search-attributes.js';
 import { kubectl } from './support/cluster.js';
 import { activate, seedActive, seedStage } from './support/scenario.js';
 import { create, object, phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
@@ -26,16 +26,8 @@ let s: TestSystem | undefined;
 
 /** The dev server on `port`, its state in this file's folder; resolves once it answers. */
 async function startServer(): Promise<void> {
-  const type: Record<string, string> = { KEYWORD: 'Keyword', TEXT: 'Text', INT: 'Int', BOOL: 'Bool' };
-  server = spawn(
-    binaries.temporal,
-    [
-      'server', 'start-dev', '--headless', '--ip=127.0.0.1', `--port=${port}`, `--http-port=${await freePort()}`, `--metrics-port=${await freePort()}`,
-      `--db-filename=${join(dir, 'temporal.db')}`, `--namespace=${NAMESPACE}`, '--log-level=error',
-      ...searchAttributes.flatMap((a) => ['--search-attribute', `${a.name}=${type[a.type]}`]),
-    ],
-    { stdio: 'ignore', detached: true },
-  );
+  const args = devServerArgs({ port, httpPort: await freePort(), metricsPort: await freePort(), dbFile: join(dir, 'temporal.db'), namespaces: [NAMESPACE] });
+  server = spawn(binaries.temporal, args, { stdio: 'ignore', detached: true });
   await pollUntil(async () => {
     const connection = await Connection.connect({ address: `127.0.0.1:${port}`, connectTimeout: 1_000 }).catch(() => undefined);
     if (!connection) return undefined;

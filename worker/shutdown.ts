@@ -23,16 +23,13 @@ export class Shutdown {
   private starting = true;
   private received: NodeJS.Signals | undefined;
   private resolve!: (signal: NodeJS.Signals) => void;
+  private readonly exit: (code: number) => void;
 
   constructor(private readonly o: ShutdownOptions) {
+    this.exit = o.exit ?? ((code) => process.exit(code));
     this.signalled = new Promise((resolve) => (this.resolve = resolve));
     const on = o.on ?? ((signal, handler) => process.on(signal, handler));
     for (const signal of ['SIGTERM', 'SIGINT'] as const) on(signal, () => this.receive(signal));
-  }
-
-  /** Whether a signal has arrived: a role checks it before it starts anything new. */
-  get stopping(): boolean {
-    return this.received !== undefined;
   }
 
   /** Start-up is over: from now on a signal stops the role gracefully, within the grace period. */
@@ -42,26 +39,24 @@ export class Shutdown {
   }
 
   private receive(signal: NodeJS.Signals): void {
-    const exit = this.o.exit ?? ((code: number) => process.exit(code));
     if (this.received) {
       this.o.log(`${signal} again: exiting now`);
-      return exit(1);
+      return this.exit(1);
     }
     this.received = signal;
     if (this.starting) {
       this.o.log(`${signal} during start-up: exiting now (nothing acts yet)`);
-      return exit(0);
+      return this.exit(0);
     }
     this.begin(signal);
   }
 
   private begin(signal: NodeJS.Signals): void {
-    const exit = this.o.exit ?? ((code: number) => process.exit(code));
     this.o.log(`${signal}: stopping (at most ${Math.round(this.o.graceMs / 1000)}s)`);
     // Unref'd: a stop that finishes lets the process end by itself, before this fires.
     setTimeout(() => {
       this.o.log(`still stopping after ${Math.round(this.o.graceMs / 1000)}s: exiting now`);
-      exit(1);
+      this.exit(1);
     }, this.o.graceMs).unref();
     this.resolve(signal);
   }

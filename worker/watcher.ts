@@ -162,11 +162,9 @@ export class ActivationWatcher {
 
   constructor(private readonly o: WatcherOptions) {
     this.log = o.log ?? componentLogger('watcher').fn();
-    this.gate = new LeaderGate(o.leadership);
-    // Sharded, every write in an activation's namespace is fenced on the shard serving it (the
-    // system namespace is every shard's).
-    const serves = o.sharded ? (ns: string) => ns === o.systemNamespace || this.serving.has(ns) : undefined;
-    this.deps = coreDeps(this.gate.kubeConfig(o.kubeConfig, serves), o.systemNamespace ?? '', this.log);
+    // Sharded, every write in a namespace is fenced on the shard serving it (the system namespace is every shard's).
+    this.gate = new LeaderGate(o.leadership, o.sharded ? (ns) => ns === o.systemNamespace || this.serving.has(ns) : undefined);
+    this.deps = coreDeps(this.gate.kubeConfig(o.kubeConfig), o.systemNamespace ?? '', this.log);
   }
 
   /** True once every informer has listed, and while the last list of each succeeded (readiness). */
@@ -265,11 +263,6 @@ export class ActivationWatcher {
   private forgetBursts(namespace: string): void {
     this.settling.delete(namespace);
     this.lastArrival.delete(namespace);
-  }
-
-  /** Right before a write in `namespace`: leader (or standalone) and, sharded, serving it now. */
-  private fence(namespace: string, what: string): void {
-    this.gate.fenceIn(namespace, this.o.sharded ? this.serving : undefined, what);
   }
 
   /** Standalone or leader, and (sharded) the shard serves the namespace. */
@@ -443,7 +436,7 @@ export class ActivationWatcher {
     for (const o of unfinished) {
       if (admitted.has(o.metadata!.uid!) || (o.status?.reason === NAMESPACE_LIMIT_REASON && o.status.phase === 'Waiting')) continue;
       await attempt(o, 'marking it held', () => {
-        this.fence(namespace, `holding ${namespace}/${o.metadata!.name}`);
+        this.gate.fence(`holding ${namespace}/${o.metadata!.name}`, namespace);
         return holdActivation(this.deps, this.ref(o), message);
       });
     }
@@ -486,7 +479,7 @@ export class ActivationWatcher {
     this.expectSent.add(w.uid);
     const activation = `${namespace}/${w.name}`;
     try {
-      this.fence(namespace, `expecting ${activation} at its Stage's lock`);
+      this.gate.fence(`expecting ${activation} at its Stage's lock`, namespace);
       await expectStageLock(this.o.client, this.o.taskQueue, namespace, w.stage, { requester: activationWorkflowId({ namespace, name: w.name, uid: w.uid }), revision: w.revision, activation });
     } catch (err) {
       if (err instanceof NotLeaderError) this.expectSent.delete(w.uid);
@@ -505,7 +498,7 @@ export class ActivationWatcher {
       try {
         // A previous leader may have started it, and its workflow not written a status yet.
         if ((await this.workflowStatus(activationWorkflowId(ref))) === undefined) {
-          this.fence(namespace, `superseding ${namespace}/${ref.name}`);
+          this.gate.fence(`superseding ${namespace}/${ref.name}`, namespace);
           // Ended: it stays among those being skipped until the watch brings the write back (a
           // stale event may come first), so that no pass starts it meanwhile.
           if (await skipBeforeStart(this.deps, ref, supersededMessage(namespace, winners.get(ref.uid)!), o as CustomObject)) return;
@@ -543,9 +536,23 @@ export class ActivationWatcher {
   private async beforeStart(ref: ActivationRef, action: Extract<WatcherAction, { kind: 'relay' }>): Promise<void> {
     const answer = beforeStartAnswer(action.action);
     if ('refused' in answer) return this.answer(ref, action.action, action.token, 'Refused', answer.refused, action.by);
-    this.fence(ref.namespace, `cancelling ${ref.namespace}/${ref.name} before its start`);
-    const message = `cancelled before it started${action.by ? ` by ${action.by}` : ''}: no workflow ran, no route was changed`;
-    if (await cancelBeforeStart(this.deps, ref, message)) await this.answer(ref, 'cancel', action.token, 'Accepted', message, action.by);
+    // As a burst's loser is skipped: no pass starts it meanwhile, and one a pass (or a leader
+    // before) started, whose workflow has not written a status yet, is not ended under it.
+    this.skipping.add(ref.uid);
+    try {
+      if ((await this.workflowStatus(activationWorkflowId(ref))) === undefined) {
+        this.gate.fence(`cancelling ${ref.namespace}/${ref.name} before its start`, ref.namespace);
+        const message = `cancelled before it started${action.by ? ` by ${action.by}` : ''}: no workflow ran, no route was changed`;
+        // Ended: it stays among those being skipped until the watch brings the write back.
+        if (await cancelBeforeStart(this.deps, ref, message)) return await this.answer(ref, 'cancel', action.token, 'Accepted', message, action.by);
+      }
+    } catch (err) {
+      this.skipping.delete(ref.uid);
+      throw err;
+    }
+    // Started meanwhile: its workflow gets the request at the next reconcile; not started, its turn comes.
+    this.skipping.delete(ref.uid);
+    this.share(ref.namespace);
   }
 
   private async act(o: Watched, ref: ActivationRef, action: WatcherAction): Promise<void> {
@@ -555,7 +562,7 @@ export class ActivationWatcher {
     const handle = this.o.client.workflow.getHandle(activationWorkflowId(ref));
     const update = { cancel: cancelUpdate, retry: retryUpdate, approve: approveUpdate, promote: promoteUpdate, abort: abortUpdate }[action.action];
     try {
-      this.fence(ref.namespace, `the ${action.action} Update of ${ref.namespace}/${ref.name}`);
+      this.gate.fence(`the ${action.action} Update of ${ref.namespace}/${ref.name}`, ref.namespace);
       const result = await handle.executeUpdate(update, { args: [{ token: action.token, reason: `annotation ${action.token.split('=')[0]}`, ...(action.by ? { by: action.by } : {}) }] });
       return this.answer(ref, action.action, action.token, 'Accepted', result.message, action.by);
     } catch (err) {
@@ -578,7 +585,7 @@ export class ActivationWatcher {
     // every start, so a canary set a moment ago applies to the next activation.
     const rollout = this.o.systemNamespace ? await readCoreRollout(this.o.kubeConfig, this.o.systemNamespace) : undefined;
     const pinnedTo = pinnedVersion(rollout, ref.namespace);
-    this.fence(ref.namespace, `starting the workflow of ${ref.namespace}/${ref.name}`);
+    this.gate.fence(`starting the workflow of ${ref.namespace}/${ref.name}`, ref.namespace);
     return this.o.client.workflow.start(vectorActivation, {
       ...(pinnedTo ? { versioningOverride: { pinnedTo } } : {}),
       workflowId: activationWorkflowId(ref),
@@ -668,7 +675,7 @@ export class ActivationWatcher {
     const workflowId = activationWorkflowId(ref);
     const run = await this.latestRun(workflowId);
     if (run?.status === 'RUNNING') {
-      this.fence(ref.namespace, `handing the deletion of ${ref.namespace}/${ref.name} to its workflow`);
+      this.gate.fence(`handing the deletion of ${ref.namespace}/${ref.name} to its workflow`, ref.namespace);
       await this.o.client.workflow.getHandle(workflowId).signal(cancelSignal, { token: 'deleted', reason: 'the VectorActivation was deleted', deleted: true });
       return;
     }
@@ -689,11 +696,11 @@ export class ActivationWatcher {
       this.log(`VectorActivation ${ref.namespace}/${ref.name}: ${why.message}; its close-out run started`, this.about(o));
       return;
     }
-    this.fence(ref.namespace, `closing out ${ref.namespace}/${ref.name}`);
+    this.gate.fence(`closing out ${ref.namespace}/${ref.name}`, ref.namespace);
     if (await closeOutActivation(this.deps, ref, closedWorkflowEnding(run?.status ?? 'NOT_FOUND', workflowId))) {
       this.log(`VectorActivation ${ref.namespace}/${ref.name}: workflow ${run?.status.toLowerCase() ?? 'gone'}; closed out`, this.about(o));
       // Free the Stage now rather than at the lock's next holder check.
-      this.fence(ref.namespace, `releasing the lock of Stage ${ref.namespace}/${o.spec!.stage}`);
+      this.gate.fence(`releasing the lock of Stage ${ref.namespace}/${o.spec!.stage}`, ref.namespace);
       await this.o.client.workflow
         .getHandle(stageLockWorkflowId(ref.namespace, o.spec!.stage!))
         .signal(releaseLockSignal, { requester: workflowId })
@@ -706,7 +713,7 @@ export class ActivationWatcher {
     const va = await this.deps.objects.get('VectorActivation', ref.namespace, ref.name);
     if (!va || va.metadata.uid !== ref.uid) return;
     const entry = { action, token, outcome, ...(by ? { by } : {}), message: message.slice(0, 4096), time: kubeTime() };
-    this.fence(ref.namespace, `answering ${token} on ${ref.namespace}/${ref.name}`);
+    this.gate.fence(`answering ${token} on ${ref.namespace}/${ref.name}`, ref.namespace);
     const requests = [...((va.status?.requests ?? []) as { action: string }[]).filter((r) => r.action !== action), entry];
     // The Event first: answering again after a crash between the two counts it instead of losing it.
     await recordEvents(this.deps.event, ref.namespace, [requestEvent(ref.name, action, token, outcome, message, by)], { [`VectorActivation/${ref.name}`]: ref.uid });

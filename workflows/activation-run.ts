@@ -4,7 +4,7 @@
  * run knows (its progress, the previous StageVersion, its marks); every decision is a pure function
  * of decisions/, and the methods observe, ask and act.
  */
-import { ApplicationFailure, CancellationScope, condition, isCancellation, patched, setCurrentDetails, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, condition, isCancellation, setCurrentDetails, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { LoadedActivation, ResolvedPlan } from '../activities/core.js';
 import type { VectorActivationPhase } from '../api/vector-activation.js';
 import {
@@ -59,7 +59,7 @@ export class ActivationRun {
   private previous: StageVersionInfo | undefined;
   /** Whether this run may have set the close-out finalizer (startRun, or a close-out run). */
   private kept = false;
-  /** Whether this attempt ran a step: it changed, or tried to change, routing. */
+  /** Whether this attempt ran a step, or closes out a run that did: it changed, or tried to change, routing. */
   private routing = false;
   /** The StageVersion this run marked as in activation (admission refuses changes to it). */
   private marked: string | undefined;
@@ -426,6 +426,7 @@ export class ActivationRun {
     this.progress.steps = closedOutProgress(plan, this.progress.steps, executions, recorded);
     const last = lastRanStep(this.progress.steps);
     if (last < 0) return this.finish({ phase: 'Failed', reason: why.reason, message: `${why.message}; no step had changed a route` });
+    this.routing = true; // the run before changed routes: its failure counts on the breakers
     const previous = this.previous?.name;
     const ctx = this.taskContext(stage, { unmovedOnly: true, ...(weights.length ? { unmovedAlso: weights.map((w) => applyAssignment(va.stageVersion, previous, w)) } : {}) });
     const revert = plan.onFailure === 'Revert' ? await this.revertSteps(plan, ctx, last) : undefined;
@@ -445,8 +446,8 @@ export class ActivationRun {
       if (releasesUsage(ending.phase, this.progress.steps)) await k8s.releaseActivationUsage(this.ref);
       // A failed attempt that changed, or tried to change, routing counts on the CircuitBreakers
       // before anyone reads Failed; a breaker that cannot be written must not keep the activation
-      // from ending. (A history recorded before the rule counted every failed attempt.)
-      if (countsOnBreakers(ending.phase, this.routing || !patched('breakers-count-routing-attempts'))) await k8s.recordActivationFailure(this.ref, this.progress.attempt).catch(() => undefined);
+      // from ending.
+      if (countsOnBreakers(ending.phase, this.routing)) await k8s.recordActivationFailure(this.ref, this.progress.attempt).catch(() => undefined);
       // Whoever reads the final phase finds the StageVersion free to change again and the Lease
       // free: one local activity lets both go, then writes it.
       const name = this.marked;

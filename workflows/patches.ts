@@ -18,10 +18,5 @@ export interface Patch {
   release: string;
 }
 
-export const PATCHES: Record<string, Patch> = {
-  'breakers-count-routing-attempts': {
-    workflow: 'activation',
-    changed: 'a failed attempt counts on the CircuitBreakers only when it ran a step (one that failed before any route, StageNotFound or InvalidPlan, does not)',
-    release: '0.2.0',
-  },
-};
+/** None yet: 0.1.0 is the first release, and every workflow since has run on its code. */
+export const PATCHES: Record<string, Patch> = {};

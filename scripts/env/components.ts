@@ -144,26 +144,38 @@ export function controllerManagerReady(p: Ports): Promise<boolean> {
 
 const cliType: Record<string, string> = { KEYWORD: 'Keyword', TEXT: 'Text', INT: 'Int', BOOL: 'Bool' };
 
-export function startTemporal(p: Ports): number {
+/**
+ * The arguments of `temporal server start-dev` on 127.0.0.1 with the project's search attributes
+ * and namespaces, its state in `dbFile` (the restart test runs a server of its own with them).
+ */
+export function devServerArgs(o: { port: number; httpPort: number; metricsPort: number; uiPort?: number; dbFile: string; namespaces?: readonly string[] }): string[] {
   const attributes = searchAttributes.flatMap((a) => ['--search-attribute', `${a.name}=${cliType[a.type]}`]);
-  return startDetached('temporal', binaries.temporal, [
+  return [
     'server',
     'start-dev',
     '--ip=127.0.0.1',
-    `--port=${p.temporal}`,
-    `--ui-port=${p.temporalUi}`,
-    `--http-port=${p.temporalHttp}`,
-    `--metrics-port=${p.temporalMetrics}`,
-    `--db-filename=${join(dataDir, 'temporal.db')}`,
+    `--port=${o.port}`,
+    ...(o.uiPort ? [`--ui-port=${o.uiPort}`] : ['--headless']),
+    `--http-port=${o.httpPort}`,
+    `--metrics-port=${o.metricsPort}`,
+    `--db-filename=${o.dbFile}`,
     // A local development store, as etcd's above: a write-ahead log and no fsync per commit keep
     // every history write off the disk's latency (each commit in the default journal mode syncs
     // twice; activations came out ~50 ms slower). A killed server loses nothing; a lost machine may.
     '--sqlite-pragma=journal_mode=wal',
     '--sqlite-pragma=synchronous=normal',
-    ...TEMPORAL_NAMESPACES.map((n) => `--namespace=${n}`),
+    ...(o.namespaces ?? TEMPORAL_NAMESPACES).map((n) => `--namespace=${n}`),
     ...attributes,
     '--log-level=warn',
-  ]);
+  ];
+}
+
+export function startTemporal(p: Ports): number {
+  return startDetached(
+    'temporal',
+    binaries.temporal,
+    devServerArgs({ port: p.temporal, uiPort: p.temporalUi, httpPort: p.temporalHttp, metricsPort: p.temporalMetrics, dbFile: join(dataDir, 'temporal.db') }),
+  );
 }
 
 // @temporalio/proto is CommonJS whose named exports Node's ESM loader cannot see.

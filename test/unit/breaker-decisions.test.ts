@@ -1,5 +1,6 @@
 /** The circuit breaker's and token bucket's rules (decisions/breaker.ts), a row per rule. No servers. */
 import {
+  countsOnBreakers,
   applyRequest,
   applySleepWindow,
   askAgainSeconds,
@@ -161,4 +162,13 @@ describe('the Events of an activation held back by a breaker (decisions/events.t
   ])('%s', (_n, before, next, events) => {
     expect(activationEvents(facts, before, next).map((e) => `${e.reason}: ${e.note}`)).toEqual(events);
   });
+});
+
+describe('countsOnBreakers: which ended attempts count as failures', () => {
+  it.each([
+    ['Failed after a step ran (or a close-out of a run that changed routes)', 'Failed', true, true],
+    ['Failed before any route (StageNotFound, InvalidPlan, NameTaken)', 'Failed', false, false],
+    ['Cancelled after a step ran', 'Cancelled', true, false],
+    ['Succeeded', 'Succeeded', true, false],
+  ] as const)('%s', (_n, phase, touched, counts) => expect(countsOnBreakers(phase, touched)).toBe(counts));
 });

@@ -103,6 +103,8 @@ async function refusal(p: Promise<unknown>): Promise<string> {
 test('10 % → analysis → 50 % → approval → 100 %: every weight runs the plan steps in order; promoted at the approval, an approval after it is refused', async () => {
   const ref = canary('canary', { steps: [{ setWeight: 10 }, { analysis: { name: 'errors' } }, { setWeight: 50, name: 'half' }, { pause: {} }] });
   cluster.metrics.set('errors{version="canary-2"}', [{ value: 0.01 }]);
+  // The switch to 100 % takes a few seconds, so the approval after the promotion meets a running workflow.
+  cluster.behave('canary-dr', { kind: 'succeed' }, { kind: 'succeed' }, { kind: 'work', seconds: 3 });
   const handle = await start(ref);
   // Three measurements a minute apart: time skips them.
   await env.sleep(5 * 60_000);

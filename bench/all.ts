@@ -3,6 +3,7 @@
  * the same local servers, one after the other; then one table against the goals, also written as
  * bench/results/all-<time>.json. Each benchmark's own JSON stays in bench/results/ next to it.
  * Run: npm run bench [-- --quick] (quick: fewer runs, 40 Stages for throughput, smaller bursts: to try it out).
+ * Exits 1, naming them, when any benchmark failed; a goal not met is a row marked NO and listed.
  * The whole run takes about 13 minutes on the 2-core machine.
  */
 import { spawnSync } from 'node:child_process';
@@ -37,14 +38,21 @@ function newest(name: string, since: number): any {
 }
 
 const results: Record<string, any> = {};
+/** The benchmarks that did not finish (a crash, an exit other than 0, or no result written): their figures are not shown. */
+const failed: string[] = [];
 for (const b of benches) {
   const since = Date.now();
   console.log(`\n=== bench/${b.name}.ts ${b.args.join(' ')}`);
   const run = spawnSync(process.execPath, [join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(repoRoot, 'bench', `${b.name}.ts`), ...b.args], { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' });
   // The SDK's warnings (slow workflow tasks under load) go to stderr: kept out of the table, counted.
   const warnings = (run.stderr.match(/WARN/g) ?? []).length;
-  if (run.status !== 0) console.log(`bench/${b.name}.ts exited ${run.status}:\n${run.stderr.split('\n').slice(-20).join('\n')}`);
-  results[b.name] = { ...newest(b.name, since), sdkWarnings: warnings };
+  const result = newest(b.name, since);
+  if (run.status !== 0 || !result) {
+    console.log(`bench/${b.name}.ts failed (exit ${run.status ?? run.signal}${result ? '' : ', no result written'}):\n${run.stderr.split('\n').slice(-20).join('\n')}`);
+    failed.push(b.name);
+    continue;
+  }
+  results[b.name] = { ...result, sdkWarnings: warnings };
 }
 
 const a = results.activation, c = results.cost, u = results.burst, t = results.throughput, f = results.fairness;
@@ -82,5 +90,11 @@ const table = [
 ];
 console.log('\nkonfidence-activation benchmark (npm run bench)');
 console.table(table);
-console.log(`written: ${writeResult('all', { quick, table, results })}`);
+const unmet = table.filter((r) => r.met === 'NO').map((r) => r.figure);
+console.log(`written: ${writeResult('all', { quick, table, results, failed, unmet })}`);
+if (unmet.length) console.log(`goals not met: ${unmet.join('; ')}`);
+if (failed.length) {
+  console.log(`FAILED: ${failed.map((n) => `bench/${n}.ts`).join(', ')}`);
+  process.exit(1);
+}
 process.exit(0);

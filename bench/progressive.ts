@@ -32,7 +32,7 @@ import { executorTaskQueue } from '../shared/task-queues.js';
 import { sleepyExecutor } from '../test/support/executors.js';
 import { createExecutorWorker } from '../worker/executor-worker.js';
 import { seededBenchSystem, seedSleepyPlan, spawnRole } from './fixture.js';
-import { apiserverRequests, cpuNow, cpuProcesses, cpuSeconds, diff, numberArg, stats, writeResult } from './report.js';
+import { apiserverRequests, cpuNow, cpuProcesses, cpuSeconds, diff, numberArg, peakRssMiB, stats, writeResult } from './report.js';
 
 const PAIRS = Math.min(numberArg('pairs', 10), 16); // 2 StageVersions a pair, history limit 100
 const GATES = numberArg('gates', 1000);
@@ -63,8 +63,6 @@ function threadCpu(pid: number): Record<string, number> {
   return out;
 }
 
-/** Peak resident memory of a process so far (VmHWM), MiB. */
-const peakRssMiB = (pid: number | 'self') => +(Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024).toFixed(1);
 
 /** A role as its own process on the local servers, ready (its caches listed); stop() SIGTERMs it and waits. */
 async function startRole(cp: ControlPlane, role: 'core' | 'watcher' | 'stage-controller', systemNs: string, namespaces: string[], suffix: string) {

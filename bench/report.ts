@@ -83,3 +83,6 @@ export function apiserverRequests(kubeconfig: string): Map<string, number> {
 /** The counters that grew from `before` to `after`, by how much. */
 export const diff = (after: Map<string, number>, before: Map<string, number>) =>
   new Map([...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)] as const).filter(([, v]) => v > 0));
+
+/** Peak resident memory of a process over its life so far (VmHWM), MiB. */
+export const peakRssMiB = (pid: number | 'self') => +(Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024).toFixed(1);

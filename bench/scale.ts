@@ -6,7 +6,8 @@
  * `worker/main.ts <role>` processes with KONFIDENCE_LOG_WRITES (every apiserver and Temporal write
  * is a line), each started twice (a first start, then a restart):
  *   ready: spawn → /readyz 200 (its watches and informers listed everything);
- *   rss / heap: from its /metrics once it went quiet (no write for --quiet-ms);
+ *   rss: its peak resident memory (VmHWM) from spawn until it went quiet (no write for
+ *   --quiet-ms); heap: from its /metrics then;
  *   writes: the apiserver writes and Temporal workflow starts it sent, counted from its write log.
  * Goals: RSS ≤ 200 MB each; the watcher starts workflows for the unfinished activations only (no
  * thundering herd), and the Stage controller's restart writes nothing (its first start converges).
@@ -29,7 +30,7 @@ import { pollUntil } from '../scripts/env/process.js';
 import { buildDist } from '../scripts/dist.js';
 import { removeNamespaces } from '../test/support/namespaces.js';
 import { seedSleepyPlan, spawnRole } from './fixture.js';
-import { numberArg, stringArg, writeResult } from './report.js';
+import { numberArg, peakRssMiB, stringArg, writeResult } from './report.js';
 import { forEachLimited } from '../shared/pool.js';
 
 buildDist(); // the roles run as the image runs them: compiled (scripts/dist.ts)
@@ -108,7 +109,7 @@ async function measure(role: 'watcher' | 'stage-controller', start: Start['start
       start,
       readyMs: Math.round(readyMs),
       quietMs: Math.round(quietMs),
-      rssMiB: +(metric(text, 'process_resident_memory_bytes') / 2 ** 20).toFixed(1),
+      rssMiB: peakRssMiB(child.pid!),
       heapMiB: +(metric(text, 'nodejs_heap_size_used_bytes') / 2 ** 20).toFixed(1),
       heapTotalMiB: +(metric(text, 'nodejs_heap_size_total_bytes') / 2 ** 20).toFixed(1),
       externalMiB: +(metric(text, 'nodejs_external_memory_bytes') / 2 ** 20).toFixed(1),

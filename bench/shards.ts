@@ -8,7 +8,7 @@
  * per variant and run measures:
  *   ready: spawn → /readyz 200 (its informers listed the shard's namespaces);
  *   serving: spawn → its ControllerStatus lists every namespace of the shard (it leads and serves);
- *   rss / heap: process_resident_memory_bytes and nodejs_heap_size_used_bytes from its /metrics then.
+ *   rss: its peak resident memory from spawn until then (VmHWM); heap: nodejs_heap_size_used_bytes from its /metrics then.
  * Run: npx tsx bench/shards.ts [-- --namespaces 200 --per-namespace 3 --shards 4 --runs 3]
  * Prints medians and writes them with every run to bench/results/. Deletes its namespaces at the end.
  */
@@ -26,7 +26,7 @@ import { pollUntil } from '../scripts/env/process.js';
 import { buildDist } from '../scripts/dist.js';
 import { removeNamespaces } from '../test/support/namespaces.js';
 import { spawnRole } from './fixture.js';
-import { numberArg } from './report.js';
+import { numberArg, peakRssMiB } from './report.js';
 import { forEachLimited } from '../shared/pool.js';
 
 buildDist(); // the roles run as the image runs them: compiled (scripts/dist.ts)
@@ -95,7 +95,7 @@ async function measure(hashShards: number): Promise<Run> {
     }, 120_000, `the shard to serve its ${served} namespaces`, 50);
     const servingMs = performance.now() - started;
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    return { shards: hashShards, served, readyMs, servingMs, rssMiB: metric(text, 'process_resident_memory_bytes') / 2 ** 20, heapMiB: metric(text, 'nodejs_heap_size_used_bytes') / 2 ** 20 };
+    return { shards: hashShards, served, readyMs, servingMs, rssMiB: peakRssMiB(child.pid!), heapMiB: metric(text, 'nodejs_heap_size_used_bytes') / 2 ** 20 };
   } finally {
     process.kill(-child.pid!, 'SIGTERM');
     await new Promise((r) => child.once('exit', r));

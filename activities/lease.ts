@@ -12,7 +12,7 @@ import { kubeTime } from '../shared/format.js';
 import { observeStageHandoff } from '../telemetry/metrics.js';
 import { permanent } from './k8s-errors.js';
 import type { CoreDeps } from './deps.js';
-import { STAGE_LEASE_HELD } from '../shared/activation.js';
+import { STAGE_LEASE_HELD } from '../stage-lock/contract.js';
 
 export const LEASE_SECONDS = 60;
 /** Who released the Lease last: a holder taking back its own release (a retry) is no handoff. */

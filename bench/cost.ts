@@ -15,7 +15,8 @@ import { k8s } from '../k8s/client.js';
 import { resumingWatch } from '../test/support/watch.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { pollUntil } from '../scripts/env/process.js';
-import { activationWorkflowId, stageLockWorkflowId } from '../shared/activation.js';
+import { activationWorkflowId } from '../shared/activation.js';
+import { stageLockWorkflowId } from '../stage-lock/contract.js';
 import { benchActivation, seededBenchSystem } from './fixture.js';
 import { apiserverRequests, diff, numberArg, writeResult } from './report.js';
 

@@ -11,7 +11,7 @@
 import type { Client } from '@temporalio/client';
 import { tsToMs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
-import { lockGrantedSignal, releaseLockUpdate } from '../shared/activation.js';
+import { lockGrantedSignal, releaseLockUpdate } from '../stage-lock/contract.js';
 
 const EventType = proto.temporal.api.enums.v1.EventType;
 type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;

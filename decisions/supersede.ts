@@ -2,12 +2,13 @@
  * Superseded before it starts (ADR-0012: an older version never overwrites a newer one).
  * When the watcher is about to start several activations of one Stage at once (a burst), only the
  * newest needs a workflow: the others end Skipped/Superseded at once, as the Stage's lock would have
- * ended them after each had run a workflow just to queue there. The lock's rule: the higher
- * StageVersion revision wins; on equal revisions the later activation. Only activations whose Stage
- * exists and whose StageVersion belongs to it take part: any other starts, and its workflow says
- * what is wrong (it must not supersede anyone, as it would never reach the lock).
+ * ended them after each had run a workflow just to queue there. Which is newest is the lock's own
+ * rule (`newer`, stage-lock/rules.ts). Only activations whose Stage exists and whose StageVersion
+ * belongs to it take part: any other starts, and its workflow says what is wrong (it must not
+ * supersede anyone, as it would never reach the lock).
  * Pure; table-tested in test/unit/supersede.test.ts.
  */
+import { newer, type Candidate } from '../stage-lock/rules.js';
 
 /** The status reason of an activation superseded by a newer one of its Stage (here or in the lock). */
 export const SUPERSEDED_REASON = 'Superseded';
@@ -44,18 +45,19 @@ export function supersededBeforeStart(
   const superseded = new Map<string, Superseder>();
   for (const group of byStage.values()) {
     if (group.length < 2) continue;
-    const newest = group.reduce((w, c) => (newer(c, w) ? c : w));
+    const newest = group.reduce((w, c) => (newer(candidate(c), candidate(w)) ? c : w));
     for (const c of group) if (c !== newest) superseded.set(c.uid, newest);
   }
   return superseded;
 }
 
-/** a after b in the lock's order: revision, then creation time, then name (creation times have one-second resolution). */
-function newer(a: Superseder, b: Superseder): boolean {
-  if (a.revision !== b.revision) return a.revision > b.revision;
-  if (a.created !== b.created) return a.created > b.created;
-  return a.name > b.name;
-}
+/**
+ * What the watcher knows of when an activation came: its creation time. The lock knows only the
+ * order requests reach it in, so on equal revisions the two can pick differently: an activation
+ * created earlier that asks the lock later wins there. Each judges "later" by what it sees; the
+ * watcher has no arrivals at the lock, and the lock no creation times.
+ */
+const candidate = (c: Superseder): Candidate => ({ revision: c.revision, came: c.created, name: c.name });
 
 /**
  * A burst reaches the watcher in pieces: its creates arrive over a few hundred milliseconds. The

@@ -14,7 +14,7 @@ const DROPPED = new Set(['taskToken', 'sdkComponent', 'target', 'spanContexts'])
 
 /**
  * Fields a record about a workflow can carry without asking anyone: the ids say which activation or
- * Stage (formats of shared/activation.ts: vectoractivation/NS/NAME/UID, stage-lock/NS/STAGE).
+ * Stage (formats of shared/activation.ts and stage-lock/contract.ts: vectoractivation/NS/NAME/UID, stage-lock/NS/STAGE).
  */
 export function fieldsOfWorkflowId(workflowId: unknown): LogFields {
   if (typeof workflowId !== 'string') return {};

@@ -11,7 +11,8 @@ import { LABEL_VECTOR_ACTIVATION, ANNOTATION_ACTIVATED_BY } from '../api/group.j
 import { k8s } from '../k8s/client.js';
 import { binaries } from '../scripts/env/paths.js';
 import { pollUntil } from '../scripts/env/process.js';
-import { activationWorkflowId, stageLockWorkflowId, type ActivationRef } from '../shared/activation.js';
+import { activationWorkflowId, type ActivationRef } from '../shared/activation.js';
+import { stageLockWorkflowId } from '../stage-lock/contract.js';
 import { ActivationWatcher } from '../worker/watcher.js';
 import { freshNamespace } from './support/cluster.js';
 import { startedExecutions } from './support/executors.js';

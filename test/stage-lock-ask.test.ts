@@ -5,8 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import proto from '@temporalio/proto';
-import { createLockActivities } from '../activities/lock.js';
-import { stageLockWorkflowId } from '../shared/activation.js';
+import { createLockActivities } from '../stage-lock/activities.js';
+import { stageLockWorkflowId } from '../stage-lock/contract.js';
 import { Worker } from '@temporalio/worker';
 import { pollUntil } from '../scripts/env/process.js';
 import { workflowBundle } from './support/system.js';

@@ -7,7 +7,7 @@ import type { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivationActivities } from '../activities/core.js';
 import { createControlPlaneActivities } from '../activities/control-plane.js';
-import { createLockActivities } from '../activities/lock.js';
+import { createLockActivities } from '../stage-lock/activities.js';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';
 import type { k8s } from '../k8s/client.js';
 import { coreDeploymentName } from '../decisions/rollout.js';

@@ -38,7 +38,7 @@ import type { ActivationRequests } from './activation-requests.js';
 import { BREAKER_ASK_AGAIN_SECONDS, passBreakers } from './breaker-gate.js';
 import { countsOnBreakers } from '../decisions/breaker.js';
 import { causeOf, messageOf } from './failures.js';
-import { StageAccess } from './stage-access.js';
+import { StageAccess } from '../stage-lock/client.js';
 
 export interface RunOptions {
   /** Base URL of the Temporal UI, for the link in the VectorActivation's status. */

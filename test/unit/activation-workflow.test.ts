@@ -14,16 +14,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { pollUntil } from '../../scripts/env/process.js';
-import {
-  activationWorkflowId,
-  cancelSignal,
-  cancelUpdate,
-  lockStateQuery,
-  retryUpdate,
-  stageLockWorkflowId,
-  type ActivationRef,
-  type LockState,
-} from '../../shared/activation.js';
+import { activationWorkflowId, cancelSignal, cancelUpdate, retryUpdate, type ActivationRef } from '../../shared/activation.js';
+import { lockStateQuery, stageLockWorkflowId, type LockState } from '../../stage-lock/contract.js';
 import { vectorActivation, type ActivationOptions } from '../../workflows/activation.js';
 import { FakeCluster, type FakeActivationStatus } from './support/fake-cluster.js';
 import { finishSignal, lockRequester } from './support/lock-workflows.js';

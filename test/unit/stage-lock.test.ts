@@ -1,5 +1,5 @@
 /**
- * The per-Stage lock workflow (workflows/stage-lock.ts) on the time-skipping test server: the real
+ * The per-Stage lock workflow (stage-lock/workflow.ts) on the time-skipping test server: the real
  * `stageLock` and `requestStageLock`, with test requesters (test/unit/support/lock-workflows.ts)
  * in place of activations. Minutes of lock time pass in milliseconds.
  */
@@ -8,10 +8,11 @@ import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import proto from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import { createLockActivities, expectStageLock, type LockActivities } from '../../activities/lock.js';
+import { createLockActivities, expectStageLock, type LockActivities } from '../../stage-lock/activities.js';
 import { pollUntil } from '../../scripts/env/process.js';
-import { lockGrantedSignal, lockStateQuery, RELEASE_UNANSWERED, releaseLockSignal, releaseLockUpdate, requestLockSignal, stageLockWorkflowId, type LockState } from '../../shared/activation.js';
-import { EXPECT_MS, HOLDER_CHECK_MS, IDLE_LINGER_MS, stageLock } from '../../workflows/stage-lock.js';
+import { lockGrantedSignal, lockStateQuery, RELEASE_UNANSWERED, releaseLockSignal, releaseLockUpdate, requestLockSignal, stageLockWorkflowId, type LockState } from '../../stage-lock/contract.js';
+import { EXPECT_MS } from '../../stage-lock/rules.js';
+import { HOLDER_CHECK_MS, IDLE_LINGER_MS, stageLock } from '../../stage-lock/workflow.js';
 import { createTestActivities } from './support/activities.js';
 import { finishSignal, lockRequester, lockTraffic, requesterQuery } from './support/lock-workflows.js';
 import { testWorkflowBundle, timeSkippingEnv } from './support/temporal.js';
@@ -464,7 +465,7 @@ test('a lock run on a build from before the release Update refuses it: the relea
     // A running workflow without the Update's handler stands in for the old lock run.
     const old = await env.client.workflow.start(lockRequester, { taskQueue, workflowId: lockId, args: [{ namespace, stage: `${stage}-other`, revision: 1, hold: true }] });
     await answerOf(old);
-    // Not retried: the workflow's release by signal (a command, stage-access.ts) follows at once.
+    // Not retried: the workflow's release by signal (a command, stage-lock/client.ts) follows at once.
     await expect(releaseStageLock(namespace, stage, `${stage}/r1`)).rejects.toMatchObject({ type: RELEASE_UNANSWERED, nonRetryable: true });
     await old.terminate('test done');
   });

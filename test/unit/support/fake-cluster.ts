@@ -17,7 +17,8 @@ import type { ActivationReport, StepProgress } from '../../../decisions/activati
 import type { AnalysisRules, QueryResult } from '../../../decisions/analysis.js';
 import type { ProgressionSpec } from '../../../decisions/progression.js';
 import type { StageVersionInfo, TaskInput, TaskResult } from '../../../executors/types.js';
-import { STAGE_LEASE_HELD, type ActivationRef } from '../../../shared/activation.js';
+import type { ActivationRef } from '../../../shared/activation.js';
+import { STAGE_LEASE_HELD } from '../../../stage-lock/contract.js';
 import { activationUsageName, stageLeaseName } from '../../../shared/names.js';
 
 export interface FakeStageVersion {

@@ -6,7 +6,7 @@
  */
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { createLockActivities } from '../../../activities/lock.js';
+import { createLockActivities } from '../../../stage-lock/activities.js';
 import type { ActivationActivities } from '../../../activities/core.js';
 import type { TaskInput } from '../../../executors/types.js';
 import { addSearchAttributes } from '../../../scripts/env/components.js';

@@ -13,8 +13,8 @@ import {
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { LockActivities } from '../../../activities/lock.js';
-import { lockGrantedSignal, lockSupersededSignal, releaseLockSignal, stageLockWorkflowId } from '../../../shared/activation.js';
+import type { LockActivities } from '../../../stage-lock/activities.js';
+import { lockGrantedSignal, lockSupersededSignal, releaseLockSignal, stageLockWorkflowId } from '../../../stage-lock/contract.js';
 import type { TestActivities } from './activities.js';
 
 const { requestStageLock, releaseStageLock } = proxyActivities<LockActivities>({ startToCloseTimeout: '10 seconds' });

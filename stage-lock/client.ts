@@ -17,9 +17,9 @@ import {
 } from '@temporalio/workflow';
 import type { ActivationActivities, TakenStage } from '../activities/core.js';
 import type { TakeStageInput } from '../activities/take-stage.js';
-import type { LockActivities } from '../activities/lock.js';
-import { lockGrantedSignal, lockNewerWaitingSignal, lockSupersededSignal, releaseLockSignal, stageLockWorkflowId, STAGE_LEASE_HELD, type LockAnswer } from '../shared/activation.js';
-import { causeOf } from './failures.js';
+import { causeOf } from '../workflows/failures.js';
+import type { LockActivities } from './activities.js';
+import { lockGrantedSignal, lockNewerWaitingSignal, lockSupersededSignal, releaseLockSignal, stageLockWorkflowId, STAGE_LEASE_HELD, type LockAnswer } from './contract.js';
 
 const lockRetry = { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10 };
 /**

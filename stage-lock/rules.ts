@@ -1,0 +1,253 @@
+/**
+ * The rules of a Stage's lock as a pure reducer: `step(state, event, now)` → the next state and
+ * the notices the lock workflow (workflow.ts) carries out. `now` is the workflow's clock (ms).
+ * Every decision of the lock is here: whom the Stage goes to, who is superseded, how long an
+ * expected request holds older ones back, when a holder is told that something newer waits.
+ * Table-tested in test/unit/lock-rules.test.ts. Imports no runtime: the workflow and the watcher's
+ * decisions (decisions/supersede.ts) both use it.
+ */
+import type { LockAnswer, LockRequest, LockState, ReleaseAnswer } from './contract.js';
+
+/**
+ * How long an expected request (expectLockSignal) holds older ones back at most: a started
+ * activation asks within a second or two; one that fails before it asks must not keep the Stage
+ * from the others for long.
+ */
+export const EXPECT_MS = 15_000;
+
+/**
+ * How many superseded requesters the lock remembers: a waiting activation asks again now and then,
+ * and an ask sent just before it was superseded must not queue it again (it would win an equal
+ * revision and supersede the activation that superseded it).
+ */
+const SUPERSEDED_MEMORY = 256;
+
+/** What decides which of two activations of a Stage is newer. */
+export interface Candidate {
+  /** Revision of the StageVersion it activates. */
+  revision: number;
+  /**
+   * When it came, as the side deciding knows it: the watcher has the creation time (RFC 3339, so it
+   * sorts as text), the lock only the order it hears requests in.
+   */
+  came: string | number;
+  /** Breaks a tie of `came`: creation times have one-second resolution. */
+  name?: string;
+}
+
+/**
+ * The one rule of which activation is newer: the higher StageVersion revision; on equal revisions
+ * the one that came later, as a later kubectl apply would; then the name.
+ */
+export function newer(a: Candidate, b: Candidate): boolean {
+  if (a.revision !== b.revision) return a.revision > b.revision;
+  if (a.came !== b.came) return a.came > b.came;
+  return (a.name ?? '') > (b.name ?? '');
+}
+
+/**
+ * The lock knows of arrival only the order it hears requests in: a request it hears now came after
+ * everything it holds. An expectation still standing came after the first in line whenever their
+ * revisions are equal, since a request heard after it, of no lower revision, ends it (`request`).
+ */
+const later = (r: LockRequest): Candidate => ({ revision: r.revision, came: 1 });
+const earlier = (r: LockRequest): Candidate => ({ revision: r.revision, came: 0 });
+
+/** The lock's state: what it keeps across continue-as-new, and what one run remembers besides. */
+export interface RuleState extends LockState {
+  /** Requesters superseded lately, each with the request that superseded it, oldest first. */
+  superseded: readonly (readonly [requester: string, by: LockRequest])[];
+}
+
+export type LockEvent =
+  /** The watcher says a burst's newest is on its way (expectLockSignal). */
+  | { type: 'expect'; request: LockRequest }
+  /** An activation asks for the Stage; by Update it is answered. */
+  | { type: 'request'; request: LockRequest; by: 'signal' | 'update' }
+  /** The holder gives the Stage back, or a waiting requester gives up; by Update it is answered. */
+  | { type: 'release'; requester: string; by: 'signal' | 'update' }
+  /** The requester's workflow was found closed (a holder check, a grant that could not be delivered). */
+  | { type: 'closed'; requester: string }
+  /** The loop's turn: time passed, and a free Stage goes to the first in line. */
+  | { type: 'tick' };
+
+export type LockNotice =
+  /** Signal the requester that it holds the Stage. */
+  | { type: 'granted'; to: string }
+  /** Signal the requester that `by` superseded it. */
+  | { type: 'superseded'; to: string; by: LockRequest }
+  /** Signal the holder that a request for a newer StageVersion waits. */
+  | { type: 'newerWaits'; to: string; newer: LockRequest }
+  /** Answer the request Update. */
+  | { type: 'answer'; answer: LockAnswer }
+  /** Answer the release Update. */
+  | { type: 'released'; answer: ReleaseAnswer }
+  /** The holder's workflow closed without releasing: the Stage is taken back. */
+  | { type: 'takenBack'; holder: LockRequest };
+
+/** Notices that are signals to requesters. */
+export type LockSignalNotice = Extract<LockNotice, { to: string }>;
+export const isSignal = (n: LockNotice): n is LockSignalNotice => 'to' in n;
+/** What a requester is told of its own request. */
+type Told = Extract<LockNotice, { type: 'granted' | 'superseded' }>;
+
+/** The state of a run that starts from `kept` (a first run: `{ waiting: [] }`). */
+export function initialState(kept: LockState): RuleState {
+  return {
+    holder: kept.holder,
+    waiting: [...kept.waiting],
+    ...(kept.expected ? { expected: kept.expected } : {}),
+    ...(kept.handedOn ? { handedOn: kept.handedOn } : {}),
+    ...(kept.toldNewer ? { toldNewer: kept.toldNewer } : {}),
+    superseded: [],
+  };
+}
+
+/** What a run keeps across continue-as-new and shows to lockStateQuery: no superseded memory. */
+export function kept(state: RuleState): LockState {
+  const { superseded: _, ...rest } = state;
+  return rest;
+}
+
+/** The expected request, while it is waited for. */
+export function expectation(state: LockState, now: number): LockState['expected'] {
+  return state.expected && now < state.expected.until ? state.expected : undefined;
+}
+
+/** Whether the Stage goes to the first in line now: free, and no newer request is expected. */
+export function grantable(state: LockState, now: number): boolean {
+  const first = state.waiting[0];
+  const expected = expectation(state, now);
+  return !state.holder && first !== undefined && !(expected && newer(later(expected), earlier(first)));
+}
+
+/** Nothing held, waiting or expected. */
+export function idle(state: LockState, now: number): boolean {
+  return !state.holder && state.waiting.length === 0 && !expectation(state, now);
+}
+
+export function step(state: RuleState, event: LockEvent, now: number): { state: RuleState; notices: LockNotice[] } {
+  const s: RuleState = { ...state, waiting: [...state.waiting] };
+  if (state.expected && !expectation(state, now)) delete s.expected;
+  const notices: LockNotice[] = [];
+  switch (event.type) {
+    case 'expect':
+      expect(s, event.request, now);
+      break;
+    case 'request': {
+      const req = event.request;
+      const queuedBefore = s.waiting.some((w) => w.requester === req.requester);
+      const own = request(s, req, notices);
+      if (event.by === 'signal') {
+        if (own) notices.push(own);
+        break;
+      }
+      let answer: LockAnswer = !own ? { outcome: 'queued' } : own.type === 'granted' ? { outcome: 'granted' } : { outcome: 'superseded', by: own.by.activation, revision: own.by.revision };
+      // As an Update a free Stage is granted in the answer: the loop would grant it next anyway,
+      // one signal round trip later.
+      if (grantable(s, now) && s.waiting[0]?.requester === req.requester) {
+        grantNext(s);
+        // Queued already by its signal: the requester asked by Update, had no answer in time (a
+        // busy worker), and asked by signal; it may not hear this answer, so a grant goes by signal too.
+        if (queuedBefore) notices.push({ type: 'granted', to: req.requester });
+        answer = { outcome: 'granted' };
+      }
+      notices.push({ type: 'answer', answer });
+      break;
+    }
+    case 'release': {
+      const { requester } = event;
+      if (event.by === 'signal') {
+        // A releaser whose Update was answered but who did not hear it (its wait ran out) releases
+        // again by signal: the new holder may never have been told, so the lock tells it.
+        const holder = toldBy(s, requester);
+        if (holder) notices.push({ type: 'granted', to: holder });
+        release(s, requester);
+        break;
+      }
+      // The holder's release: the Stage goes to the next in line inside the Update, and the answer
+      // names it; the releaser tells it at once. Asked again (the releaser's activity was retried),
+      // it answers the same, while that one holds the Stage. One that holds nothing (it let go by
+      // signal already, or was only waiting) grants nothing here: the loop's turn grants, and
+      // tells, as after a signal.
+      const held = s.holder?.requester === requester;
+      release(s, requester);
+      if (held && grantable(s, now)) s.handedOn = { by: requester, to: grantNext(s).requester };
+      const granted = toldBy(s, requester);
+      notices.push({ type: 'released', answer: granted ? { granted } : {} });
+      break;
+    }
+    case 'closed':
+      // Only the Stage is taken back: a closed waiter is dropped when a grant to it fails.
+      if (s.holder?.requester === event.requester) {
+        notices.push({ type: 'takenBack', holder: s.holder });
+        s.holder = undefined;
+      }
+      break;
+    case 'tick':
+      if (grantable(s, now)) notices.push({ type: 'granted', to: grantNext(s).requester });
+      break;
+  }
+  return { state: s, notices };
+}
+
+function expect(s: RuleState, req: LockRequest, now: number): void {
+  if (s.holder?.requester === req.requester || s.waiting.some((w) => w.requester === req.requester) || supersederOf(s, req.requester)) return;
+  // Told again (a new leader, a restart): the wait keeps its end, so it is bounded by EXPECT_MS.
+  if (s.expected && (s.expected.requester === req.requester || !newer(later(req), earlier(s.expected)))) return;
+  s.expected = { ...req, until: now + EXPECT_MS };
+}
+
+/** Queues a request; returns what the requester itself is to be told, and adds what others are. */
+function request(s: RuleState, req: LockRequest, notices: LockNotice[]): Told | undefined {
+  // The expected request came: the usual rules decide from here.
+  if (s.expected?.requester === req.requester) delete s.expected;
+  // The requester asked again (its activity was retried): confirm, do not queue it twice.
+  if (s.holder?.requester === req.requester) return { type: 'granted', to: req.requester };
+  if (s.waiting.some((w) => w.requester === req.requester)) return undefined;
+  const winner = supersederOf(s, req.requester) ?? s.waiting.find((w) => newer(earlier(w), later(req)));
+  if (winner) return supersede(s, req, winner);
+  for (const older of s.waiting) notices.push(supersede(s, older, req));
+  s.waiting = [req];
+  // The holder is told, once, that a newer StageVersion waits: a progressive activation waiting at
+  // a gate then gives the Stage up instead of holding it for days against a fix. The revision alone
+  // decides here: a second activation of the same StageVersion brings no fix.
+  if (s.holder && req.revision > s.holder.revision && s.toldNewer !== s.holder.requester) {
+    s.toldNewer = s.holder.requester;
+    notices.push({ type: 'newerWaits', to: s.holder.requester, newer: req });
+  }
+  // Queued, and newer than the one expected: no older request is left to hold back.
+  if (s.expected && newer(later(req), earlier(s.expected))) delete s.expected;
+  return undefined;
+}
+
+function release(s: RuleState, requester: string): void {
+  if (s.holder?.requester === requester) {
+    s.holder = undefined;
+    if (s.handedOn?.to === requester) delete s.handedOn;
+    // Holding again (its retry) it is told of a newer request again.
+    if (s.toldNewer === requester) delete s.toldNewer;
+  }
+  s.waiting = s.waiting.filter((w) => w.requester !== requester);
+}
+
+/** The holder `releaser` was (or is to be) told of by Update, while that one still holds the Stage. */
+function toldBy(s: LockState, releaser: string): string | undefined {
+  const handed = s.handedOn;
+  return handed?.by === releaser && handed.to === s.holder?.requester ? handed.to : undefined;
+}
+
+function supersede(s: RuleState, loser: LockRequest, by: LockRequest): Told {
+  s.superseded = [...s.superseded.filter(([r]) => r !== loser.requester), [loser.requester, by] as const].slice(-SUPERSEDED_MEMORY);
+  return { type: 'superseded', to: loser.requester, by };
+}
+
+function supersederOf(s: RuleState, requester: string): LockRequest | undefined {
+  return s.superseded.find(([r]) => r === requester)?.[1];
+}
+
+/** The Stage to the first in line (there is one, and no holder). */
+function grantNext(s: RuleState): LockRequest {
+  s.holder = s.waiting.shift()!;
+  return s.holder;
+}

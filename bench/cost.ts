@@ -1,9 +1,10 @@
 /**
  * bench/cost — what one activation costs, and how far it is from the floor:
- *   cost:  apiserver requests (from kube-apiserver's own apiserver_request_total, by verb and
- *          resource) and Temporal history events (the activation's workflow and its Stage lock's run)
- *          per two-step activation, the system otherwise idle;
- *   floor: the requests the apiserver counted from the activation's create to its Succeeded, made
+ *   cost:  apiserver requests of our processes (kube-apiserver's audit log, by user agent
+ *          konfidence-activation/<role>; by verb and resource) from the activation's create until
+ *          the apiserver's counters settle, and Temporal history events (the activation's workflow
+ *          and its Stage lock's run) per two-step activation, the system otherwise idle;
+ *   floor: our processes' requests from the activation's create to its Succeeded, made
  *          back to back by a plain client (a read as a GET or LIST of an object of the same
  *          resource, a write as a merge patch of one; see requestFloor), and the activation's
  *          create → Succeeded as a multiple of that time. Goal ≤ 2×. Each activation is measured
@@ -19,7 +20,7 @@ import { pollUntil } from '../scripts/env/process.js';
 import { activationWorkflowId } from '../shared/activation.js';
 import { stageLockWorkflowId } from '../stage-lock/contract.js';
 import { benchActivation, seededBenchSystem } from './fixture.js';
-import { apiserverRequests, diff, numberArg, writeResult } from './report.js';
+import { apiserverRequests, auditLog, numberArg, ours, writeResult } from './report.js';
 
 const RUNS = numberArg('runs', 5);
 /** Activation and floor side by side this many times; the ratio is their median. */
@@ -51,19 +52,16 @@ const watch = await resumingWatch(kc, `/apis/landscape.konfidence.cloud/v1alpha1
 });
 
 /**
- * Creates to-<r> once the counters are still, and waits for it to succeed; its create → Succeeded,
- * and the requests the apiserver counted from its create to its Succeeded (the counters are read the
- * moment Succeeded is seen: what follows it, the background Events and the Stage controller's
- * reaction, is the activation's cost but not on its way to Succeeded).
+ * Creates to-<r> once the counters are still, and waits for it to succeed: its create → Succeeded,
+ * and when (ms since the epoch) it was created and seen Succeeded, for the audit log's count.
  */
 async function timedActivation(r: number) {
-  const before = await settledCounts();
+  await settledCounts();
+  const createdAt = Date.now();
   const start = performance.now();
   const created = await objects.create(benchActivation(ns, r));
   await pollUntil(() => succeeded.has(`to-${r}`) || undefined, 60_000, `to-${r} Succeeded${watch.ended ? ` (${watch.ended})` : ''}`, 2);
-  const activationMs = performance.now() - start;
-  const toSucceeded = diff(requestCounts(), before);
-  return { before, start, uid: created.object.metadata.uid!, activationMs, toSucceeded };
+  return { createdAt, succeededAt: Date.now(), uid: created.object.metadata.uid!, activationMs: performance.now() - start };
 }
 
 type Window = { ms: number; requests: Map<string, number> };
@@ -78,24 +76,32 @@ async function lockNow(): Promise<{ runId: string; length: number }> {
   }
 }
 
+// Our processes' requests, as the apiserver's audit log records them with their user agent: this
+// process' own (the creates, the bench's reads) are not among them.
+const audit = auditLog();
 for (let r = 2; r <= RUNS + 2; r++) {
   const lockBefore = await lockNow();
-  const { before, start: windowStart, uid, activationMs, toSucceeded } = await timedActivation(r);
-  const requests = diff(await settledCounts(), before);
-  const ms = performance.now() - windowStart;
+  const { createdAt, succeededAt, uid } = await timedActivation(r);
+  await settledCounts();
+  const settledAt = Date.now();
   const workflow = await system.client.workflow.getHandle(activationWorkflowId({ namespace: ns, name: `to-${r}`, uid })).describe();
   const lock = await lockNow();
   // This activation's events of the lock: what its run gained, or all of a run it started.
   const lockEvents = lock.runId === lockBefore.runId ? lock.length - lockBefore.length : lock.length;
-  if (r > 2) runs.push({ ms, requests, toSucceeded: { ms: activationMs, requests: toSucceeded }, historyEvents: workflow.historyLength, lockEvents }); // the first warms up
+  if (r === 2) continue; // the first warms up
+  // Its whole cost (until the counters settle), and what it asked on its way to Succeeded.
+  const requests = await audit.count(createdAt, settledAt, ours);
+  const toSucceeded = { ms: succeededAt - createdAt, requests: await audit.count(createdAt, succeededAt, ours) };
+  runs.push({ ms: settledAt - createdAt, requests, toSucceeded, historyEvents: workflow.historyLength, lockEvents });
 }
 
-// What the system asks when nothing happens (informer resyncs, the Stage controller's periodic
-// pass), over as long as a run's window, is not the activation's: subtracted pro rata.
-const idleBefore = await settledCounts();
-const idleStart = performance.now();
+// What our processes ask when nothing happens (the elected roles' Lease renewals, the Stage
+// controller's periodic pass), over as long as a run's window, is not the activation's: subtracted
+// pro rata.
+await settledCounts();
+const idleFrom = Date.now();
 await new Promise((r) => setTimeout(r, Math.max(...runs.map((x) => x.ms))));
-const idle: Window = { requests: diff(requestCounts(), idleBefore), ms: performance.now() - idleStart };
+const idle: Window = { ms: Date.now() - idleFrom, requests: await audit.count(idleFrom, Date.now(), ours) };
 for (const window of runs.flatMap((run) => [run, run.toSucceeded])) {
   for (const [k, v] of idle.requests) {
     const left = (window.requests.get(k) ?? 0) - Math.round((v * window.ms) / idle.ms);
@@ -176,7 +182,7 @@ const result = {
   activationOverFloor: Number((Math.round(ratio.activationMs) / Math.round(ratio.floorMs)).toFixed(2)),
   pairs: pairs.map((p) => ({ activationMs: Math.round(p.activationMs), floorMs: Math.round(p.floorMs) })),
 };
-console.log(`cost of one two-step activation (median of ${runs.length} runs; idle background ${result.idleRequestsPerSecond} requests/s subtracted):`);
+console.log(`cost of one two-step activation, our processes' requests by the apiserver's audit log (median of ${runs.length} runs; their idle background ${result.idleRequestsPerSecond} requests/s subtracted):`);
 console.log(`  apiserver requests ${result.apiserverRequests} (writes ${result.apiserverWrites}); Temporal history events: workflow ${result.historyEvents}, Stage lock ${result.lockHistoryEvents}`);
 for (const [k, v] of Object.entries(result.requestsByKind)) console.log(`    ${String(v).padStart(3)}  ${k}`);
 console.log(`  of them from its create to its Succeeded: ${result.requestsToSucceeded} (writes ${result.writesToSucceeded})`);

@@ -3,9 +3,11 @@
  * (git-ignored), where `npm run bench` (bench/all.ts) collects them into one table.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Pids } from '../scripts/env/control-plane.js';
+import { auditLogPath } from '../scripts/env/components.js';
+import { pollUntil } from '../scripts/env/process.js';
 import { binaries, repoRoot } from '../scripts/env/paths.js';
 
 export const resultsDir = join(repoRoot, 'bench', 'results');
@@ -86,3 +88,59 @@ export const diff = (after: Map<string, number>, before: Map<string, number>) =>
 
 /** Peak resident memory of a process over its life so far (VmHWM), MiB. */
 export const peakRssMiB = (pid: number | 'self') => +(Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024).toFixed(1);
+
+/** HTTP's name of an audit event's verb, as apiserver_request_total counts it. */
+const HTTP_VERB: Record<string, string> = { get: 'GET', list: 'LIST', create: 'POST', update: 'PUT', patch: 'PATCH', delete: 'DELETE', deletecollection: 'DELETE' };
+
+interface AuditEvent {
+  verb: string;
+  userAgent?: string;
+  requestReceivedTimestamp: string;
+  objectRef?: { resource?: string; subresource?: string; apiGroup?: string; namespace?: string };
+}
+
+/**
+ * The requests kube-apiserver's audit log (scripts/env/components.ts) records from now on, each with
+ * its user agent: `count(from, to, agents)` is how many requests of those agents it received in
+ * [from, to] (ms since the epoch), by `VERB group/resource[/subresource]` as apiserverRequests keys
+ * them. The log is written within a second of each answer; count waits until it reaches `to`.
+ */
+export function auditLog() {
+  const fd = openSync(auditLogPath, 'r');
+  let offset = fstatSync(fd).size;
+  let partial = '';
+  const events: { at: number; e: AuditEvent }[] = [];
+  const readMore = () => {
+    const size = fstatSync(fd).size;
+    if (size < offset) offset = 0; // rotated
+    if (size === offset) return;
+    const buffer = Buffer.alloc(size - offset);
+    readSync(fd, buffer, 0, buffer.length, offset);
+    offset = size;
+    const lines = (partial + buffer.toString('utf8')).split('\n');
+    partial = lines.pop()!;
+    for (const line of lines) {
+      if (!line) continue;
+      const e = JSON.parse(line) as AuditEvent;
+      events.push({ at: Date.parse(e.requestReceivedTimestamp), e });
+    }
+  };
+  return {
+    async count(from: number, to: number, agents: (userAgent: string) => boolean): Promise<Map<string, number>> {
+      // Anything received after `to` was written after what came before it (or within the batch).
+      await pollUntil(() => (readMore(), events.some((x) => x.at > to + 1000) || undefined), 10_000, 'the audit log to reach the window\'s end', 100).catch(() => undefined);
+      const counts = new Map<string, number>();
+      for (const { at, e } of events) {
+        if (at < from || at > to || !agents(e.userAgent ?? '')) continue;
+        const o = e.objectRef ?? {};
+        const key = `${HTTP_VERB[e.verb] ?? e.verb.toUpperCase()} ${o.apiGroup ? `${o.apiGroup}/` : ''}${o.resource ?? ''}${o.subresource ? `/${o.subresource}` : ''}`;
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+      }
+      return counts;
+    },
+    close: () => closeSync(fd),
+  };
+}
+
+/** Our processes' requests (user agent konfidence-activation/<role>). */
+export const ours = (userAgent: string) => userAgent.startsWith('konfidence-activation/');

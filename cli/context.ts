@@ -5,7 +5,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { stageResource, stageVersionResource, vectorActivationResource } from '../api/index.js';
-import { k8s, loadKubeConfig } from '../k8s/client.js';
+import { k8s, loadKubeConfig, userAgentOf, withUserAgent } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { activeUsageName, targetUsageName } from '../shared/names.js';
 import { notFound, usageError } from './exit-codes.js';
@@ -37,7 +37,7 @@ export interface Settings {
 
 export function loadKube(options: Record<string, string | boolean>): k8s.KubeConfig {
   try {
-    return loadKubeConfig(typeof options.kubeconfig === 'string' ? options.kubeconfig : undefined);
+    return withUserAgent(loadKubeConfig(typeof options.kubeconfig === 'string' ? options.kubeconfig : undefined), userAgentOf('cli'));
   } catch (err) {
     throw usageError(`cannot load the kubeconfig ${options.kubeconfig ?? process.env.KUBECONFIG ?? '(default)'}: ${(err as Error).message}`);
   }

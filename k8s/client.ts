@@ -58,6 +58,27 @@ export function loadKubeConfig(path?: string): k8s.KubeConfig {
   return kc;
 }
 
+/** The user agent of each of our processes' requests: `konfidence-activation/<role>`. */
+export const userAgentOf = (role: string) => `konfidence-activation/${role}`;
+
+/**
+ * The same configuration, its requests (calls and watches alike) sent with `userAgent`: an audit
+ * log, or a person reading the apiserver's logs, tells our roles apart from each other and from
+ * kubectl. A view of `kc` (its prototype), so a credential `kc` refreshes is the one used.
+ */
+export function withUserAgent(kc: k8s.KubeConfig, userAgent: string): k8s.KubeConfig {
+  // applyOptions is where both paths (API calls and watches) gather their headers; it is private in the typings.
+  type Options = { headers?: Record<string, unknown> };
+  type WithOptions = { applyOptions: (this: unknown, opts: Options) => Promise<void> };
+  const view = Object.create(kc) as k8s.KubeConfig;
+  const applyOptions = (kc as unknown as WithOptions).applyOptions;
+  (view as unknown as WithOptions).applyOptions = async function (this: unknown, opts: Options) {
+    await applyOptions.call(this, opts);
+    opts.headers = { ...opts.headers, 'User-Agent': userAgent };
+  };
+  return view;
+}
+
 export const FIELD_MANAGER = 'konfidence-activation';
 
 /** Server-side apply: creates or converges the fields we own, safe to repeat. */

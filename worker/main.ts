@@ -18,7 +18,7 @@
 import { hostname } from 'node:os';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
-import { k8s, loadKubeConfig } from '../k8s/client.js';
+import { k8s, loadKubeConfig, userAgentOf, withUserAgent } from '../k8s/client.js';
 import { fenceWrites, LEASE_NAMES, leaseName, LeaderElector, type Leadership } from '../k8s/leader-election.js';
 import { ShardMembership, type ShardedComponent } from './shards.js';
 import { CORE_TASK_QUEUE, executorTaskQueue } from '../shared/task-queues.js';
@@ -59,7 +59,7 @@ const electing = config.KONFIDENCE_LEADER_ELECTION || shard !== undefined;
 // A plain line, not a record: people and tests grep the write trace by its "[write] IDENTITY " prefix.
 const logWrite = config.KONFIDENCE_LOG_WRITES ? (what: string) => logger().line(`[write] ${identity} ${what}`) : undefined;
 /** For the elector and readiness: never fenced, never in the write log. */
-const baseKubeConfig = loadKubeConfig(config.KUBECONFIG);
+const baseKubeConfig = withUserAgent(loadKubeConfig(config.KUBECONFIG), userAgentOf(role === 'executor' ? `executor-${type ?? ''}` : role));
 const kubeConfig = logWrite ? fenceWrites(baseKubeConfig, { onWrite: (method, path) => logWrite(`k8s ${method} ${path}`) }) : baseKubeConfig;
 const namespaces = config.KONFIDENCE_WATCH_NAMESPACES?.split(',').map((n) => n.trim()).filter(Boolean);
 const connection = temporal ? await temporal.Connection.connect({ address: config.TEMPORAL_ADDRESS }) : undefined;

@@ -7,7 +7,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker, type WorkerOptions } from '@temporalio/worker';
 import { builtInExecutors } from '../executors/index.js';
 import type { Executor } from '../executors/types.js';
-import type { k8s } from '../k8s/client.js';
+import { userAgentOf, withUserAgent, type k8s } from '../k8s/client.js';
 import { flushEvents } from '../k8s/events.js';
 import type { Leadership } from '../k8s/leader-election.js';
 import { CORE_TASK_QUEUE, executorTaskQueue } from '../shared/task-queues.js';
@@ -64,12 +64,14 @@ export interface RunningSystem {
 }
 
 export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
+  // Every role of this process asks as one: an audit log tells its requests from the caller's own.
+  const kubeConfig = withUserAgent(o.kubeConfig, userAgentOf('all'));
   const suffix = o.queueSuffix ?? '';
   const coreTaskQueue = CORE_TASK_QUEUE + suffix;
   const connection = await Connection.connect({ address: o.temporalAddress });
   const client = new Client({ connection, namespace: o.temporalNamespace });
   const native = await NativeConnection.connect({ address: o.temporalAddress });
-  const common = { connection: native, namespace: o.temporalNamespace, kubeConfig: o.kubeConfig };
+  const common = { connection: native, namespace: o.temporalNamespace, kubeConfig: kubeConfig };
   const workers = [
     ...(o.core === false ? [] : [await createCoreWorker({
       ...common,
@@ -87,7 +89,7 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
   ];
   const runs = workers.map((w) => w.run());
   const watcher = new ActivationWatcher({
-    kubeConfig: o.kubeConfig,
+    kubeConfig: kubeConfig,
     client,
     taskQueue: coreTaskQueue,
     ...(o.namespaces ? { namespaces: o.namespaces } : {}),
@@ -107,7 +109,7 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
     o.stageController === false
       ? undefined
       : new StageController({
-          kubeConfig: o.kubeConfig,
+          kubeConfig: kubeConfig,
           ...(o.namespaces ? { namespaces: o.namespaces } : {}),
           ...(o.systemNamespace ? { systemNamespace: o.systemNamespace } : {}),
           ...(o.log ? { log: o.log } : {}),

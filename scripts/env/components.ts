@@ -2,7 +2,7 @@
  * The three servers of the local control plane: how each starts and how to tell it is ready.
  * Flags follow controller-runtime's envtest; the Temporal dev server is the CLI's `server start-dev`.
  */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -14,7 +14,7 @@ import { searchAttributes } from '../../shared/search-attributes.js';
 type SearchAttribute = (typeof searchAttributes)[number];
 import { pki } from './certs.js';
 import { binaries, stateDir } from './paths.js';
-import { pollUntil, startDetached } from './process.js';
+import { logDir, pollUntil, startDetached } from './process.js';
 
 export interface Ports {
   etcdClient: number;
@@ -60,7 +60,34 @@ export async function etcdReady(p: Ports): Promise<boolean> {
   return res.ok && ((await res.json()) as { health?: string }).health === 'true';
 }
 
+/**
+ * Where kube-apiserver records who asked for what (one JSON line per request, with its user agent):
+ * the benchmarks count the requests of our processes from it (bench/report.ts auditedRequests).
+ */
+export const auditLogPath = join(logDir, 'audit.log');
+
+/**
+ * The audit policy: every request of a client at Metadata level (verb, object, user agent, times),
+ * written once it is answered; watches (long-running), discovery and health checks, and the
+ * controller-manager's own requests are left out.
+ */
+const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: None
+  verbs: [watch]
+- level: None
+  users: [system:kube-controller-manager, system:apiserver]
+- level: None
+  nonResourceURLs: ['/healthz*', '/livez*', '/readyz*', '/metrics', '/version', '/openapi/*', '/api', '/api/*', '/apis', '/apis/*']
+- level: Metadata
+`;
+
 export function startApiserver(p: Ports): number {
+  mkdirSync(logDir, { recursive: true });
+  const policy = join(stateDir, 'audit-policy.yaml');
+  writeFileSync(policy, AUDIT_POLICY);
   return startDetached('kube-apiserver', binaries.kubeApiserver, [
     `--etcd-servers=http://127.0.0.1:${p.etcdClient}`,
     '--bind-address=127.0.0.1',
@@ -79,6 +106,14 @@ export function startApiserver(p: Ports): number {
     // No controller-manager runs to create service-account tokens.
     '--disable-admission-plugins=ServiceAccount',
     '--profiling=false',
+    `--audit-policy-file=${policy}`,
+    `--audit-log-path=${auditLogPath}`,
+    '--audit-log-format=json',
+    // Written in batches off the requests' path, within a second.
+    '--audit-log-mode=batch',
+    '--audit-log-batch-max-wait=1s',
+    '--audit-log-maxsize=200',
+    '--audit-log-maxbackup=1',
     '--v=0',
   ]);
 }

@@ -120,9 +120,9 @@ export function startSleepySystem(cp: ControlPlane, kc: k8s.KubeConfig, systemNs
  * image runs it (compiled, dist/: call buildDist() once before) with the runtime settings of its
  * Deployment (its command's Node flags, NODE_OPTIONS, MALLOC_ARENA_MAX); `env` adds the role's settings.
  */
-export function spawnRole(cp: ControlPlane, role: string, systemNs: string, env: Record<string, string>, stdio: StdioOptions) {
-  const runtime = deployedRuntime(role);
-  return spawn(process.execPath, [...runtime.nodeFlags, distMain, role], {
+export function spawnRole(cp: ControlPlane, role: string, systemNs: string, env: Record<string, string>, stdio: StdioOptions, executorType?: string) {
+  const runtime = deployedRuntime(executorType ? `${role}-${executorType}` : role);
+  return spawn(process.execPath, [...runtime.nodeFlags, distMain, role, ...(executorType ? [executorType] : [])], {
     cwd: repoRoot,
     env: {
       ...process.env,

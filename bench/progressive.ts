@@ -2,14 +2,15 @@
  * bench/progressive — what a progression costs, on the real local servers:
  *   canary: a canary of three weights (10 %, 50 %, then 100 %), no pauses, against a plain switch
  *     on the same Stage, create → Succeeded, in interleaved pairs; goal ≤ 1.5× (no analysis here,
- *     so no analysis intervals to add);
+ *     so no analysis intervals to add). Each role its own process, as deployed (--in-process: all
+ *     of them in this one, where each status write's reactions share one event loop with the steps);
  *   gates: the CPU every process uses over a minute with --gates activations (default 1,000, one per
  *     Stage) waiting at an approval, against a minute of the same system with the same Stages and
  *     nothing waiting, measured in one run; goal: indistinguishable from idle. Each role runs as its
  *     own process (the compiled build, as its Deployment runs it), so each one's CPU, apiserver
  *     requests over the minute and peak RSS (VmHWM) over the run are told apart; goal: the watcher
  *     and the Stage controller within their 200 MB, the core worker within its Deployment's request.
- * Run: npx tsx bench/progressive.ts [--pairs 10] [--gates 1000] [--namespaces 20] [--seconds 60] [--batch 50] [--settle 120] [--canary-only | --gates-only]
+ * Run: npx tsx bench/progressive.ts [--pairs 10] [--gates 1000] [--namespaces 20] [--seconds 60] [--batch 50] [--settle 120] [--canary-only [--in-process] | --gates-only]
  *   --settle: seconds between the last activation at its gate and the measured minute, as idle is
  *   measured two minutes after the start (the steady wait, not the burst's garbage collection).
  */
@@ -32,13 +33,15 @@ import { freePort } from '../scripts/env/ports.js';
 import { executorTaskQueue } from '../shared/task-queues.js';
 import { sleepyExecutor } from '../test/support/executors.js';
 import { createExecutorWorker } from '../worker/executor-worker.js';
-import { seededBenchSystem, seedSleepyPlan, spawnRole } from './fixture.js';
+import { seedBench, seededBenchSystem, seedSleepyPlan, spawnRole } from './fixture.js';
 import { apiserverRequests, cpuNow, cpuProcesses, cpuSeconds, diff, numberArg, peakRssMiB, stats, writeResult } from './report.js';
 
 const PAIRS = Math.min(numberArg('pairs', 10), 16); // 2 StageVersions a pair, history limit 100
 const GATES = numberArg('gates', 1000);
 const SECONDS = numberArg('seconds', 60);
 const NAMESPACES = numberArg('namespaces', 20);
+/** The canary's system in this process rather than each role in its own. */
+const IN_PROCESS = process.argv.includes('--in-process');
 const BATCH = numberArg('batch', 50);
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 
@@ -66,7 +69,7 @@ function threadCpu(pid: number): Record<string, number> {
 
 
 /** A role as its own process on the local servers, ready (its caches listed); stop() SIGTERMs it and waits. */
-async function startRole(cp: ControlPlane, role: 'core' | 'watcher' | 'stage-controller', systemNs: string, namespaces: string[], suffix: string) {
+async function startRole(cp: ControlPlane, role: 'core' | 'watcher' | 'stage-controller' | 'executor', systemNs: string, namespaces: string[], suffix: string, executorType?: string) {
   const port = await freePort();
   const child = spawnRole(cp, role, systemNs, {
     KONFIDENCE_QUEUE_SUFFIX: suffix,
@@ -74,7 +77,7 @@ async function startRole(cp: ControlPlane, role: 'core' | 'watcher' | 'stage-con
     KONFIDENCE_HEALTH_PORT: String(port),
     KONFIDENCE_STAGES_PER_NAMESPACE: '0',
     KONFIDENCE_LOG_LEVEL: 'error',
-  }, ['ignore', 'ignore', 'inherit']);
+  }, ['ignore', 'ignore', 'inherit'], executorType);
   const exited = new Promise((r) => child.once('exit', r));
   // A benchmark that fails or is interrupted leaves no role running (each is its own process group).
   const orphaned = () => {
@@ -85,7 +88,7 @@ async function startRole(cp: ControlPlane, role: 'core' | 'watcher' | 'stage-con
     }
   };
   process.once('exit', orphaned);
-  await pollUntil(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, 300_000, `the ${role} to be ready`, 100);
+  await pollUntil(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, 300_000, `the ${role}${executorType ? ` ${executorType}` : ''} to be ready`, 100);
   return {
     role,
     pid: child.pid!,
@@ -99,9 +102,36 @@ async function startRole(cp: ControlPlane, role: 'core' | 'watcher' | 'stage-con
 
 // --- a canary of three weights against a plain switch ------------------------------------------
 
+/**
+ * The bench namespace's Stage, StageVersions, routes and plans, and the system serving it: every role
+ * its own process as deployed (the core worker, the watcher, the Stage controller, one executor
+ * worker per type), or with --in-process all of them in this one.
+ */
+async function canarySystem(prefix: string, revisions: number) {
+  if (IN_PROCESS) {
+    const { kc, ns, systemNs, system } = await seededBenchSystem(prefix, revisions);
+    cleanups.push(() => removeNamespaces(kc, [ns, systemNs]), () => system.stop());
+    return { kc, ns, systemNs };
+  }
+  const { up } = await import('../scripts/env/control-plane.js');
+  const { loadKubeConfig } = await import('../k8s/client.js');
+  const cp = await up(() => undefined);
+  const kc = loadKubeConfig(cp.kubeconfig);
+  const ns = `${prefix}-${randomBytes(3).toString('hex')}`;
+  const systemNs = `${ns}-sys`;
+  cleanups.push(() => removeNamespaces(kc, [ns, systemNs]));
+  await seedBench(kc, ns, systemNs, revisions);
+  buildDist();
+  const roles = await Promise.all([
+    ...(['core', 'watcher', 'stage-controller'] as const).map((role) => startRole(cp, role, systemNs, [ns], `-${ns}`)),
+    ...['gateway-api', 'istio'].map((type) => startRole(cp, 'executor', systemNs, [ns], `-${ns}`, type)),
+  ]);
+  cleanups.push(() => Promise.all(roles.map((r) => r.stop())));
+  return { kc, ns, systemNs };
+}
+
 async function canaryAgainstPlain() {
-  const { kc, ns, systemNs, system } = await seededBenchSystem('prog', PAIRS * 2 + 1);
-  cleanups.push(() => removeNamespaces(kc, [ns, systemNs]), () => system.stop());
+  const { kc, ns, systemNs } = await canarySystem('prog', PAIRS * 2 + 1);
   const objects = new CustomObjects(kc);
   // The same two steps as the plain plan (Gateway API, then Istio), at 10 %, 50 %, then 100 %.
   await objects.create({
@@ -141,8 +171,8 @@ async function canaryAgainstPlain() {
   const ratio = +(c.median / p.median).toFixed(2);
   console.log(`plain switch, create → Succeeded (ms): ${JSON.stringify(p)}`);
   console.log(`canary 10 % → 50 % → 100 %, create → Succeeded (ms): ${JSON.stringify(c)}`);
-  console.log(`canary / plain: ${ratio}× (${c.median} ms vs ${p.median} ms, medians of ${PAIRS} interleaved pairs); goal ≤ 1.5×`);
-  return { plainMs: p, canaryMs: c, canaryOverPlain: ratio, met: ratio <= 1.5 };
+  console.log(`canary / plain: ${ratio}× (${c.median} ms vs ${p.median} ms, medians of ${PAIRS} interleaved pairs; ${IN_PROCESS ? 'every role in this process' : 'each role its own process'}); goal ≤ 1.5×`);
+  return { plainMs: p, canaryMs: c, canaryOverPlain: ratio, met: ratio <= 1.5, layout: IN_PROCESS ? 'in-process' : 'processes' };
 }
 
 // --- a thousand activations waiting at gates, against idle ----------------------------------------

@@ -18,7 +18,7 @@ const benches: { name: string; args: string[] }[] = [
   { name: 'cost', args: ['--runs', quick ? '3' : '5'] },
   { name: 'burst', args: ['--burst', '50', '--rounds', quick ? '1' : '5'] },
   { name: 'throughput', args: quick ? ['--stages', '40', '--namespaces', '4', '--seconds', '20', '--warmup', '30'] : ['--seconds', '60', '--warmup', '120'] },
-  { name: 'fairness', args: ['--burst', quick ? '50' : '200', '--runs', '1'] },
+  { name: 'fairness', args: ['--burst', quick ? '50' : '200', '--runs', quick ? '3' : '5'] },
   // The watch side at scale: one watcher over 200 namespaces × 50 finished VectorActivations.
   { name: 'shards', args: ['--namespaces', '200', '--per-namespace', quick ? '10' : '50', '--shards', '4', '--runs', '1'] },
   // 2000 Stages and 10,000 VectorActivations (40 unfinished): the Stage controller and the watcher, each started twice.

@@ -62,7 +62,7 @@ export async function etcdReady(p: Ports): Promise<boolean> {
 
 /**
  * Where kube-apiserver records who asked for what (one JSON line per request, with its user agent):
- * the benchmarks count the requests of our processes from it (bench/report.ts auditedRequests).
+ * the benchmarks count the requests of our processes from it (bench/report.ts auditLog).
  */
 export const auditLogPath = join(logDir, 'audit.log');
 

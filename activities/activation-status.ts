@@ -1,4 +1,4 @@
-/** The VectorActivation itself: reading it (typed) and writing the status the workflow owns. */
+/** The VectorActivation itself: reading it (typed) and writing the status the workflow owns, through k8s/activation-store.ts. */
 import { activationStatus, reasonOf, type ActivationReport, type StepProgress } from '../decisions/activation.js';
 import { activationEvents, type StatusView } from '../decisions/events.js';
 import { sendEvents, type RecordOptions } from '../k8s/events.js';

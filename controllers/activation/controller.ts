@@ -8,12 +8,11 @@
  * again unless a retry is asked for, and a workflow that closed without finishing its object is
  * found on the periodic sweep and its object brought back to truth.
  */
-import type { Client } from '@temporalio/client';
 import { coreDeps } from '../../activities/deps.js';
 import { isFinal } from '../../decisions/activation.js';
 import { BURST_QUIET_MS, BURST_SETTLE_MS } from '../../decisions/supersede.js';
-import { apiMessage, type k8s } from '../../k8s/client.js';
-import { NotLeaderError, type Leadership } from '../../k8s/leader-election.js';
+import { apiMessage } from '../../k8s/client.js';
+import { NotLeaderError } from '../../k8s/leader-election.js';
 import { stageOf, workflowIdOf, type CachedActivation } from '../../shared/cached-activation.js';
 import { componentLogger, type LogFn } from '../../telemetry/log.js';
 import { addWatchedSource, observeEventLag } from '../../telemetry/metrics.js';
@@ -24,36 +23,9 @@ import { closedSince, readSupersession, slim, snapshot, watched } from './observ
 import { planPass, type PassSnapshot } from './plan.js';
 import { fullSweep, handOver, planDeleted, planObject, sweepStep } from './plan-object.js';
 import { carryOut } from './requests.js';
+import type { ActivationControllerOptions } from './options.js';
 
-export interface ActivationControllerOptions {
-  kubeConfig: k8s.KubeConfig;
-  client: Client;
-  taskQueue: string;
-  /** Namespaces to watch; default all. */
-  namespaces?: string[];
-  uiUrl?: string;
-  queueSuffix?: string;
-  /** How often unfinished activations' workflows are checked for having closed (default 30 s). */
-  checkIntervalMs?: number;
-  /** Passed to the workflows: how often a waiting activation asks its Stage's lock again. */
-  lockAskAgainSeconds?: number;
-  systemNamespace?: string;
-  log?: LogFn;
-  /**
-   * Absent: standalone, always acts. Present: the informers run always (warm caches) but it acts
-   * only while leader, checks leadership right before each write, and on becoming leader decides
-   * again for every cached object (docs/ha.md).
-   */
-  leadership?: Leadership;
-  /** Sharded (KONFIDENCE_SHARD, worker/shards.ts): informers only in the shard's namespaces, acts only where it serves. */
-  sharded?: boolean;
-  /** At most this many Stages of one namespace have activations running (decisions/fair-share.ts); absent: no limit. */
-  stagesPerNamespace?: number;
-  /** How long a burst's newest waits for the rest of the burst at most (decisions/supersede.ts; default 250 ms). */
-  burstSettleMs?: number;
-  /** How long a Stage without a new activation ends that wait (decisions/supersede.ts; default 75 ms). */
-  burstQuietMs?: number;
-}
+export type { ActivationControllerOptions };
 
 /** The visibility query looks back this much further than the sweep before: its records may lag. */
 const CLOSED_LOOKBACK_MS = 60_000;

@@ -39,7 +39,7 @@ export class ActivationController {
   /** Requests being carried out (plan-object.ts RequestStep keys): a repeated event does not repeat one. */
   private readonly inFlight = new Set<string>();
   /** Per namespace, while its pass runs: whether another must follow it. */
-  private readonly sharing = new Map<string, { again: boolean }>();
+  private readonly passes = new Map<string, { again: boolean }>();
   /** Deletions seen while not acting (workflow id → when): the leader may have died before it saw them. */
   private standbyDeletions = new Map<string, number>();
   private readonly log: LogFn;
@@ -72,7 +72,7 @@ export class ActivationController {
       deps: coreDeps(this.informers.kubeConfig(), o.systemNamespace ?? '', this.log),
       memory: this.memory,
       log: this.log,
-      pass: (ns) => this.share(ns),
+      pass: (ns) => this.schedulePass(ns),
     });
   }
 
@@ -150,14 +150,14 @@ export class ActivationController {
     this.cache.set(o.metadata!.uid!, o);
     void this.reconcile(o);
     // An activation that ended may free a place for a held one.
-    if (this.o.stagesPerNamespace && isFinal(o.status?.phase)) this.share(ns);
+    if (this.o.stagesPerNamespace && isFinal(o.status?.phase)) this.schedulePass(ns);
   }
 
   private deleted(o: CachedActivation): void {
     const ns = o.metadata!.namespace!;
     this.cache.delete(o.metadata!.uid!);
     const acting = this.informers.acting(ns);
-    if (this.o.stagesPerNamespace && acting) this.share(ns);
+    if (this.o.stagesPerNamespace && acting) this.schedulePass(ns);
     this.memory.deleted(ns, o.metadata!.uid!, workflowIdOf(o));
     const decision = planDeleted(o, acting);
     // A standby, or a shard that does not serve the namespace (yet): whoever serves it next hands it over.
@@ -171,7 +171,7 @@ export class ActivationController {
     if (!this.informers.acting(ns)) return; // a standby only keeps its cache; it decides again when it takes over
     return this.acts.tracker.run(ns, async () => {
       const plan = planObject(o, this.memory.of(ns).running);
-      if (plan.pass) this.share(ns);
+      if (plan.pass) this.schedulePass(ns);
       for (const step of plan.requests) {
         if (this.inFlight.has(step.key)) continue;
         this.inFlight.add(step.key);
@@ -187,15 +187,15 @@ export class ActivationController {
     });
   }
 
-  /** Runs the namespace's pass, or asks the running one to run once more. */
-  private share(namespace: string): void {
-    const running = this.sharing.get(namespace);
+  /** Runs the namespace's pass (the only path that starts a workflow), or asks the running one to run once more. */
+  private schedulePass(namespace: string): void {
+    const running = this.passes.get(namespace);
     if (running) {
       running.again = true;
       return;
     }
     const state = { again: true };
-    this.sharing.set(namespace, state);
+    this.passes.set(namespace, state);
     void this.acts.tracker.run(namespace, async () => {
       try {
         // Events that arrive together (an initial list, one read of the watch stream) go into one
@@ -203,10 +203,10 @@ export class ActivationController {
         await new Promise((resolve) => setImmediate(resolve));
         while (state.again && !this.stopped && this.informers.acting(namespace)) {
           state.again = false;
-          await this.pass(namespace).catch((err: unknown) => this.log(`fair-share pass in ${namespace}: ${apiMessage(err)}`, { level: 'warn', namespace }));
+          await this.pass(namespace).catch((err: unknown) => this.log(`pass in ${namespace}: ${apiMessage(err)}`, { level: 'warn', namespace }));
         }
       } finally {
-        this.sharing.delete(namespace);
+        this.passes.delete(namespace);
       }
     });
   }
@@ -229,7 +229,7 @@ export class ActivationController {
       plan = planPass(snap, this.memory.of(namespace), performance.now());
     }
     this.memory.apply(namespace, plan.memory);
-    if (plan.wakeAt !== undefined) setTimeout(() => this.share(namespace), Math.max(plan.wakeAt - performance.now(), 0) + 1).unref();
+    if (plan.wakeAt !== undefined) setTimeout(() => this.schedulePass(namespace), Math.max(plan.wakeAt - performance.now(), 0) + 1).unref();
     await this.acts.pass(namespace, plan);
   }
 
@@ -246,7 +246,7 @@ export class ActivationController {
       if (!this.informers.acting(ns)) continue;
       const step = sweepStep(o, this.memory.of(ns).running, closed);
       if (step === 'reconcile') void this.reconcile(o);
-      if (step === 'pass') this.share(ns);
+      if (step === 'pass') this.schedulePass(ns);
       if (step !== 'check') continue;
       await this.acts.tracker.run(ns, () => this.acts.checkClosed(o)).catch((err: unknown) => err instanceof NotLeaderError || this.log(`check of ${ns}/${o.metadata?.name}: ${apiMessage(err)}`, { level: 'warn', ...this.acts.about(o) }));
     }

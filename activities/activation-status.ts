@@ -1,9 +1,9 @@
-/** The VectorActivation itself: reading it (typed) and writing the status the workflow owns. */
-import { setCondition, type Condition, type VectorActivationPhase } from '../api/index.js';
-import { activationConditions, activationStatus, reasonOf, type ActivationReport, type StepProgress } from '../decisions/activation.js';
+/** The VectorActivation itself: reading it (typed) and writing the status the workflow owns, through k8s/activation-store.ts. */
+import { activationStatus, reasonOf, type ActivationReport, type StepProgress } from '../decisions/activation.js';
 import { activationEvents, type StatusView } from '../decisions/events.js';
 import { sendEvents, type RecordOptions } from '../k8s/events.js';
 import { getTyped } from '../k8s/typed.js';
+import { conditionsAfter, patchActivationStatus } from '../k8s/activation-store.js';
 import type { CustomObject } from '../k8s/custom-objects.js';
 import { stageLeaseName } from '../shared/names.js';
 import { recordActivationPhase, recordProgression } from '../telemetry/metrics.js';
@@ -35,15 +35,6 @@ async function stageHolder({ leases }: CoreDeps, namespace: string, stage: strin
   } catch {
     return undefined; // no Lease (nobody took it yet), or unreadable: the Event says nobody
   }
-}
-
-/** coreBuildId: the build of this worker, recorded in the status so one can tell which build ran an activation. */
-/**
- * The activation's conditions once its status says `phase` (lastTransitionTime moves only on a
- * change): every writer of a VectorActivation status (the workflow, the close-out, the hold) uses it.
- */
-export function conditionsAfter(va: { status?: { conditions?: Condition[] }; metadata: { generation?: number } }, phase: VectorActivationPhase, reason: string, message: string): Condition[] {
-  return activationConditions(phase, reason, message).reduce((all, c) => setCondition(all, c, va.metadata.generation), va.status?.conditions ?? []);
 }
 
 export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string) {
@@ -90,7 +81,7 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
       const facts = { name: ref.name, stage: va.spec.stage, stageVersion: va.spec.stageVersion, ...(holder ? { holder } : {}) };
       const say = (options: RecordOptions) => sendEvents(event, ref.namespace, activationEvents(facts, before, report), { [`VectorActivation/${ref.name}`]: ref.uid }, deps.log, options);
       const status = { ...activationStatus(report), observedGeneration: va.metadata.generation, conditions, ...(coreBuildId ? { coreBuildId } : {}) };
-      const written = await writeThenSay(() => objects.patchStatus('VectorActivation', ref.namespace, ref.name, status), say, (w) => w);
+      const written = await writeThenSay(() => patchActivationStatus(deps, ref, status), say, (w) => w);
       if (written) {
         recordActivationPhase(va, report.phase, reasonOf(report.reason));
         recordProgression(before.progression, report.progression);

@@ -14,8 +14,8 @@ import { isFinal } from '../decisions/activation.js';
 import { apiMessage, apiStatus, k8s } from '../k8s/client.js';
 import { CustomObjects, pluralOf, type CustomObject } from '../k8s/custom-objects.js';
 import { KindCache } from '../k8s/kind-cache.js';
-import { forEachLimited } from '../shared/pool.js';
 import { LeaderGate, NotLeaderError, type Leadership } from '../k8s/leader-election.js';
+import { NamespacedInformers } from './informers.js';
 import { activationCreatedEvents, cleanedUpEvents, stageVersionCreatedEvents, type EventSpec } from '../decisions/events.js';
 import { eventRecorder, sendEvents, type EventRecorder } from '../k8s/events.js';
 import { componentLogger, type LogFn } from '../telemetry/log.js';
@@ -90,11 +90,8 @@ function slim(o: CustomObject): void {
 
 export class StageController {
   private readonly objects: CustomObjects;
-  /** The namespaces watched (undefined: all) and, sharded, those served. */
-  private readonly namespaces?: Set<string>;
-  /** The caches a pass reads, by namespace ('' for the all-namespace ones), one per kind. */
-  private readonly caches = new Map<string, KindCache[]>();
-  private readonly serving = new Set<string>();
+  /** The caches a pass reads, one per kind of KINDS, per namespace watched; sharded, the namespaces served. */
+  private readonly informers: NamespacedInformers;
   /** The pass running now: a drop of its namespace waits for it. */
   private current?: { ns: string; done: Promise<void> };
   private readonly dirty = new Set<string>();
@@ -105,7 +102,6 @@ export class StageController {
   private loop?: Promise<void>;
   private timer?: NodeJS.Timeout;
   private readonly gate: LeaderGate;
-  private synced = false;
   private readonly log: LogFn;
   private readonly event: EventRecorder;
   /** Changes from before this are what the initial watch lists, not event lag. */
@@ -115,69 +111,48 @@ export class StageController {
   private plans?: KindCache;
 
   constructor(private readonly o: StageControllerOptions) {
-    // Sharded, every write in a namespace is fenced on the shard serving it (the system namespace is every shard's).
-    const system = o.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE;
-    this.gate = new LeaderGate(o.leadership, o.sharded ? (ns) => ns === system || this.serving.has(ns) : undefined);
-    this.objects = new CustomObjects(this.gate.kubeConfig(o.kubeConfig));
     this.log = o.log ?? componentLogger('stage-controller').fn();
-    this.event = eventRecorder(this.gate.kubeConfig(o.kubeConfig), this.log);
-    if (o.namespaces || o.sharded) this.namespaces = new Set(o.namespaces ?? []);
+    this.informers = new NamespacedInformers({
+      kubeConfig: o.kubeConfig,
+      kinds: KINDS,
+      ...(o.namespaces ? { namespaces: o.namespaces } : {}),
+      ...(o.leadership ? { leadership: o.leadership } : {}),
+      ...(o.sharded ? { sharded: true } : {}),
+      systemNamespace: o.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE,
+      onChange: (type, obj) => this.observe(type, obj),
+      onListed: () => this.wake(),
+      onForget: (ns) => {
+        for (const [key, state] of this.seen) if (state.ns === ns) this.seen.delete(key);
+      },
+      slim,
+      log: this.log,
+    });
+    this.gate = this.informers.gate;
+    this.objects = new CustomObjects(this.informers.kubeConfig());
+    this.event = eventRecorder(this.informers.kubeConfig(), this.log);
   }
 
   /** Sharded: watches exactly these namespaces. */
-  async setNamespaces(namespaces: ReadonlySet<string>): Promise<void> {
-    for (const [ns, caches] of [...this.caches]) {
-      if (namespaces.has(ns)) continue;
-      this.caches.delete(ns);
-      this.namespaces!.delete(ns);
-      await Promise.all(caches.map((c) => c.stop()));
-      for (const [key, state] of this.seen) if (state.ns === ns) this.seen.delete(key);
-    }
-    const added = [...namespaces].filter((ns) => !this.caches.has(ns));
-    for (const ns of added) this.namespaces!.add(ns);
-    // A few namespaces at a time: one list after the other, 200 namespaces took seconds.
-    await forEachLimited(added, 16, async (ns) => {
-      if (!this.stopped) await this.cacheNamespace(ns);
-    });
-  }
-
-  /** Lists and watches every kind a pass reads, in one namespace (undefined: all). */
-  private async cacheNamespace(namespace: string | undefined): Promise<void> {
-    const caches = KINDS.map(
-      (kind) =>
-        new KindCache({
-          kubeConfig: this.o.kubeConfig,
-          plural: pluralOf(kind),
-          ...(namespace ? { namespace } : {}),
-          onChange: (type, o) => this.observe(type, o),
-          onListed: () => this.wake(),
-          slim,
-          log: this.log,
-        }),
-    );
-    this.caches.set(namespace ?? '', caches);
-    await Promise.all(caches.map((c) => c.start()));
-    if (this.caches.get(namespace ?? '') !== caches) await Promise.all(caches.map((c) => c.stop())); // dropped meanwhile
+  setNamespaces(namespaces: ReadonlySet<string>): Promise<void> {
+    return this.informers.setNamespaces(namespaces);
   }
 
   /** Sharded: passes run in these namespaces from now on, each at once. */
   serve(namespaces: readonly string[]): void {
-    for (const ns of namespaces) {
-      this.serving.add(ns);
-      this.enqueue(ns);
-    }
+    this.informers.serve(namespaces);
+    for (const ns of namespaces) this.enqueue(ns);
   }
 
   /** Sharded: no pass starts in these namespaces any more; resolves once a pass running in one is done. */
   async drop(namespaces: readonly string[]): Promise<void> {
-    for (const ns of namespaces) this.serving.delete(ns);
+    this.informers.unserve(namespaces);
     const current = this.current;
     if (current && namespaces.includes(current.ns)) await current.done;
   }
 
   /** True once every cache has listed, and while the last list of each succeeded (readiness). */
   isSynced(): boolean {
-    return this.synced && !this.stopped && [...this.caches.values()].flat().every((c) => c.listed);
+    return !this.stopped && this.informers.isSynced();
   }
 
 
@@ -189,9 +164,7 @@ export class StageController {
     this.registrations = system('ActivationTaskRegistration');
     this.plans = system('ActivationExecutionPlan');
     await Promise.all([this.registrations.start(), this.plans.start()]);
-    if (this.o.sharded) await this.setNamespaces(new Set(this.o.namespaces ?? []));
-    else await Promise.all((this.o.namespaces ?? [undefined]).map((ns) => this.cacheNamespace(ns)));
-    this.synced = true;
+    await this.informers.start();
     this.timer = setInterval(() => void this.resyncAll(), RESYNC_MS);
     this.gate.start((identity) => {
       if (this.stopped) return;
@@ -207,7 +180,7 @@ export class StageController {
     this.stopped = true;
     clearInterval(this.timer);
     this.gate.stop();
-    await Promise.all([...[...this.caches.values()].flat(), ...[this.registrations, this.plans].filter((c) => c !== undefined)].map((c) => c.stop()));
+    await Promise.all([this.informers.stop(), ...[this.registrations, this.plans].filter((c) => c !== undefined).map((c) => c.stop())]);
     this.wake();
     await this.loop;
   }
@@ -229,7 +202,7 @@ export class StageController {
 
   /** Marks a namespace for a pass (tests and other components may call it too). */
   enqueue(namespace: string): void {
-    if (this.namespaces && !this.namespaces.has(namespace)) return;
+    if (!this.informers.watches(namespace)) return;
     this.dirty.add(namespace);
     this.wake();
   }
@@ -237,7 +210,7 @@ export class StageController {
   /** Never throws: an apiserver that does not answer now is asked again at the next resync. */
   private async resyncAll(): Promise<void> {
     try {
-      const namespaces = this.namespaces ? [...this.namespaces] : (this.caches.get('')?.[0]?.namespaces() ?? []);
+      const namespaces = this.informers.namespaces();
       for (const ns of new Set(namespaces)) this.enqueue(ns);
     } catch (err) {
       this.log(`resync: ${apiMessage(err)}`, { level: 'warn' });
@@ -248,7 +221,7 @@ export class StageController {
     while (!this.stopped) {
       // Sharded: a namespace the shard does not serve (yet) waits in the dirty set; so does one
       // whose caches have not listed yet (empty, they would look like a namespace without objects).
-      const ns = [...this.dirty].find((n) => (!this.o.sharded || this.serving.has(n)) && this.cachesSynced(n));
+      const ns = [...this.dirty].find((n) => this.informers.serves(n) && this.informers.listed(n));
       // A standby keeps its dirty set (the watches run) and waits to be woken as leader.
       if (ns === undefined || !this.gate.acting()) {
         await new Promise<void>((resolve) => (this.wake = resolve));
@@ -274,11 +247,6 @@ export class StageController {
         done();
       }
     }
-  }
-
-  /** Whether every cache a pass in the namespace reads has listed once. */
-  private cachesSynced(ns: string): boolean {
-    return (this.caches.get(ns) ?? this.caches.get(''))?.every((c) => c.synced) ?? false;
   }
 
   /** One pass over a namespace: observe, plan, act. */
@@ -309,8 +277,7 @@ export class StageController {
    * generated from the same zod schemas, so a cached object has the shape of its zod type.
    */
   private observeNamespace(namespace: string): Observed {
-    const caches = this.caches.get(namespace) ?? this.caches.get('');
-    const [stages, stageVersions, usages, activations] = KINDS.map((_, i) => caches?.[i]?.list(namespace) ?? []);
+    const [stages, stageVersions, usages, activations] = KINDS.map((_, i) => this.informers.list(namespace, i));
     return { namespace, stages, stageVersions, usages, activations } as unknown as Observed;
   }
 

@@ -13,7 +13,7 @@ import { binaries } from '../scripts/env/paths.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { activationWorkflowId, type ActivationRef } from '../shared/activation.js';
 import { stageLockWorkflowId } from '../stage-lock/contract.js';
-import { ActivationWatcher } from '../worker/watcher.js';
+import { ActivationController } from '../controllers/activation/controller.js';
 import { freshNamespace } from './support/cluster.js';
 import { startedExecutions } from './support/executors.js';
 import { activate, seedPlan, seedRoutes, seedSleepyPlan, seedStage } from './support/scenario.js';
@@ -45,8 +45,8 @@ async function workflowExists(ref: ActivationRef): Promise<boolean> {
   }
 }
 
-function watcherFor(namespace: string): ActivationWatcher {
-  return new ActivationWatcher({ kubeConfig: s.kc, client: s.client, taskQueue: s.coreTaskQueue, namespaces: [namespace], queueSuffix: `-${s.ns}`, log: () => undefined });
+function watcherFor(namespace: string): ActivationController {
+  return new ActivationController({ kubeConfig: s.kc, client: s.client, taskQueue: s.coreTaskQueue, namespaces: [namespace], queueSuffix: `-${s.ns}`, log: () => undefined });
 }
 
 it('starts workflows at start-up for the unfinished activations only', async () => {

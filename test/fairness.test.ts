@@ -5,7 +5,7 @@
  */
 import { isFinal } from '../decisions/activation.js';
 import { pollUntil } from '../scripts/env/process.js';
-import { ActivationWatcher } from '../worker/watcher.js';
+import { ActivationController } from '../controllers/activation/controller.js';
 import { freshNamespace, kubectl } from './support/cluster.js';
 import { activate, seedActive, seedSleepyPlan, seedStage } from './support/scenario.js';
 import { quickDefaultPlan } from './support/stages.js';
@@ -15,12 +15,12 @@ import type { CustomObject } from '../k8s/custom-objects.js';
 const LIMIT = 2;
 let a: TestSystem;
 let b: TestSystem;
-let watcher: ActivationWatcher;
+let watcher: ActivationController;
 
 beforeAll(async () => {
   a = await startTestSystem('fair-a', { watcher: false, stageController: false });
   b = { ...a, ns: await freshNamespace('fair-b') };
-  watcher = new ActivationWatcher({
+  watcher = new ActivationController({
     kubeConfig: a.kc,
     client: a.client,
     taskQueue: a.coreTaskQueue,

@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { SHARDING_CONFIG_NAME } from '../api/sharding-config.js';
 import { controllerRoles } from '../api/controller-status.js';
-import { ActivationWatcher } from '../worker/watcher.js';
+import { ActivationController } from '../controllers/activation/controller.js';
 import { StageController } from '../controllers/stage-controller.js';
 import { ShardMembership } from '../worker/shards.js';
 import { shardOf } from '../decisions/shards.js';
@@ -94,7 +94,7 @@ async function startShard(shard: string): Promise<void> {
   const elector = (role: 'watcher' | 'stage-controller') =>
     new LeaderElector({ kubeConfig: s.kc, namespace: s.systemNs, name: leaseName(role, shard), identity: `${role}-${shard}-${run}`, ...timing, log: () => undefined });
   const we = elector('watcher');
-  const watcher = new ActivationWatcher({
+  const watcher = new ActivationController({
     kubeConfig: s.kc, client: s.client, taskQueue: s.coreTaskQueue, queueSuffix: `-${s.ns}`, systemNamespace: s.systemNs,
     lockAskAgainSeconds: 1, checkIntervalMs: 5_000, log: log(shard), leadership: we, sharded: true,
   });

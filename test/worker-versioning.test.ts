@@ -16,7 +16,7 @@ import { run } from '../cli/run.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { activationWorkflowId } from '../shared/activation.js';
 import { stageLockWorkflowId } from '../stage-lock/contract.js';
-import { ActivationWatcher } from '../worker/watcher.js';
+import { ActivationController } from '../controllers/activation/controller.js';
 import { freshNamespace } from './support/cluster.js';
 import { activate, seedActive, seedSleepyPlan, seedStage } from './support/scenario.js';
 import { quickDefaultPlan } from './support/stages.js';
@@ -27,14 +27,14 @@ const SLOW_SECONDS = 8;
 
 let s: TestSystem;
 let b: TestSystem;
-let watcher: ActivationWatcher;
+let watcher: ActivationController;
 const workers: { build: string; child: ChildProcess; lines: string[] }[] = [];
 
 beforeAll(async () => {
   // Executors here; the core only as the two builds below; our own watcher over two namespaces.
   s = await startTestSystem('wv', { core: false, stageController: false, watcher: false });
   b = { ...s, ns: await freshNamespace('wv-b') };
-  watcher = new ActivationWatcher({
+  watcher = new ActivationController({
     kubeConfig: s.kc,
     client: s.client,
     taskQueue: s.coreTaskQueue,

@@ -1,7 +1,7 @@
 /**
  * Entry point of the processes that run in a cluster, one role each:
  *   tsx worker/main.ts core            workflows + Kubernetes activities (task queue konfidence-core)
- *   tsx worker/main.ts watcher         VectorActivation informer that starts workflows
+ *   tsx worker/main.ts watcher         the activation controller (controllers/activation/): starts workflows
  *   tsx worker/main.ts executor TYPE   one executor type (gateway-api, istio)
  *   tsx worker/main.ts stage-controller  Stages, StageVersions and usages (ADR-0013)
  *   tsx worker/main.ts all             everything in one process
@@ -193,8 +193,8 @@ if (role === 'core') {
   worker = await createExecutorWorker({ ...common, executor, taskQueue: executorTaskQueue(executor.type) + suffix });
 } else if (role === 'watcher') {
   const elector = electorFor('watcher');
-  const { ActivationWatcher } = await import('./watcher.js');
-  const watcher = new ActivationWatcher({
+  const { ActivationController } = await import('../controllers/activation/controller.js');
+  const watcher = new ActivationController({
     kubeConfig,
     client: client!,
     taskQueue: CORE_TASK_QUEUE + suffix,

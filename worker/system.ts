@@ -13,7 +13,7 @@ import type { Leadership } from '../k8s/leader-election.js';
 import { CORE_TASK_QUEUE, executorTaskQueue } from '../shared/task-queues.js';
 import { createCoreWorker } from './core-worker.js';
 import { createExecutorWorker } from './executor-worker.js';
-import { ActivationWatcher } from './watcher.js';
+import { ActivationController } from '../controllers/activation/controller.js';
 import { StageController } from '../controllers/stage-controller.js';
 import type { LogFn } from '../telemetry/log.js';
 
@@ -58,7 +58,7 @@ export interface RunningSystem {
   client: Client;
   coreTaskQueue: string;
   workers: Worker[];
-  watcher: ActivationWatcher;
+  watcher: ActivationController;
   stageController?: StageController;
   stop(): Promise<void>;
 }
@@ -88,8 +88,8 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
     )),
   ];
   const runs = workers.map((w) => w.run());
-  const watcher = new ActivationWatcher({
-    kubeConfig: kubeConfig,
+  const watcher = new ActivationController({
+    kubeConfig,
     client,
     taskQueue: coreTaskQueue,
     ...(o.namespaces ? { namespaces: o.namespaces } : {}),

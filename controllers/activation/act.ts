@@ -1,0 +1,250 @@
+/**
+ * The activation controller's acts: starting an activation's workflow (or finding it running, or
+ * closing the activation out when its run closed without finishing it), carrying out a pass's plan
+ * (plan.ts), handing a deletion to a workflow. Status writes go through k8s/activation-store.ts;
+ * every write is fenced right before it is sent (a deposed or resharded controller's throws
+ * NotLeaderError). Every act is safe to repeat: a start finds a running workflow by its id.
+ */
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import type { CoreDeps } from '../../activities/deps.js';
+import { expectStageLock } from '../../activities/lock.js';
+import { isFinal } from '../../decisions/activation.js';
+import { pinnedVersion } from '../../decisions/rollout.js';
+import { supersededMessage, type Superseder } from '../../decisions/supersede.js';
+import { closedWorkflow, closedWorkflowEnding } from '../../decisions/watcher.js';
+import { holdActivation, skipBeforeStart } from '../../k8s/activation-store.js';
+import { apiMessage, type k8s } from '../../k8s/client.js';
+import type { CustomObject } from '../../k8s/custom-objects.js';
+import { NotLeaderError, type LeaderGate } from '../../k8s/leader-election.js';
+import { activationWorkflowId, cancelSignal, releaseLockSignal, stageLockWorkflowId } from '../../shared/activation.js';
+import { refOf, workflowIdOf, type CachedActivation } from '../../shared/cached-activation.js';
+import { forEachLimited } from '../../shared/pool.js';
+import type { LogFn } from '../../telemetry/log.js';
+import { vectorActivation, type ActivationOptions } from '../../workflows/activation.js';
+import { readCoreRollout } from '../../worker/core-rollout.js';
+import { closeOutActivation } from './close-out.js';
+import type { Memory } from './memory.js';
+import { latestRun } from './observe.js';
+import type { PassPlan } from './plan.js';
+
+/** How many of a burst's superseded activations are ended Skipped at a time. */
+const SKIPS_AT_ONCE = 4;
+
+export interface ActOptions {
+  client: Client;
+  taskQueue: string;
+  /** Unfenced: reads only (the canary rollout). */
+  kubeConfig: k8s.KubeConfig;
+  systemNamespace?: string;
+  uiUrl?: string;
+  queueSuffix?: string;
+  lockAskAgainSeconds?: number;
+  gate: LeaderGate;
+  /** Through the gate's KubeConfig: every write fenced. */
+  deps: CoreDeps;
+  memory: Memory;
+  log: LogFn;
+  /** Asks for the namespace's pass (controller.ts): the only path that starts a workflow. */
+  pass: (namespace: string) => void;
+}
+
+/** Writes in flight per namespace: a drop, and a stop, wait for them. */
+export class Tracker {
+  private readonly pending = new Map<string, Set<Promise<unknown>>>();
+
+  run<T>(namespace: string, work: () => Promise<T>): Promise<T> {
+    const set = this.pending.get(namespace) ?? new Set();
+    this.pending.set(namespace, set);
+    const p = work();
+    set.add(p);
+    void p.finally(() => set.delete(p)).catch(() => undefined);
+    return p;
+  }
+
+  async settled(namespaces?: readonly string[]): Promise<void> {
+    const sets = namespaces ? namespaces.map((ns) => this.pending.get(ns) ?? new Set()) : [...this.pending.values()];
+    await Promise.allSettled(sets.flatMap((set) => [...set]));
+  }
+}
+
+export class Acts {
+  readonly tracker = new Tracker();
+
+  constructor(readonly o: ActOptions) {}
+
+  /** Fields that say which activation a record is about. */
+  about(o: CachedActivation) {
+    const ref = refOf(o);
+    return { namespace: ref.namespace, activation: ref.name, ...(o.spec?.stage ? { stage: o.spec.stage } : {}), workflowId: activationWorkflowId(ref) };
+  }
+
+  /** Carries out a pass's plan: expectations and skips in the background, then the starts, then the holds. */
+  async pass(namespace: string, plan: PassPlan): Promise<void> {
+    const attempt = (o: CachedActivation, what: string, work: () => Promise<unknown>) =>
+      Promise.resolve()
+        .then(work)
+        .catch((err: unknown) => err instanceof NotLeaderError || this.o.log(`VectorActivation ${namespace}/${o.metadata!.name}: ${what}: ${apiMessage(err)}`, { level: 'warn', ...this.about(o) }));
+    for (const w of plan.expectations) void this.tracker.run(namespace, () => this.expect(namespace, w));
+    const start = (o: CachedActivation) => attempt(o, 'start', () => this.ensure(o));
+    // A loser that could not be ended starts, and the Stage's lock supersedes it. The pass does not
+    // wait for the skips: a burst's newest held for the rest of its burst starts when its time comes.
+    if (plan.skips.length > 0) void this.tracker.run(namespace, () => this.skip(namespace, plan.skips).then((unended) => Promise.all(unended.map(start))));
+    await Promise.all(plan.starts.map(start));
+    for (const o of plan.holds) {
+      await attempt(o, 'marking it held', () => {
+        this.o.gate.fence(`holding ${namespace}/${o.metadata!.name}`, namespace);
+        return holdActivation(this.o.deps, refOf(o), plan.heldMessage);
+      });
+    }
+  }
+
+  async startWorkflow(o: CachedActivation, extra: Partial<ActivationOptions>, reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE', memo?: Record<string, unknown>) {
+    const ref = refOf(o);
+    // A canary namespace's activation starts pinned to the canary build (docs/scale.md); read at
+    // every start, so a canary set a moment ago applies to the next activation.
+    const rollout = this.o.systemNamespace ? await readCoreRollout(this.o.kubeConfig, this.o.systemNamespace) : undefined;
+    const pinnedTo = pinnedVersion(rollout, ref.namespace);
+    this.o.gate.fence(`starting the workflow of ${ref.namespace}/${ref.name}`, ref.namespace);
+    return this.o.client.workflow.start(vectorActivation, {
+      ...(pinnedTo ? { versioningOverride: { pinnedTo } } : {}),
+      workflowId: activationWorkflowId(ref),
+      taskQueue: this.o.taskQueue,
+      args: [
+        ref,
+        {
+          ...(this.o.uiUrl ? { uiUrl: this.o.uiUrl } : {}),
+          ...(this.o.queueSuffix ? { queueSuffix: this.o.queueSuffix } : {}),
+          ...(this.o.lockAskAgainSeconds ? { lockAskAgainSeconds: this.o.lockAskAgainSeconds } : {}),
+          ...extra,
+        },
+      ],
+      // A repeated event, a resync or a restarted controller finds the running workflow.
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: reuse,
+      staticSummary: `Activate ${o.spec?.stageVersion} on Stage ${ref.namespace}/${o.spec?.stage}`,
+      staticDetails: `VectorActivation ${ref.namespace}/${ref.name} (uid ${ref.uid})`,
+      ...(memo ? { memo } : {}),
+    });
+  }
+
+  /** Starts the workflow of an unfinished object, or finds it running, or closes the object out. */
+  async ensure(o: CachedActivation): Promise<void> {
+    const ns = o.metadata!.namespace!;
+    const workflowId = workflowIdOf(o);
+    if (this.o.memory.of(ns).running.has(workflowId)) return;
+    try {
+      await this.startWorkflow(o, {}, 'REJECT_DUPLICATE');
+      this.o.memory.running(ns, workflowId, true);
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      await this.checkClosed(o); // a closed run exists, yet the object is unfinished
+    }
+  }
+
+  /** Looks at the workflow of an unfinished object: gone, it is started again; closed, the object is closed out. */
+  async checkClosed(o: CachedActivation): Promise<void> {
+    const ns = o.metadata!.namespace!;
+    const workflowId = workflowIdOf(o);
+    const run = await latestRun(this.o.client, workflowId);
+    if (run === undefined) {
+      this.o.memory.running(ns, workflowId, false);
+      return this.ensure(o); // gone (retention, deleted): an unfinished object gets a workflow
+    }
+    if (run.status === 'RUNNING' || run.status === 'CONTINUED_AS_NEW') {
+      this.o.memory.running(ns, workflowId, true);
+      return;
+    }
+    this.o.memory.running(ns, workflowId, false);
+    return this.closeOut(o, run);
+  }
+
+  /**
+   * Deleted with the close-out finalizer: a running workflow is told (it stops, reverts under
+   * Revert, and takes the finalizer away as it ends); one that closed is closed out.
+   */
+  async deleting(o: CachedActivation): Promise<void> {
+    const ref = refOf(o);
+    const run = await latestRun(this.o.client, workflowIdOf(o));
+    if (run?.status === 'RUNNING') {
+      this.o.gate.fence(`handing the deletion of ${ref.namespace}/${ref.name} to its workflow`, ref.namespace);
+      await this.o.client.workflow.getHandle(workflowIdOf(o)).signal(cancelSignal, { token: 'deleted', reason: 'the VectorActivation was deleted', deleted: true });
+      return;
+    }
+    return this.closeOut(o, run);
+  }
+
+  /** Tells a deleted activation's workflow; one that closed or is gone ignores it. */
+  signalDeleted(workflowId: string): Promise<unknown> {
+    return this.o.client.workflow
+      .getHandle(workflowId)
+      .signal(cancelSignal, { token: 'deleted', reason: 'the VectorActivation was deleted', deleted: true })
+      .catch(() => undefined);
+  }
+
+  /**
+   * An activation whose run closed without finishing it (or has none): a close-out run of its
+   * workflow puts back what it changed (ActivationRun.closeOut). Finished already, or its
+   * close-out run closed too: the controller lets everything go itself, reverting nothing.
+   */
+  async closeOut(o: CachedActivation, run: { status: string; closeOut: boolean } | undefined): Promise<void> {
+    const ref = refOf(o);
+    const workflowId = workflowIdOf(o);
+    if (!isFinal(o.status?.phase) && !run?.closeOut) {
+      const why = closedWorkflow(run?.status ?? 'NOT_FOUND', workflowId);
+      await this.startWorkflow(o, { resume: 'close-out', closeOut: why }, 'ALLOW_DUPLICATE', { closeOut: true });
+      this.o.memory.running(ref.namespace, workflowId, true);
+      this.o.log(`VectorActivation ${ref.namespace}/${ref.name}: ${why.message}; its close-out run started`, this.about(o));
+      return;
+    }
+    this.o.gate.fence(`closing out ${ref.namespace}/${ref.name}`, ref.namespace);
+    if (await closeOutActivation(this.o.deps, ref, closedWorkflowEnding(run?.status ?? 'NOT_FOUND', workflowId))) {
+      this.o.log(`VectorActivation ${ref.namespace}/${ref.name}: workflow ${run?.status.toLowerCase() ?? 'gone'}; closed out`, this.about(o));
+      // Free the Stage now rather than at the lock's next holder check.
+      this.o.gate.fence(`releasing the lock of Stage ${ref.namespace}/${o.spec!.stage}`, ref.namespace);
+      await this.o.client.workflow
+        .getHandle(stageLockWorkflowId(ref.namespace, o.spec!.stage!))
+        .signal(releaseLockSignal, { requester: workflowId })
+        .catch(() => undefined);
+    }
+  }
+
+  /**
+   * Tells the Stage's lock that a burst's newest is on its way: an older activation started before
+   * the burst was seen whole then waits at the lock to be superseded by it, instead of taking the
+   * free Stage and running first (bench/burst). Without it (the signal failed) that one runs first.
+   */
+  private async expect(namespace: string, w: Superseder): Promise<void> {
+    const activation = `${namespace}/${w.name}`;
+    try {
+      this.o.gate.fence(`expecting ${activation} at its Stage's lock`, namespace);
+      await expectStageLock(this.o.client, this.o.taskQueue, namespace, w.stage, { requester: activationWorkflowId({ namespace, name: w.name, uid: w.uid }), revision: w.revision, activation });
+    } catch (err) {
+      if (err instanceof NotLeaderError) this.o.memory.unexpect(namespace, w.uid);
+      else this.o.log(`telling the lock of ${namespace}/${w.stage} to expect ${w.name}: ${apiMessage(err)}`, { level: 'warn', namespace, activation: w.name, stage: w.stage });
+    }
+  }
+
+  /** Ends a burst's losers Skipped, a few at a time; returns those it did not end (they start). */
+  private async skip(namespace: string, skips: PassPlan['skips']): Promise<CachedActivation[]> {
+    const unended: CachedActivation[] = [];
+    // A few at a time: all of a burst's skips at once (a read, a status write and an Event each)
+    // would queue the Stage's running activation behind them at the apiserver (bench/burst).
+    await forEachLimited(skips, SKIPS_AT_ONCE, async ({ activation: o, by }) => {
+      const ref = refOf(o);
+      try {
+        // A previous leader may have started it, and its workflow not written a status yet.
+        if ((await latestRun(this.o.client, workflowIdOf(o))) === undefined) {
+          this.o.gate.fence(`superseding ${namespace}/${ref.name}`, namespace);
+          // Ended: it stays among those being skipped until the watch brings the write back (a
+          // stale event may come first), so that no pass starts it meanwhile.
+          if (await skipBeforeStart(this.o.deps, ref, supersededMessage(namespace, by), o as CustomObject)) return;
+        }
+      } catch (err) {
+        if (!(err instanceof NotLeaderError)) this.o.log(`superseding ${namespace}/${ref.name}: ${apiMessage(err)}; starting it`, { level: 'warn', ...this.about(o) });
+      }
+      this.o.memory.skipping(namespace, ref.uid, false);
+      unended.push(o);
+    });
+    return unended;
+  }
+}

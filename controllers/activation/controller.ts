@@ -1,0 +1,254 @@
+/**
+ * The activation controller (the "watcher" role): informers on VectorActivations keep one
+ * activation workflow per unfinished object (workflow id from namespace, name and uid) and hand the
+ * request annotations to it as Updates. Level-triggered: each event decides for its object
+ * (plan-object.ts) and asks for its namespace's pass, which observes the namespace (observe.ts),
+ * plans it (plan.ts: the Stage limit, a burst superseded before it starts, the burst's wait) and
+ * acts (act.ts). A resync or a restart simply decides again: a finished object is never started
+ * again unless a retry is asked for, and a workflow that closed without finishing its object is
+ * found on the periodic sweep and its object brought back to truth.
+ */
+import { coreDeps } from '../../activities/deps.js';
+import { isFinal } from '../../decisions/activation.js';
+import { BURST_QUIET_MS, BURST_SETTLE_MS } from '../../decisions/supersede.js';
+import { apiMessage } from '../../k8s/client.js';
+import { NotLeaderError } from '../../k8s/leader-election.js';
+import { stageOf, workflowIdOf, type CachedActivation } from '../../shared/cached-activation.js';
+import { componentLogger, type LogFn } from '../../telemetry/log.js';
+import { addWatchedSource, observeEventLag } from '../../telemetry/metrics.js';
+import { NamespacedInformers } from '../informers.js';
+import { Acts } from './act.js';
+import { Memory } from './memory.js';
+import { closedSince, readSupersession, slim, snapshot, watched } from './observe.js';
+import { planPass, type PassSnapshot } from './plan.js';
+import { fullSweep, handOver, planDeleted, planObject, sweepStep } from './plan-object.js';
+import { carryOut } from './requests.js';
+import type { ActivationControllerOptions } from './options.js';
+
+export type { ActivationControllerOptions };
+
+/** The visibility query looks back this much further than the sweep before: its records may lag. */
+const CLOSED_LOOKBACK_MS = 60_000;
+
+export class ActivationController {
+  private readonly informers: NamespacedInformers;
+  private readonly acts: Acts;
+  private readonly memory = new Memory();
+  /** The latest of every watched object, by uid: what the passes and the sweep read. */
+  private readonly cache = new Map<string, CachedActivation>();
+  /** Requests being carried out (plan-object.ts RequestStep keys): a repeated event does not repeat one. */
+  private readonly inFlight = new Set<string>();
+  /** Per namespace, while its pass runs: whether another must follow it. */
+  private readonly passes = new Map<string, { again: boolean }>();
+  /** Deletions seen while not acting (workflow id → when): the leader may have died before it saw them. */
+  private standbyDeletions = new Map<string, number>();
+  private readonly log: LogFn;
+  private startedAt = Date.now();
+  private stopped = false;
+  private timer?: NodeJS.Timeout;
+  private removeWatchedSource?: () => void;
+  /** The sweeps of unfinished activations' workflows: how many, and when the last began. */
+  private sweeps = 0;
+  private lastSweep: number | undefined;
+
+  constructor(private readonly o: ActivationControllerOptions) {
+    this.log = o.log ?? componentLogger('watcher').fn();
+    this.informers = new NamespacedInformers({
+      kubeConfig: o.kubeConfig,
+      kinds: ['VectorActivation'],
+      ...(o.namespaces ? { namespaces: o.namespaces } : {}),
+      ...(o.leadership ? { leadership: o.leadership } : {}),
+      ...(o.sharded ? { sharded: true } : {}),
+      ...(o.systemNamespace ? { systemNamespace: o.systemNamespace } : {}),
+      onChange: (type, obj) => (type === 'DELETED' ? this.deleted(obj as CachedActivation) : this.observe(obj as CachedActivation)),
+      onForget: (ns) => this.forget(ns),
+      slim: (obj) => slim(obj as CachedActivation),
+      log: this.log,
+    });
+    const { gate } = this.informers;
+    this.acts = new Acts({
+      ...o,
+      gate,
+      deps: coreDeps(this.informers.kubeConfig(), o.systemNamespace ?? '', this.log),
+      memory: this.memory,
+      log: this.log,
+      pass: (ns) => this.schedulePass(ns),
+    });
+  }
+
+  /** True once every informer has listed, and while the last list of each succeeded (readiness). */
+  isSynced(): boolean {
+    return !this.stopped && this.informers.isSynced();
+  }
+
+  async start(): Promise<void> {
+    this.startedAt = Date.now();
+    await this.informers.start();
+    this.removeWatchedSource = addWatchedSource(() => watched(this.cache.values()));
+    this.timer = setInterval(() => void this.sweep(), this.o.checkIntervalMs ?? 30_000);
+    this.informers.gate.start((identity) => this.tookOver(identity));
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    this.removeWatchedSource?.();
+    this.informers.gate.stop();
+    await this.informers.stop();
+    // Its caller closes the Temporal connection next: no start or Update may still be on its way.
+    await this.acts.tracker.settled();
+  }
+
+  /** Sharded: lists and watches exactly these namespaces. */
+  setNamespaces(namespaces: ReadonlySet<string>): Promise<void> {
+    return this.informers.setNamespaces(namespaces);
+  }
+
+  /** Sharded: acts in these namespaces from now on, deciding again for what it has cached there. */
+  serve(namespaces: readonly string[]): void {
+    this.informers.serve(namespaces);
+    const added = new Set(namespaces);
+    if (this.informers.gate.acting()) this.handDeletionsOver();
+    for (const o of this.cache.values()) if (added.has(o.metadata!.namespace!)) void this.reconcile(o);
+  }
+
+  /** Sharded: stops acting in these namespaces; resolves once no write there is in flight. */
+  async drop(namespaces: readonly string[]): Promise<void> {
+    this.informers.unserve(namespaces);
+    await this.acts.tracker.settled(namespaces);
+    // Whoever serves them next asks Temporal again (a start finds a running workflow by its id).
+    for (const ns of namespaces) this.memory.dropped(ns);
+  }
+
+  /** A namespace left: its cache and memory go. */
+  private forget(namespace: string): void {
+    for (const [uid, o] of this.cache) if (o.metadata?.namespace === namespace) this.cache.delete(uid);
+    this.memory.forget(namespace);
+  }
+
+  /** Level-triggered takeover: forget what the previous term knew and decide again for every cached object. */
+  private tookOver(identity: string): void {
+    if (this.stopped) return;
+    this.log(`${identity} leads: deciding again for ${this.cache.size} cached VectorActivations`);
+    this.memory.takeover();
+    this.handDeletionsOver();
+    for (const o of this.cache.values()) void this.reconcile(o);
+    void this.sweep();
+  }
+
+  /** Deletions seen while not acting, in the namespaces it acts in now, go to their workflows. */
+  private handDeletionsOver(): void {
+    const { signal, keep } = handOver(this.standbyDeletions, Date.now(), (ns) => this.informers.serves(ns));
+    this.standbyDeletions = keep;
+    for (const workflowId of signal) void this.acts.signalDeleted(workflowId);
+  }
+
+  private observe(o: CachedActivation): void {
+    observeEventLag('watcher', 'VectorActivation', o as Parameters<typeof observeEventLag>[2], this.startedAt);
+    const ns = o.metadata!.namespace!;
+    if (!this.cache.has(o.metadata!.uid!) && !isFinal(o.status?.phase)) this.memory.arrived(ns, stageOf(o), performance.now());
+    this.cache.set(o.metadata!.uid!, o);
+    void this.reconcile(o);
+    // An activation that ended may free a place for a held one.
+    if (this.o.stagesPerNamespace && isFinal(o.status?.phase)) this.schedulePass(ns);
+  }
+
+  private deleted(o: CachedActivation): void {
+    const ns = o.metadata!.namespace!;
+    this.cache.delete(o.metadata!.uid!);
+    const acting = this.informers.acting(ns);
+    if (this.o.stagesPerNamespace && acting) this.schedulePass(ns);
+    this.memory.deleted(ns, o.metadata!.uid!, workflowIdOf(o));
+    const decision = planDeleted(o, acting);
+    // A standby, or a shard that does not serve the namespace (yet): whoever serves it next hands it over.
+    if (decision === 'later') this.standbyDeletions.set(workflowIdOf(o), Date.now());
+    if (decision === 'signal') void this.acts.signalDeleted(workflowIdOf(o));
+  }
+
+  /** Acts on what plan-object.ts says for the object; safe to call any number of times. */
+  private async reconcile(o: CachedActivation): Promise<void> {
+    const ns = o.metadata!.namespace!;
+    if (!this.informers.acting(ns)) return; // a standby only keeps its cache; it decides again when it takes over
+    return this.acts.tracker.run(ns, async () => {
+      const plan = planObject(o, this.memory.of(ns).running);
+      if (plan.pass) this.schedulePass(ns);
+      for (const step of plan.requests) {
+        if (this.inFlight.has(step.key)) continue;
+        this.inFlight.add(step.key);
+        try {
+          await carryOut(this.acts, o, step);
+        } catch (err) {
+          // Deposed between the decision and a write: the new leader decides again.
+          if (!(err instanceof NotLeaderError)) this.log(`VectorActivation ${ns}/${o.metadata!.name}: ${apiMessage(err)}`, { level: 'warn', ...this.acts.about(o) });
+        } finally {
+          this.inFlight.delete(step.key);
+        }
+      }
+    });
+  }
+
+  /** Runs the namespace's pass (the only path that starts a workflow), or asks the running one to run once more. */
+  private schedulePass(namespace: string): void {
+    const running = this.passes.get(namespace);
+    if (running) {
+      running.again = true;
+      return;
+    }
+    const state = { again: true };
+    this.passes.set(namespace, state);
+    void this.acts.tracker.run(namespace, async () => {
+      try {
+        // Events that arrive together (an initial list, one read of the watch stream) go into one
+        // pass: a burst seen whole supersedes its older activations before they start.
+        await new Promise((resolve) => setImmediate(resolve));
+        while (state.again && !this.stopped && this.informers.acting(namespace)) {
+          state.again = false;
+          await this.pass(namespace).catch((err: unknown) => this.log(`pass in ${namespace}: ${apiMessage(err)}`, { level: 'warn', namespace }));
+        }
+      } finally {
+        this.passes.delete(namespace);
+      }
+    });
+  }
+
+  /** One pass over a namespace: observe, plan, act. */
+  private async pass(namespace: string): Promise<void> {
+    let snap: PassSnapshot = snapshot(this.cache.values(), namespace, performance.now(), {
+      ...(this.o.stagesPerNamespace ? { limit: this.o.stagesPerNamespace } : {}),
+      settleMs: this.o.burstSettleMs ?? BURST_SETTLE_MS,
+      quietMs: this.o.burstQuietMs ?? BURST_QUIET_MS,
+    });
+    let plan = planPass(snap, this.memory.of(namespace), performance.now());
+    if (plan.read.length > 0) {
+      // A burst: its Stages and StageVersions tell the losers. Unreadable, everything starts and the lock supersedes.
+      const supersession = await readSupersession(this.acts.o.deps.objects, namespace, plan.read).catch((err: unknown) => {
+        this.log(`superseding a burst in ${namespace}: ${apiMessage(err)}; starting every activation`, { level: 'warn', namespace });
+        return 'unreadable' as const;
+      });
+      snap = { ...snap, supersession };
+      plan = planPass(snap, this.memory.of(namespace), performance.now());
+    }
+    this.memory.apply(namespace, plan.memory);
+    if (plan.wakeAt !== undefined) setTimeout(() => this.schedulePass(namespace), Math.max(plan.wakeAt - performance.now(), 0) + 1).unref();
+    await this.acts.pass(namespace, plan);
+  }
+
+  /** The periodic sweep: an unfinished object whose workflow closed is closed out. */
+  private async sweep(): Promise<void> {
+    const since = this.lastSweep;
+    this.lastSweep = Date.now();
+    const full = fullSweep(this.sweeps++, since);
+    // undefined: every workflow is looked at (a full sweep, or the query failed).
+    const closed = full ? undefined : await closedSince(this.o.client, since! - CLOSED_LOOKBACK_MS).catch(() => undefined);
+    for (const o of this.cache.values()) {
+      if (this.stopped || !this.informers.gate.acting()) return;
+      const ns = o.metadata!.namespace!;
+      if (!this.informers.acting(ns)) continue;
+      const step = sweepStep(o, this.memory.of(ns).running, closed);
+      if (step === 'reconcile') void this.reconcile(o);
+      if (step === 'pass') this.schedulePass(ns);
+      if (step !== 'check') continue;
+      await this.acts.tracker.run(ns, () => this.acts.checkClosed(o)).catch((err: unknown) => err instanceof NotLeaderError || this.log(`check of ${ns}/${o.metadata?.name}: ${apiMessage(err)}`, { level: 'warn', ...this.acts.about(o) }));
+    }
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * What the activation controller remembers between passes, per namespace (plan.ts NamespaceMemory):
+ * the pass replaces the part it decides (apply), and the acts and the watch record what they find
+ * (a workflow known to run, a skip that did not land, an arrival). Nothing here is the truth: a new
+ * leader starts with none of it and decides from the statuses (takeover).
+ */
+import type { BurstWait } from '../../decisions/supersede.js';
+import { emptyMemory, type NamespaceMemory, type NextMemory } from './plan.js';
+
+interface Mutable {
+  running: Set<string>;
+  settling: Map<string, BurstWait>;
+  lastArrival: Map<string, number>;
+  skipping: Set<string>;
+  expectSent: Set<string>;
+}
+
+export class Memory {
+  private readonly byNamespace = new Map<string, Mutable>();
+
+  /** What is remembered of a namespace (live: read it where the plan is made). */
+  of(namespace: string): NamespaceMemory {
+    return this.mutable(namespace);
+  }
+
+  private mutable(namespace: string): Mutable {
+    let m = this.byNamespace.get(namespace);
+    if (!m) this.byNamespace.set(namespace, (m = emptyMemory() as Mutable));
+    return m;
+  }
+
+  /** A pass's decisions; applied in the same tick as the plan that made them. */
+  apply(namespace: string, next: NextMemory): void {
+    Object.assign(this.mutable(namespace), next);
+  }
+
+  arrived(namespace: string, stage: string, at: number): void {
+    this.mutable(namespace).lastArrival.set(stage, at);
+  }
+
+  running(namespace: string, workflowId: string, runs: boolean): void {
+    if (runs) this.mutable(namespace).running.add(workflowId);
+    else this.byNamespace.get(namespace)?.running.delete(workflowId);
+  }
+
+  /** An ending before the start is on its way (skipping) or did not land (not). */
+  skipping(namespace: string, uid: string, skipping: boolean): void {
+    if (skipping) this.mutable(namespace).skipping.add(uid);
+    else this.byNamespace.get(namespace)?.skipping.delete(uid);
+  }
+
+  /** An expectation that was never sent (a deposed leader's): the next pass sends it again. */
+  unexpect(namespace: string, uid: string): void {
+    this.byNamespace.get(namespace)?.expectSent.delete(uid);
+  }
+
+  /** An activation deleted: nothing of it is remembered. */
+  deleted(namespace: string, uid: string, workflowId: string): void {
+    const m = this.byNamespace.get(namespace);
+    m?.running.delete(workflowId);
+    m?.skipping.delete(uid);
+    m?.expectSent.delete(uid);
+  }
+
+  /**
+   * Leadership taken over: what the previous term knew to run is asked again, and a wait's timer
+   * that fired while standby ran no pass (its entry would cut the next burst's wait short).
+   * Arrivals stay: a burst may be arriving.
+   */
+  takeover(): void {
+    for (const m of this.byNamespace.values()) {
+      m.running.clear();
+      m.settling.clear();
+    }
+  }
+
+  /** The namespace dropped: whoever serves it next asks Temporal again (a start finds a running workflow by its id). */
+  dropped(namespace: string): void {
+    const m = this.byNamespace.get(namespace);
+    m?.running.clear();
+    m?.settling.clear();
+  }
+
+  /** The namespace left (no longer watched): its bursts' waits and arrivals go with its cache. */
+  forget(namespace: string): void {
+    this.byNamespace.delete(namespace);
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * What the activation controller reads: the activations as its informers cache them (slimmed to
+ * CachedActivation), a burst's Stages and StageVersions, and Temporal's word on a workflow (its
+ * latest run, the runs closed since the last sweep). Reads only; the plan decides (plan.ts).
+ */
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { CustomObjects } from '../../k8s/custom-objects.js';
+import { NAMESPACE_LIMIT_REASON } from '../../decisions/fair-share.js';
+import type { CachedActivation } from '../../shared/cached-activation.js';
+import type { WatchedActivation } from '../../telemetry/metrics.js';
+import { vectorActivation } from '../../workflows/activation.js';
+import type { PassSnapshot } from './plan.js';
+
+/**
+ * What the controller keeps of an activation's status, in place (its informer and the uid cache
+ * hold the same object): what CachedActivation declares. With 10,000 activations cached, steps and
+ * conditions were most of the heap after managedFields, which KindCache drops (bench/shards.ts).
+ */
+export function slim(o: CachedActivation): void {
+  if (!o.status) return;
+  const { phase, reason, message, workflowId, requests, progression: p } = o.status;
+  const progression = p ? { weight: p.weight, ...(p.gate?.type ? { gate: { type: p.gate.type } } : {}) } : undefined;
+  o.status = Object.fromEntries(Object.entries({ phase, reason, message, workflowId, requests, progression }).filter(([, v]) => v !== undefined));
+}
+
+/** The namespace's cached activations, for a pass beginning now. */
+export function snapshot(cache: Iterable<CachedActivation>, namespace: string, seenAt: number, o: { limit?: number; settleMs: number; quietMs: number }): PassSnapshot {
+  const activations = [...cache].filter((a) => a.metadata!.namespace === namespace);
+  return { namespace, activations, seenAt, ...(o.limit ? { limit: o.limit } : {}), settleMs: o.settleMs, quietMs: o.quietMs };
+}
+
+/** A burst's crowded Stages (those that exist, not being deleted) and the namespace's StageVersions. */
+export async function readSupersession(objects: CustomObjects, namespace: string, crowded: readonly string[]): Promise<NonNullable<PassSnapshot['supersession']>> {
+  const [stages, stageVersions] = await Promise.all([Promise.all(crowded.map((stage) => objects.get('Stage', namespace, stage))), objects.list('StageVersion', namespace)]);
+  return {
+    stages: new Set(stages.flatMap((st) => (st && !st.metadata.deletionTimestamp ? [st.metadata.name] : []))),
+    stageVersions: new Map(stageVersions.map((sv) => [sv.metadata.name, { stage: sv.spec?.stage, revision: sv.spec?.revision }])),
+  };
+}
+
+/** The workflow's latest run: its status, and whether it was a close-out run; undefined when Temporal has none. */
+export async function latestRun(client: Client, workflowId: string): Promise<{ status: string; closeOut: boolean } | undefined> {
+  try {
+    const d = await client.workflow.getHandle(workflowId).describe();
+    return { status: d.status.name, closeOut: d.memo?.closeOut === true };
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return undefined;
+    throw err;
+  }
+}
+
+/** The activation workflows that closed after `ms` (epoch), by one visibility query. */
+export async function closedSince(client: Client, ms: number): Promise<Set<string>> {
+  const ids = new Set<string>();
+  const query = `WorkflowType = '${vectorActivation.name}' AND ExecutionStatus != 'Running' AND CloseTime > '${new Date(ms).toISOString()}'`;
+  for await (const w of client.workflow.list({ query })) ids.add(w.workflowId);
+  return ids;
+}
+
+/** What the metrics show of the cache: the Waiting activations, and the weight and gate of the progressing ones. */
+export function* watched(cache: Iterable<CachedActivation>): Iterable<WatchedActivation> {
+  for (const o of cache) {
+    if (!o.spec?.stage) continue;
+    const where = { namespace: o.metadata!.namespace!, stage: o.spec.stage };
+    if (o.status?.phase === 'Waiting' && o.status.reason !== NAMESPACE_LIMIT_REASON) yield where;
+    const p = o.status?.progression;
+    if (o.status?.phase === 'InProgress' && p?.weight !== undefined) yield { ...where, weight: p.weight, ...(p.gate?.type ? { gate: p.gate.type } : {}) };
+  }
+}

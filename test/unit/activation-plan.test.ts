@@ -1,0 +1,264 @@
+/**
+ * The activation controller's plan (controllers/activation/plan.ts, plan-object.ts), one table row
+ * per rule: what a namespace's pass starts, supersedes, holds and remembers, with bursts arriving
+ * in pieces, the Stage limit, a takeover and a reshard; what one activation's requests ask for;
+ * what the sweep looks at. No servers, no Temporal.
+ */
+import { FINALIZER_CLOSE_OUT } from '../../api/group.js';
+import { BURST_QUIET_MS, BURST_SETTLE_MS } from '../../decisions/supersede.js';
+import { NAMESPACE_LIMIT_REASON } from '../../decisions/fair-share.js';
+import { Memory } from '../../controllers/activation/memory.js';
+import { snapshot } from '../../controllers/activation/observe.js';
+import { emptyMemory, planPass, type NamespaceMemory, type PassSnapshot } from '../../controllers/activation/plan.js';
+import { fullSweep, handOver, planDeleted, planObject, STANDBY_DELETIONS_KEPT_MS, sweepStep } from '../../controllers/activation/plan-object.js';
+import { activationWorkflowId } from '../../shared/activation.js';
+import type { CachedActivation } from '../../shared/cached-activation.js';
+
+const NS = 'shop';
+interface Opts {
+  ns?: string;
+  phase?: string;
+  reason?: string;
+  workflowId?: boolean;
+  sv?: string;
+  deleting?: boolean;
+  finalizers?: string[];
+  annotations?: Record<string, string>;
+  requests?: { action: 'cancel' | 'retry' | 'approve' | 'promote' | 'abort'; token: string }[];
+  gate?: boolean;
+}
+/** `name` on `stage`, created at second `at`. */
+function va(name: string, stage: string, at: number, o: Opts = {}): CachedActivation {
+  const ns = o.ns ?? NS;
+  const status = {
+    ...(o.phase ? { phase: o.phase } : {}),
+    ...(o.reason ? { reason: o.reason } : {}),
+    ...(o.workflowId ? { workflowId: activationWorkflowId({ namespace: ns, name, uid: `uid-${name}` }) } : {}),
+    ...(o.requests ? { requests: o.requests.map((r) => ({ ...r, outcome: 'Accepted', message: '', time: '' })) } : {}),
+    ...(o.gate ? { progression: { weight: 10, gate: { type: 'Approval' } } } : {}),
+  };
+  return {
+    metadata: {
+      name,
+      namespace: ns,
+      uid: `uid-${name}`,
+      creationTimestamp: `2030-01-01T00:00:${String(at).padStart(2, '0')}Z`,
+      ...(o.deleting ? { deletionTimestamp: '2030-01-01T00:01:00Z' } : {}),
+      ...(o.finalizers ? { finalizers: o.finalizers } : {}),
+      ...(o.annotations ? { annotations: o.annotations } : {}),
+    },
+    spec: { stage, stageVersion: o.sv ?? `${stage}-${name}` },
+    ...(Object.keys(status).length ? { status } : {}),
+  };
+}
+const id = (o: CachedActivation) => activationWorkflowId({ namespace: o.metadata!.namespace!, name: o.metadata!.name!, uid: o.metadata!.uid! });
+const snap = (activations: CachedActivation[], o: Partial<PassSnapshot> = {}): PassSnapshot => ({ namespace: NS, activations, seenAt: 1000, settleMs: BURST_SETTLE_MS, quietMs: BURST_QUIET_MS, ...o });
+const mem = (m: Partial<NamespaceMemory> = {}): NamespaceMemory => ({ ...emptyMemory(), ...m });
+const names = (os: readonly CachedActivation[]) => os.map((o) => o.metadata!.name).sort();
+/** Stage `s` exists; StageVersion `s-<name>` of revision `r` for each [name, r]. */
+const supersession = (stages: string[], revisions: [string, string, number][]) => ({
+  stages: new Set(stages),
+  stageVersions: new Map(revisions.map(([stage, name, revision]) => [`${stage}-${name}`, { stage, revision }])),
+});
+
+describe('a pass: who starts', () => {
+  it.each<[string, CachedActivation[], Partial<NamespaceMemory>, string[]]>([
+    ['a new activation starts', [va('a', 's1', 1)], {}, ['a']],
+    ['an InProgress one whose workflow is known to run is asked again (USE_EXISTING costs no second run)', [va('a', 's1', 1, { phase: 'InProgress', workflowId: true })], {}, ['a']],
+    ['a finished one does not', [va('a', 's1', 1, { phase: 'Succeeded' })], {}, []],
+    ['a deleting one does not', [va('a', 's1', 1, { deleting: true })], {}, []],
+    ['one being ended before its start does not', [va('a', 's1', 1)], { skipping: new Set(['uid-a']) }, []],
+  ])('%s', (_n, activations, m, starts) => {
+    const plan = planPass(snap(activations), mem(m), 1000);
+    expect(plan.read).toEqual([]);
+    expect(names(plan.starts)).toEqual(starts);
+  });
+
+  it('a takeover: memory empty, the statuses tell what runs; nothing is held or skipped', () => {
+    const running = [va('a', 's1', 1, { phase: 'InProgress', workflowId: true }), va('b', 's2', 2, { phase: 'Waiting', workflowId: true }), va('c', 's3', 3, { phase: 'Succeeded' })];
+    const plan = planPass(snap(running, { limit: 1 }), emptyMemory(), 1000);
+    expect(names(plan.starts)).toEqual(['a', 'b']);
+    expect(plan.holds).toEqual([]);
+    expect(plan.skips).toEqual([]);
+  });
+});
+
+describe('a pass: the Stage limit (fair share)', () => {
+  it('holds the newer Stages, marking only those not marked yet', () => {
+    const as = [va('a', 's1', 1), va('b', 's2', 2), va('c', 's3', 3, { phase: 'Waiting', reason: NAMESPACE_LIMIT_REASON })];
+    const plan = planPass(snap(as, { limit: 1 }), emptyMemory(), 1000);
+    expect(names(plan.starts)).toEqual(['a']);
+    expect(names(plan.holds)).toEqual(['b']);
+    expect(plan.heldMessage).toMatch(/^queued: 1 Stage of namespace shop already activate/);
+  });
+  it('a Stage whose burst is being waited for keeps its place', () => {
+    const as = [va('b', 's2', 1), va('a', 's1', 2)];
+    const plan = planPass(snap(as, { limit: 1 }), mem({ lastArrival: new Map([['s1', 990]]), settling: new Map([['s1', { since: 900, until: 1100 }]]) }), 1000);
+    expect(names(plan.holds)).toEqual(['b']);
+    expect(names(plan.starts)).toEqual([]); // a is held for the rest of its burst
+  });
+  it('one namespace\'s pass sees its own activations only: another namespace\'s burst holds nothing here', () => {
+    const cache = [va('x1', 's1', 1, { ns: 'other' }), va('x2', 's2', 2, { ns: 'other' }), va('x3', 's3', 3, { ns: 'other' }), va('a', 's9', 4)];
+    const plan = planPass(snapshot(cache, NS, 1000, { limit: 1, settleMs: BURST_SETTLE_MS, quietMs: BURST_QUIET_MS }), emptyMemory(), 1000);
+    expect(names(plan.starts)).toEqual(['a']);
+    expect(plan.holds).toEqual([]);
+  });
+});
+
+describe('a pass: a burst arriving in pieces', () => {
+  const burst = [va('a1', 's1', 1), va('a2', 's1', 2), va('a3', 's1', 3)];
+  const revisions: [string, string, number][] = [['s1', 'a1', 1], ['s1', 'a2', 2], ['s1', 'a3', 3]];
+
+  it('a crowd asks for its Stage and StageVersions first, starting nothing', () => {
+    const plan = planPass(snap(burst), emptyMemory(), 1000);
+    expect(plan).toMatchObject({ read: ['s1'], starts: [], skips: [], expectations: [] });
+  });
+  it('then the newest wins: the others are skipped and remembered, the lock expects the newest, which waits for the quiet', () => {
+    const m = mem({ lastArrival: new Map([['s1', 990]]) });
+    const plan = planPass(snap(burst, { supersession: supersession(['s1'], revisions) }), m, 1000);
+    expect(plan.skips.map((s) => [s.activation.metadata!.name, s.by.name])).toEqual([['a1', 'a3'], ['a2', 'a3']]);
+    expect(plan.expectations.map((w) => w.name)).toEqual(['a3']);
+    expect(plan.starts).toEqual([]);
+    expect(plan.wakeAt).toBe(990 + BURST_QUIET_MS);
+    expect([...plan.memory.skipping].sort()).toEqual(['uid-a1', 'uid-a2']);
+    expect([...plan.memory.expectSent]).toEqual(['uid-a3']);
+    expect(plan.memory.settling.get('s1')).toEqual({ since: 1000, until: 990 + BURST_QUIET_MS });
+  });
+  it('a newer piece arrives during the wait: it supersedes the earlier newest, which is skipped too; the expectation is not sent twice', () => {
+    const later = [...burst.map((o, i) => (i < 2 ? { ...o, status: { phase: 'Skipped' } } : o)), va('a4', 's1', 4)];
+    const m = mem({ lastArrival: new Map([['s1', 1040]]), settling: new Map([['s1', { since: 1000, until: 1065 }]]), skipping: new Set(['uid-a1', 'uid-a2']), expectSent: new Set(['uid-a3']) });
+    const plan = planPass(snap(later, { seenAt: 1050, supersession: supersession(['s1'], [...revisions, ['s1', 'a4', 4]]) }), m, 1050);
+    expect(plan.skips.map((s) => [s.activation.metadata!.name, s.by.name])).toEqual([['a3', 'a4']]);
+    expect(plan.expectations.map((w) => w.name)).toEqual(['a4']);
+    expect(plan.starts).toEqual([]);
+    // The ended ones are forgotten once the snapshot has them final.
+    expect([...plan.memory.skipping]).toEqual(['uid-a3']);
+    expect([...plan.memory.expectSent].sort()).toEqual(['uid-a3', 'uid-a4']);
+    expect(plan.memory.settling.get('s1')).toEqual({ since: 1000, until: 1040 + BURST_QUIET_MS });
+  });
+  it('the Stage is quiet: the newest starts, the wait ends', () => {
+    const quiet = [va('a4', 's1', 4)];
+    const m = mem({ lastArrival: new Map([['s1', 1040]]), settling: new Map([['s1', { since: 1000, until: 1115 }]]), skipping: new Set(['uid-a3']), expectSent: new Set(['uid-a4']) });
+    const plan = planPass(snap(quiet, { seenAt: 1116 }), m, 1116);
+    expect(names(plan.starts)).toEqual(['a4']);
+    expect(plan.wakeAt).toBeUndefined();
+    expect(plan.memory.settling.size).toBe(0);
+  });
+  it('a wait never runs past the settle, however long the burst goes on', () => {
+    const m = mem({ lastArrival: new Map([['s1', 1240]]), settling: new Map([['s1', { since: 1000, until: 1250 }]]) });
+    const plan = planPass(snap([va('a9', 's1', 9)], { seenAt: 1250 }), m, 1250);
+    expect(names(plan.starts)).toEqual(['a9']);
+  });
+  it('an arrival the snapshot missed (during the reads) holds its Stage for the next pass', () => {
+    const m = mem({ lastArrival: new Map([['s1', 1005]]) });
+    const plan = planPass(snap([va('a1', 's1', 1)], { seenAt: 1000 }), m, 1010);
+    expect(plan.starts).toEqual([]);
+    expect(plan.wakeAt).toBe(1005 + BURST_QUIET_MS);
+  });
+  it('Stage and StageVersions unreadable: every activation starts, and the lock supersedes', () => {
+    const plan = planPass(snap(burst, { supersession: 'unreadable' }), emptyMemory(), 1000);
+    expect(names(plan.starts)).toEqual(['a1', 'a2', 'a3']);
+    expect(plan.skips).toEqual([]);
+  });
+  it('a burst on a Stage that does not exist: no one supersedes, each workflow says what is wrong', () => {
+    const plan = planPass(snap(burst, { supersession: supersession([], revisions) }), emptyMemory(), 1000);
+    expect(names(plan.starts)).toEqual(['a1', 'a2', 'a3']);
+  });
+});
+
+describe('memory: a takeover and a reshard', () => {
+  const w = 'vectoractivation/shop/a/uid-a';
+  function remembered(): Memory {
+    const m = new Memory();
+    m.running(NS, w, true);
+    m.arrived(NS, 's1', 5);
+    m.apply(NS, { settling: new Map([['s1', { since: 1, until: 9 }]]), skipping: new Set(['uid-b']), expectSent: new Set(['uid-c']) });
+    return m;
+  }
+  it('a takeover forgets what ran and the waits, keeps the arrivals (a burst may be arriving)', () => {
+    const m = remembered();
+    m.takeover();
+    expect(m.of(NS)).toMatchObject({ running: new Set(), settling: new Map(), lastArrival: new Map([['s1', 5]]) });
+  });
+  it('a dropped namespace is asked again by whoever serves it next', () => {
+    const m = remembered();
+    m.dropped(NS);
+    expect(m.of(NS)).toMatchObject({ running: new Set(), settling: new Map(), skipping: new Set(['uid-b']) });
+  });
+  it('a namespace no longer watched is forgotten whole; served again, it starts from the statuses', () => {
+    const m = remembered();
+    m.forget(NS);
+    expect(m.of(NS)).toEqual(emptyMemory());
+    const plan = planPass(snap([va('a', 's1', 1, { phase: 'InProgress', workflowId: true }), va('b', 's2', 2)]), m.of(NS), 1000);
+    expect(names(plan.starts)).toEqual(['a', 'b']);
+  });
+  it('a deletion forgets the activation', () => {
+    const m = remembered();
+    m.deleted(NS, 'uid-b', 'x');
+    m.deleted(NS, 'uid-a', w);
+    expect(m.of(NS)).toMatchObject({ running: new Set(), skipping: new Set() });
+  });
+});
+
+describe('one activation: requests by annotation', () => {
+  const CANCEL = 'konfidence.cloud/cancel';
+  const RETRY = 'konfidence.cloud/retry';
+  const APPROVE = 'konfidence.cloud/approve';
+  it.each<[string, CachedActivation, boolean, unknown[], boolean]>([
+    ['a new one asks for its namespace\'s pass', va('a', 's1', 1), false, [], true],
+    ['one known to run asks for nothing', va('a', 's1', 1, { phase: 'InProgress' }), true, [], false],
+    ['a cancel before the start is answered without Temporal', va('a', 's1', 1, { annotations: { [CANCEL]: 'x' } }), false, [{ action: { kind: 'relay', action: 'cancel' }, beforeStart: true }], true],
+    ['a cancel after the start goes to the workflow', va('a', 's1', 1, { phase: 'InProgress', workflowId: true, annotations: { [CANCEL]: 'x' } }), false, [{ action: { kind: 'relay', action: 'cancel' }, beforeStart: false }], true],
+    ['an approve before the start is answered there (refused)', va('a', 's1', 1, { annotations: { [APPROVE]: 'alice ok' } }), false, [{ action: { kind: 'relay', action: 'approve', by: 'alice' }, beforeStart: true }], true],
+    ['a promote of a running one goes to the workflow', va('a', 's1', 1, { phase: 'InProgress', annotations: { 'konfidence.cloud/promote': 'bob 1' } }), true, [{ action: { kind: 'relay', action: 'promote', by: 'bob' }, beforeStart: false }], false],
+    ['an abort of a Succeeded one is refused by its phase', va('a', 's1', 1, { phase: 'Succeeded', annotations: { 'konfidence.cloud/abort': 'bob 1' } }), false, [{ action: { kind: 'refuse', action: 'abort' }, beforeStart: false }], false],
+    ['a retry of a Failed one goes to its workflow', va('a', 's1', 1, { phase: 'Failed', workflowId: true, annotations: { [RETRY]: '2' } }), false, [{ action: { kind: 'relay', action: 'retry' }, beforeStart: false }], false],
+    ['an answered request is not asked again', va('a', 's1', 1, { phase: 'Failed', annotations: { [RETRY]: '2' }, requests: [{ action: 'retry', token: `${RETRY}=2` }] }), false, [], false],
+    ['deleted with the close-out finalizer: the deletion goes to the workflow, or a close-out', va('a', 's1', 1, { phase: 'InProgress', deleting: true, finalizers: [FINALIZER_CLOSE_OUT] }), true, [{ action: { kind: 'deleted' } }], false],
+  ])('%s', (_n, o, knownToRun, requests, pass) => {
+    const plan = planObject(o, new Set(knownToRun ? [id(o)] : []));
+    expect(plan.pass).toBe(pass);
+    expect(plan.requests).toEqual(requests.map((r) => expect.objectContaining({ ...(r as object), action: expect.objectContaining((r as { action: object }).action) })));
+  });
+  it('each request has its own key: a new value is a new request', () => {
+    const [one] = planObject(va('a', 's1', 1, { phase: 'Failed', annotations: { [RETRY]: '1' } }), new Set()).requests;
+    const [two] = planObject(va('a', 's1', 1, { phase: 'Failed', annotations: { [RETRY]: '2' } }), new Set()).requests;
+    expect(one!.key).not.toBe(two!.key);
+  });
+});
+
+describe('deletions', () => {
+  it.each<[string, string | undefined, boolean, string]>([
+    ['a Succeeded one: nothing runs', 'Succeeded', true, 'nothing'],
+    ['a Skipped one: nothing runs', 'Skipped', true, 'nothing'],
+    ['an InProgress one, acting: its workflow is told', 'InProgress', true, 'signal'],
+    ['an InProgress one, standby or not served: told by whoever acts next', 'InProgress', false, 'later'],
+  ])('%s', (_n, phase, acting, decision) => expect(planDeleted(va('a', 's1', 1, phase ? { phase } : {}), acting)).toBe(decision));
+
+  it('a takeover hands over the recent deletions of the namespaces it serves; old ones go', () => {
+    const seen = new Map([['vectoractivation/shop/a/u1', 100], ['vectoractivation/other/b/u2', 100], ['vectoractivation/shop/c/u3', 0]]);
+    const { signal, keep } = handOver(seen, STANDBY_DELETIONS_KEPT_MS + 50, (ns) => ns === NS);
+    expect(signal).toEqual(['vectoractivation/shop/a/u1']);
+    expect([...keep.keys()]).toEqual(['vectoractivation/other/b/u2']);
+  });
+});
+
+describe('the sweep of unfinished activations', () => {
+  it.each<[string, CachedActivation, boolean, Set<string> | undefined, string]>([
+    ['finished: nothing', va('a', 's1', 1, { phase: 'Succeeded' }), false, undefined, 'skip'],
+    ['deleted with the close-out finalizer: decided again', va('a', 's1', 1, { deleting: true, finalizers: [FINALIZER_CLOSE_OUT] }), false, undefined, 'reconcile'],
+    ['deleted without it: nothing', va('a', 's1', 1, { deleting: true }), false, undefined, 'skip'],
+    ['not started (held, or its start failed): the pass decides again', va('a', 's1', 1, { phase: 'Waiting', reason: NAMESPACE_LIMIT_REASON }), false, undefined, 'pass'],
+    ['started: its workflow is looked at', va('a', 's1', 1, { phase: 'InProgress', workflowId: true }), false, undefined, 'check'],
+    ['at a gate, not among the closed: left alone', va('a', 's1', 1, { phase: 'InProgress', workflowId: true, gate: true }), false, new Set(), 'skip'],
+    ['at a gate, among the closed: looked at', va('a', 's1', 1, { phase: 'InProgress', workflowId: true, gate: true }), false, new Set(['vectoractivation/shop/a/uid-a']), 'check'],
+    ['at a gate, a full sweep: looked at', va('a', 's1', 1, { phase: 'InProgress', workflowId: true, gate: true }), false, undefined, 'check'],
+  ])('%s', (_n, o, knownToRun, closed, step) => expect(sweepStep(o, new Set(knownToRun ? [id(o)] : []), closed)).toBe(step));
+
+  it.each([
+    [0, 5, true],
+    [1, 5, false],
+    [20, 5, true],
+    [3, undefined, true],
+  ])('sweep %i (the one before at %s) is full: %s', (count, since, full) => expect(fullSweep(count, since)).toBe(full));
+});

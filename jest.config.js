@@ -32,6 +32,8 @@ export default {
       displayName: 'integration',
       testMatch: ['<rootDir>/test/**/*.test.ts'],
       testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/unit/'],
+      // Node's, plus the termination of the Temporal workflows each file's namespaces left Running.
+      testEnvironment: '<rootDir>/test/support/environment.js',
       // Starts (or reuses) etcd, kube-apiserver and the Temporal dev server once per run.
       globalSetup: '<rootDir>/test/global-setup.js',
       globalTeardown: '<rootDir>/test/global-teardown.js',

@@ -2,7 +2,7 @@
  * Where an activation must stop: it fails closed when the active
  * StageVersion cannot be identified; a write the apiserver refuses fails it at once with the
  * refusal, and the Stage is free again; the Stage's Lease is the Stage's, never taken from a live
- * holder; and an activation reaches only its own namespace unless a registration allows more.
+ * holder, whose Lease the activation gives up on after bounded retries, failing with the holder's name; and an activation reaches only its own namespace unless a registration allows more.
  */
 import { k8s } from '../k8s/client.js';
 import { pollUntil } from '../scripts/env/process.js';
@@ -125,6 +125,29 @@ it("takes the Stage's Lease only once another live holder's has expired, and the
   const stage = await s.objects.get('Stage', s.ns, 'held');
   expect(lease.metadata?.ownerReferences).toEqual([expect.objectContaining({ kind: 'Stage', name: 'held', uid: stage!.metadata.uid })]);
 });
+
+it("gives a live holder's Lease up after bounded retries: the activation waits saying who holds it, then fails naming the holder, touching no route", async () => {
+  await seedStage(s, 'foreign', [1, 2]);
+  await seedRoutes(s, 'foreign', 1);
+  await seedPlan(s, 'foreign', { plan: 'foreign-plan' });
+  const before = await routes(s, 'foreign');
+  // Another installation's Lease, live for an hour: it is neither released nor expires meanwhile.
+  const now = new k8s.V1MicroTime();
+  await leases().createNamespacedLease({
+    namespace: s.ns,
+    body: { metadata: { name: 'konfidence-stage-foreign' }, spec: { holderIdentity: 'another-installation', leaseDurationSeconds: 3_600, acquireTime: now, renewTime: now } },
+  });
+  await activate(s, 'foreign-to-2', 'foreign', 2, { executionPlan: 'foreign-plan' });
+  const waiting = await waitFor(s, 'VectorActivation', 'foreign-to-2', (o) => o.status?.reason === 'WaitingForLease' || ['Succeeded', 'Failed'].includes(o.status?.phase), 60_000);
+  expect(waiting.status).toMatchObject({ phase: 'Waiting', reason: 'WaitingForLease', message: expect.stringContaining('is held by another-installation') });
+  // The retries are bounded by 3 minutes (workflows/stage-access.ts); the deadline leaves a loaded machine a minute more.
+  const va = await waitFor(s, 'VectorActivation', 'foreign-to-2', phaseIs('Succeeded', 'Failed'), 240_000);
+  expect(va.status.phase).toBe('Failed');
+  expect(va.status.message).toContain('is held by another-installation');
+  expect(await routes(s, 'foreign')).toEqual(before);
+  const lease = await leases().readNamespacedLease({ name: 'konfidence-stage-foreign', namespace: s.ns });
+  expect({ holder: lease.spec?.holderIdentity, transitions: lease.spec?.leaseTransitions ?? 0 }).toEqual({ holder: 'another-installation', transitions: 0 });
+}, 300_000);
 
 it("refuses to change another namespace's route unless the registration allows the activation's namespace", async () => {
   const other = await freshNamespace('limits-other');

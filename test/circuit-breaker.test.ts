@@ -134,7 +134,7 @@ it('a breaker opened by hand holds new activations until closed by hand; a cance
   // table): an activation that asks after the window has passed is still held, and the breaker
   // still says why it is open. Asking is what would apply the window, so a new activation asks,
   // once the window is over (activations got fast enough to ask within it).
-  await pollUntil(() => Date.now() - openedAt > 1_000 || undefined, 5_000, 'the sleep window to pass', 20);
+  await pollUntil(() => Date.now() - openedAt > 1_000 || undefined, 30_000, 'the sleep window to pass', 20);
   await stage('late');
   await activate(s, 'late-to-2', 'late', 2);
   await waitFor(s, 'VectorActivation', 'late-to-2', (o) => o.status?.reason === 'CircuitOpen');

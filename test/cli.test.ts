@@ -8,8 +8,8 @@
  * Succeeded one with the reason; retry of the Cancelled one runs it again; history is newest first;
  * watch streams the phases; exit codes 0 to 5 and --help on every command.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, symlinkSync, writeFileSync, readFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -73,6 +73,31 @@ afterAll(async () => {
   await s?.stop();
 });
 
+/** What a test started or made: gone after it, whether it passed or failed half-way. */
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const child of children.splice(0)) {
+    if (child.exitCode !== null || child.signalCode !== null) continue;
+    const closed = new Promise((resolve) => child.once('close', resolve));
+    child.kill('SIGKILL');
+    await closed;
+  }
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+/** A temporary directory, removed after the test. */
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(dir);
+  return dir;
+}
+/** A long-running CLI process (watch), killed after the test if it is still running. */
+function startCli(args: string[]): ChildProcess & { stdout: NonNullable<ChildProcess['stdout']> } {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  return child as ChildProcess & { stdout: NonNullable<ChildProcess['stdout']> };
+}
+
 it('--help on the root and on every command exits 0; so does the kubectl plugin', async () => {
   const calls = [['--help'], ['help'], ...commands.map((c) => [c.name, '--help']), ['help', 'activate']];
   for (const args of calls) {
@@ -81,7 +106,7 @@ it('--help on the root and on every command exits 0; so does the kubectl plugin'
     expect(r.stdout).toContain('Usage: konfidence');
   }
   // kubectl finds executables named kubectl-* on PATH: the package's bin `kubectl-konfidence`.
-  const pluginDir = mkdtempSync(join(tmpdir(), 'konfidence-plugin-'));
+  const pluginDir = tempDir('konfidence-plugin-');
   symlinkSync(BIN, join(pluginDir, 'kubectl-konfidence'));
   const env = { ...process.env, PATH: `${pluginDir}:${process.env.PATH}` };
   const help = await exec(binaries.kubectl, ['konfidence', 'status', '--help'], env);
@@ -122,7 +147,7 @@ it.each([
 
 it('an apiserver out of reach exits 4 and says what to check', async () => {
   const port = await freePort(); // free: nobody listens there
-  const kubeconfig = join(mkdtempSync(join(tmpdir(), 'konfidence-kc-')), 'config');
+  const kubeconfig = join(tempDir('konfidence-kc-'), 'config');
   writeFileSync(kubeconfig, readFileSync(process.env.KUBECONFIG!, 'utf8').replace(/server: .*/g, `server: https://127.0.0.1:${port}`));
   const r = await cli('status', '--kubeconfig', kubeconfig);
   expect(r.code).toBe(EXIT.unreachable);
@@ -200,7 +225,7 @@ it('history lists the Stage\'s activations newest first with phase, reason, atte
 
 it('watch streams the phases of a new activation and stops at --until-final with its exit code; SIGINT stops it with 0', async () => {
   const name = 'shop-4-watched';
-  const watcher = spawn(process.execPath, [BIN, 'watch', 'shop', '--until-final', name, '-o', 'json', '-n', s.ns], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  const watcher = startCli(['watch', 'shop', '--until-final', name, '-o', 'json', '-n', s.ns]);
   const lines: string[] = [];
   watcher.stdout.setEncoding('utf8').on('data', (d: string) => lines.push(...d.split('\n').filter(Boolean)));
   const exited = new Promise<number | null>((resolve) => watcher.on('close', resolve));
@@ -214,7 +239,7 @@ it('watch streams the phases of a new activation and stops at --until-final with
   const order = ['Pending', 'Waiting', 'InProgress', 'Succeeded'];
   expect(phases.map((p) => order.indexOf(p))).toEqual([...phases.map((p) => order.indexOf(p))].sort());
 
-  const endless = spawn(process.execPath, [BIN, 'watch', '-n', s.ns], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  const endless = startCli(['watch', '-n', s.ns]);
   let out = '';
   endless.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
   const ended = new Promise<number | null>((resolve) => endless.on('close', resolve));

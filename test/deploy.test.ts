@@ -7,7 +7,7 @@
  * needs fails with a message naming the verb, the resource and the namespace.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -51,7 +51,10 @@ afterAll(async () => {
   for (const c of components) c.child.kill('SIGKILL');
   for (const o of clusterScoped) await objectApi(s.kc).delete(o).catch(() => undefined);
   await s?.stop();
+  // The components' kubeconfigs, and any overlay a test wrote: removed whether the tests passed or not.
+  for (const dir of [kubeconfigDir, ...dirs]) rmSync(dir, { recursive: true, force: true });
 });
+const dirs: string[] = [];
 
 const ofKind = (kind: string) => manifests.filter((m) => m.kind === kind);
 const deployment = (component: string) => ofKind('Deployment').find((d) => d.metadata.name === `konfidence-${component}`)!;
@@ -267,6 +270,7 @@ it('a core worker without get on activationexecutionplans fails the activation w
 it("the worker-versioning component makes the core worker's build the release's version label", async () => {
   // An overlay as docs/scale.md shows it: the image tag and the version label say the same.
   const overlay = mkdtempSync(join(tmpdir(), 'konfidence-overlay-'));
+  dirs.push(overlay);
   const toDeploy = relative(overlay, deployDir);
   writeFileSync(
     join(overlay, 'kustomization.yaml'),

@@ -10,6 +10,7 @@ import { k8s } from '../k8s/client.js';
 import { eventRecorder } from '../k8s/events.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { kubectl } from './support/cluster.js';
+import { eventsWritten } from './support/events.js';
 import { activationWorkflowId } from '../shared/activation.js';
 import { startedExecutions } from './support/executors.js';
 import { activate, seedActive, seedSleepyPlan, seedStage } from './support/scenario.js';
@@ -108,6 +109,8 @@ it('a Stage that gets a new vector: the activation, the Stage and its StageVersi
   const restarted = new StageController({ kubeConfig: s.kc, namespaces: [s.ns], systemNamespace: s.systemNs, log: () => undefined });
   await restarted.reconcile(s.ns);
   await restarted.reconcile(s.ns);
+  // Its Events would be sent in the background: look once they are written.
+  await eventsWritten();
   expect(reasons(await describe_('stage', 'app'))).toEqual(reasons(stage));
 });
 
@@ -181,6 +184,7 @@ it('a transition says its Events once written, without a look-up: the same write
   // The status activity retried after its write went through (a crash before it returned): it
   // finds the transition made, and says nothing.
   await activities.writeActivationStatus(ref, report);
+  await eventsWritten(); // the transition's Events would follow the write in the background
   expect(reasons(await describe_('va', 'rep-to-1'))).toEqual(reasons(before));
 
   // Another writer moved the status away (here to another final phase, which the watcher leaves

@@ -3,7 +3,8 @@
  * during its start-up (once its health server listens, with the apiserver answering and not; a
  * signal there ends it at once, by its own hand, not by Node's default), and once ready while the
  * apiserver does not answer (reached through a TCP proxy that the test stops answering), where the
- * graceful stop hangs on its requests and the grace period ends it. `worker/main.ts ROLE` as its own process, on the local
+ * graceful stop hangs on its requests and the grace period ends it. An elected role SIGTERMed
+ * while it leads releases its Lease on the way out. `worker/main.ts ROLE` as its own process, on the local
  * servers, each in namespaces of its own.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -15,6 +16,8 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { pollUntil } from '../scripts/env/process.js';
+import { k8s } from '../k8s/client.js';
+import { LEASE_NAMES } from '../k8s/leader-election.js';
 import { freshNamespace, kubeConfig } from './support/cluster.js';
 import { removeNamespaces } from './support/namespaces.js';
 
@@ -52,6 +55,8 @@ interface Role {
   child: ChildProcess;
   /** The namespace it watches. */
   namespace: string;
+  /** Its system namespace (the elected roles' Leases are there). */
+  systemNamespace: string;
   lines: string[];
   /** How the process ended: ms after `since`, and the signal that killed it (null: it exited by itself). */
   exitedAfter(since: number): Promise<{ ms: number; signal: NodeJS.Signals | null }>;
@@ -93,6 +98,7 @@ async function startRole(args: string[], env: Record<string, string>): Promise<R
     name: args.join(' '),
     child,
     namespace: watched,
+    systemNamespace: systemNs,
     lines,
     exitedAfter: async (since) => {
       const { at, signal } = await exit;
@@ -148,6 +154,23 @@ it('every role ready, then the apiserver stops answering: SIGTERM ends each with
   proxy.freeze();
   expect(await terminateAll(roles)).toEqual(allExitedInTime());
 }, 240_000);
+
+it('an elected watcher and Stage controller, each leading, SIGTERMed: each exits by itself and leaves its Lease released, for a standby to take at once', async () => {
+  const elected = ['watcher', 'stage-controller'] as const;
+  // The default grace period: what is looked at here is the release, not how fast the exit is.
+  const roles = await Promise.all(elected.map((role) => startRole([role], { KONFIDENCE_LEADER_ELECTION: 'true', KONFIDENCE_IDENTITY: `leader-${role}`, KONFIDENCE_SHUTDOWN_GRACE_MS: '28000' })));
+  const leases = kc.makeApiClient(k8s.CoordinationV1Api);
+  const lease = (i: number) => leases.readNamespacedLease({ name: LEASE_NAMES[elected[i]!], namespace: roles[i]!.systemNamespace });
+  await Promise.all(roles.map((r, i) => pollUntil(async () => (await lease(i).catch(() => undefined))?.spec?.holderIdentity === `leader-${elected[i]}`, 60_000, `${r.name} to lead (log: ${r.lines.slice(-3).join(' | ')})`, 100)));
+  const ended = await Promise.all(roles.map(terminate));
+  expect(ended.map((e) => e.signal)).toEqual([null, null]);
+  // Released as client-go releases: no holder, a 1 s duration; a standby need not wait the 15 s lease out.
+  const after = await Promise.all(roles.map((_r, i) => lease(i)));
+  expect(after.map((l) => ({ holder: l.spec?.holderIdentity ?? '', seconds: l.spec?.leaseDurationSeconds }))).toEqual([
+    { holder: '', seconds: 1 },
+    { holder: '', seconds: 1 },
+  ]);
+}, 180_000);
 
 interface ApiserverProxy {
   kubeconfig: string;

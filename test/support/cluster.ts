@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { binaries } from '../../scripts/env/paths.js';
 import { apply, k8s, loadKubeConfig } from '../../k8s/client.js';
+import { own } from './owned.js';
 
 export function kubeConfig(): k8s.KubeConfig {
   const path = process.env.KUBECONFIG;
@@ -21,6 +22,7 @@ export function objectApi(kc = kubeConfig()): k8s.KubernetesObjectApi {
  */
 export async function freshNamespace(prefix: string, kc = kubeConfig()): Promise<string> {
   const name = `${prefix}-${randomBytes(4).toString('hex')}`;
+  own(name);
   await apply(objectApi(kc), {
     apiVersion: 'v1',
     kind: 'Namespace',

@@ -8,8 +8,10 @@
 import { k8s } from '../../k8s/client.js';
 import { CustomObjects, type CustomObject } from '../../k8s/custom-objects.js';
 import { forEachLimited } from '../../shared/pool.js';
+import { own } from './owned.js';
 
 export async function removeNamespaces(kc: k8s.KubeConfig, namespaces: readonly string[]): Promise<void> {
+  own(...namespaces); // their workflows are terminated after the file (test/support/environment.js)
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const objects = new CustomObjects(kc);
   for (const namespace of namespaces) {

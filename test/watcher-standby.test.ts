@@ -1,0 +1,69 @@
+/**
+ * A watcher that is a standby (docs/ha.md) sees deletions it may not act on; once it leads, it
+ * hands them to their workflows. Here the watcher of this file's system has a leadership the test
+ * flips (the election itself is test/ha-election.test.ts): a VectorActivation waiting for its
+ * Stage, which has no close-out finalizer yet and so is gone at once, is deleted while the watcher
+ * is a standby; when the watcher leads again its workflow is told and closes, while the Stage's
+ * holder still runs (so it is not the grant that ends it).
+ */
+import type { Leadership } from '../k8s/leader-election.js';
+import { pollUntil } from '../scripts/env/process.js';
+import { activationWorkflowId } from '../shared/activation.js';
+import { startedExecutions } from './support/executors.js';
+import { activate, seedSleepyPlan, seedStage } from './support/scenario.js';
+import { phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
+
+class Flipped implements Leadership {
+  readonly identity = 'watcher-under-test';
+  leading = true;
+  private readonly since = new Date();
+  isLeader(): boolean {
+    return this.leading;
+  }
+  leaderSince(): Date | undefined {
+    return this.leading ? this.since : undefined;
+  }
+}
+
+const leadership = new Flipped();
+let s: TestSystem;
+beforeAll(async () => {
+  s = await startTestSystem('standby', { watcherLeadership: leadership });
+});
+afterAll(async () => {
+  await s?.stop();
+});
+
+const status = async (workflowId: string) => (await s.client.workflow.getHandle(workflowId).describe()).status.name;
+
+it('a deletion seen as a standby is handed to its workflow once the watcher leads', async () => {
+  await seedStage(s, 'shop', [1, 2, 3]);
+  // The holder's one task takes 120 s: the Stage stays held for the whole test.
+  await seedSleepyPlan(s, 'shop', 120);
+  await activate(s, 'shop-to-2', 'shop', 2, { executionPlan: 'shop-plan' });
+  await waitFor(s, 'VectorActivation', 'shop-to-2', phaseIs('InProgress'));
+  await pollUntil(() => [...startedExecutions].some((n) => n.startsWith('shop-to-2-')), 30_000, 'the holder to start its task');
+  await activate(s, 'shop-to-3', 'shop', 3, { executionPlan: 'shop-plan' });
+  const waiting = await waitFor(s, 'VectorActivation', 'shop-to-3', phaseIs('Waiting'));
+  expect(waiting.metadata.finalizers ?? []).toEqual([]); // deleted, it is gone at once
+  const workflowId = activationWorkflowId({ namespace: s.ns, name: 'shop-to-3', uid: waiting.metadata.uid! });
+  expect(await status(workflowId)).toBe('RUNNING');
+
+  // What the watcher knows of its leadership is private: no API says it. It looks every 200 ms;
+  // once it has seen itself a standby, a later lead is a takeover.
+  const watcher = s.watcher as unknown as { cache: Map<string, unknown>; gate: { wasLeader: boolean } };
+  leadership.leading = false;
+  await pollUntil(() => !watcher.gate.wasLeader, 30_000, 'the watcher to see itself a standby');
+  await s.objects.delete('VectorActivation', s.ns, 'shop-to-3');
+  await pollUntil(async () => !(await s.objects.get('VectorActivation', s.ns, 'shop-to-3')), 30_000, 'shop-to-3 to be gone');
+  // The standby's watch delivers the deletion (it keeps its caches warm): it is seen, not acted on.
+  // Its cache drops the object as it notes the deletion.
+  await pollUntil(() => !watcher.cache.has(waiting.metadata.uid!), 30_000, 'the standby to see the deletion');
+  expect(await status(workflowId)).toBe('RUNNING');
+
+  leadership.leading = true;
+  // Told at the takeover (polled every 200 ms), the workflow stops waiting and closes in seconds;
+  // the holder's task has most of its 120 s to go, so the grant cannot be what closes it.
+  await pollUntil(async () => (await status(workflowId)) !== 'RUNNING', 60_000, "the deleted activation's workflow to close");
+  expect((await s.objects.get('VectorActivation', s.ns, 'shop-to-2'))?.status?.phase).toBe('InProgress');
+}, 180_000);

@@ -32,14 +32,38 @@ const { releaseStageLock } = proxyLocalActivities<LockActivities>({ startToClose
 
 /**
  * Taking and clearing the Lease are bookkeeping on the handoff's path: local activities. Taking it
- * waits, within bounded attempts, for a live foreign holder's Lease to expire (60 s at most).
+ * waits, within bounded attempts, for a live foreign holder's Lease to expire: at most
+ * `leaseWaitSeconds` (default LEASE_WAIT_SECONDS), then the activation fails naming the holder.
  */
-const leaseWait = {
-  startToCloseTimeout: '30 seconds',
-  scheduleToCloseTimeout: '3 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 1.5, maximumInterval: '10 seconds', maximumAttempts: 20 },
-} as const;
-const { takeStage } = proxyLocalActivities<ActivationActivities>({ ...leaseWait, summary: "take the Stage's Lease, then read the Stage" });
+export const LEASE_WAIT_SECONDS = 180;
+const LEASE_RETRY = { initialSeconds: 1, backoffCoefficient: 1.5, maximumSeconds: 10 };
+/**
+ * How many attempts the retries' waits fit in `seconds`: the bound that holds (a local activity's
+ * schedule-to-close timeout is not what ends its retries here; its attempts are).
+ */
+export function leaseAttempts(seconds: number): number {
+  let waited = 0;
+  let interval = LEASE_RETRY.initialSeconds;
+  let attempts = 1;
+  while (waited + interval <= seconds) {
+    waited += interval;
+    attempts++;
+    interval = Math.min(interval * LEASE_RETRY.backoffCoefficient, LEASE_RETRY.maximumSeconds);
+  }
+  return attempts;
+}
+const takeStageWaiting = (seconds: number) =>
+  proxyLocalActivities<ActivationActivities>({
+    startToCloseTimeout: '30 seconds',
+    scheduleToCloseTimeout: `${seconds} seconds`,
+    retry: {
+      initialInterval: `${LEASE_RETRY.initialSeconds} second`,
+      backoffCoefficient: LEASE_RETRY.backoffCoefficient,
+      maximumInterval: `${LEASE_RETRY.maximumSeconds} seconds`,
+      maximumAttempts: leaseAttempts(seconds),
+    },
+    summary: "take the Stage's Lease, then read the Stage",
+  }).takeStage;
 /** The first try, alone: a Lease found held by another is said (Waiting) before it is waited for. */
 const { takeStage: takeStageOnce } = proxyLocalActivities<ActivationActivities>({
   startToCloseTimeout: '30 seconds',
@@ -95,6 +119,7 @@ export class StageAccess {
     /** namespace/name of the activation: the Lease holder and the lock's label for people. */
     readonly holder: string,
     private readonly askAgainSeconds = ASK_AGAIN_SECONDS,
+    private readonly leaseWaitSeconds = LEASE_WAIT_SECONDS,
   ) {
     this.lockId = stageLockWorkflowId(namespace, stage);
     setHandler(lockGrantedSignal, () => {
@@ -160,7 +185,7 @@ export class StageAccess {
       // Held by another holder (a second installation, a stale activation): say so, then wait
       // within the bounded retries. Anything else is retried the same way, without a word.
       if (cause instanceof ApplicationFailure && cause.type === STAGE_LEASE_HELD) await onLeaseHeld(cause.message);
-      taken = await takeStage(input);
+      taken = await takeStageWaiting(this.leaseWaitSeconds)(input);
     }
     this.keepLease();
     return taken;

@@ -12,7 +12,8 @@ import { create, createOther, object, phaseIs, readOther, startTestSystem, waitF
 
 let s: TestSystem;
 beforeAll(async () => {
-  s = await startTestSystem('limits');
+  // A foreign Lease is waited for 30 s here (180 s by default), long enough for one that expires in 8 s.
+  s = await startTestSystem('limits', { leaseWaitSeconds: 30 });
 });
 afterAll(async () => {
   await s?.stop();
@@ -140,14 +141,15 @@ it("gives a live holder's Lease up after bounded retries: the activation waits s
   await activate(s, 'foreign-to-2', 'foreign', 2, { executionPlan: 'foreign-plan' });
   const waiting = await waitFor(s, 'VectorActivation', 'foreign-to-2', (o) => o.status?.reason === 'WaitingForLease' || ['Succeeded', 'Failed'].includes(o.status?.phase), 60_000);
   expect(waiting.status).toMatchObject({ phase: 'Waiting', reason: 'WaitingForLease', message: expect.stringContaining('is held by another-installation') });
-  // The retries are bounded by 3 minutes (workflows/stage-access.ts); the deadline leaves a loaded machine a minute more.
-  const va = await waitFor(s, 'VectorActivation', 'foreign-to-2', phaseIs('Succeeded', 'Failed'), 240_000);
+  // The retries are bounded by the system's leaseWaitSeconds (30 s here, stage-lock/client.ts); the
+  // deadline leaves a loaded machine a minute and a half more.
+  const va = await waitFor(s, 'VectorActivation', 'foreign-to-2', phaseIs('Succeeded', 'Failed'), 120_000);
   expect(va.status.phase).toBe('Failed');
   expect(va.status.message).toContain('is held by another-installation');
   expect(await routes(s, 'foreign')).toEqual(before);
   const lease = await leases().readNamespacedLease({ name: 'konfidence-stage-foreign', namespace: s.ns });
   expect({ holder: lease.spec?.holderIdentity, transitions: lease.spec?.leaseTransitions ?? 0 }).toEqual({ holder: 'another-installation', transitions: 0 });
-}, 300_000);
+}, 180_000);
 
 it("refuses to change another namespace's route unless the registration allows the activation's namespace", async () => {
   const other = await freshNamespace('limits-other');

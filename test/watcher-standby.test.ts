@@ -51,9 +51,9 @@ it('a deletion seen as a standby is handed to its workflow once the watcher lead
 
   // What the watcher knows of its leadership is private: no API says it. It looks every 200 ms;
   // once it has seen itself a standby, a later lead is a takeover.
-  const watcher = s.watcher as unknown as { cache: Map<string, unknown>; gate: { wasLeader: boolean } };
+  const watcher = s.watcher as unknown as { cache: Map<string, unknown>; informers: { gate: { wasLeader: boolean } } };
   leadership.leading = false;
-  await pollUntil(() => !watcher.gate.wasLeader, 30_000, 'the watcher to see itself a standby');
+  await pollUntil(() => !watcher.informers.gate.wasLeader, 30_000, 'the watcher to see itself a standby');
   await s.objects.delete('VectorActivation', s.ns, 'shop-to-3');
   await pollUntil(async () => !(await s.objects.get('VectorActivation', s.ns, 'shop-to-3')), 30_000, 'shop-to-3 to be gone');
   // The standby's watch delivers the deletion (it keeps its caches warm): it is seen, not acted on.

@@ -45,6 +45,8 @@ export interface SystemOptions {
   stagesPerNamespace?: number;
   /** How often a waiting activation asks its Stage's lock again (tests shorten it). */
   lockAskAgainSeconds?: number;
+  /** How long an activation waits for another holder's Stage Lease before it fails (default 180 s). */
+  leaseWaitSeconds?: number;
   /** How long a burst's newest waits for the rest of its burst at most, and the quiet that ends it sooner (decisions/supersede.ts; tests lengthen them). */
   burstSettleMs?: number;
   burstQuietMs?: number;
@@ -98,6 +100,7 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
     ...(o.systemNamespace ? { systemNamespace: o.systemNamespace } : {}),
     ...(o.watcherCheckIntervalMs ? { checkIntervalMs: o.watcherCheckIntervalMs } : {}),
     ...(o.lockAskAgainSeconds ? { lockAskAgainSeconds: o.lockAskAgainSeconds } : {}),
+    ...(o.leaseWaitSeconds ? { leaseWaitSeconds: o.leaseWaitSeconds } : {}),
     ...(o.stagesPerNamespace ? { stagesPerNamespace: o.stagesPerNamespace } : {}),
     ...(o.burstSettleMs !== undefined ? { burstSettleMs: o.burstSettleMs } : {}),
     ...(o.burstQuietMs !== undefined ? { burstQuietMs: o.burstQuietMs } : {}),

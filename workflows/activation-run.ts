@@ -47,6 +47,8 @@ export interface RunOptions {
   queueSuffix?: string;
   /** How often a waiting activation asks its Stage's lock again (default 120 s; tests shorten it). */
   lockAskAgainSeconds?: number;
+  /** How long an activation waits for another holder's Stage Lease before it fails (default 180 s). */
+  leaseWaitSeconds?: number;
 }
 
 export class ActivationRun {
@@ -80,7 +82,7 @@ export class ActivationRun {
     const info = workflowInfo();
     this.progress = progress;
     this.holder = holderOf(ref);
-    this.access = new StageAccess(ref.namespace, va.stage, this.holder, options.lockAskAgainSeconds);
+    this.access = new StageAccess(ref.namespace, va.stage, this.holder, options.lockAskAgainSeconds, options.leaseWaitSeconds);
     this.workflowUrl = options.uiUrl ? temporalWorkflowUrl(options.uiUrl, info.namespace, info.workflowId) : undefined;
     this.firstError = va.status.firstError;
     this.startTime = va.status.startTime;

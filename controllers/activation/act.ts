@@ -39,6 +39,7 @@ export interface ActOptions {
   uiUrl?: string;
   queueSuffix?: string;
   lockAskAgainSeconds?: number;
+  leaseWaitSeconds?: number;
   gate: LeaderGate;
   /** Through the gate's KubeConfig: every write fenced. */
   deps: CoreDeps;
@@ -115,6 +116,7 @@ export class Acts {
           ...(this.o.uiUrl ? { uiUrl: this.o.uiUrl } : {}),
           ...(this.o.queueSuffix ? { queueSuffix: this.o.queueSuffix } : {}),
           ...(this.o.lockAskAgainSeconds ? { lockAskAgainSeconds: this.o.lockAskAgainSeconds } : {}),
+          ...(this.o.leaseWaitSeconds ? { leaseWaitSeconds: this.o.leaseWaitSeconds } : {}),
           ...extra,
         },
       ],

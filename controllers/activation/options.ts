@@ -16,6 +16,8 @@ export interface ActivationControllerOptions {
   checkIntervalMs?: number;
   /** Passed to the workflows: how often a waiting activation asks its Stage's lock again. */
   lockAskAgainSeconds?: number;
+  /** How long an activation waits for another holder's Stage Lease before it fails (default 180 s). */
+  leaseWaitSeconds?: number;
   systemNamespace?: string;
   log?: LogFn;
   /**

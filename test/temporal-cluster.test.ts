@@ -9,6 +9,7 @@ import { type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { GROUP, VERSION } from '../api/group.js';
 import { spawnRole } from '../bench/fixture.js';
+import { cpuSeconds } from '../bench/report.js';
 import { applyCrds } from '../k8s/crds.js';
 import { CustomObjects, type CustomObject } from '../k8s/custom-objects.js';
 import { buildDist } from '../scripts/dist.js';
@@ -85,6 +86,7 @@ describeOnCluster('a burst across 20 Stages on the cluster profile', () => {
     });
     const activate = (stage: string, r: number) =>
       objects.create({ apiVersion: `${GROUP}/${VERSION}`, kind: 'VectorActivation', metadata: { name: `${stage}-to-${r}`, namespace: ns }, spec: { stage, stageVersion: `${stage}-${r}`, executionPlan: `${stage}-plan` } });
+    const cpuBefore = roles.map((c) => cpuSeconds(c.pid));
     const half = BURST.length / 2;
     let unfinishedAtKill = 0;
     try {
@@ -110,9 +112,16 @@ describeOnCluster('a burst across 20 Stages on the cluster profile', () => {
     } finally {
       watch.stop();
     }
+    reportCpu(prefix, cpuBefore, [...phases.values()].filter((v) => v.phase === 'Succeeded').length);
     expect({ violations, watchEnded: watch.ended, killedMidBurst: unfinishedAtKill > 0 }).toEqual({ violations: [], watchEnded: undefined, killedMidBurst: true });
     await expectNewestWon(stages);
     await closeWorkflows(stages);
+  }
+
+  /** What each role's process cost per activation that ran, for sizing (docs/operations.md, "Sizing Temporal"). */
+  function reportCpu(prefix: string, before: number[], ran: number): void {
+    const ms = roles.map((c, i) => `${ROLES[i]!.join(' ')} ${Math.round(((cpuSeconds(c.pid) - before[i]!) * 1000) / ran)}`);
+    console.log(`burst ${prefix}: ${ran} activations ran; CPU ms per activation that ran, by process: ${ms.join(', ')}`);
   }
 
   /** The newest of each Stage Succeeded and serves; every older one was Skipped, or Succeeded before the next that did. */

@@ -3,13 +3,15 @@
  * run apart, history twice, and our roles run as their Pods do: two core workers, two gateway-api
  * executors, the watcher and the Stage controller. A burst across 20 Stages meets the SIGKILL of a
  * history host (in the second test, of the matching service) and its restart: no activation is
- * lost, the newest of each Stage ends active, and no Stage ever has two activations InProgress.
+ * lost, the newest of each Stage ends active with its route on it, and no Stage ever has two
+ * activations InProgress.
  */
 import { type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { GROUP, VERSION } from '../api/group.js';
 import { spawnRole } from '../bench/fixture.js';
 import { cpuSeconds } from '../bench/report.js';
+import { k8s } from '../k8s/client.js';
 import { applyCrds } from '../k8s/crds.js';
 import { CustomObjects, type CustomObject } from '../k8s/custom-objects.js';
 import { buildDist } from '../scripts/dist.js';
@@ -21,6 +23,7 @@ import { stageLockWorkflowId } from '../stage-lock/contract.js';
 import { freshNamespace, kubeConfig } from './support/cluster.js';
 import { removeNamespaces } from './support/namespaces.js';
 import { seedBurst } from './support/cluster-burst.js';
+import { HTTPROUTE } from './support/scenario.js';
 import { temporalClient } from './support/temporal.js';
 import { resumingWatch } from './support/watch.js';
 
@@ -37,8 +40,8 @@ const ROLES = [['core'], ['core'], ['executor', 'gateway-api'], ['executor', 'ga
 
 describeOnCluster('a burst across 20 Stages on the cluster profile', () => {
   let cp: ControlPlane;
-  const kc = kubeConfig();
-  const objects = new CustomObjects(kc);
+  let kc: k8s.KubeConfig;
+  let objects: CustomObjects;
   let ns: string;
   let systemNs: string;
   const roles: ChildProcess[] = [];
@@ -46,6 +49,8 @@ describeOnCluster('a burst across 20 Stages on the cluster profile', () => {
   beforeAll(async () => {
     buildDist(); // the roles run as the image runs them: compiled
     cp = current()!;
+    kc = kubeConfig();
+    objects = new CustomObjects(kc);
     await applyCrds(kc, routeCrds());
     ns = await freshNamespace('cluster');
     systemNs = await freshNamespace('cluster-sys');
@@ -138,6 +143,8 @@ describeOnCluster('a burst across 20 Stages on the cluster profile', () => {
       const done = vas.filter((va) => va?.status?.phase === 'Succeeded').map((va) => Date.parse(va!.status.completionTime));
       expect({ stage, inOrder: done.every((t, i) => i === 0 || t >= done[i - 1]!) }).toEqual({ stage, inOrder: true });
       expect((await objects.get('StageVersionUsage', ns, `${stage}-active`))?.spec.stageVersionRef.name).toBe(`${stage}-${NEWEST}`);
+      const route = await kc.makeApiClient(k8s.CustomObjectsApi).getNamespacedCustomObject({ group: HTTPROUTE[0], version: HTTPROUTE[1], plural: HTTPROUTE[2], namespace: ns, name: `${stage}-shop` });
+      expect({ stage, backends: route.spec.rules[0].backendRefs.map((b: { name: string; weight: number }) => `${b.name}:${b.weight}`) }).toEqual({ stage, backends: [`${stage}-shop-v${NEWEST}:100`] });
     }
   }
 

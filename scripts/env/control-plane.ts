@@ -379,7 +379,8 @@ async function startOnPostgres(profile: TemporalProfile, restart: Set<Component>
     persist();
   }
   if (profile === 'postgres' && restart.has('temporal')) await ready('temporal-server', pids.temporal!, () => temporalServerReady(ports), 90_000);
-  // The frontend answers, and every service that started heartbeats in the ring (both history hosts hold shards).
+  // The frontend answers, and every service that started heartbeats in the ring: both history hosts
+  // are members when `up` returns.
   await Promise.all(
     services.map((s) => ready(s.name, pids[s.component]!, async () => (s.service !== 'frontend' || (await temporalServerReady(ports))) && serviceJoined(s, ports, since), 90_000)),
   );

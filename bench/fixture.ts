@@ -119,10 +119,12 @@ export function startSleepySystem(cp: ControlPlane, kc: k8s.KubeConfig, systemNs
  * A role as its own process group on the local servers, in the test Temporal namespace, run as the
  * image runs it (compiled, dist/: call buildDist() once before) with the runtime settings of its
  * Deployment (its command's Node flags, NODE_OPTIONS, MALLOC_ARENA_MAX); `env` adds the role's settings.
+ * An executor is ['executor', TYPE]: its Deployment is executor-TYPE.
  */
-export function spawnRole(cp: ControlPlane, role: string, systemNs: string, env: Record<string, string>, stdio: StdioOptions, executorType?: string) {
-  const runtime = deployedRuntime(executorType ? `${role}-${executorType}` : role);
-  return spawn(process.execPath, [...runtime.nodeFlags, distMain, role, ...(executorType ? [executorType] : [])], {
+export function spawnRole(cp: ControlPlane, role: string | readonly string[], systemNs: string, env: Record<string, string>, stdio: StdioOptions) {
+  const argv = typeof role === 'string' ? [role] : [...role];
+  const runtime = deployedRuntime(argv.join('-'));
+  return spawn(process.execPath, [...runtime.nodeFlags, distMain, ...argv], {
     cwd: repoRoot,
     env: {
       ...process.env,

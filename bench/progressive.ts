@@ -71,13 +71,13 @@ function threadCpu(pid: number): Record<string, number> {
 /** A role as its own process on the local servers, ready (its caches listed); stop() SIGTERMs it and waits. */
 async function startRole(cp: ControlPlane, role: 'core' | 'watcher' | 'stage-controller' | 'executor', systemNs: string, namespaces: string[], suffix: string, executorType?: string) {
   const port = await freePort();
-  const child = spawnRole(cp, role, systemNs, {
+  const child = spawnRole(cp, executorType ? [role, executorType] : role, systemNs, {
     KONFIDENCE_QUEUE_SUFFIX: suffix,
     KONFIDENCE_WATCH_NAMESPACES: namespaces.join(','),
     KONFIDENCE_HEALTH_PORT: String(port),
     KONFIDENCE_STAGES_PER_NAMESPACE: '0',
     KONFIDENCE_LOG_LEVEL: 'error',
-  }, ['ignore', 'ignore', 'inherit'], executorType);
+  }, ['ignore', 'ignore', 'inherit']);
   const exited = new Promise((r) => child.once('exit', r));
   // A benchmark that fails or is interrupted leaves no role running (each is its own process group).
   const orphaned = () => {

@@ -3,7 +3,7 @@
  * (git-ignored), where `npm run bench` (bench/all.ts) collects them into one table.
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Pids } from '../scripts/env/control-plane.js';
 import { auditLogPath } from '../scripts/env/components.js';
@@ -59,6 +59,40 @@ export function cpuSeconds(pid: number | undefined): number {
   }
 }
 
+/**
+ * CPU seconds of a process and every process below it, the ended ones included (their time is in
+ * their parent's cutime and cstime): PostgreSQL serves each connection in a child process.
+ */
+export function treeCpuSeconds(pid: number | undefined): number {
+  if (!pid) return NaN;
+  const parentOf = new Map<number, number>();
+  const own = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+      parentOf.set(Number(entry), Number(f[1]));
+      own.set(Number(entry), (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100); // utime, stime, cutime, cstime
+    } catch {
+      // ended meanwhile
+    }
+  }
+  const inTree = (p: number): boolean => p === pid || (p > 1 && parentOf.has(p) && inTree(parentOf.get(p)!));
+  if (!own.has(pid)) return NaN;
+  return [...own].filter(([p]) => inTree(p)).reduce((sum, [, seconds]) => sum + seconds, 0);
+}
+
+/** The servers whose CPU is their process tree's. */
+const COUNTED_WITH_CHILDREN = new Set(['postgres']);
+
+/** CPU seconds all processes of the machine used so far (every user's), from /proc/stat. */
+export function machineCpuSeconds(): number {
+  const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).map(Number);
+  // user nice system idle iowait irq softirq steal: all but idle and iowait are busy.
+  return ticks.slice(0, 8).filter((_, i) => i !== 3 && i !== 4).reduce((a, b) => a + b, 0) / 100;
+}
+
 /** Every local server's process and this one (which runs the system), for CPU figures. */
 export const cpuProcesses = (pids: Pids): Record<string, number | undefined> => ({
   ...Object.fromEntries(Object.entries(pids).filter(([, pid]) => pid !== undefined)),
@@ -66,7 +100,8 @@ export const cpuProcesses = (pids: Pids): Record<string, number | undefined> => 
 });
 
 /** CPU seconds used so far by each of `processes`. */
-export const cpuNow = (processes: Record<string, number | undefined>) => Object.fromEntries(Object.entries(processes).map(([k, pid]) => [k, cpuSeconds(pid)]));
+export const cpuNow = (processes: Record<string, number | undefined>) =>
+  Object.fromEntries(Object.entries(processes).map(([k, pid]) => [k, COUNTED_WITH_CHILDREN.has(k) ? treeCpuSeconds(pid) : cpuSeconds(pid)]));
 
 /** kube-apiserver's request counters, `VERB group/resource[/subresource]` → count (WATCH apart: long-running). */
 export function apiserverRequests(kubeconfig: string): Map<string, number> {

@@ -2,10 +2,12 @@
  * npm run env:up — starts (or reuses) the local control plane and prints how to reach it.
  *   --temporal=postgres   Temporal server on PostgreSQL, as docker-compose.yml runs it (default:
  *                         KONFIDENCE_TEMPORAL, else what the state folder runs, else the dev server)
+ *   --temporal=cluster    the same server with each service its own process, history twice
  * With --json the last line is the control plane as JSON (jest's global setup reads it).
  */
 import { up } from './env/control-plane.js';
 
+const PROFILE_NAMES = { dev: 'dev server', postgres: 'server on PostgreSQL', cluster: 'server on PostgreSQL, one process per service' } as const;
 const json = process.argv.includes('--json');
 const args = process.argv.slice(2);
 const flag = args.indexOf('--temporal');
@@ -18,7 +20,7 @@ const cp = await up(json ? (line) => console.error(line) : console.log, { tempor
 if (json) {
   console.log(JSON.stringify(cp));
 } else {
-  console.log(`control plane ${cp.started ? 'started' : 'already running'} (Temporal: ${cp.temporalProfile === 'postgres' ? 'server on PostgreSQL' : 'dev server'}):
+  console.log(`control plane ${cp.started ? 'started' : 'already running'} (Temporal: ${PROFILE_NAMES[cp.temporalProfile]}):
   Kubernetes API   https://127.0.0.1:${cp.ports.apiserver}   (KUBECONFIG=${cp.kubeconfig})
   Temporal         ${cp.temporalAddress}   namespace ${cp.temporalNamespace}
   Temporal UI      ${cp.temporalUiUrl}

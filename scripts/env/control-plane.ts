@@ -3,10 +3,11 @@
  * servers that already run and answer, installs the CRDs and writes .cache/env/env.sh; `down` stops
  * them. npm start, npm run env:up and jest's global setup all come through here.
  *
- * Two Temporal profiles: `dev` (default), the CLI's dev server on SQLite; `postgres`, the Temporal
+ * Three Temporal profiles: `dev` (default), the CLI's dev server on SQLite; `postgres`, the Temporal
  * server on a private PostgreSQL with the UI server, as docker-compose.yml runs them
- * (scripts/env/temporal-server.ts). Chosen by up's option, else KONFIDENCE_TEMPORAL, else the
- * profile the state folder already runs.
+ * (scripts/env/temporal-server.ts); `cluster`, the same server with its services as separate
+ * processes, history twice (scripts/env/temporal-cluster.ts). Chosen by up's option, else
+ * KONFIDENCE_TEMPORAL, else the profile the state folder already runs.
  */
 import { execFileSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -34,8 +35,8 @@ import { GiveUp, isAlive, logFile, logTail, pollUntil, stopProcess } from './pro
 import { installCrds } from './install-crds.js';
 import { ensureCluster, postgresReady, startPostgres } from './postgres.js';
 import { prometheusReady, startPrometheus } from './prometheus.js';
+import { CLUSTER_SERVICES, clusterService, type ClusterPorts, serviceJoined, startClusterService } from './temporal-cluster.js';
 import {
-  type ServerPorts,
   setupNamespace,
   setupSchema,
   startTemporalServer,
@@ -44,7 +45,7 @@ import {
   temporalUiReady,
 } from './temporal-server.js';
 
-export const TEMPORAL_PROFILES = ['dev', 'postgres'] as const;
+export const TEMPORAL_PROFILES = ['dev', 'postgres', 'cluster'] as const;
 export type TemporalProfile = (typeof TEMPORAL_PROFILES)[number];
 
 export function isTemporalProfile(value: string | undefined): value is TemporalProfile {
@@ -55,8 +56,13 @@ export interface Pids {
   etcd?: number;
   apiserver?: number;
   controllerManager?: number;
-  /** The dev server, or in the postgres profile temporal-server. */
+  /** The dev server, in the postgres profile temporal-server, in the cluster profile its frontend. */
   temporal?: number;
+  /** The cluster profile's other temporal-server processes. */
+  temporalHistory?: number;
+  temporalHistory2?: number;
+  temporalMatching?: number;
+  temporalWorker?: number;
   postgres?: number;
   temporalUi?: number;
   prometheus?: number;
@@ -152,7 +158,7 @@ async function withLock<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 function ensureBinaries(profile: TemporalProfile, log: (line: string) => void): void {
-  const needed = [...Object.values(binaries), ...(profile === 'postgres' ? Object.values(postgresProfileBinaries) : [])];
+  const needed = [...Object.values(binaries), ...(profile !== 'dev' ? Object.values(postgresProfileBinaries) : [])];
   if (needed.every((b) => existsSync(b))) return;
   log('building the local control plane binaries (first run only; minutes)...');
   // The build's lines go to stderr: on stdout they would mix into env:up --json's answer.
@@ -200,16 +206,20 @@ export PATH=${dirname(binaries.kubectl)}:${dirname(binaries.temporal)}:$PATH
   );
 }
 
-type Component = 'etcd' | 'apiserver' | 'controllerManager' | 'temporal' | 'postgres' | 'temporalUi' | 'prometheus';
+type Component = keyof Pids;
 
-/** What each profile runs; `temporal` is the dev server (with its UI) or temporal-server. */
+/** What each profile runs; `temporal` is the dev server (with its UI), temporal-server or the cluster's frontend. */
 const componentsOf: Record<TemporalProfile, Component[]> = {
   dev: ['etcd', 'apiserver', 'controllerManager', 'temporal', 'prometheus'],
   postgres: ['etcd', 'apiserver', 'controllerManager', 'postgres', 'temporal', 'temporalUi', 'prometheus'],
+  cluster: ['etcd', 'apiserver', 'controllerManager', 'postgres', ...CLUSTER_SERVICES.map((s) => s.component), 'temporalUi', 'prometheus'],
 };
 
-/** A Ports of the postgres profile has every port temporal-server needs. */
-const serverPorts = (ports: Ports) => ports as Ports & ServerPorts;
+/** The processes of the Temporal side, besides PostgreSQL: stopped when the profile changes or goes down. */
+const TEMPORAL_SIDE: Component[] = ['temporalUi', ...CLUSTER_SERVICES.map((s) => s.component)];
+
+/** A Ports of the postgres or cluster profile has every port temporal-server needs. */
+const serverPorts = (ports: Ports) => ports as Ports & ClusterPorts;
 
 async function healthOf(profile: TemporalProfile, ports: Ports, pids: Pids): Promise<Record<Component, boolean>> {
   const checks: Record<Component, () => Promise<boolean>> = {
@@ -220,13 +230,17 @@ async function healthOf(profile: TemporalProfile, ports: Ports, pids: Pids): Pro
     postgres: () => postgresReady(serverPorts(ports).postgres),
     temporalUi: () => temporalUiReady(ports),
     prometheus: () => prometheusReady(ports.prometheus),
+    temporalHistory: () => serviceJoined(clusterService('temporalHistory')!, serverPorts(ports)),
+    temporalHistory2: () => serviceJoined(clusterService('temporalHistory2')!, serverPorts(ports)),
+    temporalMatching: () => serviceJoined(clusterService('temporalMatching')!, serverPorts(ports)),
+    temporalWorker: () => serviceJoined(clusterService('temporalWorker')!, serverPorts(ports)),
   };
   const health = {} as Record<Component, boolean>;
   for (const c of componentsOf[profile]) health[c] = isAlive(pids[c]) && (await answers(checks[c]));
   return health;
 }
 
-const portsOf: Record<TemporalProfile, Record<Component, (keyof ServerPorts | keyof Ports)[]>> = {
+const portsOf: Record<TemporalProfile, Partial<Record<Component, (keyof ClusterPorts | keyof Ports)[]>>> = {
   dev: {
     etcd: ['etcdClient', 'etcdPeer'],
     apiserver: ['apiserver'],
@@ -257,7 +271,20 @@ const portsOf: Record<TemporalProfile, Record<Component, (keyof ServerPorts | ke
     temporalUi: ['temporalUi'],
     prometheus: ['prometheus'],
   },
+  cluster: {
+    etcd: ['etcdClient', 'etcdPeer'],
+    apiserver: ['apiserver'],
+    controllerManager: ['controllerManager'],
+    postgres: ['postgres'],
+    ...Object.fromEntries(CLUSTER_SERVICES.map((s) => [s.component, s.ports])),
+    temporalUi: ['temporalUi'],
+    prometheus: ['prometheus'],
+  },
 };
+
+/** temporal-server's ports go below 32768 (see freeLowPort). */
+const lowPorts = (profile: TemporalProfile, c: Component) =>
+  (profile === 'postgres' && c === 'temporal') || (profile === 'cluster' && clusterService(c) !== undefined);
 
 async function ready(name: string, pid: number, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   await pollUntil(
@@ -284,10 +311,10 @@ async function start(
   pids: Pids,
   log: (line: string) => void,
 ): Promise<Ports> {
-  const ports = { ...(previous ?? {}) } as Ports & Partial<ServerPorts>;
+  const ports = { ...(previous ?? {}) } as Ports & Partial<ClusterPorts>;
   for (const c of restart) {
-    const fresh = profile === 'postgres' && c === 'temporal' ? freeLowPort : freePort;
-    for (const key of portsOf[profile][c]) {
+    const fresh = lowPorts(profile, c) ? freeLowPort : freePort;
+    for (const key of portsOf[profile][c] ?? []) {
       const before = previous?.[key as keyof Ports];
       ports[key] = await reusePort(fresh === freeLowPort && before && before >= 32_768 ? undefined : before, 5_000, fresh);
     }
@@ -295,7 +322,7 @@ async function start(
   if (new Set(Object.values(ports)).size !== Object.keys(ports).length) {
     // A previous port of what restarts is taken by another of ours: choose new ones for all of them.
     const others = { ...previous } as Record<string, number>;
-    for (const c of restart) for (const key of portsOf[profile][c]) delete others[key];
+    for (const c of restart) for (const key of portsOf[profile][c] ?? []) delete others[key];
     return start(profile, restart, others as unknown as Ports, pids, log);
   }
   ensurePki();
@@ -304,7 +331,7 @@ async function start(
   const persist = () => writeState({ profile, ports, pids });
   if (profile === 'dev' && restart.has('temporal')) pids.temporal = startTemporal(ports);
   if (restart.has('prometheus')) pids.prometheus = startPrometheus(ports.prometheus);
-  const temporalServer = profile === 'postgres' ? startOnPostgres(restart, serverPorts(ports), pids, persist) : Promise.resolve();
+  const temporalServer = profile !== 'dev' ? startOnPostgres(profile, restart, serverPorts(ports), pids, persist) : Promise.resolve();
   // Awaited below; until then a failure must not count as unhandled.
   temporalServer.catch(() => undefined);
   if (restart.has('etcd')) {
@@ -328,27 +355,35 @@ async function start(
 }
 
 /**
- * The postgres profile's Temporal side, beside the Kubernetes side: PostgreSQL, then the schema
- * (before every server start, as docker-compose's admin-tools service runs before the server),
- * then temporal-server and the UI server.
+ * The postgres and cluster profiles' Temporal side, beside the Kubernetes side: PostgreSQL, then
+ * the schema (before every start of temporal-server or of the cluster's frontend, as
+ * docker-compose's admin-tools service runs before the server), then temporal-server (in the
+ * cluster profile, each service that restarts) and the UI server.
  */
-async function startOnPostgres(restart: Set<Component>, ports: ServerPorts, pids: Pids, persist: () => void): Promise<void> {
+async function startOnPostgres(profile: TemporalProfile, restart: Set<Component>, ports: ClusterPorts, pids: Pids, persist: () => void): Promise<void> {
   if (restart.has('postgres')) {
     ensureCluster();
     pids.postgres = startPostgres(ports.postgres);
     persist();
     await ready('postgresql', pids.postgres, () => postgresReady(ports.postgres), 60_000);
   }
-  if (restart.has('temporal')) {
-    await setupSchema(ports);
-    pids.temporal = startTemporalServer(ports);
-    persist();
-  }
+  if (restart.has('temporal')) await setupSchema(ports);
+  if (profile === 'postgres' && restart.has('temporal')) pids.temporal = startTemporalServer(ports);
+  const services = profile === 'cluster' ? CLUSTER_SERVICES.filter((s) => restart.has(s.component)) : [];
+  // A process that joins the ring is told from its predecessor on the same port by its session's start.
+  const since = new Date();
+  for (const s of services) pids[s.component] = startClusterService(s, ports);
+  persist();
   if (restart.has('temporalUi')) {
     pids.temporalUi = startTemporalUi(ports);
     persist();
   }
-  if (restart.has('temporal')) await ready('temporal-server', pids.temporal!, () => temporalServerReady(ports), 90_000);
+  if (profile === 'postgres' && restart.has('temporal')) await ready('temporal-server', pids.temporal!, () => temporalServerReady(ports), 90_000);
+  // The frontend answers, and every service that started heartbeats in the ring: both history hosts
+  // are members when `up` returns.
+  await Promise.all(
+    services.map((s) => ready(s.name, pids[s.component]!, async () => (s.service !== 'frontend' || (await temporalServerReady(ports))) && serviceJoined(s, ports, since), 90_000)),
+  );
   if (restart.has('temporalUi')) await ready('temporal-ui', pids.temporalUi!, () => temporalUiReady(ports), 30_000);
 }
 
@@ -368,11 +403,9 @@ function chooseProfile(option: string | undefined, state: State | undefined): Te
 
 /** Stops the Temporal side of the profile the state folder ran before (its servers answer elsewhere). */
 async function stopOtherProfile(pids: Pids): Promise<void> {
-  await Promise.all([stopProcess(pids.temporalUi), stopProcess(pids.temporal)]);
+  await Promise.all(TEMPORAL_SIDE.map((c) => stopProcess(pids[c])));
   await stopProcess(pids.postgres, 10_000, 'SIGINT');
-  delete pids.temporal;
-  delete pids.temporalUi;
-  delete pids.postgres;
+  for (const c of [...TEMPORAL_SIDE, 'postgres' as const]) delete pids[c];
 }
 
 export interface UpOptions {
@@ -398,25 +431,21 @@ export function up(log: (line: string) => void = console.log, options: UpOptions
     const restart = new Set<Component>((Object.keys(health) as Component[]).filter((c) => !health[c]));
     if (restart.has('etcd')) restart.add('apiserver');
     if (restart.has('apiserver')) restart.add('controllerManager');
-    if (restart.has('postgres')) restart.add('temporal');
+    if (restart.has('postgres')) for (const c of componentsOf[profile]) if (TEMPORAL_SIDE.includes(c)) restart.add(c);
     // The UI server knows the frontend by its port, which may change.
-    if (restart.has('temporal') && profile === 'postgres') restart.add('temporalUi');
+    if (restart.has('temporal') && profile !== 'dev') restart.add('temporalUi');
     let ports = state?.ports;
     if (restart.size > 0) {
       // Stop leftovers of what restarts (clients first, storage last).
-      await Promise.all([
-        restart.has('controllerManager') && stopProcess(pids.controllerManager),
-        restart.has('apiserver') && stopProcess(pids.apiserver),
-        restart.has('temporalUi') && stopProcess(pids.temporalUi),
-        restart.has('temporal') && stopProcess(pids.temporal),
-        restart.has('prometheus') && stopProcess(pids.prometheus),
-      ]);
+      await Promise.all(
+        [...restart].filter((c) => c !== 'etcd' && c !== 'postgres').map((c) => stopProcess(pids[c])),
+      );
       await Promise.all([restart.has('etcd') && stopProcess(pids.etcd), restart.has('postgres') && stopProcess(pids.postgres, 10_000, 'SIGINT')]);
       ports = await start(profile, restart, ports, pids, log);
     }
     writeState({ profile, ports: ports!, pids });
     // The dev server creates its namespace; temporal-server's is made as docker-compose makes it.
-    if (profile === 'postgres') for (const namespace of TEMPORAL_NAMESPACES) await setupNamespace(serverPorts(ports!), namespace);
+    if (profile !== 'dev') for (const namespace of TEMPORAL_NAMESPACES) await setupNamespace(serverPorts(ports!), namespace);
     await ensureSearchAttributes(ports!);
     writeKubeconfig(ports!);
     const cp = describe(profile, ports!, pids);
@@ -429,7 +458,7 @@ export function up(log: (line: string) => void = console.log, options: UpOptions
 async function stopAll(pids: Pids): Promise<void> {
   // Clients first, storage last, so the apiserver does not spin on a vanished etcd. PostgreSQL's
   // SIGTERM would wait for every client to leave; SIGINT is its fast shutdown.
-  await Promise.all([stopProcess(pids.controllerManager), stopProcess(pids.apiserver), stopProcess(pids.temporalUi), stopProcess(pids.temporal), stopProcess(pids.prometheus)]);
+  await Promise.all([stopProcess(pids.controllerManager), stopProcess(pids.apiserver), stopProcess(pids.prometheus), ...TEMPORAL_SIDE.map((c) => stopProcess(pids[c]))]);
   await Promise.all([stopProcess(pids.etcd), stopProcess(pids.postgres, 10_000, 'SIGINT')]);
 }
 

@@ -78,7 +78,7 @@ async function lockNow(): Promise<{ runId: string; length: number }> {
 
 // Our processes' requests, as the apiserver's audit log records them with their user agent: this
 // process' own (the creates, the bench's reads) are not among them.
-const audit = auditLog();
+const audit = auditLog(kc);
 for (let r = 2; r <= RUNS + 2; r++) {
   const lockBefore = await lockNow();
   const { createdAt, succeededAt, uid } = await timedActivation(r);

@@ -7,6 +7,7 @@ import { closeSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, r
 import { join } from 'node:path';
 import type { Pids } from '../scripts/env/control-plane.js';
 import { auditLogPath } from '../scripts/env/components.js';
+import { k8s, withUserAgent } from '../k8s/client.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { binaries, repoRoot } from '../scripts/env/paths.js';
 
@@ -103,6 +104,10 @@ export const cpuProcesses = (pids: Pids): Record<string, number | undefined> => 
 export const cpuNow = (processes: Record<string, number | undefined>) =>
   Object.fromEntries(Object.entries(processes).map(([k, pid]) => [k, COUNTED_WITH_CHILDREN.has(k) ? treeCpuSeconds(pid) : cpuSeconds(pid)]));
 
+/** How a request is counted: `VERB group/resource[/subresource]` (the core group has no prefix). */
+const requestKey = (verb: string, group?: string, resource?: string, subresource?: string) =>
+  `${verb} ${group ? `${group}/` : ''}${resource ?? ''}${subresource ? `/${subresource}` : ''}`;
+
 /** kube-apiserver's request counters, `VERB group/resource[/subresource]` → count (WATCH apart: long-running). */
 export function apiserverRequests(kubeconfig: string): Map<string, number> {
   const text = execFileSync(binaries.kubectl, ['--kubeconfig', kubeconfig, 'get', '--raw', '/metrics'], { encoding: 'utf8', maxBuffer: 64 << 20 });
@@ -111,7 +116,7 @@ export function apiserverRequests(kubeconfig: string): Map<string, number> {
     if (!line.startsWith('apiserver_request_total{')) continue;
     const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
     if (labels.verb === 'WATCH' || labels.dry_run) continue;
-    const key = `${labels.verb} ${labels.group ? `${labels.group}/` : ''}${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''}`;
+    const key = requestKey(labels.verb!, labels.group, labels.resource, labels.subresource);
     counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
   }
   return counts;
@@ -134,16 +139,23 @@ interface AuditEvent {
   objectRef?: { resource?: string; subresource?: string; apiGroup?: string; namespace?: string };
 }
 
+/** The user agent of the request that tells the audit log has been written up to a moment. */
+const MARK_AGENT = 'konfidence-bench/audit-mark';
+
 /**
  * The requests kube-apiserver's audit log (scripts/env/components.ts) records from now on, each with
  * its user agent: `count(from, to, agents)` is how many requests of those agents it received in
  * [from, to] (ms since the epoch), by `VERB group/resource[/subresource]` as apiserverRequests keys
- * them. The log is written within a second of each answer; count waits until it reaches `to`.
+ * them. The log is written in batches: before counting, a request of its own, sent after `to`,
+ * must show in it (what was answered before it is written no later).
  */
-export function auditLog() {
+export function auditLog(kc: k8s.KubeConfig) {
   const fd = openSync(auditLogPath, 'r');
+  const core = withUserAgent(kc, MARK_AGENT).makeApiClient(k8s.CoreV1Api);
   let offset = fstatSync(fd).size;
   let partial = '';
+  /** When the latest mark this reader saw was received. */
+  let marked = 0;
   const events: { at: number; e: AuditEvent }[] = [];
   const readMore = () => {
     const size = fstatSync(fd).size;
@@ -157,18 +169,25 @@ export function auditLog() {
     for (const line of lines) {
       if (!line) continue;
       const e = JSON.parse(line) as AuditEvent;
-      events.push({ at: Date.parse(e.requestReceivedTimestamp), e });
+      const at = Date.parse(e.requestReceivedTimestamp);
+      if (e.userAgent === MARK_AGENT) marked = Math.max(marked, at);
+      else events.push({ at, e });
     }
+  };
+  const writtenUpTo = async (to: number) => {
+    readMore();
+    if (marked > to) return;
+    await core.readNamespace({ name: 'default' });
+    await pollUntil(() => (readMore(), marked > to || undefined), 10_000, 'the audit log to be written up to the window\'s end', 50);
   };
   return {
     async count(from: number, to: number, agents: (userAgent: string) => boolean): Promise<Map<string, number>> {
-      // Anything received after `to` was written after what came before it (or within the batch).
-      await pollUntil(() => (readMore(), events.some((x) => x.at > to + 1000) || undefined), 10_000, 'the audit log to reach the window\'s end', 100).catch(() => undefined);
+      await writtenUpTo(to);
       const counts = new Map<string, number>();
       for (const { at, e } of events) {
         if (at < from || at > to || !agents(e.userAgent ?? '')) continue;
         const o = e.objectRef ?? {};
-        const key = `${HTTP_VERB[e.verb] ?? e.verb.toUpperCase()} ${o.apiGroup ? `${o.apiGroup}/` : ''}${o.resource ?? ''}${o.subresource ? `/${o.subresource}` : ''}`;
+        const key = requestKey(HTTP_VERB[e.verb] ?? e.verb.toUpperCase(), o.apiGroup, o.resource, o.subresource);
         counts.set(key, (counts.get(key) ?? 0) + 1);
       }
       return counts;

@@ -5,7 +5,7 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { activationWorkflowId, cancelSignal, cancelUpdate, retrySignal, retryUpdate } from '../shared/activation.js';
 import { kubectl } from './support/cluster.js';
 import { startedExecutions, stoppedExecutions } from './support/executors.js';
-import { VIRTUALSERVICE, activate, routes, seedPlan, seedRoutes, seedSleepyPlan, seedStage } from './support/scenario.js';
+import { VIRTUALSERVICE, activate, holdStageWorking, routes, seedPlan, seedRoutes, seedSleepyPlan, seedStage } from './support/scenario.js';
 import { create, object, phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
 import { k8s } from '../k8s/client.js';
 
@@ -23,12 +23,8 @@ async function workflowOf(name: string) {
 }
 
 it('cancels an InProgress activation by annotation: the executor stops, the Stage is released', async () => {
-  await seedStage(s, 'cancel', [1, 2, 3]);
-  await seedSleepyPlan(s, 'cancel', 60);
-  await activate(s, 'cancel-to-2', 'cancel', 2, { executionPlan: 'cancel-plan' });
-  await waitFor(s, 'VectorActivation', 'cancel-to-2', phaseIs('InProgress'));
   // Cancel once the executor is at work, so that the cancellation has something to stop.
-  await pollUntil(() => [...startedExecutions].some((n) => n.startsWith('cancel-to-2-')), 20_000, 'the executor to start');
+  await holdStageWorking(s, 'cancel', 60);
   await kubectl('annotate', 'va', 'cancel-to-2', '-n', s.ns, 'konfidence.cloud/cancel=please');
 
   const va = await waitFor(s, 'VectorActivation', 'cancel-to-2', phaseIs('Cancelled', 'Failed', 'Succeeded'));
@@ -155,11 +151,7 @@ it('answers cancel and retry: a refused request says why, to a Temporal caller a
 });
 
 it('cancels a VectorActivation deleted while InProgress and closes its workflow promptly', async () => {
-  await seedStage(s, 'gone', [1, 2, 3]);
-  await seedSleepyPlan(s, 'gone', 60);
-  await activate(s, 'gone-to-2', 'gone', 2, { executionPlan: 'gone-plan' });
-  await waitFor(s, 'VectorActivation', 'gone-to-2', phaseIs('InProgress'));
-  await pollUntil(() => [...startedExecutions].some((n) => n.startsWith('gone-to-2-')), 20_000, 'the executor to start');
+  await holdStageWorking(s, 'gone', 60);
   const handle = await workflowOf('gone-to-2');
   await s.objects.delete('VectorActivation', s.ns, 'gone-to-2');
   await pollUntil(async () => (await handle.describe()).status.name === 'COMPLETED', 30_000, 'the workflow to close');

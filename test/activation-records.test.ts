@@ -16,7 +16,7 @@ import { stageLockWorkflowId } from '../stage-lock/contract.js';
 import { ActivationController } from '../controllers/activation/controller.js';
 import { freshNamespace } from './support/cluster.js';
 import { startedExecutions } from './support/executors.js';
-import { activate, seedPlan, seedRoutes, seedSleepyPlan, seedStage } from './support/scenario.js';
+import { activate, holdStageWorking, seedPlan, seedRoutes, seedSleepyPlan, seedStage } from './support/scenario.js';
 import { create, object, phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
 import { temporalAddress, temporalNamespace } from './support/temporal.js';
 
@@ -73,11 +73,7 @@ it('starts workflows at start-up for the unfinished activations only', async () 
 });
 
 it('closes out an activation whose workflow was terminated: Failed with the reason, nothing left held', async () => {
-  await seedStage(s, 'term', [1, 2, 3]);
-  await seedSleepyPlan(s, 'term', 60);
-  await activate(s, 'term-to-2', 'term', 2, { executionPlan: 'term-plan' });
-  await waitFor(s, 'VectorActivation', 'term-to-2', phaseIs('InProgress'));
-  await pollUntil(() => [...startedExecutions].some((n) => n.startsWith('term-to-2-')), 20_000, 'the executor to start');
+  await holdStageWorking(s, 'term', 60);
   const ref = await refOf('term-to-2');
   await s.client.workflow.getHandle(activationWorkflowId(ref)).terminate('test: an operator terminated it');
 

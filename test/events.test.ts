@@ -12,8 +12,7 @@ import { pollUntil } from '../scripts/env/process.js';
 import { kubectl } from './support/cluster.js';
 import { eventsWritten } from './support/events.js';
 import { activationWorkflowId } from '../shared/activation.js';
-import { startedExecutions } from './support/executors.js';
-import { activate, seedActive, seedSleepyPlan, seedStage } from './support/scenario.js';
+import { activate, holdStageWorking, seedActive, seedStage } from './support/scenario.js';
 import { markReady } from './support/stages.js';
 import { create, object, phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
 
@@ -145,11 +144,7 @@ it('an activation that is skipped says why; a refused cancel says so too', async
 });
 
 it('a waiting activation names the holder; a cancel is answered; a terminated workflow is closed out with an Event', async () => {
-  await seedStage(s, 'term', [1, 2, 3]);
-  await seedSleepyPlan(s, 'term', 60);
-  await activate(s, 'term-to-2', 'term', 2, { executionPlan: 'term-plan' });
-  const holder = await waitFor(s, 'VectorActivation', 'term-to-2', phaseIs('InProgress'));
-  await pollUntil(() => [...startedExecutions].some((n) => n.startsWith('term-to-2-')), 20_000, 'the executor to start');
+  const holder = await holdStageWorking(s, 'term', 60);
   await activate(s, 'term-to-3', 'term', 3, { executionPlan: 'term-plan' });
   await waitFor(s, 'VectorActivation', 'term-to-3', phaseIs('Waiting'));
   await kubectl('annotate', 'va', 'term-to-3', '-n', s.ns, 'konfidence.cloud/cancel=stop');

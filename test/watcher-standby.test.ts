@@ -9,8 +9,7 @@
 import type { Leadership } from '../k8s/leader-election.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { activationWorkflowId } from '../shared/activation.js';
-import { startedExecutions } from './support/executors.js';
-import { activate, seedSleepyPlan, seedStage } from './support/scenario.js';
+import { activate, holdStageWorking } from './support/scenario.js';
 import { phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
 
 class Flipped implements Leadership {
@@ -37,12 +36,8 @@ afterAll(async () => {
 const status = async (workflowId: string) => (await s.client.workflow.getHandle(workflowId).describe()).status.name;
 
 it('a deletion seen as a standby is handed to its workflow once the watcher leads', async () => {
-  await seedStage(s, 'shop', [1, 2, 3]);
   // The holder's one task takes 120 s: the Stage stays held for the whole test.
-  await seedSleepyPlan(s, 'shop', 120);
-  await activate(s, 'shop-to-2', 'shop', 2, { executionPlan: 'shop-plan' });
-  await waitFor(s, 'VectorActivation', 'shop-to-2', phaseIs('InProgress'));
-  await pollUntil(() => [...startedExecutions].some((n) => n.startsWith('shop-to-2-')), 30_000, 'the holder to start its task');
+  await holdStageWorking(s, 'shop', 120);
   await activate(s, 'shop-to-3', 'shop', 3, { executionPlan: 'shop-plan' });
   const waiting = await waitFor(s, 'VectorActivation', 'shop-to-3', phaseIs('Waiting'));
   expect(waiting.metadata.finalizers ?? []).toEqual([]); // deleted, it is gone at once

@@ -2,7 +2,9 @@
  * A Stage with StageVersions, two routes (an HTTPRoute and a VirtualService, each with rules and
  * backends the activation must leave alone) and a two-step plan: Gateway API, then Istio.
  */
-import { create, createOther, object, readOther, type TestSystem } from './system.js';
+import { pollUntil } from '../../scripts/env/process.js';
+import { startedExecutions } from './executors.js';
+import { create, createOther, object, phaseIs, readOther, waitFor, type TestSystem } from './system.js';
 
 export const HTTPROUTE = ['gateway.networking.k8s.io', 'v1', 'httproutes'] as const;
 export const VIRTUALSERVICE = ['networking.istio.io', 'v1', 'virtualservices'] as const;
@@ -112,4 +114,17 @@ export async function seedActive(s: TestSystem, stage: string, r: number): Promi
 export async function seedSleepyPlan(s: TestSystem, stage: string, seconds: number): Promise<void> {
   await create(s, object('ActivationTaskRegistration', s.systemNs, `${stage}-sleepy`, { type: 'sleepy', timeoutSeconds: 120, spec: { seconds } }));
   await create(s, object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, { steps: [{ name: 'wait', tasks: [`${stage}-sleepy`] }] }));
+}
+
+/**
+ * Stage `stage` (revisions 1–3) with `<stage>-to-2` InProgress and its one sleepy task at work for
+ * `seconds`: a holder to cancel, terminate, delete or wait behind. Returns the activation as read then.
+ */
+export async function holdStageWorking(s: TestSystem, stage: string, seconds: number) {
+  await seedStage(s, stage, [1, 2, 3]);
+  await seedSleepyPlan(s, stage, seconds);
+  await activate(s, `${stage}-to-2`, stage, 2, { executionPlan: `${stage}-plan` });
+  const va = await waitFor(s, 'VectorActivation', `${stage}-to-2`, phaseIs('InProgress'));
+  await pollUntil(() => [...startedExecutions].some((n) => n.startsWith(`${stage}-to-2-`)), 30_000, `${stage}-to-2's task to start`);
+  return va;
 }

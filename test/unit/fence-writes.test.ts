@@ -6,14 +6,9 @@
  */
 import { fenceWrites, NotLeaderError } from '../../k8s/leader-election.js';
 import { k8s } from '../../k8s/client.js';
+import { offlineKubeConfig } from './support/kube-config.js';
 
-const kc = new k8s.KubeConfig();
-kc.loadFromOptions({
-  clusters: [{ name: 'c', server: 'https://127.0.0.1:1', skipTLSVerify: true }],
-  users: [{ name: 'u', token: 't' }],
-  contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-  currentContext: 'x',
-});
+const kc = offlineKubeConfig('t', 'https://127.0.0.1:1');
 const serving = new Set(['served']);
 const fenced = fenceWrites(kc, { serves: (ns) => serving.has(ns) });
 const prepare = (method: k8s.HttpMethod, path: string) => fenced.applySecurityAuthentication(new k8s.RequestContext(`https://127.0.0.1:1${path}`, method));

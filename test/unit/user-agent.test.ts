@@ -5,17 +5,9 @@
  */
 import { k8s, userAgentOf, withUserAgent } from '../../k8s/client.js';
 import { fenceWrites } from '../../k8s/leader-election.js';
+import { offlineKubeConfig } from './support/kube-config.js';
 
-function config(): k8s.KubeConfig {
-  const kc = new k8s.KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: 'https://127.0.0.1:6443', skipTLSVerify: true }],
-    users: [{ name: 'u', token: 'secret' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
-  return kc;
-}
+const config = () => offlineKubeConfig();
 
 test('an API call carries the role as its user agent, beside its credentials', async () => {
   const context = new k8s.RequestContext('https://127.0.0.1:6443/api/v1/namespaces', k8s.HttpMethod.GET);

@@ -233,17 +233,20 @@ export function sendEvents(
 /**
  * Waits until the Events sent so far are written, at most `timeoutMs`: before a process stops (an
  * elected one while it still leads, since its writes are fenced). Past the deadline what still
- * waits is dropped, so that nothing holds the process up.
+ * waits is dropped, so that nothing holds the process up: false then.
  */
-export async function flushEvents(timeoutMs = 5_000): Promise<void> {
+export async function flushEvents(timeoutMs = 5_000): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+  let written = true;
   while (tails.size > 0) {
     const pending = Promise.all([...tails.values()]).then(() => 'done' as const);
     if ((await Promise.race([pending, deadline.then(() => 'late' as const)])) === 'late') {
       epoch++;
+      written = false;
       break;
     }
   }
   clearTimeout(timer);
+  return written;
 }

@@ -5,9 +5,6 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 
-/** The watcher imports these two from here. */
-export { releaseLockSignal, stageLockWorkflowId } from '../stage-lock/contract.js';
-
 /** Identifies a VectorActivation; its spec is immutable, so the workflow reads it once. */
 export interface ActivationRef {
   namespace: string;

@@ -32,30 +32,25 @@ const summary = (namespace: string, stage: string) => `Serializes the activation
  * Tells the Stage's lock (starting it if none runs) that `request` is on its way: older requests
  * wait for it a while instead of being granted (expectLockSignal). The watcher's, for a burst's newest.
  */
-export async function expectStageLock(client: Client, taskQueue: string, namespace: string, stage: string, request: LockRequest): Promise<void> {
+export function expectStageLock(client: Client, taskQueue: string, namespace: string, stage: string, request: LockRequest): Promise<void> {
+  return signalLock(client, taskQueue, namespace, stage, expectLockSignal, request);
+}
+
+/** Sends the Stage's lock `signal` with `request`, starting the lock workflow if none runs. */
+async function signalLock(client: Client, taskQueue: string, namespace: string, stage: string, signal: typeof requestLockSignal, request: LockRequest): Promise<void> {
   await client.workflow.signalWithStart('stageLock', {
     workflowId: stageLockWorkflowId(namespace, stage),
     taskQueue,
     args: [],
-    signal: expectLockSignal,
+    signal,
     signalArgs: [request],
     staticSummary: summary(namespace, stage),
   });
 }
 
 export function createLockActivities(client: Client, taskQueue: string) {
-
   /** Queues the request at the Stage's lock, starting the lock workflow if none runs. */
-  async function requestStageLock(namespace: string, stage: string, request: LockRequest): Promise<void> {
-    await client.workflow.signalWithStart('stageLock', {
-      workflowId: stageLockWorkflowId(namespace, stage),
-      taskQueue,
-      args: [],
-      signal: requestLockSignal,
-      signalArgs: [request],
-      staticSummary: summary(namespace, stage),
-    });
-  }
+  const requestStageLock = (namespace: string, stage: string, request: LockRequest) => signalLock(client, taskQueue, namespace, stage, requestLockSignal, request);
 
   return {
     requestStageLock,

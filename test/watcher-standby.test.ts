@@ -46,19 +46,25 @@ it('a deletion seen as a standby is handed to its workflow once the watcher lead
 
   // What the watcher knows of its leadership is private: no API says it. It looks every 200 ms;
   // once it has seen itself a standby, a later lead is a takeover.
-  const watcher = s.watcher as unknown as { cache: Map<string, unknown>; informers: { gate: { wasLeader: boolean } } };
+  const watcher = s.watcher as unknown as { cache: Map<string, unknown>; standbyDeletions: Map<string, number>; informers: { gate: { wasLeader: boolean } } };
   leadership.leading = false;
   await pollUntil(() => !watcher.informers.gate.wasLeader, 30_000, 'the watcher to see itself a standby');
   await s.objects.delete('VectorActivation', s.ns, 'shop-to-3');
   await pollUntil(async () => !(await s.objects.get('VectorActivation', s.ns, 'shop-to-3')), 30_000, 'shop-to-3 to be gone');
-  // The standby's watch delivers the deletion (it keeps its caches warm): it is seen, not acted on.
-  // Its cache drops the object as it notes the deletion.
+  // The standby's watch delivers the deletion (it keeps its caches warm): it is seen and kept for
+  // later, in the same step that drops the object from its cache.
   await pollUntil(() => !watcher.cache.has(waiting.metadata.uid!), 30_000, 'the standby to see the deletion');
-  expect(await status(workflowId)).toBe('RUNNING');
+  expect(watcher.standbyDeletions.has(workflowId)).toBe(true);
 
+  const ledAt = Date.now();
   leadership.leading = true;
   // Told at the takeover (polled every 200 ms), the workflow stops waiting and closes in seconds;
   // the holder's task has most of its 120 s to go, so the grant cannot be what closes it.
   await pollUntil(async () => (await status(workflowId)) !== 'RUNNING', 60_000, "the deleted activation's workflow to close");
   expect((await s.objects.get('VectorActivation', s.ns, 'shop-to-2'))?.status?.phase).toBe('InProgress');
+  // It was told once the watcher led, not while it was a standby.
+  const history = await s.client.workflow.getHandle(workflowId).fetchHistory();
+  const told = (history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'cancel');
+  expect(told.length).toBeGreaterThan(0);
+  for (const e of told) expect(Number(e.eventTime!.seconds) * 1000 + Math.floor((e.eventTime!.nanos ?? 0) / 1e6)).toBeGreaterThanOrEqual(ledAt);
 }, 180_000);

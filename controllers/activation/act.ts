@@ -7,7 +7,7 @@
  */
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { CoreDeps } from '../../activities/deps.js';
-import { expectStageLock } from '../../activities/lock.js';
+import { expectStageLock } from '../../stage-lock/activities.js';
 import { isFinal } from '../../decisions/activation.js';
 import { pinnedVersion } from '../../decisions/rollout.js';
 import { supersededMessage, type Superseder } from '../../decisions/supersede.js';
@@ -16,7 +16,8 @@ import { holdActivation, skipBeforeStart } from '../../k8s/activation-store.js';
 import { apiMessage, type k8s } from '../../k8s/client.js';
 import type { CustomObject } from '../../k8s/custom-objects.js';
 import { NotLeaderError, type LeaderGate } from '../../k8s/leader-election.js';
-import { activationWorkflowId, cancelSignal, releaseLockSignal, stageLockWorkflowId } from '../../shared/activation.js';
+import { activationWorkflowId, cancelSignal } from '../../shared/activation.js';
+import { releaseLockSignal, stageLockWorkflowId } from '../../stage-lock/contract.js';
 import { refOf, workflowIdOf, type CachedActivation } from '../../shared/cached-activation.js';
 import { forEachLimited } from '../../shared/pool.js';
 import type { LogFn } from '../../telemetry/log.js';
@@ -67,6 +68,9 @@ export class Tracker {
     await Promise.allSettled(sets.flatMap((set) => [...set]));
   }
 }
+
+/** What a deleted activation's workflow is told. */
+const DELETED = { token: 'deleted', reason: 'the VectorActivation was deleted', deleted: true };
 
 export class Acts {
   readonly tracker = new Tracker();
@@ -166,10 +170,11 @@ export class Acts {
    */
   async deleting(o: CachedActivation): Promise<void> {
     const ref = refOf(o);
-    const run = await latestRun(this.o.client, workflowIdOf(o));
+    const workflowId = workflowIdOf(o);
+    const run = await latestRun(this.o.client, workflowId);
     if (run?.status === 'RUNNING') {
       this.o.gate.fence(`handing the deletion of ${ref.namespace}/${ref.name} to its workflow`, ref.namespace);
-      await this.o.client.workflow.getHandle(workflowIdOf(o)).signal(cancelSignal, { token: 'deleted', reason: 'the VectorActivation was deleted', deleted: true });
+      await this.o.client.workflow.getHandle(workflowId).signal(cancelSignal, DELETED);
       return;
     }
     return this.closeOut(o, run);
@@ -179,7 +184,7 @@ export class Acts {
   signalDeleted(workflowId: string): Promise<unknown> {
     return this.o.client.workflow
       .getHandle(workflowId)
-      .signal(cancelSignal, { token: 'deleted', reason: 'the VectorActivation was deleted', deleted: true })
+      .signal(cancelSignal, DELETED)
       .catch(() => undefined);
   }
 

@@ -49,6 +49,7 @@ export class ActivationController {
   private removeWatchedSource?: () => void;
   /** The sweeps of unfinished activations' workflows: how many, and when the last began. */
   private sweeps = 0;
+  private sweeping = false;
   private lastSweep: number | undefined;
 
   constructor(private readonly o: ActivationControllerOptions) {
@@ -233,8 +234,21 @@ export class ActivationController {
     await this.acts.pass(namespace, plan);
   }
 
-  /** The periodic sweep: an unfinished object whose workflow closed is closed out. */
+  /**
+   * The periodic sweep: an unfinished object whose workflow closed is closed out. One at a time: a
+   * sweep that outlasts the interval (thousands of describes) is not started again beside itself.
+   */
   private async sweep(): Promise<void> {
+    if (this.sweeping) return;
+    this.sweeping = true;
+    try {
+      await this.sweepOnce();
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  private async sweepOnce(): Promise<void> {
     const since = this.lastSweep;
     this.lastSweep = Date.now();
     const full = fullSweep(this.sweeps++, since);

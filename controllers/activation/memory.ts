@@ -68,10 +68,7 @@ export class Memory {
    * Arrivals stay: a burst may be arriving.
    */
   takeover(): void {
-    for (const m of this.byNamespace.values()) {
-      m.running.clear();
-      m.settling.clear();
-    }
+    for (const namespace of this.byNamespace.keys()) this.dropped(namespace);
   }
 
   /** The namespace dropped: whoever serves it next asks Temporal again (a start finds a running workflow by its id). */

@@ -13,7 +13,7 @@
 import { TestEnvironment } from 'jest-environment-node';
 
 /** The global (in the test file's context) under which test/support/owned.ts lists namespaces. */
-export const OWNED = '__konfidenceTestNamespaces';
+const OWNED = '__konfidenceTestNamespaces';
 
 /** A few namespaces a query: the visibility query stays short. */
 const PER_QUERY = 8;
@@ -32,13 +32,13 @@ export default class IntegrationEnvironment extends TestEnvironment {
   }
 }
 
-/** The visibility query for the Running workflows of these namespaces. */
-export function runningIn(namespaces) {
+/** The visibility query for the Running workflows of these namespaces (the id prefixes of shared/activation.ts activationWorkflowId and stage-lock/contract.ts stageLockWorkflowId). */
+function runningIn(namespaces) {
   const ids = namespaces.flatMap((ns) => [`WorkflowId STARTS_WITH 'vectoractivation/${ns}/'`, `WorkflowId STARTS_WITH 'stage-lock/${ns}/'`]);
   return `ExecutionStatus = 'Running' AND (${ids.join(' OR ')})`;
 }
 
-export async function terminateWorkflowsOf(namespaces) {
+async function terminateWorkflowsOf(namespaces) {
   const address = process.env.TEMPORAL_ADDRESS;
   if (namespaces.length === 0 || !address) return;
   const { Client, Connection, WorkflowNotFoundError } = await import('@temporalio/client');

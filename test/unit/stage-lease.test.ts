@@ -4,6 +4,7 @@
  * the Stage (`StageLeaseRenewFailed` once per failing spell, `StageLeaseRenewed`, `StageLeaseLost`)
  * and when it stops renewing. The renewal period is a third of the duration: 30 ms here.
  */
+import { leaseAttempts } from '../../stage-lock/client.js';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { leaseActivities } from '../../activities/lease.js';
@@ -65,4 +66,15 @@ it('a refusal that will not mend itself (403) says StageLeaseRenewFailed and sto
   expect(renewals()).toBe(2);
   expect(said.map((e) => e.reason)).toEqual(['StageLeaseRenewFailed']);
   expect(note).toBe('activation shop/shop-to-2 could not renew the Lease of Stage shop: refused with 403');
+});
+
+// How long a foreign Lease is waited for: the retries' attempts whose waits fit in leaseWaitSeconds
+// (1 s, then 1.5× more each, at most 10 s), since their count is what ends the retries.
+it.each([
+  [0, 1],
+  [1, 2],
+  [30, 7],
+  [180, 22],
+])('a wait of %i s allows %i attempts', (seconds, attempts) => {
+  expect(leaseAttempts(seconds)).toBe(attempts);
 });

@@ -69,6 +69,9 @@ export class Tracker {
   }
 }
 
+/** How long one read of the core rollout serves the starts that follow it. */
+const ROLLOUT_REUSE_MS = 1_000;
+
 /** What a deleted activation's workflow is told. */
 const DELETED = { token: 'deleted', reason: 'the VectorActivation was deleted', deleted: true };
 
@@ -103,12 +106,26 @@ export class Acts {
     }
   }
 
+  /**
+   * The core rollout: a canary namespace's activation starts pinned to the canary build
+   * (docs/scale.md). One read serves the starts of the second it was made in (a pass starts its
+   * activations together), so a canary set a moment ago applies to the next activations.
+   */
+  private rollout(): ReturnType<typeof readCoreRollout> | Promise<undefined> {
+    if (!this.o.systemNamespace) return Promise.resolve(undefined);
+    const now = performance.now();
+    if (!this.rolloutRead || now - this.rolloutRead.at > ROLLOUT_REUSE_MS) {
+      const read = readCoreRollout(this.o.kubeConfig, this.o.systemNamespace);
+      this.rolloutRead = { at: now, read };
+      read.catch(() => (this.rolloutRead = undefined)); // a failed read is not reused
+    }
+    return this.rolloutRead.read;
+  }
+  private rolloutRead?: { at: number; read: ReturnType<typeof readCoreRollout> };
+
   async startWorkflow(o: CachedActivation, extra: Partial<ActivationOptions>, reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE', memo?: Record<string, unknown>) {
     const ref = refOf(o);
-    // A canary namespace's activation starts pinned to the canary build (docs/scale.md); read at
-    // every start, so a canary set a moment ago applies to the next activation.
-    const rollout = this.o.systemNamespace ? await readCoreRollout(this.o.kubeConfig, this.o.systemNamespace) : undefined;
-    const pinnedTo = pinnedVersion(rollout, ref.namespace);
+    const pinnedTo = pinnedVersion(await this.rollout(), ref.namespace);
     this.o.gate.fence(`starting the workflow of ${ref.namespace}/${ref.name}`, ref.namespace);
     return this.o.client.workflow.start(vectorActivation, {
       ...(pinnedTo ? { versioningOverride: { pinnedTo } } : {}),

@@ -66,17 +66,19 @@ export interface RunningSystem {
 }
 
 export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
-  // Every role of this process asks as one: an audit log tells its requests from the caller's own.
-  const kubeConfig = withUserAgent(o.kubeConfig, userAgentOf('all'));
+  // Each role asks under its own name, as it does in a process of its own: an audit log tells the
+  // roles apart from each other and from the caller.
+  const as = (role: string) => withUserAgent(o.kubeConfig, userAgentOf(role));
   const suffix = o.queueSuffix ?? '';
   const coreTaskQueue = CORE_TASK_QUEUE + suffix;
   const connection = await Connection.connect({ address: o.temporalAddress });
   const client = new Client({ connection, namespace: o.temporalNamespace });
   const native = await NativeConnection.connect({ address: o.temporalAddress });
-  const common = { connection: native, namespace: o.temporalNamespace, kubeConfig: kubeConfig };
+  const common = { connection: native, namespace: o.temporalNamespace };
   const workers = [
     ...(o.core === false ? [] : [await createCoreWorker({
       ...common,
+      kubeConfig: as('core'),
       client,
       taskQueue: coreTaskQueue,
       ...(o.systemNamespace ? { systemNamespace: o.systemNamespace } : {}),
@@ -85,13 +87,13 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
     })]),
     ...(await Promise.all(
       (o.executors ?? builtInExecutors).map((executor) =>
-        createExecutorWorker({ ...common, executor, taskQueue: executorTaskQueue(executor.type) + suffix }),
+        createExecutorWorker({ ...common, kubeConfig: as(`executor-${executor.type}`), executor, taskQueue: executorTaskQueue(executor.type) + suffix }),
       ),
     )),
   ];
   const runs = workers.map((w) => w.run());
   const watcher = new ActivationController({
-    kubeConfig,
+    kubeConfig: as('watcher'),
     client,
     taskQueue: coreTaskQueue,
     ...(o.namespaces ? { namespaces: o.namespaces } : {}),
@@ -112,7 +114,7 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
     o.stageController === false
       ? undefined
       : new StageController({
-          kubeConfig: kubeConfig,
+          kubeConfig: as('stage-controller'),
           ...(o.namespaces ? { namespaces: o.namespaces } : {}),
           ...(o.systemNamespace ? { systemNamespace: o.systemNamespace } : {}),
           ...(o.log ? { log: o.log } : {}),

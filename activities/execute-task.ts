@@ -83,7 +83,9 @@ function runTask(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
     // Heartbeats carry cancellation to this activity; keep them flowing while the executor works.
     const ticker = setInterval(() => activity.heartbeat(), HEARTBEAT_MS);
     // One read of each route for observe and the write: what observe read is what the write edits
-    // (a conflict reads again). The check after the write reads afresh: another writer shows.
+    // (a conflict reads again). The check after the write reads the apiserver's answer to it (the
+    // route as stored, admission included): a read-back would find the same. A writer after that
+    // is drift, which the Stage controller's watch of the routes reports.
     const ctx: ExecutorContext = { kubeConfig, signal: activity.cancellationSignal, heartbeat: (d) => activity.heartbeat(d), routes: new Map() };
     const { namespace, name } = input.execution;
     try {
@@ -101,10 +103,10 @@ function runTask(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
       const assignment = input.assignment;
       if (!assignment) throw new ExecutorError('an Apply task without an assignment');
       // What the task manages, recorded before its first write: a revert puts exactly this back.
-      await recordOnce(objects, namespace, name, () => executor.observe(input, parsed.data, ctx), input.earlier);
+      await recordOnce(objects, namespace, name, () => executor.observe(input, parsed.data, ctx), input.earlier, `running on ${activity.info.taskQueue}`);
       ctx.signal.throwIfAborted();
       const result = await executor.route(input, assignment, parsed.data, ctx);
-      await executor.verify(input, assignment, parsed.data, { ...ctx, routes: new Map() });
+      await executor.verify(input, assignment, parsed.data, ctx);
       return result;
     } catch (err) {
       throw taskFailure(err);

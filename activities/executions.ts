@@ -29,8 +29,11 @@ export interface ExecutionToCreate {
   vectorDeployment?: string;
   config: unknown;
   timeoutSeconds: number;
-  /** The status it starts with; default Pending (an External executor's controller takes it from there). */
-  initial?: { phase: 'InProgress'; message: string; startTime: string };
+  /**
+   * The status it starts with: Pending (an External executor's controller takes it from there, and
+   * the default), InProgress, or none (a Worker executor's Apply writes InProgress with its record).
+   */
+  initial?: 'Pending' | 'none' | { phase: 'InProgress'; message: string; startTime: string };
 }
 
 export interface ExecutionStatusWrite {
@@ -43,6 +46,9 @@ export interface ExecutionStatusWrite {
 }
 
 const isFinal = (phase: unknown) => phase === 'Succeeded' || phase === 'Error';
+
+/** An execution's spec is immutable (api/activation-execution.ts): the generation it is created with is its only one. */
+const EXECUTION_GENERATION = 1;
 
 /** The activation's executions: by its label, and owned by its uid (a predecessor of the same name has its own). */
 export async function ownExecutions(objects: CustomObjects, ref: ActivationRef): Promise<CustomObject[]> {
@@ -57,11 +63,13 @@ export function executionWrites(objects: CustomObjects) {
    * whoever wrote it first, the core or an External executor, decided it.
    */
   async function writeExecutionStatus(namespace: string, name: string, w: ExecutionStatusWrite): Promise<void> {
-    const ae = await objects.get('ActivationExecution', namespace, name);
-    if (!ae || isFinal(ae.status?.phase)) return;
     const done = isFinal(w.phase);
+    // A final write needs no read: its Complete condition turns True now whatever it was (a final
+    // one the CRD refuses to change, below). Any other write carries its condition over.
+    const ae = done ? undefined : await objects.get('ActivationExecution', namespace, name);
+    if (!done && (!ae || isFinal(ae.status?.phase))) return;
     const reason = w.reason ?? w.phase;
-    const conditions = setCondition(ae.status?.conditions, { type: 'Complete', status: done ? 'True' : 'False', reason, message: w.message }, ae.metadata.generation);
+    const conditions = setCondition(ae?.status?.conditions, { type: 'Complete', status: done ? 'True' : 'False', reason, message: w.message }, EXECUTION_GENERATION);
     const { startTime, completionTime } = w;
     try {
       await objects.patchStatus('ActivationExecution', namespace, name, {
@@ -69,7 +77,7 @@ export function executionWrites(objects: CustomObjects) {
         reason,
         message: w.message,
         conditions,
-        observedGeneration: ae.metadata.generation,
+        observedGeneration: EXECUTION_GENERATION,
         ...(startTime ? { startTime } : {}),
         ...(completionTime ? { completionTime } : {}),
       });
@@ -125,7 +133,8 @@ export function executionActivities({ objects }: CoreDeps) {
         },
         e.activation.uid,
       );
-      if (created) await objects.patchStatus('ActivationExecution', e.activation.namespace, e.name, e.initial ?? { phase: 'Pending', message: 'waiting for its executor' });
+      const initial = e.initial === undefined || e.initial === 'Pending' ? { phase: 'Pending', message: 'waiting for its executor' } : e.initial;
+      if (created && initial !== 'none') await objects.patchStatus('ActivationExecution', e.activation.namespace, e.name, initial);
     },
 
     writeExecutionStatus,

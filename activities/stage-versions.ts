@@ -17,10 +17,34 @@ export interface StageState {
 }
 
 function toInfo(sv: Typed<'StageVersion'>): StageVersionInfo {
-  return { name: sv.metadata.name!, revision: sv.spec.revision, vector: sv.spec.vector, ...(sv.spec.backend ? { backend: sv.spec.backend } : {}) };
+  return { name: sv.metadata.name!, ...(sv.metadata.uid ? { uid: sv.metadata.uid } : {}), revision: sv.spec.revision, vector: sv.spec.vector, ...(sv.spec.backend ? { backend: sv.spec.backend } : {}) };
 }
 
+/** A JSON patch path to one annotation (RFC 6901: "~" and "/" escaped). */
+const annotationPath = (key: string) => `/metadata/annotations/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+
 export function stageVersionActivities({ objects }: CoreDeps) {
+  /** Sets the serving mark (no deletion while serving) to `stage`, or clears it (null). */
+  async function markServing(namespace: string, name: string, stage: string | null): Promise<void> {
+    await objects.mergeMetadata('StageVersion', namespace, name, { annotations: { [ANNOTATION_SERVING]: stage } });
+  }
+
+  /** Clears the in-activation mark if it is still ours; a StageVersion deleted meanwhile is fine. */
+  async function unmarkStageVersion(namespace: string, name: string, holder: string): Promise<void> {
+    // The common case in one request: the mark is ours, and a JSON patch tests that as it removes it.
+    const path = annotationPath(ANNOTATION_ACTIVATED_BY);
+    try {
+      await objects.jsonPatch('StageVersion', namespace, name, [{ op: 'test', path, value: holder }, { op: 'remove', path }]);
+      return;
+    } catch (err) {
+      // Not ours, or not there (a failed test), or refused: look, as below.
+      if (apiStatus(err) !== 422) throw err;
+    }
+    const sv = await objects.get('StageVersion', namespace, name);
+    if (sv?.metadata.annotations?.[ANNOTATION_ACTIVATED_BY] !== holder) return;
+    await objects.mergeMetadata('StageVersion', namespace, name, { annotations: { [ANNOTATION_ACTIVATED_BY]: null } });
+  }
+
   return {
     /** The Stage's StageVersions; throws (non-retryable) when the Stage or the StageVersion is missing. */
     async describeStage(namespace: string, stage: string, stageVersion: string): Promise<StageState> {
@@ -47,25 +71,26 @@ export function stageVersionActivities({ objects }: CoreDeps) {
       return { terminating: !sv || Boolean(sv.metadata.deletionTimestamp) };
     },
 
-    /** Sets the serving mark (no deletion while serving) to `stage`, or clears it (null). */
-    async markServing(namespace: string, name: string, stage: string | null): Promise<void> {
-      await objects.mergeMetadata('StageVersion', namespace, name, { annotations: { [ANNOTATION_SERVING]: stage } });
-    },
+    markServing,
 
     /** Clears the in-activation mark if it is still ours; a StageVersion deleted meanwhile is fine. */
-    async unmarkStageVersion(namespace: string, name: string, holder: string): Promise<void> {
-      // The common case in one request: the mark is ours, and a JSON patch tests that as it removes it.
-      const path = `/metadata/annotations/${ANNOTATION_ACTIVATED_BY.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+    unmarkStageVersion,
+
+    /**
+     * The target of a switch starts serving and leaves activation in one request when the
+     * in-activation mark is ours, as it is on every switch: the serving mark holds it from then on.
+     * Otherwise the two marks are written one by one.
+     */
+    async serveInstead(namespace: string, name: string, stage: string, holder: string): Promise<void> {
+      const activatedBy = annotationPath(ANNOTATION_ACTIVATED_BY);
       try {
-        await objects.jsonPatch('StageVersion', namespace, name, [{ op: 'test', path, value: holder }, { op: 'remove', path }]);
+        await objects.jsonPatch('StageVersion', namespace, name, [{ op: 'test', path: activatedBy, value: holder }, { op: 'remove', path: activatedBy }, { op: 'add', path: annotationPath(ANNOTATION_SERVING), value: stage }]);
         return;
       } catch (err) {
-        // Not ours, or not there (a failed test), or refused: look, as below.
         if (apiStatus(err) !== 422) throw err;
       }
-      const sv = await objects.get('StageVersion', namespace, name);
-      if (sv?.metadata.annotations?.[ANNOTATION_ACTIVATED_BY] !== holder) return;
-      await objects.mergeMetadata('StageVersion', namespace, name, { annotations: { [ANNOTATION_ACTIVATED_BY]: null } });
+      await markServing(namespace, name, stage);
+      await unmarkStageVersion(namespace, name, holder);
     },
   };
 }

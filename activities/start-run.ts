@@ -32,7 +32,7 @@ export function startRunActivities(parts: StartParts) {
      * usage's name is someone else's): no status was written, and the finishing run takes the
      * finalizer away.
      */
-    async startRun(i: StartRunInput): Promise<{ terminating: boolean; gone?: boolean; refused?: string }> {
+    async startRun(i: StartRunInput): Promise<{ terminating: boolean; gone?: boolean; refused?: string; usageUid?: string }> {
       // The status write's read goes beside the hold and the mark: one apiserver round trip less
       // before InProgress. While the workflow runs, only it writes the fields it writes (the
       // watcher answers in status.requests), so nothing is missed by reading a little earlier.
@@ -42,21 +42,21 @@ export function startRunActivities(parts: StartParts) {
       const kept = parts.addCloseOutFinalizer(i.ref);
       // A usage of the activation usage's name that is someone else's refuses the run (it is kept).
       const hold = parts.holdActivationUsage(i.ref, i.stage, i.target).then(
-        () => undefined,
+        (usageUid) => ({ usageUid }),
         (err: unknown) => {
           // The parts are wrapped (activities/parts.ts): a NameTakenError arrives as the
           // non-retryable failure activities/k8s-errors.ts makes of it.
-          if (err instanceof ApplicationFailure && err.type === 'NameTaken') return err.message;
+          if (err instanceof ApplicationFailure && err.type === 'NameTaken') return { refused: err.message };
           throw err;
         },
       );
-      const [refused, mark, held] = await Promise.all([hold, parts.markStageVersion(i.ref.namespace, i.target, i.holder), kept]);
+      const [usage, mark, held] = await Promise.all([hold, parts.markStageVersion(i.ref.namespace, i.target, i.holder), kept]);
       if (mark.terminating) return { terminating: true };
-      if (refused) return { terminating: false, refused };
+      if ('refused' in usage) return { terminating: false, refused: usage.refused };
       // Deleted (or being deleted) before its first step: nothing runs.
       if (!held) return { terminating: false, gone: true };
       await parts.writeActivationStatus(i.ref, i.status, read);
-      return { terminating: false };
+      return { terminating: false, ...(usage.usageUid ? { usageUid: usage.usageUid } : {}) };
     },
   };
 }

@@ -1,8 +1,8 @@
 /**
  * ADR-0012 step 9 as one local activity: the Stage's serving StageVersion changes hands. What is
- * given goes first (the new version's serving mark, the active usage), then what is taken (the old
- * version's serving mark, the activation's usage, the in-activation mark), so that the serving
- * version is never unheld. One local activity, not several: each costs the workflow an activation
+ * given goes first (the new version's serving mark, in place of its in-activation mark, and the
+ * active usage), then what is taken (the old version's serving mark, the activation's usage), so
+ * that the serving version is never unheld. One local activity, not several: each costs the workflow an activation
  * of its own.
  */
 import type { CoreParts } from './parts.js';
@@ -20,10 +20,16 @@ export interface SwitchServingInput {
   stillServing?: string;
   /** Whose in-activation mark on the target is cleared (namespace/name of the activation). */
   holder: string;
+  /** What the active usage pointed at when read under the Lease (null: there was none): moved without a read. */
+  active?: string | null;
+  /** StageVersion uids by name, as read: the Events of the switch regard them without a look-up. */
+  uids?: Record<string, string>;
+  /** The activation usage's uid, as created: deleted without a read. */
+  usageUid?: string;
 }
 
 /** The activities switchServing is made of: the real ones, or a test's fakes of them. */
-type ServingParts = Pick<CoreParts, 'markServing' | 'pointActiveUsage' | 'releaseActivationUsage' | 'unmarkStageVersion'>;
+type ServingParts = Pick<CoreParts, 'markServing' | 'pointActiveUsage' | 'releaseActivationUsage' | 'serveInstead'>;
 
 export function switchServingActivities(parts: ServingParts) {
   return {
@@ -33,12 +39,10 @@ export function switchServingActivities(parts: ServingParts) {
       // The version a weight leaves a share to is held by the active usage until it moves: its
       // mark is written first, so that no moment finds it neither marked nor in use.
       if (i.stillServing && i.stillServing !== i.target) await parts.markServing(ns, i.stillServing, i.stage);
-      await Promise.all([parts.markServing(ns, i.target, i.stage), parts.pointActiveUsage(ns, i.stage, i.stageUid, i.target)]);
-      await Promise.all([
-        i.previous && i.previous !== i.target ? parts.markServing(ns, i.previous, null) : undefined,
-        parts.releaseActivationUsage(i.ref),
-        parts.unmarkStageVersion(ns, i.target, i.holder),
-      ]);
+      // The target's serving mark replaces its in-activation mark: held throughout by one or the other.
+      const seen = i.active !== undefined ? { active: i.active, uids: i.uids ?? {} } : undefined;
+      await Promise.all([parts.serveInstead(ns, i.target, i.stage, i.holder), parts.pointActiveUsage(ns, i.stage, i.stageUid, i.target, seen)]);
+      await Promise.all([i.previous && i.previous !== i.target ? parts.markServing(ns, i.previous, null) : undefined, parts.releaseActivationUsage(i.ref, i.usageUid)]);
     },
   };
 }

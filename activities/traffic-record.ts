@@ -31,13 +31,19 @@ export async function recordOnce(
   observe: () => Promise<RuleRecord[]>,
   /** The same task's execution in an earlier attempt, whose record a rule nobody moved since keeps. */
   earlier?: string,
+  /** The InProgress message written with the record (who runs it). */
+  takenUp?: string,
 ): Promise<RuleRecord[]> {
   // Both reads at once: a progression's every round after the first has an earlier record.
   const [before, found] = await Promise.all([earlier ? objects.get('ActivationExecution', namespace, earlier).catch(() => undefined) : undefined, observe()]);
   const inherited = before?.status?.record && before.spec?.assignment ? { record: before.status.record.rules as RuleRecord[], assignment: before.spec.assignment } : undefined;
   const rules = inheritedRecord(found, inherited);
   // One request on the common path (the first attempt): the write itself, not a read before it.
-  const written = await objects.patchStatus('ActivationExecution', namespace, name, { record: { rules, time: kubeTime() } }).catch(async (err: unknown) => {
+  // It also takes the execution up (InProgress): a Worker execution is created without a status,
+  // and one that ended meanwhile (the core gave up on it) refuses the write, so nothing is changed.
+  const now = kubeTime();
+  const status = { record: { rules, time: now }, ...(takenUp ? { phase: 'InProgress', message: takenUp, startTime: now } : {}) };
+  const written = await objects.patchStatus('ActivationExecution', namespace, name, status).catch(async (err: unknown) => {
     if (apiStatus(err) !== 422) throw apiError(err, `recording what ActivationExecution ${namespace}/${name} found`);
     const ae = await objects.get('ActivationExecution', namespace, name);
     if (!ae?.status?.record) throw apiError(err, `recording what ActivationExecution ${namespace}/${name} found`);

@@ -9,6 +9,7 @@ import { activeChangedEvents } from '../decisions/events.js';
 import { sendEvents, type RecordOptions } from '../k8s/events.js';
 import { ownerRef, type CoreDeps } from './deps.js';
 import { writeThenSay } from './transition-events.js';
+import { apiStatus } from '../k8s/client.js';
 
 export function usageActivities({ objects, event, log }: CoreDeps) {
   return {
@@ -18,9 +19,9 @@ export function usageActivities({ objects, event, log }: CoreDeps) {
       return usage?.spec?.stageVersionRef?.name;
     },
 
-    /** The "activation" usage that holds the StageVersion during the switch; never a predecessor's. */
-    async holdActivationUsage(ref: ActivationRef, stage: string, stageVersion: string): Promise<void> {
-      await objects.createOwned(
+    /** The "activation" usage that holds the StageVersion during the switch; never a predecessor's. Its uid. */
+    async holdActivationUsage(ref: ActivationRef, stage: string, stageVersion: string): Promise<string | undefined> {
+      const { object } = await objects.createOwned(
         {
           apiVersion: API_VERSION,
           kind: 'StageVersionUsage',
@@ -34,25 +35,48 @@ export function usageActivities({ objects, event, log }: CoreDeps) {
         },
         ref.uid,
       );
+      return object.metadata.uid;
     },
 
-    /** Deletes this activation's usage; one of the same name that a successor owns stays. */
-    async releaseActivationUsage(ref: ActivationRef): Promise<void> {
+    /**
+     * Deletes this activation's usage; one of the same name that a successor owns stays. `uid`: the
+     * usage as created by this activation, deleted in one request (a successor's has another uid).
+     */
+    async releaseActivationUsage(ref: ActivationRef, uid?: string): Promise<void> {
       const name = activationUsageName(ref.name);
+      if (uid) return objects.delete('StageVersionUsage', ref.namespace, name, uid);
       const usage = await objects.get('StageVersionUsage', ref.namespace, name);
       if (!usage || !usage.metadata.ownerReferences?.some((o) => o.uid === ref.uid)) return;
       await objects.delete('StageVersionUsage', ref.namespace, name, usage.metadata.uid);
     },
 
-    /** Points the Stage's "active" usage at the StageVersion, creating it if needed. */
-    async pointActiveUsage(namespace: string, stage: string, stageUid: string, stageVersion: string): Promise<void> {
+    /**
+     * Points the Stage's "active" usage at the StageVersion, creating it if needed. `seen`: what it
+     * pointed at when read under the Lease (null: none), for a move in one request (a JSON patch
+     * that tests it still does), and the StageVersions' uids for the Events; otherwise it is read.
+     */
+    async pointActiveUsage(namespace: string, stage: string, stageUid: string, stageVersion: string, seen?: { active: string | null; uids: Record<string, string> }): Promise<void> {
       const spec = { reason: `serves the traffic of Stage ${stage}`, stageVersionRef: { name: stageVersion } };
-      const current = await objects.get('StageVersionUsage', namespace, activeUsageName(stage));
-      const from: string | undefined = current?.spec?.stageVersionRef?.name;
+      const uids = { [`Stage/${stage}`]: stageUid, ...Object.fromEntries(Object.entries(seen?.uids ?? {}).map(([name, uid]) => [`StageVersion/${name}`, uid])) };
       // Said once the usage moved (activities/transition-events.ts): a retry after the write finds
       // it moved and says nothing.
-      const moved = (was: string | undefined) => (options: RecordOptions) => sendEvents(event, namespace, activeChangedEvents(stage, stageVersion, was), { [`Stage/${stage}`]: stageUid }, log, options);
+      const moved = (was: string | undefined) => (options: RecordOptions) => sendEvents(event, namespace, activeChangedEvents(stage, stageVersion, was), uids, log, options);
       const move = () => objects.mergeSpec('StageVersionUsage', namespace, activeUsageName(stage), { ...spec, stageVersionSelector: null });
+      if (seen?.active === stageVersion) return;
+      if (typeof seen?.active === 'string') {
+        const moveFrom = (was: string) => async () => {
+          const ops = [{ op: 'test', path: '/spec/stageVersionRef/name', value: was }, { op: 'add', path: '/spec/stageVersionRef', value: spec.stageVersionRef }, { op: 'add', path: '/spec/reason', value: spec.reason }];
+          try {
+            return await objects.jsonPatch('StageVersionUsage', namespace, activeUsageName(stage), ops);
+          } catch (err) {
+            if (apiStatus(err) === 422) return false; // it points elsewhere (or by selector) now: read below
+            throw err;
+          }
+        };
+        if (await writeThenSay(moveFrom(seen.active), moved(seen.active), (w) => w)) return;
+      }
+      const current = seen?.active === null ? undefined : await objects.get('StageVersionUsage', namespace, activeUsageName(stage));
+      const from: string | undefined = current?.spec?.stageVersionRef?.name;
       // It exists (every activation but a Stage's first): moved in one request, not a refused create first.
       if (current) {
         if (from !== stageVersion) await writeThenSay(move, moved(from));

@@ -59,6 +59,8 @@ export type StageVersionResource = z.infer<typeof stageVersionResource>;
  */
 export interface StageVersionInfo {
   name: string;
+  /** Its uid, when read from the object: the Events of a switch regard it without a look-up. */
+  uid?: string;
   revision: number;
   vector: string;
   backend?: z.infer<typeof backend>;

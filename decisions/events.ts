@@ -54,7 +54,10 @@ function executions(activation: string, attempt: number, index: number, step: St
   return tasks.map((t) => (revert ? executionName(activation, index, t.registration, attempt, true) : (t.execution ?? executionName(activation, index, t.registration, attempt)))).join(', ');
 }
 
-/** Per step: started, succeeded, failed, reverted (or its revert failed), by comparing phases. */
+/**
+ * Per step: succeeded, failed, reverted (or its revert failed), by comparing phases. A step's start
+ * says nothing: the status shows it running, and its end says it again with what it did.
+ */
 function stepEvents(a: ActivationFacts, before: StatusView, after: StatusView): EventSpec[] {
   const out: EventSpec[] = [];
   const attempt = after.attempt ?? 1;
@@ -64,7 +67,6 @@ function stepEvents(a: ActivationFacts, before: StatusView, after: StatusView): 
     const was = before.steps?.[i]?.name === step.name ? before.steps[i]!.phase : undefined;
     if (step.phase === was) return;
     const of = `step ${i + 1}/${steps.length} ${step.name}${attemptNote(attempt)}`;
-    if (step.phase === 'InProgress') out.push(ev('Normal', 'StepStarted', 'RunStep', `${of}: execution ${executions(a.name, attempt, i, step)}`));
     if (step.phase === 'Succeeded') out.push(ev('Normal', 'StepSucceeded', 'RunStep', `${of} succeeded: execution ${executions(a.name, attempt, i, step)}`));
     if (step.phase === 'Failed' && was === 'InProgress') {
       const failed = step.tasks.filter((t) => t.phase === 'Error').map((t) => `${t.execution ?? t.registration}: ${t.message ?? 'failed'}`);

@@ -65,8 +65,7 @@ export interface ExecutorContext {
   heartbeat(details?: unknown): void;
   /**
    * Routes read once for several reads, by `Kind/namespace/name`: a Stage controller pass; a task's
-   * observe and write (a write leaves the apiserver's answer here, a conflict drops it). A check
-   * after the write reads afresh, with a context of its own.
+   * observe, write and check (a write leaves the apiserver's answer here, a conflict drops it).
    */
   routes?: Map<string, Promise<unknown>>;
 }
@@ -87,7 +86,7 @@ export interface Executor<Config = unknown> {
   observe(input: TaskInput, config: Config, ctx: ExecutorContext, options?: { lenient?: boolean }): Promise<RuleRecord[]>;
   /** Sets every managed rule to exactly `assignment`; idempotent (a repeat finds nothing to change). */
   route(input: TaskInput, assignment: TrafficAssignment, config: Config, ctx: ExecutorContext): Promise<TaskResult>;
-  /** Reads the routes back and throws unless every managed rule holds `assignment`. */
+  /** Reads the routes (from `ctx.routes` when held there) and throws unless every managed rule holds `assignment`. */
   verify(input: TaskInput, assignment: TrafficAssignment, config: Config, ctx: ExecutorContext): Promise<void>;
   /**
    * Puts the managed entries of every recorded rule back exactly as recorded, and reads them back;

@@ -65,6 +65,10 @@ export class ActivationRun {
   private routing = false;
   /** The StageVersion this run marked as in activation (admission refuses changes to it). */
   private marked: string | undefined;
+  /** The activation usage as this run created it (its uid), for a release without a read. */
+  private usageUid: string | undefined;
+  /** What the active usage pointed at when read under the Lease (null: none). */
+  private active: string | null = null;
   /** The ActivationPhase search attribute as last upserted. */
   private upsertedPhase: string | undefined;
   /** The progression, while one runs: its report goes into every status written. */
@@ -133,6 +137,7 @@ export class ActivationRun {
       return this.fail(err);
     }
     const { plan, stage, activeName, guarded } = taken;
+    this.active = activeName ?? null;
     // A retry starts from the truth: "previous" is what is active now, and every step runs again
     // (one whose routes hold its assignment already changes nothing).
     const verdict = orderVerdict({ stage: va.stage, target: stage.target, activeName, stageVersions: stage.stageVersions, retry });
@@ -175,7 +180,7 @@ export class ActivationRun {
         if (await this.runStep(plan, ctx, i, n === 0, n < toRun.run.length - 1)) return this.finish(await this.failure(plan, ctx, i));
       }
     }
-    await this.switchServing(plan, stage.stageUid, stage.target.name);
+    await this.switchServing(plan, stage);
     const { previous } = this;
     return this.finish({ phase: 'Succeeded', reason: 'Activated', message: `Stage ${va.stage} now serves ${stage.target.name}${previous ? ` (was ${previous.name})` : ''}` });
   }
@@ -203,6 +208,7 @@ export class ActivationRun {
     if (run.terminating) return 'terminating';
     if (run.gone) return 'gone';
     if (run.refused) return { refused: run.refused };
+    this.usageUid = run.usageUid;
     this.progress.steps = steps;
     this.startTime = begun;
     this.noteReport('InProgress', 'RunningPlan', message);
@@ -215,11 +221,13 @@ export class ActivationRun {
    * A previous StageVersion that a registration's weight leaves a share to stays marked serving:
    * the Stage controller takes the mark once no managed route sends it traffic.
    */
-  private async switchServing(plan: ResolvedPlan, stageUid: string, target: string): Promise<void> {
+  private async switchServing(plan: ResolvedPlan, { stageUid, target: { name: target }, stageVersions }: { stageUid: string; target: StageVersionInfo; stageVersions: StageVersionInfo[] }): Promise<void> {
     const { previous } = this;
     const previousKeeps = !plan.progression && plan.steps.some((st) => st.tasks.some((t) => weightOf(t.config) < 100));
     const old = previous ? (previousKeeps ? { stillServing: previous.name } : { previous: previous.name }) : {};
-    await k8s.switchServing({ ref: this.ref, stage: this.va.stage, stageUid, target, ...old, holder: this.holder });
+    const uids = Object.fromEntries(stageVersions.flatMap((sv) => (sv.uid ? [[sv.name, sv.uid]] : [])));
+    const known = { active: this.active, uids, ...(this.usageUid ? { usageUid: this.usageUid } : {}) };
+    await k8s.switchServing({ ref: this.ref, stage: this.va.stage, stageUid, target, ...old, holder: this.holder, ...known });
     this.marked = undefined; // the active usage holds the target now
   }
 

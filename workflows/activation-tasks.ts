@@ -123,10 +123,13 @@ export async function runTask(
         ...(ctx.vectorDeployment ? { vectorDeployment: ctx.vectorDeployment } : {}),
         config: task.config,
         timeoutSeconds: task.timeoutSeconds,
-        // A Worker executor's task starts right away: its execution is created InProgress.
+        // A Worker executor's Apply writes InProgress itself, with its record (one write fewer);
+        // a revert, which records nothing, starts InProgress; an External execution Pending.
         ...(task.executor === 'External'
-          ? {}
-          : { initial: { phase: 'InProgress' as const, message: `running on ${executorTaskQueue(task.type)}${ctx.queueSuffix ?? ''}`, startTime: now() } }),
+          ? { initial: 'Pending' as const }
+          : action === 'Revert'
+            ? { initial: { phase: 'InProgress' as const, message: `running on ${executorTaskQueue(task.type)}${ctx.queueSuffix ?? ''}`, startTime: now() } }
+            : { initial: 'none' as const }),
       }),
     );
   } catch (err) {

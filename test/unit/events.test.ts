@@ -17,8 +17,8 @@ describe('activationEvents: one status write, the transitions it makes', () => {
     ['the workflow picks it up', {}, report('Pending', 'Validating', 'checking'), ['Started@VectorActivation']],
     ['a retry attempt starts again', { phase: 'Failed', attempt: 1 }, report('Pending', 'Validating', 'checking', { attempt: 2 }), ['Started@VectorActivation']],
     ['queued at the Stage', { phase: 'Pending' }, report('Waiting', 'WaitingForStage', 'waiting'), ['Waiting@VectorActivation']],
-    ['the first step starts: the Stage hears of it', { phase: 'Waiting' }, report('InProgress', 'RunningPlan', 'step 1/2', { steps: [gw('InProgress'), step('mesh', 'Pending')] }), ['StepStarted@VectorActivation', 'ActivationStarted@Stage']],
-    ['a step ends, the next starts', { phase: 'InProgress', steps: [gw('InProgress'), step('mesh', 'Pending')] }, report('InProgress', 'RunningPlan', 'step 2/2', { steps: [gw('Succeeded', 'Succeeded'), step('mesh', 'InProgress')] }), ['StepSucceeded@VectorActivation', 'StepStarted@VectorActivation']],
+    ['the first step starts: the Stage hears of it', { phase: 'Waiting' }, report('InProgress', 'RunningPlan', 'step 1/2', { steps: [gw('InProgress'), step('mesh', 'Pending')] }), ['ActivationStarted@Stage']],
+    ['a step ends, the next starts', { phase: 'InProgress', steps: [gw('InProgress'), step('mesh', 'Pending')] }, report('InProgress', 'RunningPlan', 'step 2/2', { steps: [gw('Succeeded', 'Succeeded'), step('mesh', 'InProgress')] }), ['StepSucceeded@VectorActivation']],
     ['a failed step, then the revert', { phase: 'InProgress', steps: [gw('Succeeded', 'Succeeded'), step('mesh', 'InProgress')] }, report('InProgress', 'Reverting', 'reverting step gateway', { steps: [gw('Succeeded', 'Succeeded'), step('mesh', 'Failed', [{ registration: 'm', phase: 'Error', message: 'boom' }])] }), ['StepFailed@VectorActivation!', 'Reverting@VectorActivation!']],
     ['reverted, then Failed: the Stage hears of it', { phase: 'InProgress', reason: 'Reverting', steps: [gw('Succeeded', 'Succeeded')] }, report('Failed', 'TaskFailed', 'boom; every task that ran was reverted', { steps: [gw('Reverted', 'Succeeded')] }), ['Reverted@VectorActivation', 'Failed@VectorActivation!', 'ActivationFailed@Stage!']],
     ['a revert that failed', { phase: 'InProgress', reason: 'Reverting', steps: [gw('Succeeded', 'Succeeded')] }, report('Failed', 'TaskFailed', 'x', { steps: [gw('Failed', 'Succeeded')] }), ['RevertFailed@VectorActivation!', 'Failed@VectorActivation!', 'ActivationFailed@Stage!']],
@@ -32,8 +32,8 @@ describe('activationEvents: one status write, the transitions it makes', () => {
   it('notes say what a person needs: the holder, the executions, the reason, the first error', () => {
     const note = (before: StatusView, after: ReturnType<typeof report>, holder?: string) => activationEvents({ ...facts, ...(holder ? { holder } : {}) }, before, after).map((e) => e.note);
     expect(note({ phase: 'Pending' }, report('Waiting', 'WaitingForStage', 'w'), 'ns/shop-to-2')).toEqual(['queued for Stage shop (held by ns/shop-to-2)']);
-    expect(note({ phase: 'Waiting' }, report('InProgress', 'RunningPlan', 's', { steps: [step('gateway', 'InProgress', [{ registration: 'gw', phase: 'InProgress' }])], attempt: 2 }))[0]).toBe(
-      'step 1/1 gateway (attempt 2): execution shop-to-3-0-gw-r2',
+    expect(note({ phase: 'InProgress', steps: [step('gateway', 'InProgress')] }, report('InProgress', 'RunningPlan', 's', { steps: [step('gateway', 'Succeeded', [{ registration: 'gw', phase: 'Succeeded' }])], attempt: 2 }))[0]).toBe(
+      'step 1/1 gateway (attempt 2) succeeded: execution shop-to-3-0-gw-r2',
     );
     expect(note({ phase: 'Waiting' }, report('Skipped', 'Superseded', 'superseded by ns/shop-to-4'))).toEqual(['Superseded: superseded by ns/shop-to-4']);
     expect(note({ phase: 'InProgress' }, report('Failed', 'Forbidden', 'patching refused', { firstError: 'executor: 403' }))[0]).toBe('Forbidden: patching refused; first error: executor: 403');

@@ -25,8 +25,8 @@ function parts(world: World, mustHold: string[], delays: Record<string, number>)
   return {
     markServing: (_ns: string, name: string, stage: string | null) => land(`markServing ${name}`, () => (stage === null ? world.marks.delete(name) : world.marks.add(name))),
     pointActiveUsage: (_ns: string, _stage: string, _uid: string, sv: string) => land('pointActiveUsage', () => (world.active = sv)),
+    serveInstead: (_ns: string, name: string, stage: string) => land(`serveInstead ${name}`, () => world.marks.add(name) && void stage),
     releaseActivationUsage: () => land('releaseActivationUsage', () => undefined),
-    unmarkStageVersion: () => land('unmarkStageVersion', () => undefined),
   };
 }
 
@@ -54,7 +54,7 @@ describe('switchServing: a version that serves on is never unheld', () => {
 
   it('all traffic moves: the previous version loses its mark only after the usage moved to the target', async () => {
     const world: World = { active: 'shop-1', marks: new Set(['shop-1']), unheld: [] };
-    await switchServingActivities(parts(world, ['shop-2'], { 'markServing shop-2': 30 })).switchServing(input({ previous: 'shop-1' }));
+    await switchServingActivities(parts(world, ['shop-2'], { 'serveInstead shop-2': 30 })).switchServing(input({ previous: 'shop-1' }));
     expect(world.unheld).toEqual([]);
     expect(world.active).toBe('shop-2');
     expect([...world.marks]).toEqual(['shop-2']);

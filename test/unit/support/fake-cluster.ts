@@ -77,7 +77,8 @@ export interface FakeExecution {
   spec: ExecutionToCreate;
   /** The ActivationExecution's owner (the VectorActivation's uid). */
   owner: string;
-  status: Partial<ExecutionStatusWrite> & { phase: ExecutionStatusWrite['phase'] };
+  /** Empty until someone writes it: a Worker executor's Apply is created without a status. */
+  status: Partial<ExecutionStatusWrite>;
   /** The fake executor recorded what it found before its first change (every Apply it ran, unless told otherwise). */
   recorded?: boolean;
 }
@@ -383,9 +384,10 @@ export class FakeCluster {
         const k = key(ref.namespace, activationUsageName(ref.name));
         const existing = this.activationUsages.get(k);
         // createOwned: a predecessor's usage of the same name is replaced; our own is kept as is.
-        if (existing?.owner === ref.uid) return;
+        if (existing?.owner === ref.uid) return `usage-of-${ref.uid}`;
         this.activationUsages.set(k, { owner: ref.uid, stageVersion });
         this.log(`hold ${ref.name} ${stageVersion}`);
+        return `usage-of-${ref.uid}`;
       },
       releaseActivationUsage: async (ref) => {
         const k = key(ref.namespace, activationUsageName(ref.name));
@@ -404,7 +406,8 @@ export class FakeCluster {
         const k = key(e.activation.namespace, e.name);
         const existing = this.executions.get(k);
         if (existing?.owner === e.activation.uid) return;
-        this.executions.set(k, { spec: structuredClone(e), owner: e.activation.uid, status: e.initial ? structuredClone(e.initial) : { phase: 'Pending', message: 'waiting for its executor' } });
+        const status: FakeExecution['status'] = e.initial === 'none' ? {} : typeof e.initial === 'object' ? structuredClone(e.initial) : { phase: 'Pending', message: 'waiting for its executor' };
+        this.executions.set(k, { spec: structuredClone(e), owner: e.activation.uid, status });
         this.log(`execution ${e.name} created`);
       },
       writeExecutionStatus: async (namespace, name, w) => {
@@ -466,6 +469,15 @@ export class FakeCluster {
         if (stage === null) delete sv.serving;
         else sv.serving = stage;
         this.log(`serving ${name} ${stage}`);
+      },
+      serveInstead: async (namespace, name, stage, holder) => {
+        const sv = this.stageVersions.get(key(namespace, name));
+        if (!sv) return;
+        sv.serving = stage;
+        this.log(`serving ${name} ${stage}`);
+        if (sv.activatedBy !== holder) return;
+        delete sv.activatedBy;
+        this.log(`unmark ${name}`);
       },
       unmarkStageVersion: async (namespace, name, holder) => {
         const sv = this.stageVersions.get(key(namespace, name));
@@ -543,7 +555,11 @@ export class FakeCluster {
         this.log(`execute ${call.execution} start`);
         const behaviour = this.nextBehaviour(registration, input.action);
         const execution = this.executions.get(key(input.execution.namespace, input.execution.name));
-        if (input.action === 'Apply' && execution && !(behaviour.kind === 'fail' && behaviour.unrecorded)) execution.recorded = true;
+        // An Apply takes its execution up with its record (activities/traffic-record.ts).
+        if (input.action === 'Apply' && execution && !(behaviour.kind === 'fail' && behaviour.unrecorded)) {
+          execution.recorded = true;
+          if (!final(execution.status.phase)) execution.status = { ...execution.status, phase: 'InProgress' };
+        }
         try {
           if (behaviour.kind === 'fail') {
             throw behaviour.retryable ? ApplicationFailure.retryable(behaviour.message, 'ExecutorError') : ApplicationFailure.nonRetryable(behaviour.message, 'ExecutorError');

@@ -83,8 +83,8 @@ it('a Stage that gets a new vector: the activation, the Stage and its StageVersi
   expect(reasons(va)).toEqual(['Started', 'StepSucceeded', 'StepSucceeded', 'Succeeded']);
   expect(va.every((r) => r.type === 'Normal')).toBe(true);
   expect(va[0]!.message).toBe('activating StageVersion app-2 on Stage app');
-  expect(va[1]!.message).toBe('step 1/2 one: execution activate-app-2-0-first');
-  expect(va[5]!.message).toBe('Activated: Stage app now serves app-2 (was app-1)');
+  expect(va[1]!.message).toBe('step 1/2 one succeeded: execution activate-app-2-0-first');
+  expect(va[3]!.message).toBe('Activated: Stage app now serves app-2 (was app-1)');
 
   // The history limit 0 removes app-1 once app-2 serves.
   await pollUntil(async () => !(await s.objects.get('StageVersion', s.ns, 'app-1')), 30_000, 'app-1 cleaned up');

@@ -1,10 +1,11 @@
 /**
  * The namespaced informers of a controller (the Stage controller, the activation controller): one
- * KindCache per kind it reads, per namespace it watches ('' for all namespaces), slimmed as they
- * cache; and, sharded (KONFIDENCE_SHARD, worker/shards.ts), which of the watched namespaces the
- * shard serves now. The leader gate is here too: sharded, every write in a namespace is fenced on
- * the shard serving it (the system namespace is every shard's), so a write decided while it served
- * a namespace never lands once its new owner acts there (k8s/leader-election.ts fenceWrites).
+ * KindCache per kind it reads, and per optional kind of another API group it may read (the
+ * routes), per namespace it watches ('' for all namespaces), slimmed as they cache; and, sharded
+ * (KONFIDENCE_SHARD, worker/shards.ts), which of the watched namespaces the shard serves now. The
+ * leader gate is here too: sharded, every write in a namespace is fenced on the shard serving it
+ * (the system namespace is every shard's), so a write decided while it served a namespace never
+ * lands once its new owner acts there (k8s/leader-election.ts fenceWrites).
  */
 import { k8s } from '../k8s/client.js';
 import { pluralOf, type CustomObject } from '../k8s/custom-objects.js';
@@ -16,10 +17,32 @@ import type { LogFn } from '../telemetry/log.js';
 /** Sharded: how many namespaces' informers list at once when a shard gains namespaces. */
 const LIST_PARALLEL = 16;
 
+/** A kind of another API group, by the names its requests use. */
+export interface ApiKind {
+  group: string;
+  version: string;
+  plural: string;
+  kind: string;
+}
+
+/** The caches of one namespace ('' for all namespaces). */
+interface NamespaceCaches {
+  /** One per kind of `kinds`, in that order. */
+  kinds: KindCache[];
+  /** By kind, one per optional kind. */
+  optional: Map<string, KindCache>;
+}
+
 export interface NamespacedInformersOptions {
   kubeConfig: k8s.KubeConfig;
   /** The kinds each namespace's caches hold, in the order list() takes them. */
   kinds: readonly string[];
+  /**
+   * Kinds of other API groups that may not be served (a CRD not installed) or granted: their
+   * caches hold no pass and no readiness back, a refused list is tried again only by
+   * retryOptional(), and get() finds their objects only while their last list succeeded.
+   */
+  optionalKinds?: readonly ApiKind[];
   /** Namespaces to watch; default all. Sharded: those at first (then setNamespaces). */
   namespaces?: string[];
   /** Present: writes are fenced on leading (docs/ha.md). */
@@ -37,13 +60,15 @@ export interface NamespacedInformersOptions {
 
 export class NamespacedInformers {
   readonly gate: LeaderGate;
-  /** By namespace ('' for the all-namespace ones), one per kind. */
-  private readonly caches = new Map<string, KindCache[]>();
+  /** By namespace ('' for the all-namespace ones). */
+  private readonly caches = new Map<string, NamespaceCaches>();
   /** The namespaces watched; undefined: all. */
   private readonly watching?: Set<string>;
   private readonly serving = new Set<string>();
   private synced = false;
   private stopped = false;
+  /** By optional kind, the refusal of its list said last: said once, not once per namespace. */
+  private readonly refusals = new Map<string, string>();
 
   constructor(private readonly o: NamespacedInformersOptions) {
     this.gate = new LeaderGate(o.leadership, o.sharded ? (ns) => ns === o.systemNamespace || this.serving.has(ns) : undefined);
@@ -58,12 +83,27 @@ export class NamespacedInformers {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    await Promise.all([...this.caches.values()].flat().map((c) => c.stop()));
+    await Promise.all([...this.caches.values()].map(stopAll));
   }
 
-  /** True once every cache has listed, and while the last list of each succeeded (readiness). */
+  /** True once every cache of `kinds` has listed, and while the last list of each succeeded (readiness). */
   isSynced(): boolean {
-    return this.synced && !this.stopped && [...this.caches.values()].flat().every((c) => c.listed);
+    return this.synced && !this.stopped && [...this.caches.values()].every((c) => c.kinds.every((k) => k.listed));
+  }
+
+  /**
+   * Lists again the optional kinds whose list was refused: per kind one cache first, whose answer
+   * tells whether the kind is served now, then (if so) the others, so that a kind not installed
+   * costs one request per call whatever the number of namespaces.
+   */
+  async retryOptional(): Promise<void> {
+    for (const kind of this.o.optionalKinds ?? []) {
+      const refused = [...this.caches.values()].flatMap((c) => c.optional.get(kind.kind) ?? []).filter((c) => c.refused);
+      const [first, ...rest] = refused;
+      if (!first) continue;
+      await first.resume();
+      if (first.listed) await forEachLimited(rest, LIST_PARALLEL, (c) => c.resume());
+    }
   }
 
   /** Sharded: lists and watches exactly these namespaces; a namespace left is forgotten (its caches too). */
@@ -72,7 +112,7 @@ export class NamespacedInformers {
       if (namespaces.has(ns)) continue;
       this.caches.delete(ns);
       this.watching!.delete(ns);
-      await Promise.all(caches.map((c) => c.stop()));
+      await stopAll(caches);
       this.o.onForget?.(ns);
     }
     const added = [...namespaces].filter((ns) => !this.caches.has(ns));
@@ -85,21 +125,34 @@ export class NamespacedInformers {
 
   /** Lists and watches every kind in one namespace (undefined: all). */
   private async cacheNamespace(namespace: string | undefined): Promise<void> {
-    const caches = this.o.kinds.map(
-      (kind) =>
-        new KindCache({
-          kubeConfig: this.o.kubeConfig,
-          plural: pluralOf(kind),
-          ...(namespace ? { namespace } : {}),
-          onChange: this.o.onChange,
-          ...(this.o.onListed ? { onListed: this.o.onListed } : {}),
-          ...(this.o.slim ? { slim: this.o.slim } : {}),
-          log: this.o.log,
-        }),
-    );
+    const cache = (kind: { plural: string; group?: string; version?: string }, optional?: ApiKind) =>
+      new KindCache({
+        kubeConfig: this.o.kubeConfig,
+        ...kind,
+        ...(namespace ? { namespace } : {}),
+        onChange: this.o.onChange,
+        onListed: () => {
+          if (optional) this.refusals.delete(optional.kind);
+          this.o.onListed?.();
+        },
+        ...(this.o.slim ? { slim: this.o.slim } : {}),
+        ...(optional ? { onRefused: (refusal: string, status: number) => this.refused(optional, refusal, status) } : {}),
+        log: this.o.log,
+      });
+    const caches: NamespaceCaches = {
+      kinds: this.o.kinds.map((kind) => cache({ plural: pluralOf(kind) })),
+      optional: new Map((this.o.optionalKinds ?? []).map((k) => [k.kind, cache({ group: k.group, version: k.version, plural: k.plural }, k)])),
+    };
     this.caches.set(namespace ?? '', caches);
-    await Promise.all(caches.map((c) => c.start()));
-    if (this.caches.get(namespace ?? '') !== caches) await Promise.all(caches.map((c) => c.stop())); // dropped meanwhile
+    await Promise.all([...caches.kinds, ...caches.optional.values()].map((c) => c.start()));
+    if (this.caches.get(namespace ?? '') !== caches) await stopAll(caches); // dropped meanwhile
+  }
+
+  /** An optional kind's list was refused: said once per kind and refusal, whatever the number of namespaces. */
+  private refused(kind: ApiKind, refusal: string, status: number): void {
+    if (this.refusals.get(kind.kind) === refusal) return;
+    this.refusals.set(kind.kind, refusal);
+    this.o.log(`${kind.plural}.${kind.group} is not cached: ${refusal}; its list is tried again later`, { level: status === 404 ? 'info' : 'warn' });
   }
 
   /** Sharded: the shard serves these namespaces from now on. */
@@ -129,17 +182,31 @@ export class NamespacedInformers {
 
   /** Every namespace watched, or (watching all) every namespace with a cached object. */
   namespaces(): string[] {
-    return this.watching ? [...this.watching] : (this.caches.get('')?.[0]?.namespaces() ?? []);
+    return this.watching ? [...this.watching] : (this.caches.get('')?.kinds[0]?.namespaces() ?? []);
   }
 
-  /** Whether every cache a pass in the namespace reads has listed once. */
+  /** Whether every cache of `kinds` a pass in the namespace reads has listed once. */
   listed(namespace: string): boolean {
-    return (this.caches.get(namespace) ?? this.caches.get(''))?.every((c) => c.synced) ?? false;
+    return this.cachesOf(namespace)?.kinds.every((c) => c.synced) ?? false;
   }
 
   /** The cached objects of the kind at `index` (of `kinds`) in the namespace. */
   list(namespace: string, index: number): CustomObject[] {
-    return (this.caches.get(namespace) ?? this.caches.get(''))?.[index]?.list(namespace) ?? [];
+    return this.cachesOf(namespace)?.kinds[index]?.list(namespace) ?? [];
+  }
+
+  /**
+   * An object of an optional kind as its cache holds it, while the cache's last list succeeded;
+   * undefined when it cannot tell (a namespace not watched, a kind not listed) or holds none.
+   */
+  get(kind: string, namespace: string, name: string): CustomObject | undefined {
+    const cache = this.cachesOf(namespace)?.optional.get(kind);
+    return cache?.listed ? cache.get(namespace, name) : undefined;
+  }
+
+  /** The caches that hold a namespace's objects, if it is watched. */
+  private cachesOf(namespace: string): NamespaceCaches | undefined {
+    return this.caches.get(namespace) ?? this.caches.get('');
   }
 
   /** A KubeConfig whose writes the gate fences. */
@@ -147,3 +214,5 @@ export class NamespacedInformers {
     return this.gate.kubeConfig(this.o.kubeConfig);
   }
 }
+
+const stopAll = (caches: NamespaceCaches) => Promise.all([...caches.kinds, ...caches.optional.values()].map((c) => c.stop()));

@@ -1,16 +1,19 @@
 /**
  * The Stage controller (ADR-0013, ADR-0012 step 1), level-triggered and shaped like a kubebuilder
- * reconciler: any change in a namespace marks it dirty, and one pass observes (lists the
- * namespace's Stages, StageVersions, usages and activations), plans (decisions/stage.ts, pure: what
- * to create, patch, delete and which status each object should have) and acts. Every action is
+ * reconciler: any change in a namespace marks it dirty (a route's spec included), and one pass
+ * observes (the namespace's Stages, StageVersions, usages and activations, and what their managed
+ * routes hold), plans (decisions/stage.ts, pure: what to create, patch, delete and which status
+ * each object should have) and acts. Every action is
  * idempotent: creates tolerate "exists", deletes "gone", finalizer patches are conditional on the
  * resourceVersion read; at most one status write per object, none when it is unchanged. A pass that
  * changed something is followed by another through the watch events of its own writes.
  */
-import { ANNOTATION_ACTIVATED_BY, ANNOTATION_SERVING, DEFAULT_SYSTEM_NAMESPACE, type ActivationExecutionPlanResource, type ActivationTaskRegistrationResource, type StageVersionResource } from '../api/index.js';
+import { DEFAULT_SYSTEM_NAMESPACE, type ActivationExecutionPlanResource, type ActivationTaskRegistrationResource } from '../api/index.js';
 import { observeTraffic } from './stage-traffic.js';
-import { isReady, planNamespace, type Observed, type Plan } from '../decisions/stage.js';
-import { isFinal } from '../decisions/activation.js';
+import { relevantState, slim } from './stage-cache.js';
+import { freshReads, planNamespace, type Observed, type Plan } from '../decisions/stage.js';
+import { builtInRouteKinds } from '../executors/index.js';
+import type { RouteKind } from '../executors/routes.js';
 import { apiMessage, apiStatus, k8s } from '../k8s/client.js';
 import { CustomObjects, pluralOf, type CustomObject } from '../k8s/custom-objects.js';
 import { KindCache } from '../k8s/kind-cache.js';
@@ -50,47 +53,12 @@ export interface StageControllerOptions {
   shard?: string;
 }
 
-/** What a pass reads of an object; for Stages and usages only what others write (not status). */
-function relevantState(o: CustomObject): string {
-  const m = o.metadata;
-  const meta = { generation: m.generation, deleting: m.deletionTimestamp, labels: m.labels, finalizers: m.finalizers };
-  switch (o.kind) {
-    case 'VectorActivation':
-      // decisions/stage.ts reads an activation's phase only as unfinished or which final one: the
-      // steps in between (held, Pending, Waiting, InProgress) cost no pass, nor does its close-out
-      // finalizer coming and going.
-      return JSON.stringify({ ...meta, finalizers: undefined, phase: isFinal(o.status?.phase) ? o.status.phase : 'unfinished' });
-    case 'StageVersion':
-      // The marks decide cleanup and protection; metadata changes leave the generation as it is.
-      return JSON.stringify({
-        ...meta,
-        ready: isReady(o as unknown as StageVersionResource),
-        serving: m.annotations?.[ANNOTATION_SERVING],
-        activatedBy: m.annotations?.[ANNOTATION_ACTIVATED_BY],
-      });
-    default:
-      return JSON.stringify(meta);
-  }
-}
-
-/**
- * What the caches keep of an activation (of the other kinds, all but managedFields): what
- * decisions/stage.ts, relevantState and the event-lag metric read. 10,000 activations' steps,
- * conditions and annotations (kubectl's last-applied copy of the whole object) would be most of
- * the memory.
- */
-function slim(o: CustomObject): void {
-  if (o.kind !== 'VectorActivation') return;
-  const { name, namespace, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, labels, finalizers } = o.metadata;
-  o.metadata = { name, namespace, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, labels, finalizers };
-  // The plan names the routes its traffic goes through (controllers/stage-traffic.ts).
-  o.spec = { stage: o.spec?.stage, stageVersion: o.spec?.stageVersion, ...(o.spec?.executionPlan ? { executionPlan: o.spec.executionPlan } : {}) };
-  if (o.status) o.status = { phase: o.status.phase, message: o.status.message };
-}
-
 export class StageController {
   private readonly objects: CustomObjects;
-  /** The caches a pass reads, one per kind of KINDS, per namespace watched; sharded, the namespaces served. */
+  /**
+   * The caches a pass reads, one per kind of KINDS and per route kind of the built-in executors,
+   * per namespace watched; sharded, the namespaces served.
+   */
   private readonly informers: NamespacedInformers;
   /** The pass running now: a drop of its namespace waits for it. */
   private current?: { ns: string; done: Promise<void> };
@@ -115,6 +83,9 @@ export class StageController {
     this.informers = new NamespacedInformers({
       kubeConfig: o.kubeConfig,
       kinds: KINDS,
+      // A route kind whose CRD is not installed is not cached: its routes are read with a GET, and
+      // its list is tried again on the resync.
+      optionalKinds: builtInRouteKinds,
       ...(o.namespaces ? { namespaces: o.namespaces } : {}),
       ...(o.leadership ? { leadership: o.leadership } : {}),
       ...(o.sharded ? { sharded: true } : {}),
@@ -165,7 +136,10 @@ export class StageController {
     this.plans = system('ActivationExecutionPlan');
     await Promise.all([this.registrations.start(), this.plans.start()]);
     await this.informers.start();
-    this.timer = setInterval(() => void this.resyncAll(), RESYNC_MS);
+    this.timer = setInterval(() => {
+      void this.informers.retryOptional();
+      void this.resyncAll();
+    }, RESYNC_MS);
     this.gate.start((identity) => {
       if (this.stopped) return;
       this.log(`${identity} leads: reconciling every namespace`);
@@ -187,8 +161,9 @@ export class StageController {
 
   /**
    * Enqueues a namespace when an object changed in a way a pass decides on. Status writes that
-   * change nothing else (the controller's own, an activation's progress) do not cost a pass: with
-   * four list calls each, they slowed activations running beside the controller.
+   * change nothing else (the controller's own, an activation's progress, a gateway's on a route) do
+   * not cost a pass: with four list calls each, they slowed activations running beside the
+   * controller.
    */
   private observe(type: string, o: CustomObject): void {
     const key = `${o.kind}/${o.metadata.uid}`;
@@ -252,21 +227,28 @@ export class StageController {
   /** One pass over a namespace: observe, plan, act. */
   async reconcile(ns: string): Promise<void> {
     const options = { ...(this.o.systemNamespace ? { systemNamespace: this.o.systemNamespace } : {}), ...(this.o.shard ? { shard: this.o.shard } : {}) };
+    const withTraffic = (o: Observed, traffic: Observed['traffic']): Observed => (traffic ? { ...o, traffic } : o);
+    // What the routes hold comes from their caches too: a change to a route's spec (a person's
+    // edit, an executor's write) marks the namespace like any other change, so a pass that read a
+    // route a moment before it changed is followed by one that reads it changed.
     let observed = this.observeNamespace(ns);
+    let traffic = await this.observeTraffic(ns, observed);
+    observed = withTraffic(observed, traffic);
     let plan = planNamespace(observed, new Date(), options);
-    // Creating or deleting a StageVersion is decided on fresh reads: the caches of different kinds
-    // may lag one another by a moment (a Stage's status ahead of its new StageVersion, a usage not
-    // cached yet), and neither can be taken back by the next pass. Both are rare: a new vector, a
-    // history cleanup.
-    // What the routes hold is read fresh on every pass: no watch tells of a person editing a route
-    // (the resync does), and the serving marks and the protection follow it.
-    const traffic = await this.observeTraffic(ns, observed);
-    if (traffic) {
-      observed = { ...observed, traffic };
-      plan = planNamespace(observed, new Date(), options);
-    }
-    if (plan.deletes.length > 0 || plan.creates.some((c) => c.object.kind === 'StageVersion')) {
-      observed = { ...(await this.listNamespace(ns)), ...(traffic ? { traffic } : {}) };
+    // What the next pass cannot take back is decided on fresh reads (decisions/stage.ts
+    // freshReads): the caches of different kinds may lag one another by a moment (a Stage's status
+    // ahead of its new StageVersion, a usage not cached yet), and the routes' caches the routes.
+    const fresh = { objects: false, routes: false };
+    for (let need = freshReads(plan); (need.objects && !fresh.objects) || (need.routes && !fresh.routes); need = freshReads(plan)) {
+      if (need.objects && !fresh.objects) {
+        observed = withTraffic(await this.listNamespace(ns), traffic);
+        fresh.objects = true;
+      }
+      if (need.routes && !fresh.routes) {
+        traffic = await this.observeTraffic(ns, observed, { fresh: true });
+        observed = withTraffic(observed, traffic);
+        fresh.routes = true;
+      }
       plan = planNamespace(observed, new Date(), options);
     }
     return this.act(ns, plan, observed);
@@ -281,8 +263,12 @@ export class StageController {
     return { namespace, stages, stageVersions, usages, activations } as unknown as Observed;
   }
 
-  /** What the managed routes of the namespace's Stages hold; undefined while no registration is cached. */
-  private async observeTraffic(ns: string, observed: Observed): Promise<Observed['traffic']> {
+  /**
+   * What the managed routes of the namespace's Stages hold; undefined while no registration is
+   * cached. A route is read from its cache unless `fresh` (or not cached: another namespace not
+   * watched, a kind not listed), else from the apiserver.
+   */
+  private async observeTraffic(ns: string, observed: Observed, o: { fresh?: boolean } = {}): Promise<Observed['traffic']> {
     const system = this.o.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE;
     const registrations = this.registrations?.list(system) ?? [];
     const stages = observed.stages.filter((st) => !st.metadata.deletionTimestamp);
@@ -291,8 +277,9 @@ export class StageController {
     // the marks alone (a previous version's serving mark may still be on its way).
     if (!this.registrations?.synced || !this.plans?.synced) return new Map(stages.map((st) => [st.metadata.name!, undefined]));
     if (registrations.length === 0) return undefined;
+    const cachedRoute = (kind: RouteKind, namespace: string, name: string) => this.informers.get(kind.kind, namespace, name);
     return observeTraffic(
-      this.gate.kubeConfig(this.o.kubeConfig),
+      { kubeConfig: this.gate.kubeConfig(this.o.kubeConfig), ...(o.fresh ? {} : { cachedRoute }) },
       ns,
       stages,
       observed.stageVersions,

@@ -1,12 +1,13 @@
 /**
  * The traffic of a namespace's Stages as the routes hold it: for every Stage, every rule that a
  * Worker registration of a built-in executor manages, read from the route itself (each route once
- * a pass), with the percent per StageVersion; for an External registration, what its executions
- * report (decisions/traffic.ts reportedRules), listed once a pass per registration. A Stage's
- * registrations are those of the plans its VectorActivations run (`spec.executionPlan`, else
- * `default`); every registration for a plan not found (the default one is optional, a named one may
- * not be cached yet or be deleted since it ran) and for a Stage no activation names. The observe half of the Stage controller's traffic;
- * decisions/stage.ts decides on it (the serving marks, the protection, the Stage's status).
+ * a pass, from the routes' cache when given one, else from the apiserver), with the percent per
+ * StageVersion; for an External registration, what its executions report (decisions/traffic.ts
+ * reportedRules), listed once a pass per registration. A Stage's registrations are those of the
+ * plans its VectorActivations run (`spec.executionPlan`, else `default`); every registration for a
+ * plan not found (the default one is optional, a named one may not be cached yet or be deleted
+ * since it ran) and for a Stage no activation names. The observe half of the Stage controller's
+ * traffic; decisions/stage.ts decides on it (the serving marks, the protection, the Stage's status).
  */
 import type { ActivationExecutionPlanResource } from '../api/activation-execution-plan.js';
 import type { ActivationTaskRegistrationResource } from '../api/activation-task-registration.js';
@@ -21,7 +22,6 @@ import { labelValue } from '../shared/names.js';
 import { isFinal } from '../decisions/activation.js';
 import { executorFor } from '../executors/index.js';
 import { ExecutorError, type ExecutorContext, type StageVersionInfo, type TaskInput } from '../executors/types.js';
-import type { k8s } from '../k8s/client.js';
 
 const info = (sv: StageVersionResource): StageVersionInfo => ({
   name: sv.metadata.name!,
@@ -41,6 +41,9 @@ function ranRecently(va: VectorActivationResource, now: number): boolean {
   return Number.isFinite(ended) && now - ended < RECENT_ACTIVATION_MS;
 }
 
+/** How routes are read: from the apiserver, and first from a watch's cache when `cachedRoute` is given. */
+export type RouteReads = Pick<ExecutorContext, 'kubeConfig' | 'cachedRoute'>;
+
 /** Whether a failed read says the rule sends nothing (the route or rule is not there), not that we cannot tell. */
 const absent = (err: unknown) => err instanceof ExecutorError && !err.retryable && (err.status === undefined || err.status === 404);
 
@@ -51,7 +54,7 @@ const absent = (err: unknown) => err instanceof ExecutorError && !err.retryable 
  * refused): nothing is decided on it.
  */
 export async function observeTraffic(
-  kubeConfig: k8s.KubeConfig,
+  reads: RouteReads,
   namespace: string,
   stages: readonly StageResource[],
   stageVersions: readonly StageVersionResource[],
@@ -60,7 +63,7 @@ export async function observeTraffic(
   activations: readonly VectorActivationResource[],
   now = Date.now(),
 ): Promise<Map<string, ObservedTraffic | undefined>> {
-  const ctx: ExecutorContext = { kubeConfig, signal: new AbortController().signal, heartbeat: () => undefined, routes: new Map() };
+  const ctx: ExecutorContext = { ...reads, signal: new AbortController().signal, heartbeat: () => undefined, routes: new Map() };
   const out = new Map<string, ObservedTraffic | undefined>();
   /** Registrations whose rules this process cannot read nor be told of (a Worker type it does not have). */
   const unreadable = new Set<string>();
@@ -110,7 +113,7 @@ export async function observeTraffic(
   const listed = new Map<string, Promise<CustomObject[]>>();
   const executionsOf = (registration: string) => {
     if (!listed.has(registration)) {
-      objects ??= new CustomObjects(kubeConfig);
+      objects ??= new CustomObjects(reads.kubeConfig);
       listed.set(registration, objects.list('ActivationExecution', namespace, `${LABEL_REGISTRATION}=${labelValue(registration)}`));
     }
     return listed.get(registration)!;

@@ -433,3 +433,22 @@ export function planNamespace(o: Observed, now: Date, options: PlanOptions = {})
   }
   return plan;
 }
+
+/**
+ * What a pass reads again from the apiserver before acting on a plan, because the next pass cannot
+ * take it back and the caches may be a moment behind. `objects` (a fresh list of the namespace)
+ * before creating or deleting a StageVersion: the caches of different kinds may lag one another (a
+ * Stage's status ahead of its new StageVersion, a usage not cached yet). `routes` (each route
+ * read from the apiserver) before what a route sending a StageVersion traffic forbids: deleting it,
+ * letting its deletion finish (the in-use finalizer removed), clearing its serving mark (after
+ * which anyone may delete it).
+ */
+export function freshReads(plan: Plan): { objects: boolean; routes: boolean } {
+  const releases = plan.metadata.some(
+    (p) => (p.metadata.finalizers && !p.metadata.finalizers.includes(FINALIZER_IN_USE)) || p.metadata.annotations?.[ANNOTATION_SERVING] === null,
+  );
+  return {
+    objects: plan.deletes.length > 0 || plan.creates.some((c) => c.object.kind === 'StageVersion'),
+    routes: plan.deletes.length > 0 || releases,
+  };
+}

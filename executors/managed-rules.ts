@@ -10,6 +10,7 @@ import {
   refuseAmbiguous,
   replaceManaged,
   type Executor,
+  type ExecutorContext,
   type RuleRecord,
   type StageVersionInfo,
   type TaskInput,
@@ -83,7 +84,7 @@ export const describeAssignment = (a: TrafficAssignment) =>
     .join('+') || 'nothing';
 
 /** observe, route, verify and restore of an Executor, for one provider. */
-export function managedRules<Config, Entry>(p: Provider<Config, Entry>): Pick<Executor<Config>, 'observe' | 'route' | 'verify' | 'restore'> {
+export function managedRules<Config, Entry>(p: Provider<Config, Entry>): Pick<Executor<Config>, 'routeKinds' | 'observe' | 'route' | 'verify' | 'restore'> {
   const kindName = p.kind.kind;
   /** Which entries a task manages, and which StageVersion each of them is. */
   function scope(input: TaskInput, config: Config, extra: string[] = []) {
@@ -113,6 +114,8 @@ export function managedRules<Config, Entry>(p: Provider<Config, Entry>): Pick<Ex
   }
 
   return {
+    routeKinds: [p.kind],
+
     async observe(input, config, ctx, options = {}) {
       const s = scope(input, config);
       const out: RuleRecord[] = [];
@@ -211,7 +214,7 @@ export function managedRules<Config, Entry>(p: Provider<Config, Entry>): Pick<Ex
         throw new ExecutorError(`${err.message}; the rules recorded in ${record.map((r) => `${r.route.namespace}/${r.route.name} ${p.label(r)}`).join(', ')} may still be changed`, err.retryable);
       });
       // Read back, afresh: a restore that did not take must say so, naming the rule.
-      const fresh = { ...ctx, routes: new Map<string, Promise<unknown>>() };
+      const fresh: ExecutorContext = { kubeConfig: ctx.kubeConfig, signal: ctx.signal, heartbeat: ctx.heartbeat, routes: new Map() };
       for (const o of objects.filter((x) => ofObject(x).length > 0)) {
         const route = await readRoute(p.kind, o.namespace, o.name, fresh);
         const s = scoped(o);

@@ -37,11 +37,13 @@ export function apiError(err: unknown, doing: string): ExecutorError {
 
 const routeKey = (kind: RouteKind, namespace: string, name: string) => `${kind.kind}/${namespace}/${name}`;
 
+/** The route from `ctx.routes`, else the watch's cache (`ctx.cachedRoute`), else the apiserver; a copy to edit. */
 export async function readRoute(kind: RouteKind, namespace: string, name: string, ctx: ExecutorContext): Promise<Route> {
   const key = routeKey(kind, namespace, name);
   const cached = ctx.routes?.get(key);
   if (cached) return structuredClone(await cached) as Route;
-  const read = fetchRoute(kind, namespace, name, ctx);
+  const watched = ctx.cachedRoute?.(kind, namespace, name) as Route | undefined;
+  const read = watched ? Promise.resolve(watched) : fetchRoute(kind, namespace, name, ctx);
   ctx.routes?.set(key, read);
   return structuredClone(await read);
 }

@@ -7,6 +7,7 @@ import type { z } from 'zod';
 import type { k8s } from '../k8s/client.js';
 import type { RouteRef, RuleRecord, TrafficAssignment } from '../api/activation-execution.js';
 import type { StageVersionInfo } from '../api/stage-version.js';
+import type { RouteKind } from './routes.js';
 
 // The domain types an executor sees, defined with the API's kinds.
 export type { RouteRef, RuleRecord, StageVersionInfo, TrafficAssignment };
@@ -68,11 +69,19 @@ export interface ExecutorContext {
    * observe, write and check (a write leaves the apiserver's answer here, a conflict drops it).
    */
   routes?: Map<string, Promise<unknown>>;
+  /**
+   * A route as a watch caches it (the Stage controller's informers), or undefined when the cache
+   * cannot tell: the route is then read from the apiserver. A cache may be a moment behind: only
+   * for reads whose reader hears of the route's next change (its watch) and reads again then.
+   */
+  cachedRoute?(kind: RouteKind, namespace: string, name: string): unknown;
 }
 
 export interface Executor<Config = unknown> {
   type: string;
   config: z.ZodType<Config>;
+  /** The kinds of routing objects it reads and writes (the Stage controller caches them). */
+  routeKinds: readonly RouteKind[];
   /**
    * The namespaces of every object `route` would write for this config (route namespaces default to
    * the activation's). Pure: the core calls it to decide tenancy before any task runs.

@@ -1,10 +1,11 @@
 /**
- * One kind of the project's custom resources, listed then watched by an informer (client-node's
- * ListWatch: re-lists after a 410, reports deletions a re-list finds), in one namespace or all. A
- * controller reads it instead of listing on every pass: a pass then costs the apiserver nothing.
+ * One kind of custom resources (the project's, or another group's such as the routes), listed then
+ * watched by an informer (client-node's ListWatch: re-lists after a 410, reports deletions a
+ * re-list finds), in one namespace or all. A controller reads it instead of listing on every pass:
+ * a pass then costs the apiserver nothing.
  */
 import { GROUP, VERSION } from '../api/group.js';
-import { apiMessage, k8s } from './client.js';
+import { apiMessage, apiStatus, k8s } from './client.js';
 import type { CustomObject } from './custom-objects.js';
 
 /** A broken watch is listed and watched again after this long. */
@@ -14,6 +15,9 @@ const LIST_PAGE = 500;
 
 export interface KindCacheOptions {
   kubeConfig: k8s.KubeConfig;
+  /** Default: the project's API group and version. */
+  group?: string;
+  version?: string;
   plural: string;
   /** Undefined: every namespace. */
   namespace?: string;
@@ -27,6 +31,12 @@ export interface KindCacheOptions {
   slim?: (o: CustomObject) => void;
   /** After each list that succeeded (the first, and each re-list after a break). */
   onListed?: () => void;
+  /**
+   * Present: the kind may not be served (its CRD not installed) or not granted. A list refused with
+   * 404 or 403 is told here (every time; the caller says it once) instead of logged, and is not
+   * tried again until resume(), where other kinds re-list every second.
+   */
+  onRefused?: (refusal: string, status: number) => void;
   log: (message: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -35,6 +45,8 @@ export class KindCache {
   private listedOk = false;
   private everListed = false;
   private stopped = false;
+  /** With onRefused: a list was refused, and the re-lists wait for resume(). */
+  private refusedNow = false;
   readonly path: string;
 
   constructor(o: KindCacheOptions) {
@@ -49,7 +61,9 @@ export class KindCache {
     };
     const api = o.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
     const { plural, namespace } = o;
-    this.path = namespace ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}` : `/apis/${GROUP}/${VERSION}/${plural}`;
+    const group = o.group ?? GROUP;
+    const version = o.version ?? VERSION;
+    this.path = namespace ? `/apis/${group}/${version}/namespaces/${namespace}/${plural}` : `/apis/${group}/${version}/${plural}`;
     // In pages, each slimmed as it comes: one response of 10,000 objects, and all of them whole
     // at once, set the process's memory high for good (bench/scale.ts). A continued list is one
     // consistent snapshot, whose resourceVersion the watch starts from.
@@ -59,7 +73,7 @@ export class KindCache {
         let page: k8s.KubernetesListObject<k8s.KubernetesObject>;
         let next: string | undefined;
         do {
-          const params = { group: GROUP, version: VERSION, plural, limit: LIST_PAGE, ...(next ? { _continue: next } : {}) };
+          const params = { group, version, plural, limit: LIST_PAGE, ...(next ? { _continue: next } : {}) };
           page = (await (namespace ? api.listNamespacedCustomObject({ ...params, namespace }) : api.listCustomObjectForAllNamespaces(params))) as k8s.KubernetesListObject<k8s.KubernetesObject>;
           for (const item of page.items) slim(item as unknown as CustomObject);
           items.push(...page.items);
@@ -67,6 +81,7 @@ export class KindCache {
           next = (page.metadata as { continue?: string } | undefined)?.continue || page.metadata?._continue || undefined;
         } while (next);
         this.listedOk = this.everListed = true;
+        this.refusedNow = false;
         // After the informer took the items in (it does so right after this returns).
         if (o.onListed) setImmediate(o.onListed);
         return { ...page, items };
@@ -86,6 +101,13 @@ export class KindCache {
     this.informer.on('delete', changed('DELETED'));
     this.informer.on('error', (err) => {
       if (this.stopped) return;
+      const status = apiStatus(err);
+      if (o.onRefused && (status === 404 || status === 403)) {
+        this.refusedNow = true;
+        this.listedOk = false;
+        o.onRefused(apiMessage(err), status);
+        return;
+      }
       o.log(`watch of ${this.path} broke (${apiMessage(err)}); re-listing`, { level: 'warn', ...(namespace ? { namespace } : {}) });
       setTimeout(() => !this.stopped && void this.informer.start().catch(() => undefined), RESTART_DELAY_MS);
     });
@@ -101,6 +123,17 @@ export class KindCache {
     await this.informer.stop();
   }
 
+  /** With onRefused: whether the last list was refused, and the re-lists wait for resume(). */
+  get refused(): boolean {
+    return this.refusedNow;
+  }
+
+  /** A list refused (onRefused): lists (and watches) again; resolves after the list, as start() does. */
+  async resume(): Promise<void> {
+    if (this.stopped || !this.refusedNow) return;
+    await this.start();
+  }
+
   /** Whether the last list succeeded (readiness). */
   get listed(): boolean {
     return this.listedOk;
@@ -114,6 +147,11 @@ export class KindCache {
   /** The cached objects of a namespace, by name (the order a list gives). */
   list<T extends CustomObject = CustomObject>(namespace: string): T[] {
     return (this.informer.list(namespace) as unknown as T[]).sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
+  }
+
+  /** The cached object of that name, if any. */
+  get<T extends CustomObject = CustomObject>(namespace: string, name: string): T | undefined {
+    return this.informer.get(name, namespace) as unknown as T | undefined;
   }
 
   /** The namespaces that hold at least one cached object. */

@@ -14,6 +14,7 @@ export const startedExecutions = new Set<string>();
 export const sleepyExecutor: Executor<{ seconds: number; records?: boolean }> = {
   type: 'sleepy',
   config: z.object({ seconds: z.number().min(0), records: z.boolean().optional() }),
+  routeKinds: [],
   routeNamespaces: () => [],
   // With `records`, it says it manages one (imaginary) rule: a revert then puts it back.
   observe: async (input, config) =>
@@ -38,6 +39,7 @@ export const sleepyExecutor: Executor<{ seconds: number; records?: boolean }> = 
 export const failingExecutor: Executor<{ message?: string }> = {
   type: 'failing',
   config: z.object({ message: z.string().optional() }),
+  routeKinds: [],
   routeNamespaces: () => [],
   observe: async () => [],
   async route(_input, _assignment, config) {

@@ -22,7 +22,7 @@ import {
   type StageVersionUsageResource,
   type VectorActivationResource,
 } from '../../api/index.js';
-import { planNamespace, statusPatch, type Observed, type Plan, type PlanOptions } from '../../decisions/stage.js';
+import { freshReads, planNamespace, statusPatch, type Observed, type Plan, type PlanOptions } from '../../decisions/stage.js';
 import { joinName, labelValue } from '../../shared/names.js';
 
 const V = 'landscape.konfidence.cloud/v1alpha1';
@@ -549,5 +549,42 @@ describe('Stage controller plan', () => {
   it('statusPatch writes only what changes and removes with null', () => {
     expect(statusPatch({ a: 1, b: { x: 1, y: 2 } }, { a: 1, b: { y: 2, x: 1 } })).toBeUndefined();
     expect(statusPatch({ a: 1, c: 'gone', keep: 'theirs' }, { a: 2, c: undefined })).toEqual({ a: 2, c: null });
+  });
+});
+
+describe('what a pass reads again from the apiserver before it acts (freshReads)', () => {
+  const none = { objects: false, routes: false };
+  const marked = { annotations: { [ANNOTATION_SERVING]: 'app' } };
+  it.each<{ rule: string; given: Observed; acts: boolean; fresh: ReturnType<typeof freshReads> }>([
+    { rule: 'nothing to do', given: served('v1'), acts: false, fresh: none },
+    {
+      rule: 'a serving mark set (a later pass takes it back if the routes moved on)',
+      given: { ...weighted(traffic({ 'app-2': 10, 'app-1': 90 })), stageVersions: [sv('app', 1, 'v1', { ready: true }), sv('app', 2, 'v2', { ready: true, ...marked })] },
+      acts: true,
+      fresh: none,
+    },
+    { rule: 'a new StageVersion: the namespace', given: observed({ stages: [stage('app', 'v1')] }), acts: true, fresh: { objects: true, routes: false } },
+    { rule: 'a serving mark cleared: the routes', given: weighted(traffic({ 'app-2': 100 })), acts: true, fresh: { objects: false, routes: true } },
+    {
+      rule: 'a deletion let finish (the in-use finalizer removed): the routes',
+      given: served('v1', { stageVersions: [sv('app', 2, 'v0', { deleting: true })] }),
+      acts: true,
+      fresh: { objects: false, routes: true },
+    },
+    {
+      rule: 'a StageVersion deleted beyond the history limit: both',
+      given: observed({
+        stages: [stage('app', 'v2', { limit: 0, status: { latestRevision: 2 } })],
+        stageVersions: [sv('app', 1, 'v1', { ready: true }), sv('app', 2, 'v2', { ready: true, ...marked })],
+        usages: [ref('app-target', 'app-2'), ref('app-active', 'app-2')],
+        activations: [va('app', 'app-2', 'Succeeded')],
+      }),
+      acts: true,
+      fresh: { objects: true, routes: true },
+    },
+  ])('$rule', ({ given, acts, fresh }) => {
+    const plan = planNamespace(given, NOW);
+    expect([...plan.metadata, ...plan.creates, ...plan.deletes].length > 0).toBe(acts);
+    expect(freshReads(plan)).toEqual(fresh);
   });
 });

@@ -17,6 +17,6 @@ it.each([
   ['one that ended a moment ago', { phase: 'Succeeded', completionTime: ago(1_000) }, false],
   ['one that ended long ago (its plan deleted since)', { phase: 'Succeeded', completionTime: ago(RECENT_ACTIVATION_MS + 1_000) }, true],
 ])('a plan not cached, named by %s: traffic known whole is %s', async (_n, status, complete) => {
-  const traffic = await observeTraffic(new k8s.KubeConfig(), 'ns', [stage] as never, [sv(1), sv(2)] as never, [], [], [va(status)] as never, now);
+  const traffic = await observeTraffic({ kubeConfig: new k8s.KubeConfig() }, 'ns', [stage] as never, [sv(1), sv(2)] as never, [], [], [va(status)] as never, now);
   expect(traffic.get('shop')).toEqual({ rules: [], complete });
 });

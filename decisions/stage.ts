@@ -149,9 +149,11 @@ export function servingIn(traffic: ObservedTraffic | undefined): Set<string> {
 /**
  * Serving marks from what the routes hold, whatever path got them there: a StageVersion that a
  * managed rule sends traffic to is marked serving (the admission policy then refuses its
- * deletion). The mark goes once no rule sends it any, and only when the traffic is known whole
- * and the StageVersion is neither the active one nor being activated: a rule this controller
- * cannot read may still send it traffic.
+ * deletion). The mark goes once no rule sends it any, and only when the traffic is known whole,
+ * the StageVersion is not the active one and no activation of the Stage is unfinished: a rule this
+ * controller cannot read may still send it traffic, and a running activation moves the marks of
+ * its switch itself (clearing one a moment later is safe; clearing it beside the run is a write
+ * and a fresh read of the routes for nothing).
  */
 export function servingMarks(stage: string, svs: StageVersion[], traffic: ObservedTraffic | undefined, active: string | undefined, activations: Activation[]): MetadataPatch[] {
   if (!traffic) return [];
@@ -163,7 +165,7 @@ export function servingMarks(stage: string, svs: StageVersion[], traffic: Observ
     const mark = sv.metadata.annotations?.[ANNOTATION_SERVING];
     if (serving.has(name) && mark !== stage && !deleting(sv)) {
       out.push({ kind: 'StageVersion', name, metadata: { annotations: { [ANNOTATION_SERVING]: stage } }, why: `StageVersion ${name}: Stage ${stage}'s routes send it traffic, marking it serving` });
-    } else if (!serving.has(name) && mark === stage && traffic.complete && traffic.rules.length > 0 && name !== active && !pending.has(name)) {
+    } else if (pending.size === 0 && !serving.has(name) && mark === stage && traffic.complete && traffic.rules.length > 0 && name !== active) {
       out.push({ kind: 'StageVersion', name, metadata: { annotations: { [ANNOTATION_SERVING]: null } }, why: `StageVersion ${name}: no route of Stage ${stage} sends it traffic any more, clearing the serving mark` });
     }
   }

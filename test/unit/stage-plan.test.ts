@@ -146,6 +146,11 @@ const rows: Row[] = [
     },
   },
   {
+    rule: 'while an activation of the Stage is unfinished the serving mark stays (the run moves the marks of its switch; the next pass after it ends clears a leftover)',
+    given: { ...weighted(traffic({ 'app-2': 100 })), activations: [va('app', 'app-2', 'Succeeded'), va('app', 'app-3', 'InProgress')] },
+    then: (p) => expect(metadataOf(p, 'app-1')).toBeUndefined(),
+  },
+  {
     rule: 'a version a route sends traffic to is marked serving, whichever path got it there (a person, a failed Stop)',
     given: weighted(traffic({ 'app-2': 50, 'app-1': 50 })),
     then: (p) => expect(metadataOf(p, 'app-1')).toBeUndefined(),

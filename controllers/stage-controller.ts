@@ -10,6 +10,7 @@
  */
 import { DEFAULT_SYSTEM_NAMESPACE, type ActivationExecutionPlanResource, type ActivationTaskRegistrationResource } from '../api/index.js';
 import { observeTraffic } from './stage-traffic.js';
+import { WrittenStatuses } from './written-statuses.js';
 import { relevantState, slim } from './stage-cache.js';
 import { freshReads, planNamespace, type Observed, type Plan } from '../decisions/stage.js';
 import { builtInRouteKinds } from '../executors/index.js';
@@ -65,6 +66,8 @@ export class StageController {
   private readonly dirty = new Set<string>();
   /** What a pass reads of each object (relevantState), by kind/uid: a change costs a pass, nothing else does. */
   private readonly seen = new Map<string, { ns: string; state: string }>();
+  /** Its status writes the caches may not hold yet: a pass sees them, and writes none twice. */
+  private readonly written = new WrittenStatuses();
   private stopped = false;
   private wake: () => void = () => undefined;
   private loop?: Promise<void>;
@@ -259,7 +262,11 @@ export class StageController {
    * generated from the same zod schemas, so a cached object has the shape of its zod type.
    */
   private observeNamespace(namespace: string): Observed {
-    const [stages, stageVersions, usages, activations] = KINDS.map((_, i) => this.informers.list(namespace, i));
+    const [stages, stageVersions, usages, activations] = KINDS.map((kind, i) => {
+      const cached = this.informers.list(namespace, i);
+      this.written.prune(kind, namespace, cached);
+      return cached.map((o) => this.written.view(kind, o));
+    });
     return { namespace, stages, stageVersions, usages, activations } as unknown as Observed;
   }
 
@@ -360,9 +367,12 @@ export class StageController {
       }
     }
     // Status alone never needs another pass.
+    const objectsOf = { Stage: observed.stages, StageVersion: observed.stageVersions, StageVersionUsage: observed.usages };
     for (const s of plan.statuses) {
       this.gate.fence(`the status of ${s.kind} ${ns}/${s.name}`, ns);
       await this.objects.patchStatus(s.kind, ns, s.name, s.patch);
+      const over = (objectsOf[s.kind] as { metadata: { name?: string; resourceVersion?: string } }[]).find((o) => o.metadata.name === s.name);
+      if (over) this.written.note(s.kind, over, s.patch);
     }
   }
 }

@@ -132,6 +132,14 @@ export class CustomObjects {
     return (await this.patch(kind, namespace, name, operations, k8s.PatchStrategy.JsonPatch, false)) !== undefined;
   }
 
+  /**
+   * Applies a JSON patch to the status subresource, answering the object as written (undefined
+   * when it is gone). Only its status changes, but its `test`s see the whole object (metadata.uid).
+   */
+  jsonPatchStatus(kind: string, namespace: string, name: string, operations: object[]): Promise<CustomObject | undefined> {
+    return this.patch(kind, namespace, name, operations, k8s.PatchStrategy.JsonPatch, true);
+  }
+
   /** Merge-patches the status subresource; false when the object is gone. */
   async patchStatus(kind: string, namespace: string, name: string, status: unknown): Promise<boolean> {
     return (await this.mergePatch(kind, namespace, name, { status }, true)) !== undefined;

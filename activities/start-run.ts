@@ -7,6 +7,7 @@
 import type { CoreParts } from './parts.js';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { ActivationReport } from '../decisions/activation.js';
+import type { StatusOver } from '../decisions/status-write.js';
 import type { ActivationRef } from '../shared/activation.js';
 
 export interface StartRunInput {
@@ -18,6 +19,8 @@ export interface StartRunInput {
   holder: string;
   /** The InProgress status of the first step to run, written once the target is held. */
   status: ActivationReport;
+  /** What the workflow knows the object holds: the status is written over it, with no read. */
+  over?: StatusOver;
 }
 
 /** The activities startRun is made of: the real ones, or a test's fakes of them. */
@@ -33,11 +36,11 @@ export function startRunActivities(parts: StartParts) {
      * finalizer away.
      */
     async startRun(i: StartRunInput): Promise<{ terminating: boolean; gone?: boolean; refused?: string; usageUid?: string }> {
-      // The status write's read goes beside the hold and the mark: one apiserver round trip less
-      // before InProgress. While the workflow runs, only it writes the fields it writes (the
-      // watcher answers in status.requests), so nothing is missed by reading a little earlier.
-      const read = parts.readActivation(i.ref);
-      read.catch(() => undefined); // awaited below, or not needed when the target is terminating
+      // Without `over` the status write's read goes beside the hold and the mark: one apiserver
+      // round trip less before InProgress. While the workflow runs, only it writes the fields it
+      // writes (the watcher answers in status.requests), so nothing is missed by reading a little earlier.
+      const read = i.over ? undefined : parts.readActivation(i.ref);
+      read?.catch(() => undefined); // awaited below, or not needed when the target is terminating
       // The finalizer before the first route change: a deletion from here on waits for the run's end.
       const kept = parts.addCloseOutFinalizer(i.ref);
       // A usage of the activation usage's name that is someone else's refuses the run (it is kept).
@@ -55,7 +58,7 @@ export function startRunActivities(parts: StartParts) {
       if ('refused' in usage) return { terminating: false, refused: usage.refused };
       // Deleted (or being deleted) before its first step: nothing runs.
       if (!held) return { terminating: false, gone: true };
-      await parts.writeActivationStatus(i.ref, i.status, read);
+      await parts.writeActivationStatus(i.ref, i.status, i.over, read);
       return { terminating: false, ...(usage.usageUid ? { usageUid: usage.usageUid } : {}) };
     },
   };

@@ -1,6 +1,7 @@
 /**
  * The one place that writes a VectorActivation's status. The workflow's activities write the run's
- * progress through it (activities/activation-status.ts); the activation controller
+ * progress through it (activities/activation-status.ts), in one JSON patch over the status the
+ * workflow knows (decisions/status-write.ts) or else after a read; the activation controller
  * (controllers/activation/) writes through it what it decides without a workflow: held back by the
  * namespace's Stage limit (phase Waiting, reason NamespaceLimit, so `kubectl get va` says why it
  * has not started), superseded or cancelled before it started, the answer to a request annotation
@@ -8,8 +9,9 @@
  * workflow yet is conditional on the resourceVersion it read, so it never lands over a status a
  * workflow wrote meanwhile; repeating any write changes nothing.
  */
-import { setCondition, type Condition, type VectorActivationPhase } from '../api/index.js';
-import { activationConditions, isFinal, reasonOf } from '../decisions/activation.js';
+import type { Condition, VectorActivationPhase } from '../api/index.js';
+import { isFinal, reasonOf } from '../decisions/activation.js';
+import { carriedConditions } from '../decisions/status-write.js';
 import { activationEvents, requestEvent, type StatusView } from '../decisions/events.js';
 import { NAMESPACE_LIMIT_REASON } from '../decisions/fair-share.js';
 import { SUPERSEDED_REASON } from '../decisions/supersede.js';
@@ -34,7 +36,7 @@ export interface StoreDeps {
  * change): every status write with a phase uses it.
  */
 export function conditionsAfter(va: { status?: { conditions?: Condition[] }; metadata: { generation?: number } }, phase: VectorActivationPhase, reason: string, message: string): Condition[] {
-  return activationConditions(phase, reason, message).reduce((all, c) => setCondition(all, c, va.metadata.generation), va.status?.conditions ?? []);
+  return carriedConditions(va.status?.conditions, va.metadata.generation, phase, reason, message, new Date());
 }
 
 /** The activation as it is now, unless it is gone or re-created under another uid. */
@@ -46,6 +48,14 @@ export async function readActivation(deps: Pick<StoreDeps, 'objects'>, ref: Acti
 /** A merge patch of the status, unconditional: the writer owns the fields it writes (the run, a close-out, an answer). */
 export function patchActivationStatus(deps: Pick<StoreDeps, 'objects'>, ref: ActivationRef, status: Record<string, unknown>): Promise<boolean> {
   return deps.objects.patchStatus('VectorActivation', ref.namespace, ref.name, status);
+}
+
+/**
+ * The workflow's write over the status it knows (decisions/status-write.ts statusPatch): the object
+ * as written, undefined when it is gone; a failed `test` (the object not as known) answers 422.
+ */
+export function patchActivationStatusOver(deps: Pick<StoreDeps, 'objects'>, ref: ActivationRef, ops: object[]): Promise<CustomObject | undefined> {
+  return deps.objects.jsonPatchStatus('VectorActivation', ref.namespace, ref.name, ops);
 }
 
 /** Writes phase, reason, message and their conditions, only over the status that `va` holds (its resourceVersion). */

@@ -5,6 +5,7 @@
 import { GROUP, VERSION } from '../api/group.js';
 import { allKinds } from '../api/index.js';
 import { apiStatus, k8s } from './client.js';
+import { goEscaped } from './go-json.js';
 
 export interface CustomObject {
   apiVersion: string;
@@ -32,6 +33,16 @@ export function pluralOf(kind: string): string {
   if (!def) throw new Error(`unknown kind ${kind}`);
   return def.plural;
 }
+
+/** Sends a JSON patch's body as Go would write it (k8s/go-json.ts): its `test`s compare strings byte for byte. */
+const goEscapedBody: k8s.ObservableMiddleware = {
+  pre: (context) => {
+    const body = context.getBody();
+    if (typeof body === 'string') context.setBody(goEscaped(body));
+    return new k8s.Observable(Promise.resolve(context));
+  },
+  post: (response) => new k8s.Observable(Promise.resolve(response)),
+};
 
 export class CustomObjects {
   private readonly api: k8s.CustomObjectsApi;
@@ -121,6 +132,14 @@ export class CustomObjects {
     return (await this.patch(kind, namespace, name, operations, k8s.PatchStrategy.JsonPatch, false)) !== undefined;
   }
 
+  /**
+   * Applies a JSON patch to the status subresource, answering the object as written (undefined
+   * when it is gone). Only its status changes, but its `test`s see the whole object (metadata.uid).
+   */
+  jsonPatchStatus(kind: string, namespace: string, name: string, operations: object[]): Promise<CustomObject | undefined> {
+    return this.patch(kind, namespace, name, operations, k8s.PatchStrategy.JsonPatch, true);
+  }
+
   /** Merge-patches the status subresource; false when the object is gone. */
   async patchStatus(kind: string, namespace: string, name: string, status: unknown): Promise<boolean> {
     return (await this.mergePatch(kind, namespace, name, { status }, true)) !== undefined;
@@ -146,7 +165,7 @@ export class CustomObjects {
   /** The object as written; undefined when it is gone. */
   private async patch(kind: string, namespace: string, name: string, body: object, strategy: k8s.PatchStrategy, status: boolean): Promise<CustomObject | undefined> {
     const params = { group: GROUP, version: VERSION, namespace, plural: pluralOf(kind), name, body };
-    const options = k8s.setHeaderOptions('Content-Type', strategy);
+    const options = k8s.setHeaderOptions('Content-Type', strategy, strategy === k8s.PatchStrategy.JsonPatch ? { middleware: [goEscapedBody] } : undefined);
     try {
       const written = status ? await this.api.patchNamespacedCustomObjectStatus(params, options) : await this.api.patchNamespacedCustomObject(params, options);
       return written as CustomObject;

@@ -5,6 +5,7 @@
  */
 import { createActivationActivities } from '../activities/core.js';
 import type { ActivationReport } from '../decisions/activation.js';
+import { knownStatus, statusWrite } from '../decisions/status-write.js';
 import { StageController } from '../controllers/stage-controller.js';
 import { k8s } from '../k8s/client.js';
 import { eventRecorder } from '../k8s/events.js';
@@ -192,6 +193,43 @@ it('a transition says its Events once written, without a look-up: the same write
   expect((await s.objects.get('VectorActivation', s.ns, 'rep-to-1'))?.status.phase).toBe('Skipped');
   const list = await s.kc.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace: s.ns, fieldSelector: `regarding.uid=${ref.uid},reason=Skipped` });
   expect(list.items.map((e) => e.series?.count ?? 1)).toEqual([1, 1]);
+});
+
+it("a write over the status the workflow knows: the same again says nothing; a repeat whose answer was lost, a status moved by someone else or another object's uid is read first", async () => {
+  await seedStage(s, 'ovr', [1, 2]);
+  await seedActive(s, 'ovr', 2);
+  await activate(s, 'ovr-to-1', 'ovr', 1);
+  const done = await waitFor(s, 'VectorActivation', 'ovr-to-1', phaseIs('Skipped'));
+  const before = await story('va', 'ovr-to-1', ['Started', 'Skipped']);
+  const ref = { namespace: s.ns, name: 'ovr-to-1', uid: done.metadata.uid! };
+  const st = done.status;
+  const report: ActivationReport = { phase: st.phase, reason: st.reason, message: st.message, workflowId: st.workflowId, attempt: st.attempt, steps: st.steps ?? [], ...(st.completionTime ? { completionTime: st.completionTime } : {}) };
+  const activities = createActivationActivities({ kubeConfig: s.kc, systemNamespace: s.systemNs, log: () => undefined });
+  const over = (status: Record<string, unknown>) => {
+    const known = knownStatus(done.metadata.generation!, status);
+    return { known, conditions: statusWrite(known, report, new Date()).conditions, stage: 'ovr', stageVersion: 'ovr-1' };
+  };
+
+  // Over the status as it is: written, nothing said, the conditions as they were.
+  expect(await activities.writeActivationStatus(ref, report, over(st))).toBe(true);
+  expect((await s.objects.get('VectorActivation', s.ns, 'ovr-to-1'))?.status.conditions).toEqual(st.conditions);
+  // The workflow's write made already, its answer lost (the workflow still knows the status
+  // before it): the patch's tests fail, the object is read, and the transition found made.
+  expect(await activities.writeActivationStatus(ref, report, over({ ...st, phase: 'Pending', reason: 'Validating' }))).toBe(true);
+  await eventsWritten();
+  expect(reasons(await describe_('va', 'ovr-to-1'))).toEqual(reasons(before));
+
+  // Another writer moved the status away: the write over what the workflow knew is read first,
+  // and makes the transition again, with its Event.
+  await s.objects.patchStatus('VectorActivation', s.ns, 'ovr-to-1', { phase: 'Cancelled', reason: 'Cancelled' });
+  expect(await activities.writeActivationStatus(ref, report, over(st))).toBe(true);
+  expect(reasons(await story('va', 'ovr-to-1', ['Started', 'Skipped', 'Skipped']))).toEqual(['Started', 'Skipped', 'Skipped']);
+  expect((await s.objects.get('VectorActivation', s.ns, 'ovr-to-1'))?.status.phase).toBe('Skipped');
+
+  // Another object of that name (re-created): nothing is written to it.
+  const now = await s.objects.get('VectorActivation', s.ns, 'ovr-to-1');
+  expect(await activities.writeActivationStatus({ ...ref, uid: 'a0000000-0000-4000-8000-000000000000' }, { ...report, message: 'not mine' }, over(now!.status))).toBe(false);
+  expect((await s.objects.get('VectorActivation', s.ns, 'ovr-to-1'))?.status.message).toBe(st.message);
 });
 
 it("said once (after a write that succeeds once, as a burst's skip), an Event is created without looking for a repeat", async () => {

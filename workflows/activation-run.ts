@@ -21,10 +21,12 @@ import {
   stepOutcome,
   stepsToRun,
   taskProgressOf,
+  type ActivationReport,
   type Ending,
   type StepProgress,
 } from '../decisions/activation.js';
 import { SUPERSEDED_REASON } from '../decisions/supersede.js';
+import { statusWrite, type KnownStatus, type StatusOver } from '../decisions/status-write.js';
 import { applyAssignment, restoreOrder, weightOf } from '../decisions/traffic.js';
 import { progressionWeights } from '../decisions/progression.js';
 import { Progression, type ProgressionHost } from './progression.js';
@@ -75,6 +77,12 @@ export class ActivationRun {
   private progression: Progression | undefined;
   /** The final status writes of a step's executions, made while the next step runs (runStep). */
   private readonly recordings: Recording[] = [];
+  /**
+   * What the object holds of the status this run writes, as far as it knows (read when it started,
+   * then what it wrote): each write goes over it without a read. Undefined once a write failed or
+   * found the object gone or being deleted: every later write reads first.
+   */
+  private known: KnownStatus | undefined;
 
   constructor(
     private readonly ref: ActivationRef,
@@ -90,6 +98,7 @@ export class ActivationRun {
     this.workflowUrl = options.uiUrl ? temporalWorkflowUrl(options.uiUrl, info.namespace, info.workflowId) : undefined;
     this.firstError = va.status.firstError;
     this.startTime = va.status.startTime;
+    this.known = va.known;
   }
 
   // --- one attempt: from the Stage's lock to a final phase ----------------------------------
@@ -204,7 +213,9 @@ export class ActivationRun {
     const message = this.stepMessage(plan, first);
     const status = this.statusOf('InProgress', 'RunningPlan', message, steps, begun);
     this.kept = true;
-    const run = await CancellationScope.nonCancellable(() => k8s.startRun({ ref: this.ref, stage: this.va.stage, target, holder: this.holder, status }));
+    const { over, settle } = this.writing(status);
+    const starting = CancellationScope.nonCancellable(() => k8s.startRun({ ref: this.ref, stage: this.va.stage, target, holder: this.holder, status, ...(over ? { over } : {}) }));
+    const run = await settle(starting, (r) => !r.terminating && !r.refused && !r.gone);
     if (run.terminating) return 'terminating';
     if (run.gone) return 'gone';
     if (run.refused) return { refused: run.refused };
@@ -463,7 +474,9 @@ export class ActivationRun {
       const name = this.marked;
       this.marked = undefined;
       const status = this.statusOf(ending.phase, ending.reason, ending.message);
-      await k8s.finishRun({ ref: this.ref, stage: this.va.stage, holder: this.holder, lease: this.access.handOverLease(), ...(name ? { marked: name } : {}), status });
+      const { over, settle } = this.writing(status);
+      const finishing = k8s.finishRun({ ref: this.ref, stage: this.va.stage, holder: this.holder, lease: this.access.handOverLease(), ...(name ? { marked: name } : {}), status, ...(over ? { over } : {}) });
+      await settle(finishing, (written) => written);
       // The query and the search attribute say the ending once it is written, the Lease free.
       this.noteReport(ending.phase, ending.reason, ending.message);
     });
@@ -507,10 +520,34 @@ export class ActivationRun {
 
   private async report(phase: VectorActivationPhase, reason: string, message: string): Promise<void> {
     this.noteReport(phase, reason, message);
-    const written = await CancellationScope.nonCancellable(() => k8s.writeActivationStatus(this.ref, this.statusOf(phase, reason, message)));
+    const status = this.statusOf(phase, reason, message);
+    const { over, settle } = this.writing(status);
+    const written = await settle(CancellationScope.nonCancellable(() => k8s.writeActivationStatus(this.ref, status, over)), (w) => w);
     // A status write that finds the VectorActivation gone is its deletion, whether or not a
     // watcher saw it: no new step starts, the running ones are cancelled, and the workflow closes.
     if (written === false) this.requests.deleted();
+  }
+
+  /**
+   * A status write over what the run knows the object holds (`over`, when it knows it), taken as
+   * made from here on: a write issued beside it goes over it too. `settle` awaits it and says
+   * whether the object holds it as known; if not (it failed, was not made, or found the object gone
+   * or being deleted) the run forgets what it knew, and later writes read first.
+   */
+  private writing(status: ActivationReport) {
+    const known = this.known;
+    const write = known ? statusWrite(known, status, new Date()) : undefined;
+    const over: StatusOver | undefined = known && write ? { known, conditions: write.conditions, stage: this.va.stage, stageVersion: this.va.stageVersion } : undefined;
+    this.known = write?.after;
+    const settle = async <T>(writing: Promise<T>, made: (result: T) => boolean): Promise<T> => {
+      const result = await writing.catch((err: unknown) => {
+        this.known = undefined;
+        throw err;
+      });
+      if (!made(result)) this.known = undefined;
+      return result;
+    };
+    return { over, settle };
   }
 
   /** What the workflow shows of a report (query, search attribute, current details), written or not. */

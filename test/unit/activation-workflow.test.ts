@@ -51,6 +51,9 @@ beforeEach(() => {
 });
 
 afterEach(async () => {
+  // The workflow's record of the status it wrote is never wrong: a write over it (without a read)
+  // finds the object's status as recorded.
+  expect(cluster.wronglyKnown()).toEqual({});
   // Close what the test left open the way a user would (deleting the VectorActivation). The test
   // server keeps a time-skipping lock for every activity still running when its workflow closes
   // (sdk-java#1138), which would stop time skipping for the rest of the file: first let running
@@ -196,6 +199,14 @@ test('happy path on a free Stage: Pending → InProgress → Succeeded (nothing 
   // No CircuitBreaker guards the namespace: its admission is no step on the path.
   expect(cluster.calls.map((c) => c.activity)).toContain('breakersApply');
   expect(cluster.calls.map((c) => c.activity)).not.toContain('admitActivation');
+  // Every status went over what the workflow knew the object held (no read first), and was so;
+  // the conditions say the ending, each since the write that moved it.
+  const va = cluster.activation(ref);
+  expect(va.overs).toEqual(va.writes.map(() => ({ status: true, generation: true })));
+  expect(va.held.status?.conditions?.map((c) => [c.type, c.status, c.reason])).toEqual([
+    ['Progressing', 'False', 'Activated'],
+    ['Succeeded', 'True', 'Activated'],
+  ]);
 }, TEST_TIMEOUT);
 
 test('the order check reads the Stage after the grant: a newer StageVersion made active while waiting skips the activation (OlderThanActive)', async () => {

@@ -41,6 +41,8 @@ beforeEach(() => {
 });
 
 afterEach(async () => {
+  // The workflow's record of the status it wrote is never wrong, with writes beside each other too.
+  expect(cluster.wronglyKnown()).toEqual({});
   for (const handle of started) {
     if ((await handle.describe()).status.name !== 'RUNNING') continue;
     await handle.signal(cancelSignal, { deleted: true, reason: 'test over' });

@@ -13,7 +13,8 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import { composeActivities, type ActivationActivities, type CoreParts, type PlannedTask, type ResolvedPlan, type StageState } from '../../../activities/core.js';
 import type { ExecutorActivities } from '../../../activities/execute-task.js';
 import type { ExecutionStatusWrite, ExecutionToCreate } from '../../../activities/executions.js';
-import type { ActivationReport, StepProgress } from '../../../decisions/activation.js';
+import { activationStatus, type ActivationReport, type StepProgress } from '../../../decisions/activation.js';
+import { carriedConditions, mergePatched, sameJson, type KnownStatus, type WorkflowStatus } from '../../../decisions/status-write.js';
 import type { AnalysisRules, QueryResult } from '../../../decisions/analysis.js';
 import type { ProgressionSpec } from '../../../decisions/progression.js';
 import type { StageVersionInfo, TaskInput, TaskResult } from '../../../executors/types.js';
@@ -52,6 +53,16 @@ export interface FakeActivation {
   status: FakeActivationStatus;
   /** Every status the workflow wrote, in order (copies). */
   writes: ActivationReport[];
+  /**
+   * The status as the apiserver holds it (each write merged in as the real one's JSON patch, with
+   * its conditions and observedGeneration), and the object's generation (a deletion adds one).
+   */
+  held: KnownStatus;
+  /**
+   * Of each write made over what the workflow knew the object held (`over`): whether the status
+   * and the generation were so. A write over a status not so reads first (activities/activation-status.ts).
+   */
+  overs: { status: boolean; generation: boolean }[];
   /** Whether the close-out finalizer is set. */
   closeOutFinalizer?: boolean;
   /** Deleted, waiting for the close-out finalizer. */
@@ -193,7 +204,8 @@ export class FakeCluster {
 
   addActivation(namespace: string, name: string, spec: FakeActivationSpec, status: FakeActivationStatus = {}): ActivationRef {
     const ref = { namespace, name, uid: `va-uid-${++this.uids}` };
-    this.activations.set(key(namespace, name), { ref, spec, status: structuredClone(status), writes: [] });
+    const held = { generation: 1, ...(Object.keys(status).length ? { status: structuredClone(status) as WorkflowStatus } : {}) };
+    this.activations.set(key(namespace, name), { ref, spec, status: structuredClone(status), writes: [], held, overs: [] });
     return ref;
   }
 
@@ -204,13 +216,23 @@ export class FakeCluster {
    */
   deleteActivation(ref: ActivationRef): void {
     const va = this.activations.get(key(ref.namespace, ref.name));
-    if (va?.closeOutFinalizer) va.deleting = true;
-    else this.activations.delete(key(ref.namespace, ref.name));
+    if (va?.closeOutFinalizer) {
+      va.deleting = true;
+      va.held.generation++;
+    } else this.activations.delete(key(ref.namespace, ref.name));
   }
 
   /** Whether the VectorActivation is still there (deleted objects wait for their finalizer). */
   hasActivation(ref: ActivationRef): boolean {
     return this.activations.get(key(ref.namespace, ref.name))?.ref.uid === ref.uid;
+  }
+
+  /**
+   * The activations with writes that went over a status the workflow recorded wrong (how many
+   * each): none, when its record of what it wrote is right (only a deletion moves the generation under it).
+   */
+  wronglyKnown(): Record<string, number> {
+    return Object.fromEntries([...this.activations.values()].flatMap((va) => (va.overs.some((o) => !o.status) ? [[va.ref.name, va.overs.filter((o) => !o.status).length]] : [])));
   }
 
   activation(ref: ActivationRef): FakeActivation {
@@ -322,13 +344,20 @@ export class FakeCluster {
             ...(s.startTime ? { startTime: s.startTime } : {}),
             ...(s.steps ? { steps: s.steps } : {}),
           }),
+          known: structuredClone(va.held),
         };
       },
       // Its writeActivationStatus reads the fake's own state: nothing to read beforehand.
       readActivation: async () => undefined,
-      writeActivationStatus: async (ref, report) => {
+      writeActivationStatus: async (ref, report, over) => {
         const va = this.activations.get(key(ref.namespace, ref.name));
         if (!va || va.ref.uid !== ref.uid) return false;
+        const held = va.held;
+        const known = over ? { status: sameJson(over.known.status, held.status), generation: over.known.generation === held.generation } : undefined;
+        if (known) va.overs.push(known);
+        // Over a status known right, the workflow's conditions; otherwise the ones the read finds.
+        const conditions = known?.status && known.generation ? over!.conditions : carriedConditions(held.status?.conditions, held.generation, report.phase, report.reason, report.message, new Date());
+        va.held = { generation: held.generation, status: mergePatched(held.status ?? {}, { ...activationStatus(report), observedGeneration: held.generation, conditions }) as WorkflowStatus };
         // A JSON merge patch of the status: fields the report leaves out keep their value.
         va.status = { ...va.status, ...structuredClone(report) };
         va.writes.push(structuredClone(report));

@@ -16,6 +16,8 @@ import { writeThenSay } from './transition-events.js';
 export interface LoadedActivation {
   stage: string;
   stageVersion: string;
+  /** Its creationTimestamp: the Stage handoff metric counts an activation that existed at the release. */
+  created?: string;
   vector?: string;
   vectorDeployment?: string;
   executionPlan?: string;
@@ -109,6 +111,7 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
       const s = va.status ?? {};
       return {
         ...va.spec,
+        ...(read.metadata.creationTimestamp ? { created: read.metadata.creationTimestamp } : {}),
         status: {
           ...(s.phase ? { phase: s.phase } : {}),
           ...(s.attempt ? { attempt: s.attempt } : {}),

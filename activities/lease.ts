@@ -149,12 +149,14 @@ export async function releaseStageLease(deps: CoreDeps, namespace: string, stage
  * activation existed at the release (it was waiting, or about to); a Stage that stood idle before
  * it was asked for is no handoff. Off the handoff's path (one read after the take); never throws.
  */
-async function observeHandoff(deps: CoreDeps, holder: string, releasedAt: number): Promise<void> {
+async function observeHandoff(deps: CoreDeps, holder: string, releasedAt: number, createdAt?: string): Promise<void> {
   const takenAt = Date.now();
   const [namespace, name] = holder.split('/');
   try {
-    const va = namespace && name ? await deps.objects.get('VectorActivation', namespace, name) : undefined;
-    const created = va?.metadata.creationTimestamp ? new Date(va.metadata.creationTimestamp).getTime() : NaN;
+    // The workflow passes when it was created (it loaded the object); else it is read.
+    const va = createdAt || !namespace || !name ? undefined : await deps.objects.get('VectorActivation', namespace, name);
+    const creation = createdAt ?? va?.metadata.creationTimestamp;
+    const created = creation ? new Date(creation).getTime() : NaN;
     // creationTimestamp has whole seconds: an activation created in the second of the release counts.
     if (Number.isFinite(created) && created <= releasedAt) observeStageHandoff((takenAt - releasedAt) / 1000);
   } catch {
@@ -168,9 +170,9 @@ export function leaseActivities(deps: CoreDeps) {
      * Takes the Stage's Lease. Held by another live holder: a retryable failure saying who and
      * until when, so the activity's bounded retries wait for it to be released or to expire.
      */
-    async acquireStageLease(namespace: string, stage: string, stageUid: string, holder: string, durationSeconds = LEASE_SECONDS, whenTakeable?: () => void): Promise<void> {
+    async acquireStageLease(namespace: string, stage: string, stageUid: string, holder: string, durationSeconds = LEASE_SECONDS, whenTakeable?: () => void, createdAt?: string): Promise<void> {
       const outcome = await takeStageLease(deps, namespace, stage, stageUid, holder, durationSeconds, false, whenTakeable);
-      if (outcome.ok && outcome.releasedAt !== undefined) void observeHandoff(deps, holder, outcome.releasedAt);
+      if (outcome.ok && outcome.releasedAt !== undefined) void observeHandoff(deps, holder, outcome.releasedAt, createdAt);
       if (!outcome.ok) {
         throw ApplicationFailure.retryable(
           `Lease ${namespace}/${stageLeaseName(stage)} of Stage ${stage} is held by ${outcome.heldBy} until ${outcome.until}; waiting for it to be released or to expire`,

@@ -15,6 +15,8 @@ export interface TakeStageInput {
   holder: string;
   stageVersion: string;
   executionPlan?: string;
+  /** The activation's creationTimestamp, for the handoff metric. */
+  created?: string;
 }
 
 export interface TakenStage {
@@ -47,10 +49,18 @@ export function takeStageActivities(parts: StageParts) {
       // holder before let go only after its writes, so they see those (one round trip less). The
       // last such reads count; when the Lease is not taken they are dropped.
       let reads: ReturnType<typeof read> | undefined;
-      await parts.acquireStageLease(i.namespace, i.stage, i.stageUid, i.holder, undefined, () => {
-        reads = read();
-        reads.catch(() => undefined);
-      });
+      await parts.acquireStageLease(
+        i.namespace,
+        i.stage,
+        i.stageUid,
+        i.holder,
+        undefined,
+        () => {
+          reads = read();
+          reads.catch(() => undefined);
+        },
+        i.created,
+      );
       const [plan, stage, activeName, guarded] = await (reads ?? read());
       return { plan, stage, ...(activeName ? { activeName } : {}), guarded };
     },

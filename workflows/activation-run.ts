@@ -140,7 +140,7 @@ export class ActivationRun {
     // was read while waiting (a newer version may have become active meanwhile).
     let taken;
     try {
-      const read = { stageVersion: va.stageVersion, ...(va.executionPlan ? { executionPlan: va.executionPlan } : {}) };
+      const read = { stageVersion: va.stageVersion, ...(va.executionPlan ? { executionPlan: va.executionPlan } : {}), ...(va.created ? { created: va.created } : {}) };
       taken = await this.access.takeStage(stageUid, read, (message) => this.report('Waiting', 'WaitingForLease', message));
     } catch (err) {
       return this.fail(err);

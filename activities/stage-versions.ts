@@ -8,6 +8,7 @@ import type { StageVersionInfo } from '../api/stage-version.js';
 import { apiStatus } from '../k8s/client.js';
 import { getTyped, listTyped, type Typed } from '../k8s/typed.js';
 import type { CoreDeps } from './deps.js';
+import { jsonPointer } from '../shared/json-pointer.js';
 
 export interface StageState {
   stageUid: string;
@@ -20,8 +21,8 @@ function toInfo(sv: Typed<'StageVersion'>): StageVersionInfo {
   return { name: sv.metadata.name!, ...(sv.metadata.uid ? { uid: sv.metadata.uid } : {}), revision: sv.spec.revision, vector: sv.spec.vector, ...(sv.spec.backend ? { backend: sv.spec.backend } : {}) };
 }
 
-/** A JSON patch path to one annotation (RFC 6901: "~" and "/" escaped). */
-const annotationPath = (key: string) => `/metadata/annotations/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+/** A JSON patch path to one annotation. */
+const annotationPath = (key: string) => jsonPointer('metadata', 'annotations', key);
 
 export function stageVersionActivities({ objects }: CoreDeps) {
   /** Sets the serving mark (no deletion while serving) to `stage`, or clears it (null). */

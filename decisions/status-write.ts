@@ -10,6 +10,7 @@ import { setCondition } from '../api/conditions.js';
 import type { Condition } from '../api/meta.js';
 import type { VectorActivationPhase } from '../api/vector-activation.js';
 import { activationConditions, activationStatus, type ActivationReport } from './activation.js';
+import { pointerUnder } from '../shared/json-pointer.js';
 
 /** The status fields the workflow writes: the rest (status.requests, coreBuildId) it leaves as found. */
 export const WORKFLOW_FIELDS = [
@@ -114,12 +115,10 @@ function withoutNulls(v: unknown): Json {
   return Object.fromEntries(Object.entries(v).flatMap(([k, x]) => (x === undefined || x === null ? [] : [[k, withoutNulls(x)]])));
 }
 
-const pointer = (path: string, key: string) => `${path}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
-
 /** The JSON patch operations that make of `known` what the merge patch `patch` makes of the object, under `path`. */
 function mergeOps(path: string, known: Record<string, unknown>, patch: Record<string, unknown>): PatchOp[] {
   return Object.entries(patch).flatMap(([k, v]): PatchOp[] => {
-    const at = pointer(path, k);
+    const at = pointerUnder(path, k);
     if (v === undefined) return [];
     if (v === null) return known[k] === undefined ? [] : [{ op: 'remove', path: at }];
     const was = known[k];

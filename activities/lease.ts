@@ -13,6 +13,8 @@ import { observeStageHandoff } from '../telemetry/metrics.js';
 import { permanent } from './k8s-errors.js';
 import type { CoreDeps } from './deps.js';
 import { STAGE_LEASE_HELD } from '../stage-lock/contract.js';
+import { jsonPointer } from '../shared/json-pointer.js';
+import { microTime, nowMicros } from '../k8s/events.js';
 
 export const LEASE_SECONDS = 60;
 /** Who released the Lease last: a holder taking back its own release (a retry) is no handoff. */
@@ -103,8 +105,8 @@ async function releaseAtOnce(deps: CoreDeps, namespace: string, name: string, ho
   const body = [
     { op: 'test', path: '/spec/holderIdentity', value: holder },
     { op: 'remove', path: '/spec/holderIdentity' },
-    { op: 'add', path: '/spec/renewTime', value: microTime(new Date()) },
-    { op: 'add', path: `/metadata/annotations/${RELEASED_BY.replace(/~/g, '~0').replace(/\//g, '~1')}`, value: holder },
+    { op: 'add', path: '/spec/renewTime', value: microTime(nowMicros()) },
+    { op: 'add', path: jsonPointer('metadata', 'annotations', RELEASED_BY), value: holder },
   ];
   try {
     await deps.leases.patchNamespacedLease({ name, namespace, body }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch));
@@ -115,8 +117,6 @@ async function releaseAtOnce(deps: CoreDeps, namespace: string, name: string, ho
   }
 }
 
-/** A Lease's MicroTime: RFC 3339 with microseconds. */
-const microTime = (d: Date) => d.toISOString().replace('Z', '000Z');
 
 /** Clears the Lease's holder if it is still ours; a later holder's claim is left alone. */
 export async function releaseStageLease(deps: CoreDeps, namespace: string, stage: string, holder: string): Promise<void> {

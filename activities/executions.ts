@@ -41,6 +41,11 @@ export interface ExecutionStatusWrite {
   message: string;
   /** Why it ended, e.g. TimedOut or Cancelled when the core gave up on it. */
   reason?: string;
+  /**
+   * Only the core and a Worker executor write it, and the executor writes no condition: its
+   * conditions are known, and a final write needs no read. An External controller may add its own.
+   */
+  workerOwned?: boolean;
   startTime?: string;
   completionTime?: string;
 }
@@ -64,10 +69,11 @@ export function executionWrites(objects: CustomObjects) {
    */
   async function writeExecutionStatus(namespace: string, name: string, w: ExecutionStatusWrite): Promise<void> {
     const done = isFinal(w.phase);
-    // A final write needs no read: its Complete condition turns True now whatever it was (a final
-    // one the CRD refuses to change, below). Any other write carries its condition over.
-    const ae = done ? undefined : await objects.get('ActivationExecution', namespace, name);
-    if (!done && (!ae || isFinal(ae.status?.phase))) return;
+    // A final write of an execution only we write needs no read: its one condition, Complete, turns
+    // True now whatever it was (a final one the CRD refuses to change, below). Any other write
+    // carries the conditions it finds over.
+    const ae = done && w.workerOwned ? undefined : await objects.get('ActivationExecution', namespace, name);
+    if (!(done && w.workerOwned) && (!ae || isFinal(ae.status?.phase))) return;
     const reason = w.reason ?? w.phase;
     const conditions = setCondition(ae?.status?.conditions, { type: 'Complete', status: done ? 'True' : 'False', reason, message: w.message }, EXECUTION_GENERATION);
     const { startTime, completionTime } = w;

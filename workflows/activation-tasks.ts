@@ -100,10 +100,11 @@ export async function runTask(
   const assignment = action === 'Apply' ? applyAssignment(ctx.target.name, ctx.previous?.name, ctx.round?.weight ?? weightOf(task.config)) : undefined;
   const earlier = action === 'Apply' ? ctx.earlier?.[`${stepIndex}/${task.registration}`] : undefined;
   const ns = ctx.ref.namespace;
+  const owned = task.executor === 'External' ? {} : { workerOwned: true };
   /** Records the execution Error with why `err` ended it, and says why. */
   const recordError = async (err: unknown) => {
     const { reason, message } = failureOf(err, task);
-    await record(() => k8sActivities.writeExecutionStatus(ns, name, { phase: 'Error', reason, message, completionTime: now() }));
+    await record(() => k8sActivities.writeExecutionStatus(ns, name, { phase: 'Error', reason, message, completionTime: now(), ...owned }));
     return message;
   };
   try {
@@ -179,7 +180,7 @@ export async function runTask(
       crossNamespaceAllowed: task.crossNamespaceAllowed,
     };
     message = (await executeTask(input)).message;
-    const written = record(() => k8sActivities.writeExecutionStatus(ns, name, { phase: 'Succeeded', message, completionTime: now() }));
+    const written = record(() => k8sActivities.writeExecutionStatus(ns, name, { phase: 'Succeeded', message, completionTime: now(), ...owned }));
     // The outcome is known: the next step need not wait for the record of it (one status write
     // fewer on the activation's path per step).
     if (beside) {

@@ -97,6 +97,7 @@ export class StageController {
       onListed: () => this.wake(),
       onForget: (ns) => {
         for (const [key, state] of this.seen) if (state.ns === ns) this.seen.delete(key);
+        this.written.forget(ns);
       },
       slim,
       log: this.log,
@@ -320,11 +321,14 @@ export class StageController {
 
   /** Performs a plan in its order; every action is safe to repeat, status writes come last. */
   private async act(ns: string, plan: Plan, observed: Observed): Promise<void> {
+    /** The resourceVersion this pass's metadata writes left, by kind/name: a status written after is noted over it. */
+    const patched = new Map<string, string>();
     for (const p of plan.metadata) {
       this.gate.fence(`patching ${p.kind} ${ns}/${p.name}`, ns);
       this.log(p.why, { namespace: ns });
       try {
-        await this.objects.mergeMetadata(p.kind, ns, p.name, { ...p.metadata, ...(p.resourceVersion ? { resourceVersion: p.resourceVersion } : {}) });
+        const written = await this.objects.mergeMetadataOf(p.kind, ns, p.name, { ...p.metadata, ...(p.resourceVersion ? { resourceVersion: p.resourceVersion } : {}) });
+        if (written?.metadata.resourceVersion) patched.set(`${p.kind}/${p.name}`, written.metadata.resourceVersion);
       } catch (err) {
         if (apiStatus(err) !== 409) throw err;
         // Changed since the read, maybe by a status write that marks no pass: decide again soon.
@@ -372,7 +376,8 @@ export class StageController {
       this.gate.fence(`the status of ${s.kind} ${ns}/${s.name}`, ns);
       await this.objects.patchStatus(s.kind, ns, s.name, s.patch);
       const over = (objectsOf[s.kind] as { metadata: { name?: string; resourceVersion?: string } }[]).find((o) => o.metadata.name === s.name);
-      if (over) this.written.note(s.kind, over, s.patch);
+      const after = patched.get(`${s.kind}/${s.name}`);
+      if (over) this.written.note(s.kind, after ? { metadata: { ...over.metadata, resourceVersion: after } } : over, s.patch);
     }
   }
 }

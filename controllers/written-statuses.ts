@@ -51,6 +51,11 @@ export class WrittenStatuses {
     return { ...o, status };
   }
 
+  /** Forgets every note of a namespace (no longer served). */
+  forget(namespace: string): void {
+    for (const key of this.written.keys()) if (key.split('/')[1] === namespace) this.written.delete(key);
+  }
+
   /** Forgets the notes of a namespace's objects of `kind` that are not among `seen` (deleted since). */
   prune(kind: string, namespace: string, seen: readonly Cached[]): void {
     const live = new Set(seen.map((o) => keyOf(kind, o)));

@@ -45,4 +45,11 @@ describe('WrittenStatuses', () => {
     written.prune('Stage', 'dev', []);
     expect(written.view('Stage', stage('10', { phase: 'Progressing' })).status).toEqual({ phase: 'Progressing' });
   });
+
+  it('a namespace no longer served is forgotten whole', () => {
+    const written = new WrittenStatuses();
+    written.note('Stage', stage('10', {}), { phase: 'Ready' });
+    written.forget('dev');
+    expect(written.view('Stage', stage('10', { phase: 'Progressing' })).status).toEqual({ phase: 'Progressing' });
+  });
 });

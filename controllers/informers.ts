@@ -96,7 +96,15 @@ export class NamespacedInformers {
    * tells whether the kind is served now, then (if so) the others, so that a kind not installed
    * costs one request per call whatever the number of namespaces.
    */
-  async retryOptional(): Promise<void> {
+  retryOptional(): Promise<void> {
+    // One at a time: a slow retry is not overlapped by the next resync's (nor a cache resumed twice).
+    this.retrying ??= this.retryRefused().finally(() => (this.retrying = undefined));
+    return this.retrying;
+  }
+
+  private retrying: Promise<void> | undefined;
+
+  private async retryRefused(): Promise<void> {
     for (const kind of this.o.optionalKinds ?? []) {
       const refused = [...this.caches.values()].flatMap((c) => c.optional.get(kind.kind) ?? []).filter((c) => c.refused);
       const [first, ...rest] = refused;

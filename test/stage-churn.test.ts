@@ -4,7 +4,7 @@
  * is not being deleted, and every Stage keeps an available StageVersion. Replay with
  * KONFIDENCE_CHURN_SEED.
  */
-import { apiStatus } from '../k8s/client.js';
+import { apiStatus, k8s } from '../k8s/client.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { seededRandom } from './support/random.js';
 import { markReady, quickDefaultPlan } from './support/stages.js';
@@ -23,16 +23,32 @@ afterAll(async () => {
   await s?.stop();
 });
 
+/** A broken invariant's context: what a person needs to tell which writer broke it (the run is random). */
+async function stateOf(stage: string, svs: CustomObjectList, usages: CustomObjectList): Promise<string> {
+  const vas = (await s.objects.list('VectorActivation', s.ns)).filter((va) => va.spec.stage === stage);
+  const events = await s.kc.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace: s.ns });
+  const lines = [
+    ...svs.filter((sv) => sv.spec.stage === stage).map((sv) => `StageVersion ${sv.metadata.name} r${sv.spec.revision} annotations ${JSON.stringify(sv.metadata.annotations ?? {})}${sv.metadata.deletionTimestamp ? ' deleting' : ''}`),
+    ...usages.filter((u) => u.metadata.name.startsWith(`${stage}-`)).map((u) => `StageVersionUsage ${u.metadata.name} -> ${u.spec.stageVersionRef?.name ?? JSON.stringify(u.spec.stageVersionSelector)}`),
+    ...vas.map((va) => `VectorActivation ${va.metadata.name} -> ${va.spec.stageVersion}: ${va.status?.phase} ${va.status?.reason ?? ''} ${va.status?.message ?? ''}`),
+    ...events.items
+      .filter((e) => e.regarding?.name === stage || e.regarding?.name?.startsWith(`${stage}-`) || vas.some((va) => va.metadata.name === e.regarding?.name))
+      .sort((a, b) => String(a.eventTime ?? a.deprecatedFirstTimestamp).localeCompare(String(b.eventTime ?? b.deprecatedFirstTimestamp)))
+      .map((e) => `Event ${e.regarding?.kind}/${e.regarding?.name} ${e.reason}: ${e.note}`),
+  ];
+  return lines.join('\n');
+}
+type CustomObjectList = Awaited<ReturnType<TestSystem['objects']['list']>>;
+
 async function checkInvariants(event: string): Promise<void> {
   const [svs, usages] = await Promise.all([s.objects.list('StageVersion', s.ns), s.objects.list('StageVersionUsage', s.ns)]);
   for (const stage of STAGES) {
     const active = usages.find((u) => u.metadata.name === `${stage}-active`)?.spec.stageVersionRef?.name;
     const sv = svs.find((x) => x.metadata.name === active);
-    if (!active || !sv || sv.metadata.deletionTimestamp) {
-      throw new Error(`after ${event}: Stage ${stage}'s active usage names ${active ?? 'nothing'}, which ${!sv ? 'does not exist' : 'is being deleted'}`);
-    }
-    const available = svs.filter((x) => x.spec.stage === stage && !x.metadata.deletionTimestamp);
-    if (available.length === 0) throw new Error(`after ${event}: Stage ${stage} has no available StageVersion`);
+    let broken: string | undefined;
+    if (!active || !sv || sv.metadata.deletionTimestamp) broken = `Stage ${stage}'s active usage names ${active ?? 'nothing'}, which ${!sv ? 'does not exist' : 'is being deleted'}`;
+    else if (!svs.some((x) => x.spec.stage === stage && !x.metadata.deletionTimestamp)) broken = `Stage ${stage} has no available StageVersion`;
+    if (broken) throw new Error(`after ${event}: ${broken} (seed ${seed})\n${await stateOf(stage, svs, usages)}`);
   }
 }
 

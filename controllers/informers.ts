@@ -25,11 +25,14 @@ export interface ApiKind {
   kind: string;
 }
 
+/** A kind's whole name: two groups may each have a kind of the same name (an HTTPRoute of another API). */
+const kindKey = (k: Pick<ApiKind, 'group' | 'kind'>) => `${k.kind}.${k.group}`;
+
 /** The caches of one namespace ('' for all namespaces). */
 interface NamespaceCaches {
   /** One per kind of `kinds`, in that order. */
   kinds: KindCache[];
-  /** By kind, one per optional kind. */
+  /** By kind and group (kindKey), one per optional kind. */
   optional: Map<string, KindCache>;
 }
 
@@ -106,7 +109,7 @@ export class NamespacedInformers {
 
   private async retryRefused(): Promise<void> {
     for (const kind of this.o.optionalKinds ?? []) {
-      const refused = [...this.caches.values()].flatMap((c) => c.optional.get(kind.kind) ?? []).filter((c) => c.refused);
+      const refused = [...this.caches.values()].flatMap((c) => c.optional.get(kindKey(kind)) ?? []).filter((c) => c.refused);
       const [first, ...rest] = refused;
       if (!first) continue;
       await first.resume();
@@ -140,7 +143,7 @@ export class NamespacedInformers {
         ...(namespace ? { namespace } : {}),
         onChange: this.o.onChange,
         onListed: () => {
-          if (optional) this.refusals.delete(optional.kind);
+          if (optional) this.refusals.delete(kindKey(optional));
           this.o.onListed?.();
         },
         ...(this.o.slim ? { slim: this.o.slim } : {}),
@@ -149,7 +152,7 @@ export class NamespacedInformers {
       });
     const caches: NamespaceCaches = {
       kinds: this.o.kinds.map((kind) => cache({ plural: pluralOf(kind) })),
-      optional: new Map((this.o.optionalKinds ?? []).map((k) => [k.kind, cache({ group: k.group, version: k.version, plural: k.plural }, k)])),
+      optional: new Map((this.o.optionalKinds ?? []).map((k) => [kindKey(k), cache({ group: k.group, version: k.version, plural: k.plural }, k)])),
     };
     this.caches.set(namespace ?? '', caches);
     await Promise.all([...caches.kinds, ...caches.optional.values()].map((c) => c.start()));
@@ -158,8 +161,8 @@ export class NamespacedInformers {
 
   /** An optional kind's list was refused: said once per kind and refusal, whatever the number of namespaces. */
   private refused(kind: ApiKind, refusal: string, status: number): void {
-    if (this.refusals.get(kind.kind) === refusal) return;
-    this.refusals.set(kind.kind, refusal);
+    if (this.refusals.get(kindKey(kind)) === refusal) return;
+    this.refusals.set(kindKey(kind), refusal);
     this.o.log(`${kind.plural}.${kind.group} is not cached: ${refusal}; its list is tried again later`, { level: status === 404 ? 'info' : 'warn' });
   }
 
@@ -207,8 +210,8 @@ export class NamespacedInformers {
    * An object of an optional kind as its cache holds it, while the cache's last list succeeded;
    * undefined when it cannot tell (a namespace not watched, a kind not listed) or holds none.
    */
-  get(kind: string, namespace: string, name: string): CustomObject | undefined {
-    const cache = this.cachesOf(namespace)?.optional.get(kind);
+  get(kind: Pick<ApiKind, 'group' | 'kind'>, namespace: string, name: string): CustomObject | undefined {
+    const cache = this.cachesOf(namespace)?.optional.get(kindKey(kind));
     return cache?.listed ? cache.get(namespace, name) : undefined;
   }
 

@@ -285,7 +285,7 @@ export class StageController {
     // the marks alone (a previous version's serving mark may still be on its way).
     if (!this.registrations?.synced || !this.plans?.synced) return new Map(stages.map((st) => [st.metadata.name!, undefined]));
     if (registrations.length === 0) return undefined;
-    const cachedRoute = (kind: RouteKind, namespace: string, name: string) => this.informers.get(kind.kind, namespace, name);
+    const cachedRoute = (kind: RouteKind, namespace: string, name: string) => this.informers.get(kind, namespace, name);
     return observeTraffic(
       { kubeConfig: this.gate.kubeConfig(this.o.kubeConfig), ...(o.fresh ? {} : { cachedRoute }) },
       ns,

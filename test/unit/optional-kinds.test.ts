@@ -39,7 +39,7 @@ it('a kind not installed: said once, listed again only when retried, one list pe
   expect(state.lists).toEqual(['httproutes/a', 'httproutes/b', 'httproutes/c']);
   expect(logs).toEqual(['httproutes.gateway.networking.k8s.io is not cached: the server could not find the requested resource; its list is tried again later']);
   expect(informers.isSynced()).toBe(true);
-  expect(informers.get('HTTPRoute', 'a', 'shop')).toBeUndefined();
+  expect(informers.get(HTTPROUTE, 'a', 'shop')).toBeUndefined();
 
   // Other kinds re-list a second after a refusal; this one waits.
   await jest.advanceTimersByTimeAsync(10_000);
@@ -53,7 +53,23 @@ it('a kind not installed: said once, listed again only when retried, one list pe
   state.installed = true;
   await informers.retryOptional();
   expect(state.lists.slice(4).sort()).toEqual(['httproutes/a', 'httproutes/b', 'httproutes/c']);
-  expect(NAMESPACES.map((ns) => informers.get('HTTPRoute', ns, 'shop')?.metadata.namespace)).toEqual(NAMESPACES);
-  expect(informers.get('HTTPRoute', 'elsewhere', 'shop')).toBeUndefined();
+  expect(NAMESPACES.map((ns) => informers.get(HTTPROUTE, ns, 'shop')?.metadata.namespace)).toEqual(NAMESPACES);
+  expect(informers.get(HTTPROUTE, 'elsewhere', 'shop')).toBeUndefined();
+  await informers.stop();
+});
+
+it('two kinds of one name in different API groups are cached apart: each get finds its own group', async () => {
+  const OTHER = { group: 'routes.example.com', version: 'v1', plural: 'httproutes', kind: 'HTTPRoute' };
+  const api = {
+    listNamespacedCustomObject: async (p: { group: string; namespace: string }) => ({
+      metadata: { resourceVersion: '1' },
+      items: [{ apiVersion: `${p.group}/v1`, kind: 'HTTPRoute', metadata: { name: 'shop', namespace: p.namespace, resourceVersion: '1' }, spec: {} }],
+    }),
+  };
+  const kubeConfig = { makeApiClient: () => api, getCurrentCluster: () => null } as unknown as k8s.KubeConfig;
+  const informers = new NamespacedInformers({ kubeConfig, kinds: [], optionalKinds: [HTTPROUTE, OTHER], namespaces: ['a'], onChange: () => undefined, log: () => undefined });
+  await informers.start();
+  expect(informers.get(HTTPROUTE, 'a', 'shop')?.apiVersion).toBe('gateway.networking.k8s.io/v1');
+  expect(informers.get(OTHER, 'a', 'shop')?.apiVersion).toBe('routes.example.com/v1');
   await informers.stop();
 });

@@ -11,7 +11,8 @@
 import { DEFAULT_SYSTEM_NAMESPACE, type ActivationExecutionPlanResource, type ActivationTaskRegistrationResource } from '../api/index.js';
 import { observeTraffic } from './stage-traffic.js';
 import { WrittenStatuses } from './written-statuses.js';
-import { relevantState, slim } from './stage-cache.js';
+import { isRoute, relevantState, slim } from './stage-cache.js';
+import { RouteReaders, routeKeyOf } from './route-readers.js';
 import { freshReads, planNamespace, type Observed, type Plan } from '../decisions/stage.js';
 import { builtInRouteKinds } from '../executors/index.js';
 import type { RouteKind } from '../executors/routes.js';
@@ -68,6 +69,8 @@ export class StageController {
   private readonly seen = new Map<string, { ns: string; state: string }>();
   /** Its status writes the caches may not hold yet: a pass sees them, and writes none twice. */
   private readonly written = new WrittenStatuses();
+  /** Which namespaces' Stages manage each route: a route's change marks them too, not only its own namespace. */
+  private readonly routeReaders = new RouteReaders();
   private stopped = false;
   private wake: () => void = () => undefined;
   private loop?: Promise<void>;
@@ -98,6 +101,7 @@ export class StageController {
       onForget: (ns) => {
         for (const [key, state] of this.seen) if (state.ns === ns) this.seen.delete(key);
         this.written.forget(ns);
+        this.routeReaders.forget(ns);
       },
       slim,
       log: this.log,
@@ -177,6 +181,7 @@ export class StageController {
     else this.seen.set(key, { ns: o.metadata.namespace!, state: seen });
     if (type !== 'DELETED') observeEventLag('stage-controller', o.kind, o, this.startedAt);
     this.enqueue(o.metadata.namespace!);
+    if (isRoute(o)) for (const ns of this.routeReaders.of(routeKeyOf(o))) this.enqueue(ns);
   }
 
   /** Marks a namespace for a pass (tests and other components may call it too). */
@@ -255,6 +260,7 @@ export class StageController {
       }
       plan = planNamespace(observed, new Date(), options);
     }
+    this.routeReaders.note(ns, traffic);
     return this.act(ns, plan, observed);
   }
 

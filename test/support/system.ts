@@ -38,7 +38,8 @@ export interface TestSystem extends RunningSystem {
   kc: k8s.KubeConfig;
 }
 
-export async function startTestSystem(prefix: string, extra: Partial<SystemOptions> = {}): Promise<TestSystem> {
+/** `alsoWatch`: namespaces the system serves beside its own (they are the caller's to remove). */
+export async function startTestSystem(prefix: string, extra: Partial<SystemOptions> = {}, alsoWatch: string[] = []): Promise<TestSystem> {
   const kc = kubeConfig();
   await applyCrds(kc, routeCrds());
   const ns = await freshNamespace(prefix);
@@ -49,7 +50,7 @@ export async function startTestSystem(prefix: string, extra: Partial<SystemOptio
     kubeConfig: kc,
     uiUrl: process.env.TEMPORAL_UI_URL,
     systemNamespace: systemNs,
-    namespaces: [ns],
+    namespaces: [ns, ...alsoWatch],
     queueSuffix: `-${ns}`,
     workflowBundle: await workflowBundle(),
     log: () => undefined,

@@ -1,17 +1,13 @@
 /**
- * Which namespaces' Stages manage a route, by the route's whole reference, as their last passes
- * read it. A route may live in another namespace than its Stage (a shared gateway namespace): its
- * change arrives as an event of the route's namespace, and the Stage's namespace needs the pass.
+ * Which namespaces' Stages manage a route, by the route's whole reference, as their passes read it.
+ * A route may live in another namespace than its Stage (a shared gateway namespace): its change
+ * arrives as an event of the route's namespace, and the Stage's namespace needs the pass.
  */
-import type { RouteRef } from '../api/meta.js';
-import type { Observed } from '../decisions/stage.js';
+import { routeKey } from '../executors/routes.js';
 
-/** A route's whole reference as one key. */
-export const routeKey = (r: RouteRef) => `${r.group}/${r.kind}/${r.namespace}/${r.name}`;
-
-/** The key of a watched route object (apiVersion's group, kind, namespace, name). */
+/** The key of a watched route object (apiVersion's group, kind, namespace, name), as executors/routes.ts keys a read. */
 export const routeKeyOf = (o: { apiVersion?: string; kind?: string; metadata: { namespace?: string; name?: string } }) =>
-  routeKey({ group: o.apiVersion?.includes('/') ? o.apiVersion.split('/')[0]! : '', kind: o.kind ?? '', namespace: o.metadata.namespace ?? '', name: o.metadata.name ?? '' });
+  routeKey({ group: o.apiVersion?.includes('/') ? o.apiVersion.split('/')[0]! : '', kind: o.kind ?? '' }, o.metadata.namespace ?? '', o.metadata.name ?? '');
 
 export class RouteReaders {
   /** By route key, the namespaces whose Stages manage it. */
@@ -19,22 +15,27 @@ export class RouteReaders {
   /** By namespace, the route keys its last pass read. */
   private readonly routesOf = new Map<string, Set<string>>();
 
+  /** A pass of `namespace` reads the route: from now on its change wakes the namespace (before the read ends, so no change is missed). */
+  add(namespace: string, key: string): void {
+    const set = this.readers.get(key) ?? new Set<string>();
+    set.add(namespace);
+    this.readers.set(key, set);
+    const own = this.routesOf.get(namespace) ?? new Set<string>();
+    own.add(key);
+    this.routesOf.set(namespace, own);
+  }
+
   /**
-   * What a pass of `namespace` read: the routes of its Stages' managed rules (undefined: nothing is
-   * managed). A Stage whose routes could not be read now keeps the routes read before.
+   * A pass of `namespace` ended having read the routes of `read` (whether they send its Stages
+   * traffic or not: an edit may make them). `keepEarlier`: some Stage's routes could not be read
+   * now, so what was read before stays too.
    */
-  note(namespace: string, traffic: Observed['traffic']): void {
-    const now = new Set<string>();
-    for (const t of traffic?.values() ?? []) for (const rule of t?.rules ?? []) now.add(routeKey(rule.route));
-    if ([...(traffic?.values() ?? [])].some((t) => t === undefined)) for (const key of this.routesOf.get(namespace) ?? []) now.add(key);
+  note(namespace: string, read: Iterable<string>, keepEarlier = false): void {
+    const now = new Set(read);
+    if (keepEarlier) for (const key of this.routesOf.get(namespace) ?? []) now.add(key);
     for (const key of this.routesOf.get(namespace) ?? []) if (!now.has(key)) this.drop(key, namespace);
-    for (const key of now) {
-      const set = this.readers.get(key) ?? new Set<string>();
-      set.add(namespace);
-      this.readers.set(key, set);
-    }
-    if (now.size) this.routesOf.set(namespace, now);
-    else this.routesOf.delete(namespace);
+    for (const key of now) this.add(namespace, key);
+    if (now.size === 0) this.routesOf.delete(namespace);
   }
 
   /** The namespaces whose Stages manage the route of that key. */
@@ -44,12 +45,13 @@ export class RouteReaders {
 
   /** A namespace no longer served: its Stages read nothing. */
   forget(namespace: string): void {
-    this.note(namespace, undefined);
+    this.note(namespace, []);
   }
 
   private drop(key: string, namespace: string): void {
     const set = this.readers.get(key);
     set?.delete(namespace);
     if (set?.size === 0) this.readers.delete(key);
+    this.routesOf.get(namespace)?.delete(key);
   }
 }

@@ -28,6 +28,7 @@ import { observeEventLag } from '../telemetry/metrics.js';
 
 /** What a pass reads, in Observed's order. */
 const KINDS = ['Stage', 'StageVersion', 'StageVersionUsage', 'VectorActivation'];
+/** How often every namespace gets a pass whatever changed, and refused route kinds are listed again. */
 const RESYNC_MS = 30_000;
 
 export interface StageControllerOptions {
@@ -53,6 +54,8 @@ export interface StageControllerOptions {
   sharded?: boolean;
   /** Sharded: the shard's name, which the Stages' status.controllerStatus names. */
   shard?: string;
+  /** How often every namespace gets a pass whatever changed (default RESYNC_MS). */
+  resyncMs?: number;
 }
 
 export class StageController {
@@ -147,7 +150,7 @@ export class StageController {
     this.timer = setInterval(() => {
       void this.informers.retryOptional();
       void this.resyncAll();
-    }, RESYNC_MS);
+    }, this.o.resyncMs ?? RESYNC_MS);
     this.gate.start((identity) => {
       if (this.stopped) return;
       this.log(`${identity} leads: reconciling every namespace`);
@@ -260,7 +263,6 @@ export class StageController {
       }
       plan = planNamespace(observed, new Date(), options);
     }
-    this.routeReaders.note(ns, traffic);
     return this.act(ns, plan, observed);
   }
 
@@ -292,8 +294,17 @@ export class StageController {
     if (!this.registrations?.synced || !this.plans?.synced) return new Map(stages.map((st) => [st.metadata.name!, undefined]));
     if (registrations.length === 0) return undefined;
     const cachedRoute = (kind: RouteKind, namespace: string, name: string) => this.informers.get(kind, namespace, name);
-    return observeTraffic(
-      { kubeConfig: this.gate.kubeConfig(this.o.kubeConfig), ...(o.fresh ? {} : { cachedRoute }) },
+    // Every route the pass reads wakes this namespace from the moment it is read, whether it sends
+    // a Stage traffic or not (an edit may make it): one in another namespace too.
+    const readers = this.routeReaders;
+    const routes = new (class extends Map<string, Promise<unknown>> {
+      override set(key: string, read: Promise<unknown>) {
+        readers.add(ns, key);
+        return super.set(key, read);
+      }
+    })();
+    const traffic = await observeTraffic(
+      { kubeConfig: this.gate.kubeConfig(this.o.kubeConfig), routes, ...(o.fresh ? {} : { cachedRoute }) },
       ns,
       stages,
       observed.stageVersions,
@@ -301,6 +312,8 @@ export class StageController {
       this.plans.list(system) as unknown as ActivationExecutionPlanResource[],
       observed.activations,
     );
+    this.routeReaders.note(ns, routes.keys(), [...(traffic?.values() ?? [])].some((t) => t === undefined));
+    return traffic;
   }
 
   /** The namespace as the apiserver lists it now. */

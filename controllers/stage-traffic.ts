@@ -41,8 +41,11 @@ function ranRecently(va: VectorActivationResource, now: number): boolean {
   return Number.isFinite(ended) && now - ended < RECENT_ACTIVATION_MS;
 }
 
-/** How routes are read: from the apiserver, and first from a watch's cache when `cachedRoute` is given. */
-export type RouteReads = Pick<ExecutorContext, 'kubeConfig' | 'cachedRoute'>;
+/**
+ * How routes are read: from the apiserver, and first from a watch's cache when `cachedRoute` is
+ * given; `routes`, when given, is where the pass keeps each route it reads (the caller sees which).
+ */
+export type RouteReads = Pick<ExecutorContext, 'kubeConfig' | 'cachedRoute' | 'routes'>;
 
 /** Whether a failed read says the rule sends nothing (the route or rule is not there), not that we cannot tell. */
 const absent = (err: unknown) => err instanceof ExecutorError && !err.retryable && (err.status === undefined || err.status === 404);
@@ -63,7 +66,7 @@ export async function observeTraffic(
   activations: readonly VectorActivationResource[],
   now = Date.now(),
 ): Promise<Map<string, ObservedTraffic | undefined>> {
-  const ctx: ExecutorContext = { ...reads, signal: new AbortController().signal, heartbeat: () => undefined, routes: new Map() };
+  const ctx: ExecutorContext = { ...reads, signal: new AbortController().signal, heartbeat: () => undefined, routes: reads.routes ?? new Map() };
   const out = new Map<string, ObservedTraffic | undefined>();
   /** Registrations whose rules this process cannot read nor be told of (a Worker type it does not have). */
   const unreadable = new Set<string>();

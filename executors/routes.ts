@@ -35,7 +35,8 @@ export function apiError(err: unknown, doing: string): ExecutorError {
   return new ExecutorError(`${doing}: ${REFUSED[status] ?? `refused (${status})`}: ${message}`, false, status);
 }
 
-const routeKey = (kind: RouteKind, namespace: string, name: string) => `${kind.kind}/${namespace}/${name}`;
+/** A route's whole reference as one key: group, kind, namespace, name. */
+export const routeKey = (kind: Pick<RouteKind, 'group' | 'kind'>, namespace: string, name: string) => `${kind.group}/${kind.kind}/${namespace}/${name}`;
 
 /** The route from `ctx.routes`, else the watch's cache (`ctx.cachedRoute`), else the apiserver; a copy to edit. */
 export async function readRoute(kind: RouteKind, namespace: string, name: string, ctx: ExecutorContext): Promise<Route> {

@@ -39,6 +39,8 @@ export interface SystemOptions {
   watcherLeadership?: Leadership;
   /** Leader election of the Stage controller; absent: it always acts. */
   stageControllerLeadership?: Leadership;
+  /** How often the Stage controller passes over every namespace whatever changed (default 30 s). */
+  stageControllerResyncMs?: number;
   /** How often the watcher checks unfinished activations' workflows for having closed. */
   watcherCheckIntervalMs?: number;
   /** At most this many Stages of one namespace activate at once (decisions/fair-share.ts); absent or 0: no limit. */
@@ -119,6 +121,7 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
           ...(o.systemNamespace ? { systemNamespace: o.systemNamespace } : {}),
           ...(o.log ? { log: o.log } : {}),
           ...(o.stageControllerLeadership ? { leadership: o.stageControllerLeadership } : {}),
+          ...(o.stageControllerResyncMs ? { resyncMs: o.stageControllerResyncMs } : {}),
         });
   await stageController?.start();
   return {

@@ -50,12 +50,12 @@ export async function startTestSystem(prefix: string, extra: Partial<SystemOptio
     kubeConfig: kc,
     uiUrl: process.env.TEMPORAL_UI_URL,
     systemNamespace: systemNs,
-    namespaces: [ns, ...alsoWatch],
     queueSuffix: `-${ns}`,
     workflowBundle: await workflowBundle(),
     log: () => undefined,
     executors: [...builtInExecutors, sleepyExecutor, failingExecutor],
     ...extra,
+    namespaces: [...(extra.namespaces ?? [ns]), ...alsoWatch],
   });
   const objects = new CustomObjects(kc);
   return {

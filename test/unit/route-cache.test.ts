@@ -6,7 +6,7 @@
  */
 import { isRoute, relevantState, slim } from '../../controllers/stage-cache.js';
 import { builtInRouteKinds } from '../../executors/index.js';
-import { readRoute, type RouteKind } from '../../executors/routes.js';
+import { readRoute, routeKey, type RouteKind } from '../../executors/routes.js';
 import type { ExecutorContext } from '../../executors/types.js';
 import type { CustomObject } from '../../k8s/custom-objects.js';
 
@@ -110,7 +110,7 @@ describe('readRoute with a watch cache', () => {
 
   it('what the pass read first wins over the cache: every Stage of a pass sees the same route', async () => {
     const first = route({ spec: { read: 'first' } });
-    const { ctx, gets } = context(route(), new Map([['HTTPRoute/ns/shop', Promise.resolve(first)]]));
+    const { ctx, gets } = context(route(), new Map([[routeKey(HTTPROUTE, 'ns', 'shop'), Promise.resolve(first)]]));
     expect((await readRoute(HTTPROUTE, 'ns', 'shop', ctx)).spec).toEqual({ read: 'first' });
     expect(gets).toEqual([]);
   });

@@ -1,40 +1,49 @@
 /**
  * Which namespaces a route's change wakes (controllers/route-readers.ts): the namespaces whose
- * Stages' last passes read the route, by its whole reference; a pass that no longer reads it, or a
- * namespace no longer served, stops being woken.
+ * passes read the route, by its whole reference, from the moment the read starts; a pass that no
+ * longer reads it, or a namespace no longer served, stops being woken.
  */
-import { RouteReaders, routeKey, routeKeyOf } from '../../controllers/route-readers.js';
-import type { ObservedTraffic } from '../../decisions/stage.js';
+import { RouteReaders, routeKeyOf } from '../../controllers/route-readers.js';
+import { routeKey } from '../../executors/routes.js';
 
-const GATEWAY = 'gateway.networking.k8s.io';
-const shared = { group: GATEWAY, kind: 'HTTPRoute', namespace: 'gateways', name: 'shop' };
-const traffic = (...routes: (typeof shared)[]): Map<string, ObservedTraffic | undefined> =>
-  new Map([['web', { complete: true, rules: routes.map((route) => ({ route, rule: 0, weights: { 'web-1': 100 } })) }]]);
+const GATEWAY = { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute' };
+const shared = routeKey(GATEWAY, 'gateways', 'shop');
+const other = routeKey(GATEWAY, 'gateways', 'other');
 const watched = (apiVersion: string, kind: string, namespace: string, name: string) => routeKeyOf({ apiVersion, kind, metadata: { namespace, name } });
 
-it('a watched route object and a rule reference name the same route by group, kind, namespace and name', () => {
-  expect(watched(`${GATEWAY}/v1`, 'HTTPRoute', 'gateways', 'shop')).toBe(routeKey(shared));
-  expect(watched('routes.example.com/v1', 'HTTPRoute', 'gateways', 'shop')).not.toBe(routeKey(shared));
-  expect(watched(`${GATEWAY}/v1`, 'HTTPRoute', 'other', 'shop')).not.toBe(routeKey(shared));
+it('a watched route object and a read name the same route by group, kind, namespace and name', () => {
+  expect(watched('gateway.networking.k8s.io/v1', 'HTTPRoute', 'gateways', 'shop')).toBe(shared);
+  expect(watched('networking.istio.io/v1', 'VirtualService', 'mesh', 'shop')).toBe(routeKey({ group: 'networking.istio.io', kind: 'VirtualService' }, 'mesh', 'shop'));
+  expect(watched('routes.example.com/v1', 'HTTPRoute', 'gateways', 'shop')).not.toBe(shared);
+  expect(watched('gateway.networking.k8s.io/v1', 'HTTPRoute', 'elsewhere', 'shop')).not.toBe(shared);
 });
 
+type Pass = [namespace: string, read: string[], keepEarlier?: boolean];
 it.each([
-  { case: 'read by one namespace', passes: [['shop', traffic(shared)]], wakes: ['shop'] },
-  { case: 'read by two', passes: [['shop', traffic(shared)], ['cart', traffic(shared)]], wakes: ['cart', 'shop'] },
-  { case: 'no longer read by the next pass', passes: [['shop', traffic(shared)], ['shop', traffic()]], wakes: [] },
-  { case: 'no longer managed (no registration)', passes: [['shop', traffic(shared)], ['shop', undefined]], wakes: [] },
-  { case: 'whose Stage could not be read this pass', passes: [['shop', traffic(shared)], ['shop', new Map([['web', undefined]])]], wakes: ['shop'] },
-  { case: 'one of two stops', passes: [['shop', traffic(shared)], ['cart', traffic(shared)], ['cart', traffic({ ...shared, name: 'other' })]], wakes: ['shop'] },
-] as const)('a route $case wakes $wakes', ({ passes, wakes }) => {
+  { case: 'read by one namespace', passes: [['shop', [shared]]] as Pass[], wakes: ['shop'] },
+  { case: 'read by two', passes: [['shop', [shared]], ['cart', [shared]]] as Pass[], wakes: ['cart', 'shop'] },
+  { case: 'no longer read by the next pass', passes: [['shop', [shared]], ['shop', []]] as Pass[], wakes: [] },
+  { case: 'not read by a pass that could not read a Stage’s routes', passes: [['shop', [shared]], ['shop', [], true]] as Pass[], wakes: ['shop'] },
+  { case: 'read by one of two no longer', passes: [['shop', [shared]], ['cart', [shared]], ['cart', [other]]] as Pass[], wakes: ['shop'] },
+])('a route $case wakes $wakes', ({ passes, wakes }) => {
   const readers = new RouteReaders();
-  for (const [ns, t] of passes) readers.note(ns, t);
-  expect([...readers.of(routeKey(shared))].sort()).toEqual(wakes);
+  for (const [ns, read, keep] of passes) readers.note(ns, read, keep);
+  expect([...readers.of(shared)].sort()).toEqual(wakes);
+});
+
+it('a route wakes a namespace from the moment its pass reads it, before the pass ends', () => {
+  const readers = new RouteReaders();
+  readers.add('shop', shared);
+  expect(readers.of(shared)).toEqual(['shop']);
+  readers.note('shop', [other]);
+  expect(readers.of(shared)).toEqual([]);
+  expect(readers.of(other)).toEqual(['shop']);
 });
 
 it('a namespace no longer served is not woken', () => {
   const readers = new RouteReaders();
-  readers.note('shop', traffic(shared));
-  readers.note('cart', traffic(shared));
+  readers.note('shop', [shared]);
+  readers.note('cart', [shared]);
   readers.forget('shop');
-  expect(readers.of(routeKey(shared))).toEqual(['cart']);
+  expect(readers.of(shared)).toEqual(['cart']);
 });

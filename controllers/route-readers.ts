@@ -3,11 +3,6 @@
  * A route may live in another namespace than its Stage (a shared gateway namespace): its change
  * arrives as an event of the route's namespace, and the Stage's namespace needs the pass.
  */
-import { routeKey } from '../executors/routes.js';
-
-/** The key of a watched route object (apiVersion's group, kind, namespace, name), as executors/routes.ts keys a read. */
-export const routeKeyOf = (o: { apiVersion?: string; kind?: string; metadata: { namespace?: string; name?: string } }) =>
-  routeKey({ group: o.apiVersion?.includes('/') ? o.apiVersion.split('/')[0]! : '', kind: o.kind ?? '' }, o.metadata.namespace ?? '', o.metadata.name ?? '');
 
 export class RouteReaders {
   /** By route key, the namespaces whose Stages manage it. */
@@ -26,13 +21,11 @@ export class RouteReaders {
   }
 
   /**
-   * A pass of `namespace` ended having read the routes of `read` (whether they send its Stages
-   * traffic or not: an edit may make them). `keepEarlier`: some Stage's routes could not be read
-   * now, so what was read before stays too.
+   * A pass of `namespace` ended having read (or tried to read) the routes of `read`, whether they
+   * send its Stages traffic or not: an edit may make them. The routes it no longer reads stop waking it.
    */
-  note(namespace: string, read: Iterable<string>, keepEarlier = false): void {
+  note(namespace: string, read: Iterable<string>): void {
     const now = new Set(read);
-    if (keepEarlier) for (const key of this.routesOf.get(namespace) ?? []) now.add(key);
     for (const key of this.routesOf.get(namespace) ?? []) if (!now.has(key)) this.drop(key, namespace);
     for (const key of now) this.add(namespace, key);
     if (now.size === 0) this.routesOf.delete(namespace);

@@ -8,13 +8,19 @@ import { ANNOTATION_ACTIVATED_BY, ANNOTATION_SERVING, type StageVersionResource 
 import { isReady } from '../decisions/stage.js';
 import { isFinal } from '../decisions/activation.js';
 import { builtInRouteKinds } from '../executors/index.js';
+import { routeKey } from '../executors/routes.js';
 import type { CustomObject } from '../k8s/custom-objects.js';
+
+/** An object's API group, from its apiVersion ('' for the core group's `v1`). */
+const groupOf = (o: CustomObject) => (o.apiVersion?.includes('/') ? o.apiVersion.split('/')[0]! : '');
 
 /** Whether the object is a route of a kind a built-in executor manages. */
 export function isRoute(o: CustomObject): boolean {
-  const group = o.apiVersion?.split('/')[0];
-  return builtInRouteKinds.some((k) => k.kind === o.kind && k.group === group);
+  return builtInRouteKinds.some((k) => k.kind === o.kind && k.group === groupOf(o));
 }
+
+/** A watched route's key, as executors/routes.ts keys a read of it. */
+export const routeKeyOf = (o: CustomObject) => routeKey({ group: groupOf(o), kind: o.kind }, o.metadata.namespace!, o.metadata.name);
 
 /**
  * What a pass reads of an object; for Stages and usages only what others write (not status), for a

@@ -11,8 +11,8 @@
 import { DEFAULT_SYSTEM_NAMESPACE, type ActivationExecutionPlanResource, type ActivationTaskRegistrationResource } from '../api/index.js';
 import { observeTraffic } from './stage-traffic.js';
 import { WrittenStatuses } from './written-statuses.js';
-import { isRoute, relevantState, slim } from './stage-cache.js';
-import { RouteReaders, routeKeyOf } from './route-readers.js';
+import { isRoute, relevantState, routeKeyOf, slim } from './stage-cache.js';
+import { RouteReaders } from './route-readers.js';
 import { freshReads, planNamespace, type Observed, type Plan } from '../decisions/stage.js';
 import { builtInRouteKinds } from '../executors/index.js';
 import type { RouteKind } from '../executors/routes.js';
@@ -312,7 +312,7 @@ export class StageController {
       this.plans.list(system) as unknown as ActivationExecutionPlanResource[],
       observed.activations,
     );
-    this.routeReaders.note(ns, routes.keys(), [...(traffic?.values() ?? [])].some((t) => t === undefined));
+    this.routeReaders.note(ns, routes.keys());
     return traffic;
   }
 

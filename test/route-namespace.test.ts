@@ -34,6 +34,13 @@ const route = (stage: string, weights: [number, number]) => ({
   },
 });
 
+/** A person's edit: the route's spec replaced as it is read. */
+async function editRoute(stage: string, spec: object): Promise<void> {
+  const [group, version, plural] = HTTPROUTE;
+  const body = { ...(await readOther(s.kc, ...HTTPROUTE, gateways, `${stage}-shop`)), spec };
+  await s.kc.makeApiClient(k8s.CustomObjectsApi).replaceNamespacedCustomObject({ group, version, plural, namespace: gateways, name: `${stage}-shop`, body });
+}
+
 /**
  * Whether the Stage's status says its one managed rule sends these weights: a StageVersion left
  * out gets none, and a rule that sends the Stage nothing is left out of the status.
@@ -61,20 +68,13 @@ it("a person's edit of a route in another namespace shows in the Stage's status 
   await pollUntil(() => statusSays(stage, { [`${stage}-1`]: 100, [`${stage}-2`]: 0 }), 30_000, `Stage ${stage}'s status to show ${stage}-1 at 100 %`, 250);
 
   // The edit changes nothing in the Stage's namespace: only the route's watch can bring the pass.
-  const [group, version, plural] = HTTPROUTE;
-  const edited = await readOther(s.kc, ...HTTPROUTE, gateways, `${stage}-shop`);
-  edited.spec = route(stage, [50, 50]).spec;
-  await s.kc.makeApiClient(k8s.CustomObjectsApi).replaceNamespacedCustomObject({ group, version, plural, namespace: gateways, name: `${stage}-shop`, body: edited });
+  await editRoute(stage, route(stage, [50, 50]).spec);
   await pollUntil(() => statusSays(stage, { [`${stage}-1`]: 50, [`${stage}-2`]: 50 }), 5_000, `Stage ${stage}'s status to show 50 % each`, 100);
 
   // A route that sends the Stage nothing is still one its pass reads: an edit that gives the Stage
   // traffic again wakes it as well.
-  const moved = await readOther(s.kc, ...HTTPROUTE, gateways, `${stage}-shop`);
-  moved.spec.rules[0].backendRefs = [{ name: 'elsewhere', port: 8080, weight: 100 }];
-  await s.kc.makeApiClient(k8s.CustomObjectsApi).replaceNamespacedCustomObject({ group, version, plural, namespace: gateways, name: `${stage}-shop`, body: moved });
+  await editRoute(stage, { parentRefs: [{ name: 'gateway' }], rules: [{ backendRefs: [{ name: 'elsewhere', port: 8080, weight: 100 }] }] });
   await pollUntil(() => statusSays(stage, { [`${stage}-1`]: 0, [`${stage}-2`]: 0 }), 5_000, `Stage ${stage}'s status to show no traffic`, 100);
-  const back = await readOther(s.kc, ...HTTPROUTE, gateways, `${stage}-shop`);
-  back.spec = route(stage, [0, 100]).spec;
-  await s.kc.makeApiClient(k8s.CustomObjectsApi).replaceNamespacedCustomObject({ group, version, plural, namespace: gateways, name: `${stage}-shop`, body: back });
+  await editRoute(stage, route(stage, [0, 100]).spec);
   await pollUntil(() => statusSays(stage, { [`${stage}-1`]: 0, [`${stage}-2`]: 100 }), 5_000, `Stage ${stage}'s status to show ${stage}-2 at 100 %`, 100);
 });

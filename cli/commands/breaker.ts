@@ -7,7 +7,6 @@
 import { randomBytes } from 'node:crypto';
 import { ANNOTATION_CLOSE, DEFAULT_SYSTEM_NAMESPACE, breakerScope, type CircuitBreakerResource } from '../../api/index.js';
 import { applyRequest, phaseOf, secondsUntilClose, settle } from '../../decisions/breaker.js';
-import { BreakerStore } from '../../k8s/breaker-store.js';
 import { stringOption, type Command } from '../command.js';
 import { EXIT, notFound, usageError } from '../exit-codes.js';
 
@@ -50,6 +49,8 @@ export const breaker: Command = {
   async run(ctx, args) {
     const [action, name] = args.positionals as [Action, string];
     const ns = stringOption(args, 'system-namespace') ?? (process.env.KONFIDENCE_SYSTEM_NAMESPACE || DEFAULT_SYSTEM_NAMESPACE);
+    // Loaded here, not with the module: help and usage errors need no Kubernetes client.
+    const { BreakerStore } = await import('../../k8s/breaker-store.js');
     const store = new BreakerStore(ctx.kc);
     const missing = () => notFound(`CircuitBreaker ${name}`, ns, `list them with "kubectl get circuitbreakers -n ${ns}", or pass --system-namespace`);
     let b: CircuitBreakerResource | undefined;

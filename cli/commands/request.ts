@@ -9,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { REQUEST_ANNOTATIONS, requestToken, type AnnotationRequest } from '../../decisions/watcher.js';
-import { k8s } from '../../k8s/client.js';
+import type { k8s } from '../../k8s/client.js';
 import { parseDuration } from '../args.js';
 import { stringOption, type Command } from '../command.js';
 import { CliError, EXIT } from '../exit-codes.js';
@@ -21,7 +21,9 @@ const SIGNED = new Set<AnnotationRequest>(['approve', 'promote', 'abort']);
 
 /** The caller's user name as the apiserver knows it (what `kubectl auth whoami` prints). */
 export async function whoAmI(kc: k8s.KubeConfig): Promise<string> {
-  const review = await kc.makeApiClient(k8s.AuthenticationV1Api).createSelfSubjectReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
+  // Loaded here, not with the module: help and usage errors need no Kubernetes client.
+  const { k8s: client } = await import('../../k8s/client.js');
+  const review = await kc.makeApiClient(client.AuthenticationV1Api).createSelfSubjectReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
   const name = review.status?.userInfo?.username;
   if (!name) throw new CliError(EXIT.failed, 'the apiserver did not say who you are (SelfSubjectReview): cannot sign the request');
   if (name.includes(' ')) throw new CliError(EXIT.failed, `your user name "${name}" has a space, which an annotation cannot carry: send the Update (approve, promote, abort) from the Temporal UI or CLI instead`);

@@ -4,10 +4,10 @@
 # Kubernetes: deploy/ (docs/deploy.md). Configuration: environment variables (worker/config.ts).
 #
 # The image runs the compiled JavaScript (dist/, `npm run build`), not the TypeScript through tsx: tsx's
-# loader thread and transforms cost about 80 MiB of resident memory in every process (bench/scale.ts,
-# issue 11). The code finds its files either way: worker/core-worker.ts hands the Temporal bundler
-# dist/workflows/index.js (it bundles the workflow sandbox from that), worker/publisher.ts reads
-# package.json two levels up. Tests and benchmarks that run a component as its Pod does run this
+# loader thread and transforms cost about 80 MiB of resident memory in every process (bench/scale.ts).
+# The code finds its files either way: worker/workflows-path.ts hands the Temporal bundler
+# dist/workflows/index.js (`npm run build` bundles the workflow sandbox from that into
+# dist/workflow-bundle.js), worker/publisher.ts reads package.json two levels up. Tests and benchmarks that run a component as its Pod does run this
 # same dist/ (scripts/dist.ts).
 ARG NODE_IMAGE=node:20-bookworm-slim
 
@@ -17,7 +17,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
-# The compiled sources (tsconfig.build.json: the runtime folders only).
+# The compiled sources (tsconfig.build.json: the runtime folders only) and the workflow bundle
+# (dist/workflow-bundle.js): the core worker starts without bundling its workflows.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -37,6 +38,8 @@ COPY package.json ./
 USER 10001:10001
 # Writable scratch is /tmp: deploy/ mounts an emptyDir there, the root filesystem is read-only.
 ENV HOME=/tmp
+# The workflow bundle made at build time (worker/workflow-bundle.ts), as Temporal advises for production.
+ENV KONFIDENCE_WORKFLOW_BUNDLE=/app/dist/workflow-bundle.js
 EXPOSE 8081
 # node itself is PID 1 (no launcher in between): SIGTERM reaches worker/main.js, which stops polling,
 # lets in-flight tasks finish within 25 s and releases its Lease (docs/ha.md).

@@ -4,7 +4,7 @@
  * bench/results/all-<time>.json. Each benchmark's own JSON stays in bench/results/ next to it.
  * Run: npm run bench [-- --quick] (quick: fewer runs, 40 Stages for throughput, smaller bursts: to try it out).
  * Exits 1, naming them, when any benchmark failed; a goal not met is a row marked NO and listed.
- * The whole run takes about 13 minutes on the 2-core machine.
+ * The whole run takes about 28 minutes on the 2-core machine.
  */
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -25,6 +25,8 @@ const benches: { name: string; args: string[] }[] = [
   { name: 'scale', args: quick ? ['--namespaces', '4', '--stages', '200', '--activations', '1000', '--unfinished', '8'] : [] },
   // A canary of three weights against a plain switch; 1,000 activations waiting at gates against idle.
   { name: 'progressive', args: quick ? ['--pairs', '4', '--gates', '100', '--namespaces', '4', '--seconds', '30'] : [] },
+  // A core worker's start with the image's prebuilt workflow bundle against bundling at start.
+  { name: 'startup', args: ['--runs', quick ? '2' : '5'] },
 ];
 
 /** The newest bench/results/<name>-*.json written after `since`. */
@@ -58,6 +60,7 @@ for (const b of benches) {
 const a = results.activation, c = results.cost, u = results.burst, t = results.throughput, f = results.fairness;
 const whole = results.shards?.summary?.find((s: any) => s.shards === 1);
 const sc = results.scale;
+const st = results.startup?.summary;
 const pc = results.progressive?.canary, pg = results.progressive?.gates;
 /** Within noise: no more than a tenth more, plus one percent of a core. */
 const indistinguishable = (idle: number, loaded: number) => loaded <= idle * 1.1 + 1;
@@ -85,6 +88,11 @@ const table = [
     pg ? `${pg.peakRssMiB.watcher} / ${pg.peakRssMiB['stage-controller']} / ${pg.peakRssMiB.core} MiB` : 'not measured',
     '≤ 200 MB (watcher, Stage controller)',
     pg && Math.max(pg.peakRssMiB.watcher, pg.peakRssMiB['stage-controller']) * 1.048576 <= 200,
+  ),
+  row(
+    'core worker start: prebuilt workflow bundle / bundled at start, median',
+    st ? `ready ${st.prebuilt.readyMs.median} / ${st['bundled at start'].readyMs.median} ms, CPU ${st.prebuilt.cpuSeconds.median} / ${st['bundled at start'].cpuSeconds.median} ms, peak RSS ${st.prebuilt.peakRssMiB.median} / ${st['bundled at start'].peakRssMiB.median} MiB` : 'not measured',
+    '–',
   ),
   row('watcher: workflow starts at start-up / restart', wFirst ? `${wFirst.workflowStarts} / ${wRestart.workflowStarts} (${sc.unfinished} unfinished)` : 'not measured', '= unfinished', wFirst && wFirst.workflowStarts === sc.unfinished && wRestart.workflowStarts === sc.unfinished),
 ];

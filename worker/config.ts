@@ -1,4 +1,5 @@
 /** Process configuration from the environment, validated so a typo fails at start with a clear message. */
+import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';
 import { temporalWorkflowUrl } from '../shared/format.js';
@@ -20,6 +21,15 @@ const configSchema = z.object({
   KONFIDENCE_PROMETHEUS_URL: z.url().optional(),
   /** Workflows the core worker keeps in memory between their tasks (default worker/core-worker.ts MAX_CACHED_WORKFLOWS). */
   KONFIDENCE_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(2).max(100_000).optional(),
+  /**
+   * A workflow bundle made before (worker/workflow-bundle.ts; the image names the one `npm run build`
+   * writes): the core worker starts without bundling. Unset: bundled from the sources at start.
+   */
+  KONFIDENCE_WORKFLOW_BUNDLE: z
+    .string()
+    .min(1)
+    .refine((path) => existsSync(path), 'no such file: write it with "node dist/worker/workflow-bundle.js PATH" (npm run build writes dist/workflow-bundle.js), or unset it')
+    .optional(),
   KONFIDENCE_WATCH_NAMESPACES: z.string().optional(),
   /** Appended to every task queue name: separate installations (or tests) on one Temporal namespace. */
   KONFIDENCE_QUEUE_SUFFIX: z.string().default(''),

@@ -2,7 +2,6 @@
  * The core worker: runs the activation and lock workflows and the activities that talk to the
  * Kubernetes API, on the core task queue. Executor types get workers of their own.
  */
-import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivationActivities } from '../activities/core.js';
@@ -12,9 +11,8 @@ import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';
 import type { k8s } from '../k8s/client.js';
 import { coreDeploymentName } from '../decisions/rollout.js';
 import { CORE_TASK_QUEUE } from '../shared/task-queues.js';
+import { workflowsPath } from './workflows-path.js';
 
-/** The workflows' entry: the source under tsx, the compiled file in dist/ (the image, `npm run build`). */
-export const workflowsPath = fileURLToPath(new URL(`../workflows/index.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url));
 
 export interface CoreWorkerOptions {
   connection: NativeConnection;
@@ -24,7 +22,7 @@ export interface CoreWorkerOptions {
   client: Client;
   systemNamespace?: string;
   taskQueue?: string;
-  /** A prebuilt bundle (tests build one and share it); default: bundle workflowsPath. */
+  /** A bundle made before (in memory, or a file: KONFIDENCE_WORKFLOW_BUNDLE); default: bundled from the sources at start. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /**
    * Set: this worker is build `buildId` of the Worker Deployment konfidence-core<suffix> (Worker

@@ -173,6 +173,8 @@ let worker: Worker | undefined;
 // Not ready while the role's components are still being made (bundling takes seconds): the checks
 // below are added as they are made, and a probe in between must not find the role ready.
 let started = false;
+/** The core worker's workflows: a bundle made before, or (unset) bundled from the sources now. */
+const workflowBundle = config.KONFIDENCE_WORKFLOW_BUNDLE ? { workflowBundle: { codePath: config.KONFIDENCE_WORKFLOW_BUNDLE } } : {};
 checks.push({ name: 'started', check: () => assertSynced(started, 'the components of this role') });
 if (role === 'core') {
   const { createCoreWorker } = await import('./core-worker.js');
@@ -185,6 +187,7 @@ if (role === 'core') {
     ...(config.KONFIDENCE_BUILD_ID ? { buildId: config.KONFIDENCE_BUILD_ID } : {}),
     ...(config.KONFIDENCE_PROMETHEUS_URL ? { prometheusUrl: config.KONFIDENCE_PROMETHEUS_URL } : {}),
     ...(config.KONFIDENCE_MAX_CACHED_WORKFLOWS ? { maxCachedWorkflows: config.KONFIDENCE_MAX_CACHED_WORKFLOWS } : {}),
+    ...workflowBundle,
   });
 } else if (role === 'executor') {
   const [{ executorFor }, { createExecutorWorker }] = await Promise.all([import('../executors/index.js'), import('./executor-worker.js')]);
@@ -248,6 +251,7 @@ if (role === 'core') {
     ...(config.TEMPORAL_UI_URL ? { uiUrl: config.TEMPORAL_UI_URL } : {}),
     ...(config.KONFIDENCE_STAGES_PER_NAMESPACE ? { stagesPerNamespace: config.KONFIDENCE_STAGES_PER_NAMESPACE } : {}),
     ...(config.KONFIDENCE_PROMETHEUS_URL ? { prometheusUrl: config.KONFIDENCE_PROMETHEUS_URL } : {}),
+    ...workflowBundle,
     ...(electing ? { watcherLeadership: electorFor('watcher')!, stageControllerLeadership: electorFor('stage-controller')! } : {}),
   });
   checks.push(

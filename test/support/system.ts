@@ -2,6 +2,7 @@
  * An isolated konfidence-activation system for one test file: its own Kubernetes namespace and
  * system namespace, its own task queues, the real servers underneath.
  */
+import { readFile } from 'node:fs/promises';
 import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundle } from '@temporalio/worker';
 import { builtInExecutors } from '../../executors/index.js';
 import { failingExecutor, sleepyExecutor } from './executors.js';
@@ -11,7 +12,7 @@ import { routeCrds } from '../../scripts/route-crds.js';
 import { CustomObjects, type CustomObject } from '../../k8s/custom-objects.js';
 import { k8s } from '../../k8s/client.js';
 import { startSystem, type RunningSystem, type SystemOptions } from '../../worker/system.js';
-import { workflowsPath } from '../../worker/core-worker.js';
+import { workflowsPath } from '../../worker/workflows-path.js';
 import { freshNamespace, kubeConfig } from './cluster.js';
 import { temporalAddress, temporalNamespace } from './temporal.js';
 import { pollUntil } from '../../scripts/env/process.js';
@@ -25,9 +26,15 @@ try {
 }
 
 let bundle: Promise<WorkflowBundle> | undefined;
-/** Bundling takes seconds: once per test file. */
+/**
+ * The run's workflow bundle (test/global-setup.js writes it once, KONFIDENCE_WORKFLOW_BUNDLE); a
+ * file run without it bundles its own, which takes seconds.
+ */
 export function workflowBundle(): Promise<WorkflowBundle> {
-  bundle ??= bundleWorkflowCode({ workflowsPath, logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: console.error } as never });
+  const prebuilt = process.env.KONFIDENCE_WORKFLOW_BUNDLE;
+  bundle ??= prebuilt
+    ? readFile(prebuilt, 'utf8').then((code) => ({ code }))
+    : bundleWorkflowCode({ workflowsPath, logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: console.error } as never });
   return bundle;
 }
 

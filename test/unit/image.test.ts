@@ -41,3 +41,13 @@ test('a command that is not the entry point with flags is refused with what it m
   expect(() => nodeFlagsOf({ command: ['sh', '-c', 'node dist/worker/main.js'] })).toThrow(/the image's entry point/);
   expect(nodeFlagsOf({})).toEqual([]);
 });
+
+test('the image names the workflow bundle `npm run build` writes: its core worker starts without bundling', () => {
+  const dockerfile = readFileSync(join(repoRoot, 'Dockerfile'), 'utf8').split('\n');
+  const workdir = dockerfile.filter((l) => l.startsWith('WORKDIR ')).at(-1)!.slice('WORKDIR '.length);
+  const env = dockerfile.find((l) => l.startsWith('ENV KONFIDENCE_WORKFLOW_BUNDLE='))?.slice('ENV KONFIDENCE_WORKFLOW_BUNDLE='.length);
+  const build: string = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')).scripts.build;
+  const written = /worker\/workflow-bundle\.js (\S+)$/.exec(build)?.[1];
+  expect(written).toBe('dist/workflow-bundle.js');
+  expect(env).toBe(`${workdir}/${written}`);
+});

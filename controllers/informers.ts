@@ -107,13 +107,22 @@ export class NamespacedInformers {
 
   private retrying: Promise<void> | undefined;
 
+  /**
+   * By optional kind, the retries so far: each asks a namespace after the last one asked, so that
+   * a namespace that refuses the list on its own (a 403 of its RBAC) holds the others back for one
+   * retry, not for as long as it refuses.
+   */
+  private readonly retries = new Map<string, number>();
+
   private async retryRefused(): Promise<void> {
     for (const kind of this.o.optionalKinds ?? []) {
       const refused = [...this.caches.values()].flatMap((c) => c.optional.get(kindKey(kind)) ?? []).filter((c) => c.refused);
-      const [first, ...rest] = refused;
-      if (!first) continue;
+      if (refused.length === 0) continue;
+      const n = this.retries.get(kindKey(kind)) ?? 0;
+      this.retries.set(kindKey(kind), n + 1);
+      const first = refused[n % refused.length]!;
       await first.resume();
-      if (first.listed) await forEachLimited(rest, LIST_PARALLEL, (c) => c.resume());
+      if (first.listed) await forEachLimited(refused.filter((c) => c !== first), LIST_PARALLEL, (c) => c.resume());
     }
   }
 

@@ -12,13 +12,15 @@ import { k8s } from '../../k8s/client.js';
 const HTTPROUTE = { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'httproutes', kind: 'HTTPRoute' };
 const NAMESPACES = ['a', 'b', 'c'];
 
-/** A stub apiserver: lists of httproutes are refused as not found until `installed`. */
-function apiserver() {
+/** A stub apiserver: lists of httproutes are refused as not found until `installed`, and always in the `forbidden` namespaces. */
+function apiserver(forbidden: string[] = []) {
   const state = { installed: false, lists: [] as string[] };
   const notFound = () => new k8s.ApiException(404, 'not found', { kind: 'Status', code: 404, message: 'the server could not find the requested resource' }, {});
+  const refused = (ns: string) => new k8s.ApiException(403, 'forbidden', { kind: 'Status', code: 403, message: `httproutes is forbidden in the namespace "${ns}"` }, {});
   const api = {
     listNamespacedCustomObject: async (p: { plural: string; namespace: string }) => {
       state.lists.push(`${p.plural}/${p.namespace}`);
+      if (forbidden.includes(p.namespace)) throw refused(p.namespace);
       if (!state.installed) throw notFound();
       const route = { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'HTTPRoute', metadata: { name: 'shop', namespace: p.namespace, resourceVersion: '1' }, spec: {} };
       return { metadata: { resourceVersion: '1' }, items: [route] };
@@ -55,6 +57,19 @@ it('a kind not installed: said once, listed again only when retried, one list pe
   expect(state.lists.slice(4).sort()).toEqual(['httproutes/a', 'httproutes/b', 'httproutes/c']);
   expect(NAMESPACES.map((ns) => informers.get(HTTPROUTE, ns, 'shop')?.metadata.namespace)).toEqual(NAMESPACES);
   expect(informers.get(HTTPROUTE, 'elsewhere', 'shop')).toBeUndefined();
+  await informers.stop();
+});
+
+it('a namespace that refuses the list on its own holds the others back for one retry only', async () => {
+  const { state, kubeConfig } = apiserver(['a']);
+  const informers = new NamespacedInformers({ kubeConfig, kinds: [], optionalKinds: [HTTPROUTE], namespaces: NAMESPACES, onChange: () => undefined, log: () => undefined });
+  await informers.start();
+  state.installed = true;
+  // Each retry starts from the next namespace: within two, one that lists is asked, then the rest.
+  await informers.retryOptional();
+  await informers.retryOptional();
+  expect(['b', 'c'].map((ns) => informers.get(HTTPROUTE, ns, 'shop')?.metadata.namespace)).toEqual(['b', 'c']);
+  expect(informers.get(HTTPROUTE, 'a', 'shop')).toBeUndefined();
   await informers.stop();
 });
 

@@ -50,6 +50,38 @@ function shareAgents(): void {
 }
 shareAgents();
 
+/**
+ * A deadline on every API call (watches, which stay open by design, take another path): without
+ * one, a call whose connection stalls (an apiserver restarting behind a half-open connection)
+ * waits for ever, and an activity attempt Temporal gave up on could see its write land long after
+ * a later attempt, or another activation, moved on. Shorter than a core local activity's attempt
+ * (30 s), so that the attempt fails on its own call, and is retried, before Temporal gives up on it.
+ */
+export const REQUEST_TIMEOUT_MS = 20_000;
+let requestTimeoutMs = REQUEST_TIMEOUT_MS;
+
+/** Tests: another deadline for the calls made from now on. */
+export function setRequestTimeout(ms: number): void {
+  requestTimeoutMs = ms;
+}
+
+function deadlineCalls(): void {
+  type Context = { getSignal(): AbortSignal | undefined; setSignal(signal: AbortSignal): void };
+  const proto = k8s.KubeConfig.prototype as unknown as { applySecurityAuthentication: (context: Context) => Promise<void>; deadlines?: boolean };
+  if (proto.deadlines) return;
+  const original = proto.applySecurityAuthentication;
+  // Every generated API call (and KubernetesObjectApi's) passes here just before it is sent.
+  proto.applySecurityAuthentication = async function (this: k8s.KubeConfig, context: Context) {
+    await original.call(this, context);
+    if (!context.getSignal()) context.setSignal(AbortSignal.timeout(requestTimeoutMs));
+  };
+  proto.deadlines = true;
+}
+deadlineCalls();
+
+/** Whether a call failed because it passed its deadline (node-fetch's AbortError). */
+const timedOut = (err: unknown) => err instanceof Error && err.name === 'AbortError';
+
 /** From a kubeconfig path, else $KUBECONFIG / ~/.kube/config / the in-cluster service account. */
 export function loadKubeConfig(path?: string): k8s.KubeConfig {
   const kc = new k8s.KubeConfig();
@@ -96,6 +128,7 @@ export function apiMessage(err: unknown): string {
   if (err instanceof k8s.ApiException) {
     return statusMessage(err.body, err.code);
   }
+  if (timedOut(err)) return `the apiserver did not answer within ${requestTimeoutMs / 1000} s`;
   return err instanceof Error ? err.message : String(err);
 }
 

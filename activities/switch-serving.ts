@@ -24,6 +24,8 @@ export interface SwitchServingInput {
   active?: string | null;
   /** StageVersion uids by name, as read: the Events of the switch regard them without a look-up. */
   uids?: Record<string, string>;
+  /** StageVersion revisions by name, as read: the active usage is never moved onto an older one than it names. */
+  revisions?: Record<string, number>;
   /** The activation usage's uid, as created: deleted without a read. */
   usageUid?: string;
 }
@@ -40,7 +42,7 @@ export function switchServingActivities(parts: ServingParts) {
       // mark is written first, so that no moment finds it neither marked nor in use.
       if (i.stillServing && i.stillServing !== i.target) await parts.markServing(ns, i.stillServing, i.stage);
       // The target's serving mark replaces its in-activation mark: held throughout by one or the other.
-      const seen = i.active !== undefined ? { active: i.active, uids: i.uids ?? {} } : undefined;
+      const seen = i.active !== undefined ? { active: i.active, uids: i.uids ?? {}, ...(i.revisions ? { revisions: i.revisions } : {}) } : undefined;
       await Promise.all([parts.serveInstead(ns, i.target, i.stage, i.holder), parts.pointActiveUsage(ns, i.stage, i.stageUid, i.target, seen)]);
       await Promise.all([i.previous && i.previous !== i.target ? parts.markServing(ns, i.previous, null) : undefined, parts.releaseActivationUsage(i.ref, i.usageUid)]);
     },

@@ -5,6 +5,7 @@
 import { API_VERSION, LABEL_STAGE_NAME, LABEL_USAGE } from '../api/group.js';
 import { activationUsageName, activeUsageName, labelValue } from '../shared/names.js';
 import type { ActivationRef } from '../shared/activation.js';
+import { mayMoveActive } from '../decisions/activation.js';
 import { activeChangedEvents } from '../decisions/events.js';
 import { sendEvents, type RecordOptions } from '../k8s/events.js';
 import { ownerRef, type CoreDeps } from './deps.js';
@@ -55,16 +56,34 @@ export function usageActivities({ objects, event, log }: CoreDeps) {
      * pointed at when read under the Lease (null: none), for a move in one request (a JSON patch
      * that tests it still does), and the StageVersions' uids for the Events; otherwise it is read.
      */
-    async pointActiveUsage(namespace: string, stage: string, stageUid: string, stageVersion: string, seen?: { active: string | null; uids: Record<string, string> }): Promise<void> {
+    async pointActiveUsage(
+      namespace: string,
+      stage: string,
+      stageUid: string,
+      stageVersion: string,
+      seen?: { active: string | null; uids: Record<string, string>; revisions?: Record<string, number> },
+    ): Promise<void> {
       const spec = { reason: `serves the traffic of Stage ${stage}`, stageVersionRef: { name: stageVersion } };
       const uids = { [`Stage/${stage}`]: stageUid, ...Object.fromEntries(Object.entries(seen?.uids ?? {}).map(([name, uid]) => [`StageVersion/${name}`, uid])) };
       // Said once the usage moved (activities/transition-events.ts): a retry after the write finds
       // it moved and says nothing.
       const moved = (was: string | undefined) => (options: RecordOptions) => sendEvents(event, namespace, activeChangedEvents(stage, stageVersion, was), uids, log, options);
+      const revisionOf = async (name: string): Promise<number | undefined> => seen?.revisions?.[name] ?? (await objects.get('StageVersion', namespace, name))?.spec?.revision;
+      /** decisions/activation.ts mayMoveActive, with the revisions read as the switch read them, else now. */
+      const mayMoveFrom = async (name: string) => mayMoveActive(await revisionOf(stageVersion), await revisionOf(name));
+      /** Moves it from where it was found (not what was read under the Lease), unless that is newer. */
+      const moveFrom = async (from: string | undefined) => {
+        if (from === stageVersion) return;
+        if (from && !(await mayMoveFrom(from))) {
+          log(`the active usage of Stage ${namespace}/${stage} names ${from}, newer than ${stageVersion}: left as it is`, { level: 'warn', namespace });
+          return;
+        }
+        await writeThenSay(move, moved(from));
+      };
       const move = () => objects.mergeSpec('StageVersionUsage', namespace, activeUsageName(stage), { ...spec, stageVersionSelector: null });
       if (seen?.active === stageVersion) return;
       if (typeof seen?.active === 'string') {
-        const moveFrom = (was: string) => async () => {
+        const testedMove = (was: string) => async () => {
           const ops = [{ op: 'test', path: '/spec/stageVersionRef/name', value: was }, { op: 'add', path: '/spec/stageVersionRef', value: spec.stageVersionRef }, { op: 'add', path: '/spec/reason', value: spec.reason }];
           try {
             return await objects.jsonPatch('StageVersionUsage', namespace, activeUsageName(stage), ops);
@@ -73,13 +92,13 @@ export function usageActivities({ objects, event, log }: CoreDeps) {
             throw err;
           }
         };
-        if (await writeThenSay(moveFrom(seen.active), moved(seen.active), (w) => w)) return;
+        if (await writeThenSay(testedMove(seen.active), moved(seen.active), (w) => w)) return;
       }
       const current = seen?.active === null ? undefined : await objects.get('StageVersionUsage', namespace, activeUsageName(stage));
       const from: string | undefined = current?.spec?.stageVersionRef?.name;
       // It exists (every activation but a Stage's first): moved in one request, not a refused create first.
       if (current) {
-        if (from !== stageVersion) await writeThenSay(move, moved(from));
+        await moveFrom(from);
         return;
       }
       const create = () =>
@@ -96,8 +115,7 @@ export function usageActivities({ objects, event, log }: CoreDeps) {
         });
       const { object, created } = await writeThenSay(create, moved(undefined), (r) => r.created);
       // Created meanwhile by another writer: moved from what it holds.
-      const was: string | undefined = object.spec?.stageVersionRef?.name;
-      if (!created && was !== stageVersion) await writeThenSay(move, moved(was));
+      if (!created) await moveFrom(object.spec?.stageVersionRef?.name);
     },
   };
 }

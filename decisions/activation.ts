@@ -77,6 +77,17 @@ export function orderVerdict(i: OrderInput): Verdict {
   return { run: true, ...(active.name === i.target.name ? {} : { previous: active }) };
 }
 
+/**
+ * Whether a switch to the revision `target` may move the Stage's active usage from where it found
+ * it (`current`, when its move from what it read under the Lease was refused): not onto an older
+ * revision than the one it names now. Only a later activation moves it meanwhile, and then this
+ * switch is a late repeat of an earlier one: an older version never overwrites a newer one. A
+ * revision not known (a StageVersion gone) holds no move back.
+ */
+export function mayMoveActive(target: number | undefined, current: number | undefined): boolean {
+  return target === undefined || current === undefined || current <= target;
+}
+
 // --- steps ---------------------------------------------------------------------------------
 
 export type TaskPhase = 'Pending' | 'InProgress' | 'Succeeded' | 'Error';

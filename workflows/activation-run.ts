@@ -237,7 +237,8 @@ export class ActivationRun {
     const previousKeeps = !plan.progression && plan.steps.some((st) => st.tasks.some((t) => weightOf(t.config) < 100));
     const old = previous ? (previousKeeps ? { stillServing: previous.name } : { previous: previous.name }) : {};
     const uids = Object.fromEntries(stageVersions.flatMap((sv) => (sv.uid ? [[sv.name, sv.uid]] : [])));
-    const known = { active: this.active, uids, ...(this.usageUid ? { usageUid: this.usageUid } : {}) };
+    const revisions = Object.fromEntries(stageVersions.map((sv) => [sv.name, sv.revision]));
+    const known = { active: this.active, uids, revisions, ...(this.usageUid ? { usageUid: this.usageUid } : {}) };
     await k8s.switchServing({ ref: this.ref, stage: this.va.stage, stageUid, target, ...old, holder: this.holder, ...known });
     this.marked = undefined; // the active usage holds the target now
   }

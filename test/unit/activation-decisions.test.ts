@@ -8,6 +8,7 @@ import {
   failureEnding,
   initialProgress,
   lastRanStep,
+  mayMoveActive,
   orderVerdict,
   reasonOf,
   releasesUsage,
@@ -36,6 +37,16 @@ describe('orderVerdict: an older version never overwrites a newer one, decided o
     if (!expected.run) expect((verdict as { message: string }).message).toMatch(/dev-\d/);
     if (expected.run && !('previous' in expected)) expect(verdict).not.toHaveProperty('previous');
   });
+});
+
+describe('mayMoveActive: a switch never moves the active usage onto an older revision than it names', () => {
+  it.each([
+    ['onto a newer revision', 3, 2, true],
+    ['where it points already', 2, 2, true],
+    ['not onto an older revision (a later activation moved it)', 2, 3, false],
+    ['from a StageVersion whose revision is unknown (gone)', 2, undefined, true],
+    ['with the target revision unknown', undefined, 3, true],
+  ])('%s', (_n, target, current, expected) => expect(mayMoveActive(target, current)).toBe(expected));
 });
 
 const plan = { steps: [{ name: 'gateway', tasks: [{ registration: 'gw' }] }, { name: 'mesh', tasks: [{ registration: 'mesh' }, { registration: 'dr' }] }] };

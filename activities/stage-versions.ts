@@ -9,6 +9,8 @@ import { apiStatus } from '../k8s/client.js';
 import { getTyped, listTyped, type Typed } from '../k8s/typed.js';
 import type { CoreDeps } from './deps.js';
 import { jsonPointer } from '../shared/json-pointer.js';
+import { activeUsageName } from '../shared/names.js';
+import { mayMoveActive } from '../decisions/activation.js';
 
 export interface StageState {
   stageUid: string;
@@ -44,6 +46,14 @@ export function stageVersionActivities({ objects }: CoreDeps) {
     const sv = await objects.get('StageVersion', namespace, name);
     if (sv?.metadata.annotations?.[ANNOTATION_ACTIVATED_BY] !== holder) return;
     await objects.mergeMetadata('StageVersion', namespace, name, { annotations: { [ANNOTATION_ACTIVATED_BY]: null } });
+  }
+
+  /** Whether the Stage's active usage names a newer StageVersion than `name` (decisions/activation.ts mayMoveActive). */
+  async function servesNewer(namespace: string, name: string, stage: string): Promise<boolean> {
+    const active: string | undefined = (await objects.get('StageVersionUsage', namespace, activeUsageName(stage)))?.spec?.stageVersionRef?.name;
+    if (!active || active === name) return false;
+    const [mine, theirs] = await Promise.all([objects.get('StageVersion', namespace, name), objects.get('StageVersion', namespace, active)]);
+    return !mayMoveActive(mine?.spec?.revision, theirs?.spec?.revision);
   }
 
   return {
@@ -90,6 +100,9 @@ export function stageVersionActivities({ objects }: CoreDeps) {
       } catch (err) {
         if (apiStatus(err) !== 422) throw err;
       }
+      // The mark is not ours: a repeat of this switch (traded already), or a late one after a later
+      // switch to a newer version, which must not leave this one marked serving (undeletable).
+      if (await servesNewer(namespace, name, stage)) return unmarkStageVersion(namespace, name, holder);
       await markServing(namespace, name, stage);
       await unmarkStageVersion(namespace, name, holder);
     },

@@ -79,10 +79,11 @@ export function orderVerdict(i: OrderInput): Verdict {
 
 /**
  * Whether a switch to the revision `target` may move the Stage's active usage from where it found
- * it (`current`, when its move from what it read under the Lease was refused): not onto an older
- * revision than the one it names now. Only a later activation moves it meanwhile, and then this
- * switch is a late repeat of an earlier one: an older version never overwrites a newer one. A
- * revision not known (a StageVersion gone) holds no move back.
+ * it (`current`, when its move from what it read under the Lease was refused), and mark its target
+ * serving when its in-activation mark is gone: not when the usage names a newer revision. Only a
+ * later activation moves it meanwhile, and then this switch is a late repeat of an earlier one: an
+ * older version never overwrites a newer one. A revision not known (a StageVersion gone) holds
+ * nothing back.
  */
 export function mayMoveActive(target: number | undefined, current: number | undefined): boolean {
   return target === undefined || current === undefined || current <= target;

@@ -1,7 +1,7 @@
 /**
  * The Stage controller (ADR-0013, ADR-0012 step 1), level-triggered and shaped like a kubebuilder
  * reconciler: any change in a namespace marks it dirty (a route's spec included), and one pass
- * observes (the namespace's Stages, StageVersions, usages and activations, and what their managed
+ * (a route's change waits ROUTE_PASS_DELAY_MS for others) observes (the namespace's Stages, StageVersions, usages and activations, and what their managed
  * routes hold), plans (decisions/stage.ts, pure: what to create, patch, delete and which status
  * each object should have) and acts. Every action is
  * idempotent: creates tolerate "exists", deletes "gone", finalizer patches are conditional on the
@@ -30,6 +30,13 @@ import { observeEventLag } from '../telemetry/metrics.js';
 const KINDS = ['Stage', 'StageVersion', 'StageVersionUsage', 'VectorActivation'];
 /** How often every namespace gets a pass whatever changed, and refused route kinds are listed again. */
 const RESYNC_MS = 30_000;
+/**
+ * How long after a route's change its namespace's pass starts, unless another change brings it
+ * sooner: an activation's route writes, a step apart, are decided and written once with its switch
+ * (whose usage and marks start the pass at once), not once each. Counted from the first route
+ * change, so routes that keep changing still get a pass this often.
+ */
+const ROUTE_PASS_DELAY_MS = 200;
 
 export interface StageControllerOptions {
   kubeConfig: k8s.KubeConfig;
@@ -67,7 +74,8 @@ export class StageController {
   private readonly informers: NamespacedInformers;
   /** The pass running now: a drop of its namespace waits for it. */
   private current?: { ns: string; done: Promise<void> };
-  private readonly dirty = new Set<string>();
+  /** The namespaces a change marked, with when their pass is due. */
+  private readonly dirty = new Map<string, number>();
   /** What a pass reads of each object (relevantState), by kind/uid: a change costs a pass, nothing else does. */
   private readonly seen = new Map<string, { ns: string; state: string }>();
   /** Its status writes the caches may not hold yet: a pass sees them, and writes none twice. */
@@ -183,14 +191,16 @@ export class StageController {
     else if (this.seen.get(key)?.state === seen) return;
     else this.seen.set(key, { ns: o.metadata.namespace!, state: seen });
     if (type !== 'DELETED') observeEventLag('stage-controller', o.kind, o, this.startedAt);
-    this.enqueue(o.metadata.namespace!);
-    if (isRoute(o)) for (const ns of this.routeReaders.of(routeKeyOf(o))) this.enqueue(ns);
+    const delay = isRoute(o) ? ROUTE_PASS_DELAY_MS : 0;
+    this.enqueue(o.metadata.namespace!, delay);
+    if (isRoute(o)) for (const ns of this.routeReaders.of(routeKeyOf(o))) this.enqueue(ns, delay);
   }
 
-  /** Marks a namespace for a pass (tests and other components may call it too). */
-  enqueue(namespace: string): void {
+  /** Marks a namespace for a pass, at once or in `delayMs` (tests and other components may call it too). */
+  enqueue(namespace: string, delayMs = 0): void {
     if (!this.informers.watches(namespace)) return;
-    this.dirty.add(namespace);
+    const due = Date.now() + delayMs;
+    this.dirty.set(namespace, Math.min(this.dirty.get(namespace) ?? due, due));
     this.wake();
   }
 
@@ -208,10 +218,13 @@ export class StageController {
     while (!this.stopped) {
       // Sharded: a namespace the shard does not serve (yet) waits in the dirty set; so does one
       // whose caches have not listed yet (empty, they would look like a namespace without objects).
-      const ns = [...this.dirty].find((n) => this.informers.serves(n) && this.informers.listed(n));
+      const now = Date.now();
+      const due = [...this.dirty].filter(([n]) => this.informers.serves(n) && this.informers.listed(n)).map(([n, at]) => ({ n, at }));
+      const ns = due.find((d) => d.at <= now)?.n;
       // A standby keeps its dirty set (the watches run) and waits to be woken as leader.
       if (ns === undefined || !this.gate.acting()) {
-        await new Promise<void>((resolve) => (this.wake = resolve));
+        const next = due.length > 0 && this.gate.acting() ? Math.max(0, Math.min(...due.map((d) => d.at)) - now) : undefined;
+        await this.sleep(next);
         continue;
       }
       this.dirty.delete(ns);
@@ -224,7 +237,7 @@ export class StageController {
         await this.reconcile(ns);
       } catch (err) {
         if (err instanceof NotLeaderError) {
-          this.dirty.add(ns); // deposed mid-pass: decided again on the next term
+          this.dirty.set(ns, Date.now()); // deposed mid-pass: decided again on the next term
           continue;
         }
         this.log(`namespace ${ns}: ${apiMessage(err)}`, { level: 'warn', namespace: ns });
@@ -234,6 +247,16 @@ export class StageController {
         done();
       }
     }
+  }
+
+  /** Until woken, or `ms` passed (undefined: until woken). */
+  private async sleep(ms: number | undefined): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.wake = resolve;
+      if (ms !== undefined) timer = setTimeout(resolve, ms);
+    });
+    clearTimeout(timer);
   }
 
   /** One pass over a namespace: observe, plan, act. */

@@ -26,6 +26,16 @@ function toInfo(sv: Typed<'StageVersion'>): StageVersionInfo {
 /** A JSON patch path to one annotation. */
 const annotationPath = (key: string) => jsonPointer('metadata', 'annotations', key);
 
+/**
+ * Whether StageVersion `other` is newer than `than` (decisions/activation.ts mayMoveActive), by
+ * the revisions a switch read (`known`), else as they are now.
+ */
+export async function newerThan(objects: CoreDeps['objects'], namespace: string, other: string, than: string, known: Record<string, number> = {}): Promise<boolean> {
+  const revisionOf = async (name: string): Promise<number | undefined> => known[name] ?? (await objects.get('StageVersion', namespace, name))?.spec?.revision;
+  const [theirs, mine] = await Promise.all([revisionOf(other), revisionOf(than)]);
+  return !mayMoveActive(mine, theirs);
+}
+
 export function stageVersionActivities({ objects }: CoreDeps) {
   /** Sets the serving mark (no deletion while serving) to `stage`, or clears it (null). */
   async function markServing(namespace: string, name: string, stage: string | null): Promise<void> {
@@ -48,12 +58,10 @@ export function stageVersionActivities({ objects }: CoreDeps) {
     await objects.mergeMetadata('StageVersion', namespace, name, { annotations: { [ANNOTATION_ACTIVATED_BY]: null } });
   }
 
-  /** Whether the Stage's active usage names a newer StageVersion than `name` (decisions/activation.ts mayMoveActive). */
+  /** Whether the Stage's active usage names a newer StageVersion than `name`. */
   async function servesNewer(namespace: string, name: string, stage: string): Promise<boolean> {
     const active: string | undefined = (await objects.get('StageVersionUsage', namespace, activeUsageName(stage)))?.spec?.stageVersionRef?.name;
-    if (!active || active === name) return false;
-    const [mine, theirs] = await Promise.all([objects.get('StageVersion', namespace, name), objects.get('StageVersion', namespace, active)]);
-    return !mayMoveActive(mine?.spec?.revision, theirs?.spec?.revision);
+    return active !== undefined && active !== name && (await newerThan(objects, namespace, active, name));
   }
 
   return {

@@ -5,10 +5,10 @@
 import { API_VERSION, LABEL_STAGE_NAME, LABEL_USAGE } from '../api/group.js';
 import { activationUsageName, activeUsageName, labelValue } from '../shared/names.js';
 import type { ActivationRef } from '../shared/activation.js';
-import { mayMoveActive } from '../decisions/activation.js';
 import { activeChangedEvents } from '../decisions/events.js';
 import { sendEvents, type RecordOptions } from '../k8s/events.js';
 import { ownerRef, type CoreDeps } from './deps.js';
+import { newerThan } from './stage-versions.js';
 import { writeThenSay } from './transition-events.js';
 import { apiStatus } from '../k8s/client.js';
 
@@ -68,13 +68,10 @@ export function usageActivities({ objects, event, log }: CoreDeps) {
       // Said once the usage moved (activities/transition-events.ts): a retry after the write finds
       // it moved and says nothing.
       const moved = (was: string | undefined) => (options: RecordOptions) => sendEvents(event, namespace, activeChangedEvents(stage, stageVersion, was), uids, log, options);
-      const revisionOf = async (name: string): Promise<number | undefined> => seen?.revisions?.[name] ?? (await objects.get('StageVersion', namespace, name))?.spec?.revision;
-      /** decisions/activation.ts mayMoveActive, with the revisions read as the switch read them, else now. */
-      const mayMoveFrom = async (name: string) => mayMoveActive(await revisionOf(stageVersion), await revisionOf(name));
       /** Moves it from where it was found (not what was read under the Lease), unless that is newer. */
       const moveFrom = async (from: string | undefined) => {
         if (from === stageVersion) return;
-        if (from && !(await mayMoveFrom(from))) {
+        if (from && (await newerThan(objects, namespace, from, stageVersion, seen?.revisions))) {
           log(`the active usage of Stage ${namespace}/${stage} names ${from}, newer than ${stageVersion}: left as it is`, { level: 'warn', namespace });
           return;
         }

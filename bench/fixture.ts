@@ -13,7 +13,7 @@ import { applyCrds } from '../k8s/crds.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { routeCrds } from '../scripts/route-crds.js';
 import { up } from '../scripts/env/control-plane.js';
-import { spawn, type StdioOptions } from 'node:child_process';
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { resumingWatch } from '../test/support/watch.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -138,6 +138,18 @@ export function spawnRole(cp: ControlPlane, role: string | readonly string[], sy
     stdio,
     detached: true,
   });
+}
+
+/** Stops a role spawnRole started (its process group: SIGTERM, as its Pod gets), once it exited. */
+export async function stopRole(child: ChildProcess): Promise<void> {
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  process.kill(-child.pid!, 'SIGTERM');
+  await exited;
+}
+
+/** Until the role on health port `port` answers /readyz with 200 (its informers listed, its workers run). */
+export function untilReady(port: number, what: string, timeoutMs: number, intervalMs: number): Promise<unknown> {
+  return pollUntil(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, timeoutMs, `${what} to be ready`, intervalMs);
 }
 
 /** The Node and libc settings a role's Deployment gives its container (deploy/base/workloads/). */

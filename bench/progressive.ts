@@ -33,7 +33,7 @@ import { freePort } from '../scripts/env/ports.js';
 import { executorTaskQueue } from '../shared/task-queues.js';
 import { sleepyExecutor } from '../test/support/executors.js';
 import { createExecutorWorker } from '../worker/executor-worker.js';
-import { seedBench, seededBenchSystem, seedSleepyPlan, spawnRole } from './fixture.js';
+import { seedBench, seededBenchSystem, seedSleepyPlan, spawnRole, untilReady } from './fixture.js';
 import { apiserverRequests, cpuNow, cpuProcesses, cpuSeconds, diff, numberArg, peakRssMiB, stats, writeResult } from './report.js';
 
 const PAIRS = Math.min(numberArg('pairs', 10), 16); // 2 StageVersions a pair, history limit 100
@@ -88,7 +88,7 @@ async function startRole(cp: ControlPlane, role: 'core' | 'watcher' | 'stage-con
     }
   };
   process.once('exit', orphaned);
-  await pollUntil(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, 300_000, `the ${role}${executorType ? ` ${executorType}` : ''} to be ready`, 100);
+  await untilReady(port, `the ${role}${executorType ? ` ${executorType}` : ''}`, 300_000, 100);
   return {
     role,
     pid: child.pid!,

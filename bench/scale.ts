@@ -29,7 +29,7 @@ import { freePort } from '../scripts/env/ports.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { buildDist } from '../scripts/dist.js';
 import { removeNamespaces } from '../test/support/namespaces.js';
-import { seedSleepyPlan, spawnRole } from './fixture.js';
+import { seedSleepyPlan, spawnRole, untilReady, stopRole } from './fixture.js';
 import { numberArg, peakRssMiB, stringArg, writeResult } from './report.js';
 import { forEachLimited } from '../shared/pool.js';
 
@@ -98,7 +98,7 @@ async function measure(role: 'watcher' | 'stage-controller', start: Start['start
   const writes: { at: number; what: string }[] = [];
   createInterface({ input: child.stdout! }).on('line', (l) => l.startsWith('[write] ') && writes.push({ at: performance.now(), what: l }));
   try {
-    await pollUntil(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, 300_000, `the ${role} to be ready`, 50);
+    await untilReady(port, `the ${role}`, 300_000, 50);
     const readyMs = performance.now() - begun;
     // Quiet: no write for QUIET_MS (its start-up work is done).
     await pollUntil(() => performance.now() - (writes.at(-1)?.at ?? begun + readyMs) >= QUIET_MS, 600_000, `the ${role} to go quiet`, 200);
@@ -117,8 +117,7 @@ async function measure(role: 'watcher' | 'stage-controller', start: Start['start
       workflowStarts: writes.filter((w) => / temporal start /.test(w.what)).length,
     };
   } finally {
-    process.kill(-child.pid!, 'SIGTERM');
-    await new Promise((r) => child.once('exit', r));
+    await stopRole(child);
   }
 }
 

@@ -25,7 +25,7 @@ import { freePort } from '../scripts/env/ports.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { buildDist } from '../scripts/dist.js';
 import { removeNamespaces } from '../test/support/namespaces.js';
-import { spawnRole } from './fixture.js';
+import { spawnRole, untilReady, stopRole } from './fixture.js';
 import { numberArg, peakRssMiB } from './report.js';
 import { forEachLimited } from '../shared/pool.js';
 
@@ -87,7 +87,7 @@ async function measure(hashShards: number): Promise<Run> {
     KONFIDENCE_LOG_LEVEL: 'warn',
   }, ['ignore', 'ignore', 'inherit']);
   try {
-    await pollUntil(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, 120_000, 'the watcher to be ready', 50);
+    await untilReady(port, 'the watcher', 120_000, 50);
     const readyMs = performance.now() - started;
     await pollUntil(async () => {
       const st = await objects.get('ControllerStatus', systemNs, 'watcher-hash-0');
@@ -97,8 +97,7 @@ async function measure(hashShards: number): Promise<Run> {
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     return { shards: hashShards, served, readyMs, servingMs, rssMiB: peakRssMiB(child.pid!), heapMiB: metric(text, 'nodejs_heap_size_used_bytes') / 2 ** 20 };
   } finally {
-    process.kill(-child.pid!, 'SIGTERM');
-    await new Promise((r) => child.once('exit', r));
+    await stopRole(child);
   }
 }
 

@@ -15,8 +15,7 @@ import { up } from '../scripts/env/control-plane.js';
 import { buildDist } from '../scripts/dist.js';
 import { repoRoot } from '../scripts/env/paths.js';
 import { freePort } from '../scripts/env/ports.js';
-import { pollUntil } from '../scripts/env/process.js';
-import { spawnRole } from './fixture.js';
+import { spawnRole, untilReady, stopRole } from './fixture.js';
 import { cpuSeconds, numberArg, peakRssMiB, stats, writeResult } from './report.js';
 
 const RUNS = numberArg('runs', 5);
@@ -44,11 +43,10 @@ async function start(way: Way): Promise<Start> {
   if (way === 'prebuilt') env.KONFIDENCE_WORKFLOW_BUNDLE = bundle;
   const child = spawnRole(cp, 'core', systemNs, env, ['ignore', 'ignore', 'inherit']);
   try {
-    await pollUntil(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, 120_000, 'the core worker to be ready', 20);
+    await untilReady(port, 'the core worker', 120_000, 20);
     return { way, readyMs: Math.round(performance.now() - begun), cpuSeconds: cpuSeconds(child.pid), peakRssMiB: peakRssMiB(child.pid!) };
   } finally {
-    process.kill(-child.pid!, 'SIGTERM');
-    await new Promise((r) => child.once('exit', r));
+    await stopRole(child);
   }
 }
 

@@ -219,11 +219,11 @@ export class StageController {
       // Sharded: a namespace the shard does not serve (yet) waits in the dirty set; so does one
       // whose caches have not listed yet (empty, they would look like a namespace without objects).
       const now = Date.now();
-      const due = [...this.dirty].filter(([n]) => this.informers.serves(n) && this.informers.listed(n)).map(([n, at]) => ({ n, at }));
-      const ns = due.find((d) => d.at <= now)?.n;
+      const passable = [...this.dirty].filter(([n]) => this.informers.serves(n) && this.informers.listed(n));
+      const ns = passable.find(([, due]) => due <= now)?.[0];
       // A standby keeps its dirty set (the watches run) and waits to be woken as leader.
       if (ns === undefined || !this.gate.acting()) {
-        const next = due.length > 0 && this.gate.acting() ? Math.max(0, Math.min(...due.map((d) => d.at)) - now) : undefined;
+        const next = passable.length > 0 && this.gate.acting() ? Math.min(...passable.map(([, due]) => due)) - now : undefined;
         await this.sleep(next);
         continue;
       }

@@ -10,15 +10,20 @@
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundleWorkflowCode } from '@temporalio/worker';
+import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { workflowsPath } from './workflows-path.js';
 
 /** The bundler's own records are progress noise; only its errors are said. */
 const quiet = { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: console.error };
 
+/** The bundle of the workflows at `entry` (default the project's), in memory. */
+export function bundleWorkflows(entry = workflowsPath): Promise<WorkflowBundleWithSourceMap> {
+  return bundleWorkflowCode({ workflowsPath: entry, logger: quiet as never });
+}
+
 /** Bundles the workflows and writes the bundle to `path` whole: a reader never finds half of it. */
 export async function writeWorkflowBundle(path: string): Promise<void> {
-  const { code } = await bundleWorkflowCode({ workflowsPath, logger: quiet as never });
+  const { code } = await bundleWorkflows();
   mkdirSync(dirname(path), { recursive: true });
   const partial = `${path}.${process.pid}.partial`;
   writeFileSync(partial, code);

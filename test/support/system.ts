@@ -3,7 +3,7 @@
  * system namespace, its own task queues, the real servers underneath.
  */
 import { readFile } from 'node:fs/promises';
-import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundle } from '@temporalio/worker';
+import { DefaultLogger, Runtime, type WorkflowBundle } from '@temporalio/worker';
 import { builtInExecutors } from '../../executors/index.js';
 import { failingExecutor, sleepyExecutor } from './executors.js';
 import { API_VERSION } from '../../api/group.js';
@@ -12,7 +12,7 @@ import { routeCrds } from '../../scripts/route-crds.js';
 import { CustomObjects, type CustomObject } from '../../k8s/custom-objects.js';
 import { k8s } from '../../k8s/client.js';
 import { startSystem, type RunningSystem, type SystemOptions } from '../../worker/system.js';
-import { workflowsPath } from '../../worker/workflows-path.js';
+import { bundleWorkflows } from '../../worker/workflow-bundle.js';
 import { freshNamespace, kubeConfig } from './cluster.js';
 import { temporalAddress, temporalNamespace } from './temporal.js';
 import { pollUntil } from '../../scripts/env/process.js';
@@ -34,7 +34,7 @@ export function workflowBundle(): Promise<WorkflowBundle> {
   const prebuilt = process.env.KONFIDENCE_WORKFLOW_BUNDLE;
   bundle ??= prebuilt
     ? readFile(prebuilt, 'utf8').then((code) => ({ code }))
-    : bundleWorkflowCode({ workflowsPath, logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: console.error } as never });
+    : bundleWorkflows();
   return bundle;
 }
 

@@ -4,14 +4,10 @@
  * of the core worker's CPU per activation at full load (bench:throughput, profiled). Workflow code
  * imports api/ for types only, and constants and functions from zod-free modules.
  */
-import { fileURLToPath } from 'node:url';
-import { bundleWorkflowCode } from '@temporalio/worker';
-import { quietBundler } from './support/temporal.js';
-
-const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
+import { bundleWorkflows } from '../../worker/workflow-bundle.js';
 
 it('the workflows load no zod at run time, and of api/ only its zod-free modules', async () => {
-  const { code } = await bundleWorkflowCode({ workflowsPath, logger: quietBundler as never });
+  const { code } = await bundleWorkflows();
   const modules = new Set([...code.matchAll(/"\.\/((?:node_modules\/)?[^"]+\.[cm]?[jt]s)"/g)].map((m) => m[1]!));
   expect([...modules].filter((m) => m.startsWith('workflows/')).length).toBeGreaterThan(0);
   expect([...modules].filter((m) => m.startsWith('node_modules/zod/'))).toEqual([]);

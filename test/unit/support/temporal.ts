@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundle } from '@temporalio/worker';
+import { DefaultLogger, Runtime, type WorkflowBundle } from '@temporalio/worker';
+import { bundleWorkflows } from '../../../worker/workflow-bundle.js';
 import { binCache, repoRoot, versions } from '../../../scripts/env/paths.js';
 
 try {
@@ -76,12 +77,9 @@ export async function timeSkippingEnv(): Promise<TestWorkflowEnvironment> {
 /** The project's workflows plus the test workflows of test/unit/support/workflows.ts. */
 export const testWorkflowsPath = fileURLToPath(new URL('./workflows.ts', import.meta.url));
 
-/** A logger for bundleWorkflowCode that says only errors. */
-export const quietBundler = { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: console.error };
-
 let bundle: Promise<WorkflowBundle> | undefined;
 /** Bundling takes seconds: once per test file. */
 export function testWorkflowBundle(): Promise<WorkflowBundle> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: testWorkflowsPath, logger: quietBundler as never });
+  bundle ??= bundleWorkflows(testWorkflowsPath);
   return bundle;
 }

@@ -1,0 +1,120 @@
+/**
+ * bench/step-shape — what one more step costs Temporal when nothing of ours runs in it: the shape of
+ * an activation's steps (bench/step-shape/workflow.ts: a local activity phase, then the executor's
+ * activity on another worker's task queue) on the local Temporal server, the workflow worker and the
+ * executor's worker each a process of its own, as the core and an executor run. Three modes:
+ *   bare: every activity returns at once (Temporal and the SDK alone);
+ *   writes: each local activity makes one apiserver write, the executor reads the route, writes its
+ *     record and then the route (the requests ADR-0012 asks of a step), on ConfigMaps;
+ *   executor only: bare, without the local activity phase (what that phase adds to a step).
+ * In interleaved pairs, a workflow of 2 steps (a plain switch's) and one of 6 (the canary's three
+ * weights of the same two steps): per step = (6-step median − 2-step median) / 4, and the ratio of
+ * the two medians printed beside it. bench/progressive.ts measures the same shape with ours in it.
+ * The dev server has one history shard, whose new tasks are read at most 20 times a second
+ * (history.transferProcessorMaxPollRPS): a workflow whose tasks come faster than that waits up to
+ * 50 ms for each (docs/performance.md, The canary). Not part of npm run bench: a diagnosis.
+ * Run: npx tsx bench/step-shape.ts [--pairs 10]
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { k8s, loadKubeConfig } from '../k8s/client.js';
+import { repoRoot } from '../scripts/env/paths.js';
+import { removeNamespaces } from '../test/support/namespaces.js';
+import { shapeActivities } from './step-shape/activities.js';
+import { numberArg, quantile, stringArg, writeResult } from './report.js';
+
+const role = stringArg('role');
+Runtime.install({ logger: new DefaultLogger('ERROR') });
+
+/** A role's process: the worker on `queue`, "ready" on stdout once it polls, stops on SIGTERM. */
+async function runRole(which: string): Promise<void> {
+  const queue = stringArg('queue')!;
+  const kc = loadKubeConfig(stringArg('kubeconfig'));
+  const connection = await NativeConnection.connect({ address: stringArg('address')! });
+  const worker = await Worker.create({
+    connection,
+    namespace: stringArg('namespace')!,
+    taskQueue: queue,
+    activities: shapeActivities(kc, stringArg('ns')!),
+    ...(which === 'workflows' ? { workflowsPath: join(repoRoot, 'bench', 'step-shape', 'workflow.ts') } : {}),
+  });
+  process.once('SIGTERM', () => worker.shutdown());
+  const running = worker.run();
+  console.log('ready');
+  await running;
+  await connection.close();
+}
+
+function startRole(which: string, args: string[]): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(repoRoot, 'bench', 'step-shape.ts'), '--role', which, ...args], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  process.once('exit', () => child.kill('SIGKILL'));
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`the ${which} worker exited with ${code} before it was ready`)));
+    createInterface({ input: child.stdout! }).on('line', (line) => line === 'ready' && resolve(child));
+  });
+}
+
+const stop = (child: ChildProcess) => new Promise((resolve) => (child.once('exit', resolve), child.kill('SIGTERM')));
+
+async function measure(): Promise<void> {
+  const PAIRS = numberArg('pairs', 10);
+  const { up } = await import('../scripts/env/control-plane.js');
+  const cp = await up(() => undefined);
+  const kc = loadKubeConfig(cp.kubeconfig);
+  const id = randomBytes(3).toString('hex');
+  const ns = `shape-${id}`;
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  await core.createNamespace({ body: { metadata: { name: ns } } });
+  for (const name of ['status', 'record', 'route']) await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name }, data: { weight: '0' } } });
+  const common = ['--address', cp.temporalAddress, '--namespace', cp.testTemporalNamespace, '--kubeconfig', cp.kubeconfig, '--ns', ns];
+  const [workflows, executor] = await Promise.all([
+    startRole('workflows', [...common, '--queue', `shape-core-${id}`]),
+    startRole('executor', [...common, '--queue', `shape-executor-${id}`]),
+  ]);
+  const connection = await Connection.connect({ address: cp.temporalAddress });
+  const client = new Client({ connection, namespace: cp.testTemporalNamespace });
+  let n = 0;
+  const modes = [
+    { mode: 'bare', says: 'Temporal and the SDK alone', writes: false, locals: true },
+    { mode: 'writes', says: "with a step's requests", writes: true, locals: true },
+    { mode: 'executorOnly', says: 'bare, no local activity phase', writes: false, locals: false },
+  ];
+  const run = async (steps: number, m: (typeof modes)[number]) => {
+    const started = performance.now();
+    await client.workflow.execute('shapeSteps', { taskQueue: `shape-core-${id}`, workflowId: `shape-${id}-${n++}`, args: [steps, `shape-executor-${id}`, m.writes, m.locals] });
+    return performance.now() - started;
+  };
+  const figures: Record<string, object> = {};
+  try {
+    for (const m of modes) {
+      await run(2, m); // unmeasured: the first run of each mode pays for its code's first use
+      const plain: number[] = [];
+      const canary: number[] = [];
+      for (let i = 0; i < PAIRS; i++) {
+        // Each side first in turn.
+        if (i % 2) canary.push(await run(6, m));
+        plain.push(await run(2, m));
+        if (!(i % 2)) canary.push(await run(6, m));
+      }
+      const p = quantile(plain, 0.5);
+      const c = quantile(canary, 0.5);
+      figures[m.mode] = { plainMs: Math.round(p), canaryMs: Math.round(c), perStepMs: Math.round((c - p) / 4), ratio: +(c / p).toFixed(2), plain: plain.map(Math.round), canary: canary.map(Math.round) };
+      console.log(`${m.says}: 2 steps ${Math.round(p)} ms, 6 steps ${Math.round(c)} ms (medians of ${PAIRS}): ${Math.round((c - p) / 4)} ms a step, ${(c / p).toFixed(2)} ×`);
+    }
+    console.log(`wrote ${writeResult('step-shape', { pairs: PAIRS, ...figures })}`);
+  } finally {
+    await connection.close();
+    await Promise.all([stop(workflows), stop(executor)]);
+    await removeNamespaces(kc, [ns]);
+  }
+}
+
+if (role) await runRole(role);
+else await measure();

@@ -140,11 +140,24 @@ export function spawnRole(cp: ControlPlane, role: string | readonly string[], sy
   });
 }
 
-/** Stops a role spawnRole started (its process group: SIGTERM, as its Pod gets), once it exited. */
-export async function stopRole(child: ChildProcess): Promise<void> {
+/**
+ * Stops a process group started detached (spawnRole's): SIGTERM, as a Pod gets, then SIGKILL after
+ * `graceMs`; resolves once its leader exited (at once if it had).
+ */
+export async function stopRole(child: ChildProcess, graceMs = 30_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  process.kill(-child.pid!, 'SIGTERM');
+  const signal = (name: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, name);
+    } catch {
+      // the group is gone already
+    }
+  };
+  signal('SIGTERM');
+  const killer = setTimeout(() => signal('SIGKILL'), graceMs);
   await exited;
+  clearTimeout(killer);
 }
 
 /** Until the role on health port `port` answers /readyz with 200 (its informers listed, its workers run). */

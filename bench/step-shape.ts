@@ -24,75 +24,96 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/wo
 import { k8s, loadKubeConfig } from '../k8s/client.js';
 import { repoRoot } from '../scripts/env/paths.js';
 import { removeNamespaces } from '../test/support/namespaces.js';
-import { shapeActivities } from './step-shape/activities.js';
-import { numberArg, quantile, stringArg, writeResult } from './report.js';
+import { CONFIG_MAPS, shapeActivities } from './step-shape/activities.js';
+import { stopRole } from './fixture.js';
+import { numberArg, stats, stringArg, writeResult } from './report.js';
 
 const role = stringArg('role');
+// Its default shutdown signals stop a role's worker on SIGTERM.
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 
-/** A role's process: the worker on `queue`, "ready" on stdout once it polls, stops on SIGTERM. */
+/** A role's process: the worker on `queue`; "ready" on stdout once it runs. */
 async function runRole(which: string): Promise<void> {
-  const queue = stringArg('queue')!;
   const kc = loadKubeConfig(stringArg('kubeconfig'));
   const connection = await NativeConnection.connect({ address: stringArg('address')! });
   const worker = await Worker.create({
     connection,
     namespace: stringArg('namespace')!,
-    taskQueue: queue,
+    taskQueue: stringArg('queue')!,
     activities: shapeActivities(kc, stringArg('ns')!),
     ...(which === 'workflows' ? { workflowsPath: join(repoRoot, 'bench', 'step-shape', 'workflow.ts') } : {}),
   });
-  process.once('SIGTERM', () => worker.shutdown());
   const running = worker.run();
   console.log('ready');
   await running;
   await connection.close();
 }
 
-function startRole(which: string, args: string[]): Promise<ChildProcess> {
+/** A role as its own process group (tsx runs the script in a child of its own), ready within a minute. */
+function startRole(which: string, args: string[], started: ChildProcess[]): Promise<void> {
   const child = spawn(process.execPath, [join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(repoRoot, 'bench', 'step-shape.ts'), '--role', which, ...args], {
     cwd: repoRoot,
     stdio: ['ignore', 'pipe', 'inherit'],
+    detached: true,
   });
-  process.once('exit', () => child.kill('SIGKILL'));
+  started.push(child);
   return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`the ${which} worker exited with ${code} before it was ready`)));
-    createInterface({ input: child.stdout! }).on('line', (line) => line === 'ready' && resolve(child));
+    const timer = setTimeout(() => reject(new Error(`the ${which} worker was not ready within 60 s`)), 60_000);
+    child.once('exit', (code) => reject(new Error(`the ${which} worker exited with ${code}`)));
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line === 'ready') (clearTimeout(timer), resolve());
+    });
   });
 }
 
-const stop = (child: ChildProcess) => new Promise((resolve) => (child.once('exit', resolve), child.kill('SIGTERM')));
-
 async function measure(): Promise<void> {
   const PAIRS = numberArg('pairs', 10);
+  if (!Number.isInteger(PAIRS) || PAIRS < 1) throw new Error('--pairs wants a whole number ≥ 1');
   const { up } = await import('../scripts/env/control-plane.js');
   const cp = await up(() => undefined);
   const kc = loadKubeConfig(cp.kubeconfig);
   const id = randomBytes(3).toString('hex');
   const ns = `shape-${id}`;
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  await core.createNamespace({ body: { metadata: { name: ns } } });
-  for (const name of ['status', 'record', 'route']) await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name }, data: { weight: '0' } } });
-  const common = ['--address', cp.temporalAddress, '--namespace', cp.testTemporalNamespace, '--kubeconfig', cp.kubeconfig, '--ns', ns];
-  const [workflows, executor] = await Promise.all([
-    startRole('workflows', [...common, '--queue', `shape-core-${id}`]),
-    startRole('executor', [...common, '--queue', `shape-executor-${id}`]),
-  ]);
-  const connection = await Connection.connect({ address: cp.temporalAddress });
-  const client = new Client({ connection, namespace: cp.testTemporalNamespace });
-  let n = 0;
-  const modes = [
-    { mode: 'bare', says: 'Temporal and the SDK alone', writes: false, locals: true },
-    { mode: 'writes', says: "with a step's requests", writes: true, locals: true },
-    { mode: 'executorOnly', says: 'bare, no local activity phase', writes: false, locals: false },
-  ];
-  const run = async (steps: number, m: (typeof modes)[number]) => {
-    const started = performance.now();
-    await client.workflow.execute('shapeSteps', { taskQueue: `shape-core-${id}`, workflowId: `shape-${id}-${n++}`, args: [steps, `shape-executor-${id}`, m.writes, m.locals] });
-    return performance.now() - started;
-  };
-  const figures: Record<string, object> = {};
+  const roles: ChildProcess[] = [];
+  // A role left running by a failure is killed with this process.
+  const orphans = () =>
+    roles.forEach((r) => {
+      try {
+        process.kill(-r.pid!, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    });
+  process.once('exit', orphans);
+  let connection: Connection | undefined;
   try {
+    await core.createNamespace({ body: { metadata: { name: ns } } });
+    for (const name of CONFIG_MAPS) await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name }, data: {} } });
+    const common = ['--address', cp.temporalAddress, '--namespace', cp.testTemporalNamespace, '--kubeconfig', cp.kubeconfig, '--ns', ns];
+    await Promise.all([
+      startRole('workflows', [...common, '--queue', `shape-core-${id}`], roles),
+      startRole('executor', [...common, '--queue', `shape-executor-${id}`], roles),
+    ]);
+    connection = await Connection.connect({ address: cp.temporalAddress });
+    const client = new Client({ connection, namespace: cp.testTemporalNamespace });
+    let n = 0;
+    const modes = [
+      { mode: 'bare', says: 'Temporal and the SDK alone', writes: false, locals: true },
+      { mode: 'writes', says: "with a step's requests", writes: true, locals: true },
+      { mode: 'executorOnly', says: 'bare, no local activity phase', writes: false, locals: false },
+    ];
+    const run = async (steps: number, m: (typeof modes)[number]) => {
+      const started = performance.now();
+      await client.workflow.execute('shapeSteps', {
+        taskQueue: `shape-core-${id}`,
+        workflowId: `shape-${id}-${n++}`,
+        args: [steps, `shape-executor-${id}`, m.writes, m.locals],
+        workflowExecutionTimeout: '1 minute',
+      });
+      return performance.now() - started;
+    };
+    const figures: Record<string, object> = {};
     for (const m of modes) {
       await run(2, m); // unmeasured: the first run of each mode pays for its code's first use
       const plain: number[] = [];
@@ -103,15 +124,18 @@ async function measure(): Promise<void> {
         plain.push(await run(2, m));
         if (!(i % 2)) canary.push(await run(6, m));
       }
-      const p = quantile(plain, 0.5);
-      const c = quantile(canary, 0.5);
-      figures[m.mode] = { plainMs: Math.round(p), canaryMs: Math.round(c), perStepMs: Math.round((c - p) / 4), ratio: +(c / p).toFixed(2), plain: plain.map(Math.round), canary: canary.map(Math.round) };
-      console.log(`${m.says}: 2 steps ${Math.round(p)} ms, 6 steps ${Math.round(c)} ms (medians of ${PAIRS}): ${Math.round((c - p) / 4)} ms a step, ${(c / p).toFixed(2)} ×`);
+      const p = stats(plain).median;
+      const c = stats(canary).median;
+      const perStepMs = Math.round((c - p) / 4);
+      const ratio = +(c / p).toFixed(2);
+      figures[m.mode] = { plainMs: p, canaryMs: c, perStepMs, ratio, plain: plain.map(Math.round), canary: canary.map(Math.round) };
+      console.log(`${m.says}: 2 steps ${p} ms, 6 steps ${c} ms (medians of ${PAIRS}): ${perStepMs} ms a step, ${ratio} ×`);
     }
     console.log(`wrote ${writeResult('step-shape', { pairs: PAIRS, ...figures })}`);
   } finally {
-    await connection.close();
-    await Promise.all([stop(workflows), stop(executor)]);
+    await connection?.close();
+    await Promise.all(roles.map((r) => stopRole(r)));
+    process.off('exit', orphans);
     await removeNamespaces(kc, [ns]);
   }
 }

@@ -8,7 +8,7 @@
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { ShapeActivities } from './activities.js';
 
-const local = proxyLocalActivities<ShapeActivities>({ startToCloseTimeout: '30 seconds' });
+const local = proxyLocalActivities<ShapeActivities>({ startToCloseTimeout: '30 seconds', retry: { maximumAttempts: 1 } });
 
 export async function shapeSteps(steps: number, executorQueue: string, writes: boolean, locals = true): Promise<void> {
   const executor = proxyActivities<ShapeActivities>({ taskQueue: executorQueue, startToCloseTimeout: '30 seconds', retry: { maximumAttempts: 1 } });

@@ -58,10 +58,10 @@ export function stageVersionActivities({ objects }: CoreDeps) {
     await objects.mergeMetadata('StageVersion', namespace, name, { annotations: { [ANNOTATION_ACTIVATED_BY]: null } });
   }
 
-  /** Whether the Stage's active usage names a newer StageVersion than `name`. */
-  async function servesNewer(namespace: string, name: string, stage: string): Promise<boolean> {
+  /** Whether the Stage's active usage names a newer StageVersion than `name` (by `known` revisions, else read). */
+  async function servesNewer(namespace: string, name: string, stage: string, known?: Record<string, number>): Promise<boolean> {
     const active: string | undefined = (await objects.get('StageVersionUsage', namespace, activeUsageName(stage)))?.spec?.stageVersionRef?.name;
-    return active !== undefined && active !== name && (await newerThan(objects, namespace, active, name));
+    return active !== undefined && active !== name && (await newerThan(objects, namespace, active, name, known));
   }
 
   return {
@@ -98,9 +98,10 @@ export function stageVersionActivities({ objects }: CoreDeps) {
     /**
      * The target of a switch starts serving and leaves activation in one request when the
      * in-activation mark is ours, as it is on every switch: the serving mark holds it from then on.
-     * Otherwise the two marks are written one by one.
+     * Otherwise the two marks are written one by one. `revisions`: the StageVersions' as the switch
+     * read them, which spare the reads of a late repeat's check.
      */
-    async serveInstead(namespace: string, name: string, stage: string, holder: string): Promise<void> {
+    async serveInstead(namespace: string, name: string, stage: string, holder: string, revisions?: Record<string, number>): Promise<void> {
       const activatedBy = annotationPath(ANNOTATION_ACTIVATED_BY);
       try {
         await objects.jsonPatch('StageVersion', namespace, name, [{ op: 'test', path: activatedBy, value: holder }, { op: 'remove', path: activatedBy }, { op: 'add', path: annotationPath(ANNOTATION_SERVING), value: stage }]);
@@ -110,7 +111,7 @@ export function stageVersionActivities({ objects }: CoreDeps) {
       }
       // The mark is not ours: a repeat of this switch (traded already), or a late one after a later
       // switch to a newer version, which must not leave this one marked serving (undeletable).
-      if (await servesNewer(namespace, name, stage)) return unmarkStageVersion(namespace, name, holder);
+      if (await servesNewer(namespace, name, stage, revisions)) return unmarkStageVersion(namespace, name, holder);
       await markServing(namespace, name, stage);
       await unmarkStageVersion(namespace, name, holder);
     },

@@ -43,7 +43,7 @@ export function switchServingActivities(parts: ServingParts) {
       if (i.stillServing && i.stillServing !== i.target) await parts.markServing(ns, i.stillServing, i.stage);
       // The target's serving mark replaces its in-activation mark: held throughout by one or the other.
       const seen = i.active !== undefined ? { active: i.active, uids: i.uids ?? {}, ...(i.revisions ? { revisions: i.revisions } : {}) } : undefined;
-      await Promise.all([parts.serveInstead(ns, i.target, i.stage, i.holder), parts.pointActiveUsage(ns, i.stage, i.stageUid, i.target, seen)]);
+      await Promise.all([parts.serveInstead(ns, i.target, i.stage, i.holder, i.revisions), parts.pointActiveUsage(ns, i.stage, i.stageUid, i.target, seen)]);
       await Promise.all([i.previous && i.previous !== i.target ? parts.markServing(ns, i.previous, null) : undefined, parts.releaseActivationUsage(i.ref, i.usageUid)]);
     },
   };

@@ -140,22 +140,36 @@ export function spawnRole(cp: ControlPlane, role: string | readonly string[], sy
   });
 }
 
+/** Signals the process group a detached child leads; a group gone already is no error. */
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    // the group is gone already
+  }
+}
+
+/** The exit guards killOnExit set, by child: stopRole takes its child's away. */
+const guards = new WeakMap<ChildProcess, () => void>();
+
+/** A benchmark that fails or is interrupted leaves no role running: the group is SIGKILLed as this process exits. */
+export function killOnExit(child: ChildProcess): void {
+  const guard = () => signalGroup(child, 'SIGKILL');
+  guards.set(child, guard);
+  process.once('exit', guard);
+}
+
 /**
  * Stops a process group started detached (spawnRole's): SIGTERM, as a Pod gets, then SIGKILL after
  * `graceMs`; resolves once its leader exited (at once if it had).
  */
 export async function stopRole(child: ChildProcess, graceMs = 30_000): Promise<void> {
+  const guard = guards.get(child);
+  if (guard) process.off('exit', guard);
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  const signal = (name: NodeJS.Signals) => {
-    try {
-      process.kill(-child.pid!, name);
-    } catch {
-      // the group is gone already
-    }
-  };
-  signal('SIGTERM');
-  const killer = setTimeout(() => signal('SIGKILL'), graceMs);
+  signalGroup(child, 'SIGTERM');
+  const killer = setTimeout(() => signalGroup(child, 'SIGKILL'), graceMs);
   await exited;
   clearTimeout(killer);
 }

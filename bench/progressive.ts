@@ -33,7 +33,7 @@ import { freePort } from '../scripts/env/ports.js';
 import { executorTaskQueue } from '../shared/task-queues.js';
 import { sleepyExecutor } from '../test/support/executors.js';
 import { createExecutorWorker } from '../worker/executor-worker.js';
-import { seedBench, seededBenchSystem, seedSleepyPlan, spawnRole, untilReady } from './fixture.js';
+import { killOnExit, seedBench, seededBenchSystem, seedSleepyPlan, spawnRole, stopRole, untilReady } from './fixture.js';
 import { apiserverRequests, cpuNow, cpuProcesses, cpuSeconds, diff, numberArg, peakRssMiB, stats, writeResult } from './report.js';
 
 const PAIRS = Math.min(numberArg('pairs', 10), 16); // 2 StageVersions a pair, history limit 100
@@ -78,26 +78,9 @@ async function startRole(cp: ControlPlane, role: 'core' | 'watcher' | 'stage-con
     KONFIDENCE_STAGES_PER_NAMESPACE: '0',
     KONFIDENCE_LOG_LEVEL: 'error',
   }, ['ignore', 'ignore', 'inherit']);
-  const exited = new Promise((r) => child.once('exit', r));
-  // A benchmark that fails or is interrupted leaves no role running (each is its own process group).
-  const orphaned = () => {
-    try {
-      process.kill(-child.pid!, 'SIGKILL');
-    } catch {
-      // gone already
-    }
-  };
-  process.once('exit', orphaned);
+  killOnExit(child);
   await untilReady(port, `the ${role}${executorType ? ` ${executorType}` : ''}`, 300_000, 100);
-  return {
-    role,
-    pid: child.pid!,
-    stop: async () => {
-      process.off('exit', orphaned);
-      process.kill(-child.pid!, 'SIGTERM');
-      await exited;
-    },
-  };
+  return { role, pid: child.pid!, stop: () => stopRole(child) };
 }
 
 // --- a canary of three weights against a plain switch ------------------------------------------

@@ -1,9 +1,9 @@
 /**
  * The Stage controller (ADR-0013, ADR-0012 step 1), level-triggered and shaped like a kubebuilder
- * reconciler: any change in a namespace marks it dirty (a route's spec included), and one pass
- * (a route's change waits ROUTE_PASS_DELAY_MS for others) observes (the namespace's Stages, StageVersions, usages and activations, and what their managed
- * routes hold), plans (decisions/stage.ts, pure: what to create, patch, delete and which status
- * each object should have) and acts. Every action is
+ * reconciler: any change in a namespace marks it dirty (a route's spec included, its pass a moment
+ * later: ROUTE_PASS_DELAY_MS), and one pass observes (the namespace's Stages, StageVersions, usages
+ * and activations, and what their managed routes hold), plans (decisions/stage.ts, pure: what to
+ * create, patch, delete and which status each object should have) and acts. Every action is
  * idempotent: creates tolerate "exists", deletes "gone", finalizer patches are conditional on the
  * resourceVersion read; at most one status write per object, none when it is unchanged. A pass that
  * changed something is followed by another through the watch events of its own writes.

@@ -159,6 +159,15 @@ export function executionActivities({ objects }: CoreDeps) {
       return names.filter((_, i) => (found[i]?.status?.record?.rules?.length ?? 0) > 0);
     },
 
+    /**
+     * Of these executions, which recorded a rule (a revert puts those back) and which are gone: a
+     * deleted one took its record along, so what it changed cannot be put back.
+     */
+    async executionRecords(namespace: string, names: string[]): Promise<{ recorded: string[]; gone: string[] }> {
+      const found = await Promise.all(names.map((name) => objects.get('ActivationExecution', namespace, name)));
+      return { recorded: names.filter((_, i) => (found[i]?.status?.record?.rules?.length ?? 0) > 0), gone: names.filter((_, i) => !found[i]) };
+    },
+
     /** Waits for an outside controller to finish an External execution; heartbeats so cancel reaches it. */
     async awaitExternalExecution(namespace: string, name: string): Promise<{ phase: string; message: string }> {
       const ctx = Context.current();

@@ -10,7 +10,7 @@ import { getTyped, listTyped, type Typed } from '../k8s/typed.js';
 import type { CoreDeps } from './deps.js';
 import { jsonPointer } from '../shared/json-pointer.js';
 import { activeUsageName } from '../shared/names.js';
-import { mayMoveActive } from '../decisions/activation.js';
+import { mayMoveActive, stageLoss, type StageLoss, type StageSeen } from '../decisions/activation.js';
 
 export interface StageState {
   stageUid: string;
@@ -18,6 +18,8 @@ export interface StageState {
   stageVersions: StageVersionInfo[];
   target: StageVersionInfo;
 }
+
+const seenOf = (st: Typed<'Stage'> | undefined): StageSeen | undefined => (st ? { uid: st.metadata.uid!, deleting: Boolean(st.metadata.deletionTimestamp) } : undefined);
 
 function toInfo(sv: Typed<'StageVersion'>): StageVersionInfo {
   return { name: sv.metadata.name!, ...(sv.metadata.uid ? { uid: sv.metadata.uid } : {}), revision: sv.spec.revision, vector: sv.spec.vector, ...(sv.spec.backend ? { backend: sv.spec.backend } : {}) };
@@ -65,10 +67,15 @@ export function stageVersionActivities({ objects }: CoreDeps) {
   }
 
   return {
-    /** The Stage's StageVersions; throws (non-retryable) when the Stage or the StageVersion is missing. */
-    async describeStage(namespace: string, stage: string, stageVersion: string): Promise<StageState> {
+    /**
+     * The Stage's StageVersions; throws (non-retryable) when the Stage is missing or being deleted
+     * (or, given the uid the activation validated, is another Stage of that name: StageDeleted),
+     * or when the StageVersion is missing.
+     */
+    async describeStage(namespace: string, stage: string, stageVersion: string, stageUid?: string): Promise<StageState> {
       const [st, all] = await Promise.all([getTyped(objects, 'Stage', namespace, stage), listTyped(objects, 'StageVersion', namespace)]);
-      if (!st) throw ApplicationFailure.nonRetryable(`Stage ${namespace}/${stage} does not exist`, 'StageNotFound');
+      const lost = stageLoss(namespace, stage, seenOf(st), stageUid);
+      if (lost) throw ApplicationFailure.nonRetryable(lost.message, lost.reason);
       const stageVersions = all.filter((sv) => sv.spec.stage === stage).map(toInfo).sort((a, b) => a.revision - b.revision);
       const target = stageVersions.find((sv) => sv.name === stageVersion);
       if (!target) {
@@ -78,7 +85,12 @@ export function stageVersionActivities({ objects }: CoreDeps) {
           'StageVersionNotFound',
         );
       }
-      return { stageUid: st.metadata.uid!, stageVersions, target };
+      return { stageUid: st!.metadata.uid!, stageVersions, target };
+    },
+
+    /** Whether the Stage the activation validated (by uid) is gone or going: one read, before a route write. */
+    async checkStage(namespace: string, stage: string, stageUid: string): Promise<StageLoss | undefined> {
+      return stageLoss(namespace, stage, seenOf(await getTyped(objects, 'Stage', namespace, stage)), stageUid);
     },
 
     /**

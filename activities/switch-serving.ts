@@ -31,13 +31,19 @@ export interface SwitchServingInput {
 }
 
 /** The activities switchServing is made of: the real ones, or a test's fakes of them. */
-type ServingParts = Pick<CoreParts, 'markServing' | 'pointActiveUsage' | 'releaseActivationUsage' | 'serveInstead'>;
+type ServingParts = Pick<CoreParts, 'checkStage' | 'markServing' | 'pointActiveUsage' | 'releaseActivationUsage' | 'serveInstead'>;
 
 export function switchServingActivities(parts: ServingParts) {
   return {
-    /** Safe to repeat: every part sets a value or removes what is still there. */
-    async switchServing(i: SwitchServingInput): Promise<void> {
+    /**
+     * Safe to repeat: every part sets a value or removes what is still there. Nothing is written
+     * for a Stage that is gone or being deleted: `stageLost` says why, and the workflow ends the
+     * activation StageDeleted instead.
+     */
+    async switchServing(i: SwitchServingInput): Promise<{ stageLost?: string }> {
       const ns = i.ref.namespace;
+      const lost = await parts.checkStage(ns, i.stage, i.stageUid);
+      if (lost) return { stageLost: lost.message };
       // The version a weight leaves a share to is held by the active usage until it moves: its
       // mark is written first, so that no moment finds it neither marked nor in use.
       if (i.stillServing && i.stillServing !== i.target) await parts.markServing(ns, i.stillServing, i.stage);
@@ -45,6 +51,7 @@ export function switchServingActivities(parts: ServingParts) {
       const seen = i.active !== undefined ? { active: i.active, uids: i.uids ?? {}, ...(i.revisions ? { revisions: i.revisions } : {}) } : undefined;
       await Promise.all([parts.serveInstead(ns, i.target, i.stage, i.holder, i.revisions), parts.pointActiveUsage(ns, i.stage, i.stageUid, i.target, seen)]);
       await Promise.all([i.previous && i.previous !== i.target ? parts.markServing(ns, i.previous, null) : undefined, parts.releaseActivationUsage(i.ref, i.usageUid)]);
+      return {};
     },
   };
 }

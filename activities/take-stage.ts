@@ -41,7 +41,8 @@ export function takeStageActivities(parts: StageParts) {
       const read = () =>
         Promise.all([
           parts.resolvePlan(i.executionPlan, i.namespace),
-          parts.describeStage(i.namespace, i.stage, i.stageVersion),
+          // The Stage the activation validated, by uid: one deleted meanwhile (or made anew) fails here.
+          parts.describeStage(i.namespace, i.stage, i.stageVersion, i.stageUid),
           parts.readActiveStageVersion(i.namespace, i.stage),
           parts.breakersApply(i.namespace),
         ]);

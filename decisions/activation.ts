@@ -77,6 +77,36 @@ export function orderVerdict(i: OrderInput): Verdict {
   return { run: true, ...(active.name === i.target.name ? {} : { previous: active }) };
 }
 
+// --- the Stage ---------------------------------------------------------------------------------
+
+/** The activation's Stage as one read found it; undefined when it does not exist. */
+export interface StageSeen {
+  uid: string;
+  deleting: boolean;
+}
+
+/** Why an activation's Stage is no longer one it may act for. */
+export interface StageLoss {
+  reason: 'StageNotFound' | 'StageDeleted';
+  message: string;
+}
+
+/**
+ * Whether an activation may act for its Stage as read now: not when it is missing, being deleted,
+ * or another Stage of the same name than the one it validated (`validatedUid`: the Stage is
+ * identified by its uid, never by its name alone). Before validation a missing Stage was never
+ * there (StageNotFound); after it, it was deleted.
+ */
+export function stageLoss(namespace: string, stage: string, seen: StageSeen | undefined, validatedUid?: string): StageLoss | undefined {
+  const name = `Stage ${namespace}/${stage}`;
+  if (!seen) return validatedUid ? { reason: 'StageDeleted', message: `${name} was deleted` } : { reason: 'StageNotFound', message: `${name} does not exist` };
+  if (validatedUid !== undefined && seen.uid !== validatedUid) {
+    return { reason: 'StageDeleted', message: `${name} was deleted (the Stage of that name now is another one, uid ${seen.uid})` };
+  }
+  if (seen.deleting) return { reason: 'StageDeleted', message: `${name} is being deleted` };
+  return undefined;
+}
+
 /**
  * Whether a switch to the revision `target` may move the Stage's active usage from where it found
  * it (`current`, when its move from what it read under the Lease was refused), and mark its target
@@ -195,10 +225,28 @@ export interface Ending {
   message: string;
 }
 
+/** What stopped an activation early: a cancel (with its reason), or its Stage lost (stageLoss's message). */
+export interface Stop {
+  reason?: string;
+  stageLost?: string;
+}
+
+/**
+ * How an activation ends when it is stopped `where` ("while waiting for Stage shop", "in step
+ * mesh"), with `state` saying what stayed applied: Cancelled, reason StageDeleted when its Stage
+ * went (whatever else asked it to stop), else reason Cancelled.
+ */
+export function stoppedEnding(where: string, stop: Stop, state?: string): Ending {
+  if (stop.stageLost) return { phase: 'Cancelled', reason: 'StageDeleted', message: `${stop.stageLost}: the activation stopped ${where}; ${state ?? 'no route was changed'}` };
+  return { phase: 'Cancelled', reason: 'Cancelled', message: `cancelled ${where}${because(stop.reason)}${state ? `; ${state}` : ''}` };
+}
+
 export interface FailureInput {
   step: string;
+  /** Where the activation stopped, when not in `step` ("before step mesh"). */
+  where?: string;
   firstError?: string;
-  cancelled?: { reason?: string };
+  cancelled?: Stop;
   onFailure: 'Stop' | 'Revert';
   /** What the revert did: every recorded rule put back, or some left changed. */
   revert?: 'done' | 'partial';
@@ -221,7 +269,7 @@ export function failureEnding(i: FailureInput): Ending {
   if (i.onFailure !== 'Revert') state = left;
   else if (i.revert === 'partial') state = `the revert failed for some tasks; ${left}`;
   else state = 'every task that ran was reverted: its routes are back as it found them';
-  if (i.cancelled) return { phase: 'Cancelled', reason: 'Cancelled', message: `cancelled in step ${i.step}${because(i.cancelled.reason)}; ${state}` };
+  if (i.cancelled) return stoppedEnding(i.where ?? `in step ${i.step}`, i.cancelled, state);
   return { phase: 'Failed', reason: 'TaskFailed', message: `${i.firstError ?? `step ${i.step} failed`}; ${state}` };
 }
 

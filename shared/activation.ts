@@ -61,6 +61,18 @@ export const cancelSignal = defineSignal<[ActionRequest]>('cancel');
 export const retryUpdate = defineUpdate<RequestResult, [ActionRequest]>('retry');
 export const retrySignal = defineSignal<[ActionRequest]>('retry');
 
+/**
+ * The watcher saw the activation's Stage deleted (or being deleted): the Stage of that uid, so that
+ * an activation of a new Stage of the same name ignores it. The workflow stops as for a cancel and
+ * ends Cancelled, reason StageDeleted; it also finds this out by itself before every route write.
+ */
+export interface StageDeletion {
+  namespace: string;
+  stage: string;
+  uid: string;
+}
+export const stageDeletedSignal = defineSignal<[StageDeletion]>('stageDeleted');
+
 /** Ends a pause, an approval or an inconclusive analysis of a progressive activation: the next step runs. */
 export const approveUpdate = defineUpdate<RequestResult, [ActionRequest]>('approve');
 export const approveSignal = defineSignal<[ActionRequest]>('approve');

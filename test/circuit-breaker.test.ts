@@ -3,19 +3,16 @@
  * a new activation then waits (CircuitOpen) without touching a route until the breaker is closed by
  * hand (the CLI) or by its sleep window; a rate limit spaces a burst's routing changes.
  */
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { CircuitBreaker, crdName, LABEL_VECTOR_ACTIVATION } from '../api/index.js';
 import { applyCrds, readCrdFiles } from '../k8s/crds.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { metricsText } from '../telemetry/metrics.js';
+import { konfidence } from './support/cli.js';
 import { kubectl } from './support/cluster.js';
 import { activate, seedActive, seedStage } from './support/scenario.js';
 import { create, object, phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
 import type { CustomObject } from '../k8s/custom-objects.js';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 let s: TestSystem;
 
 beforeAll(async () => {
@@ -48,18 +45,6 @@ async function executionsOf(activation: string): Promise<CustomObject[]> {
   return (await s.objects.list('ActivationExecution', s.ns)).filter((e) => e.metadata.labels?.[LABEL_VECTOR_ACTIVATION] === activation);
 }
 
-function cli(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(root, 'bin', 'konfidence.mjs'), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
 const gauge = async (name: string) => (await metricsText()).match(new RegExp(`^konfidence_circuit_breaker_state\\{breaker="${name}",scope="[^"]+"\\} (\\d)$`, 'm'))?.[1];
 
 it('K failures open the breaker; a new activation waits without a route change until `konfidence breaker close` closes it', async () => {
@@ -86,7 +71,7 @@ it('K failures open the breaker; a new activation waits without a route change u
   expect(waiting.status).toMatchObject({ phase: 'Waiting', message: expect.stringContaining('CircuitBreaker team') });
   expect(await executionsOf('ok-to-2')).toEqual([]);
 
-  const closed = await cli('breaker', 'close', 'team', '--system-namespace', s.systemNs);
+  const closed = await konfidence('breaker', 'close', 'team', '--system-namespace', s.systemNs);
   expect(closed).toMatchObject({ code: 0, stdout: expect.stringContaining('Closed (ClosedByHand)') });
   await waitFor(s, 'VectorActivation', 'ok-to-2', phaseIs('Succeeded', 'Failed'));
   expect((await waitFor(s, 'VectorActivation', 'ok-to-2', () => true)).status.phase).toBe('Succeeded');
@@ -95,7 +80,7 @@ it('K failures open the breaker; a new activation waits without a route change u
   expect(after.status).toMatchObject({ phase: 'Closed', reason: 'ClosedByHand', recentFailures: [], lastRequest: { outcome: 'Accepted', token: expect.stringMatching(/^konfidence\.cloud\/close=cli-/) } });
   expect(await gauge('team')).toBe('0');
 
-  const missing = await cli('breaker', 'status', 'nope', '--system-namespace', s.systemNs);
+  const missing = await konfidence('breaker', 'status', 'nope', '--system-namespace', s.systemNs);
   expect(missing.code).toBe(3);
 });
 
@@ -116,7 +101,7 @@ it('an all-namespaces breaker closes by itself after its sleep window, and the w
 
 it('a breaker opened by hand holds new activations until closed by hand; a cancel ends a waiting one with no route changed', async () => {
   await breaker('manual', { failureThreshold: 5, sleepWindowSeconds: 1 });
-  const opened = await cli('breaker', 'open', 'manual', '--system-namespace', s.systemNs);
+  const opened = await konfidence('breaker', 'open', 'manual', '--system-namespace', s.systemNs);
   const openedAt = Date.now();
   expect(opened).toMatchObject({ code: 0, stdout: expect.stringContaining('Open (OpenedByHand)') });
   expect(opened.stdout).toContain('closes only by hand');

@@ -12,47 +12,19 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { commands } from '../cli/commands/index.js';
 import { EXIT } from '../cli/exit-codes.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { binaries } from '../scripts/env/paths.js';
 import { freePort } from '../scripts/env/ports.js';
+import { BIN, exec, root } from './support/cli.js';
 import { seedSleepyPlan, seedStage } from './support/scenario.js';
 import { quickDefaultPlan } from './support/stages.js';
 import { phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const BIN = join(root, 'bin', 'konfidence.mjs');
-/** A CLI call that hangs is a failure, not a stuck test. */
-const CALL_DEADLINE_MS = 90_000;
-
 let s: TestSystem;
 let succeeded: string;
 let slow: string;
-
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs a command to its end, as a shell would; never rejects on a non-zero exit. */
-function exec(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), CALL_DEADLINE_MS);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 /** `konfidence ARGS -n <the test namespace>`, KUBECONFIG and TEMPORAL_* from the global setup. */
 const cli = (...args: string[]) => exec(process.execPath, [BIN, ...args, '-n', s.ns]);

@@ -6,18 +6,15 @@
  * name, as the admission policy requires), by Update and by the CLI; HTTP checks against a local
  * server; a newer activation superseding a canary at its gate.
  */
-import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
-import { join } from 'node:path';
 import { abortUpdate, activationWorkflowId, promoteUpdate } from '../shared/activation.js';
 import { HTTPROUTE, VIRTUALSERVICE, activate, routes, seedActive, seedRoutes, seedStage } from './support/scenario.js';
+import { konfidence } from './support/cli.js';
 import { kubectl } from './support/cluster.js';
 import { ERROR_RATIO_QUERY, startMetricsApp, type Health, type MetricsApp } from './support/metrics-app.js';
 import { create, object, phaseIs, readOther, startTestSystem, waitFor, type TestSystem } from './support/system.js';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 const prometheusUrl = process.env.KONFIDENCE_PROMETHEUS_URL!;
 let s: TestSystem;
 let app: MetricsApp;
@@ -67,17 +64,6 @@ const gateIs = (type: string) => (o: { status?: any }) => o.status?.progression?
 /** Both routes, whole: a restore must be exact. */
 async function specs(stage: string) {
   return Promise.all([readOther(s.kc, ...HTTPROUTE, s.ns, `${stage}-shop`), readOther(s.kc, ...VIRTUALSERVICE, s.ns, `${stage}-shop`)].map(async (r) => (await r).spec));
-}
-
-/** The CLI as a user runs it; resolves to its exit code and output. */
-function konfidence(...args: string[]): Promise<{ code: number; out: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(root, 'bin', 'konfidence.mjs'), ...args, '-n', s.ns], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => (out += String(d)));
-    child.stderr.on('data', (d) => (out += String(d)));
-    child.on('close', (code) => resolve({ code: code ?? -1, out }));
-  });
 }
 
 it('a healthy canary: 10 %, its analysis passes, 50 %, an approval signed by annotation, then 100 % on both executors', async () => {
@@ -144,13 +130,13 @@ it('no data follows the analysis rule: Failed fails at once; Inconclusive waits 
   await activate(s, 'unsure-to-2', 'unsure', 2, { executionPlan: 'unsure-plan' });
   const waiting = await waitFor(s, 'VectorActivation', 'unsure-to-2', gateIs('Inconclusive'), 60_000);
   expect(waiting.status.progression.analysisRuns[0]).toMatchObject({ phase: 'Inconclusive', inconclusive: 1 });
-  const cli = await konfidence('abort', 'unsure-to-2');
-  expect(cli).toMatchObject({ code: 0, out: expect.stringMatching(/^Accepted: abort accepted while InProgress \(asked by admin\)/) });
+  const cli = await konfidence('abort', 'unsure-to-2', '-n', s.ns);
+  expect(cli).toMatchObject({ code: 0, stdout: expect.stringMatching(/^Accepted: abort accepted while InProgress \(asked by admin\)/) });
   const va = await waitFor(s, 'VectorActivation', 'unsure-to-2', phaseIs('Succeeded', 'Failed'), 60_000);
   expect(va.status).toMatchObject({ phase: 'Failed', reason: 'Aborted', message: 'aborted at step 2/2 by admin; the traffic is back as recorded before the activation' });
   expect(await specs('unsure')).toEqual(before);
   // An abort after the end is refused, saying why.
-  expect(await konfidence('abort', 'unsure-to-2')).toMatchObject({ code: 1, out: expect.stringContaining('Refused: the activation is Failed; nothing waits') });
+  expect(await konfidence('abort', 'unsure-to-2', '-n', s.ns)).toMatchObject({ code: 1, stdout: expect.stringContaining('Refused: the activation is Failed; nothing waits') });
 });
 
 it('HTTP checks: a 2xx goes on to 100 %; a 4xx fails the activation and the traffic goes back', async () => {

@@ -4,7 +4,7 @@
  * (which cannot answer), each token handled once; and the progress query.
  */
 import { setHandler } from '@temporalio/workflow';
-import { answerRequest, type RequestAction } from '../decisions/activation.js';
+import { answerRequest, stageLoss, type RequestAction } from '../decisions/activation.js';
 import { answerProgression, type ProgressionAction, type ProgressionView } from '../decisions/progression.js';
 import {
   abortSignal,
@@ -18,8 +18,10 @@ import {
   promoteUpdate,
   retrySignal,
   retryUpdate,
+  stageDeletedSignal,
   type ActionRequest,
   type ActivationProgress,
+  type StageDeletion,
 } from '../shared/activation.js';
 
 type Action = RequestAction | ProgressionAction;
@@ -34,10 +36,20 @@ export class ActivationRequests {
   answer: { action: ProgressionAction; request: ActionRequest } | undefined;
   /** Where a progression is, for its answers; set while one runs. */
   progression: (() => ProgressionView) | undefined;
+  /** Why the activation's Stage is gone (decisions/activation.ts stageLoss), once it is known: it ends StageDeleted. */
+  stageLost: string | undefined;
   private readonly seen = new Set<string>();
+  /** The uid of the Stage the activation validated, once it did. */
+  private stageUid: string | undefined;
+  /** Stages the watcher saw deleted, by uid: one may be the activation's before it learns its uid. */
+  private readonly deletedStages = new Map<string, StageDeletion>();
 
   constructor(private readonly progress: ActivationProgress) {
     setHandler(progressQuery, () => progress);
+    setHandler(stageDeletedSignal, (deletion) => {
+      this.deletedStages.set(deletion.uid, deletion);
+      if (deletion.uid === this.stageUid) this.stageDeleted(deletion);
+    });
     const pairs = [
       [cancelSignal, cancelUpdate, 'cancel'],
       [retrySignal, retryUpdate, 'retry'],
@@ -63,6 +75,27 @@ export class ActivationRequests {
   /** The VectorActivation is gone (or going): no new step starts and the workflow closes. */
   deleted(): void {
     this.cancel ??= { reason: 'the VectorActivation was deleted', deleted: true };
+    this.close = true;
+  }
+
+  /** The activation validated the Stage of this uid: a deletion of it seen before counts now. */
+  knowStage(uid: string): void {
+    this.stageUid = uid;
+    const deletion = this.deletedStages.get(uid);
+    if (deletion) this.stageDeleted(deletion);
+  }
+
+  private stageDeleted({ namespace, stage, uid }: StageDeletion): void {
+    this.stageGone(stageLoss(namespace, stage, undefined, uid)!.message);
+  }
+
+  /**
+   * The activation's Stage is gone: no new step starts, what runs is cancelled, and the workflow
+   * closes after this attempt (a retry would only find the Stage missing).
+   */
+  stageGone(message: string): void {
+    this.stageLost ??= message;
+    this.cancel ??= { reason: message };
     this.close = true;
   }
 

@@ -4,12 +4,11 @@
  * run knows (its progress, the previous StageVersion, its marks); every decision is a pure function
  * of decisions/, and the methods observe, ask and act.
  */
-import { ApplicationFailure, CancellationScope, condition, isCancellation, setCurrentDetails, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, condition, isCancellation, patched, setCurrentDetails, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { LoadedActivation, ResolvedPlan } from '../activities/core.js';
 import type { VectorActivationPhase } from '../api/vector-activation.js';
 import {
   activationStatus,
-  because,
   closedOutProgress,
   failureEnding,
   initialProgress,
@@ -20,6 +19,7 @@ import {
   startedStep,
   stepOutcome,
   stepsToRun,
+  stoppedEnding,
   taskProgressOf,
   type ActivationReport,
   type Ending,
@@ -39,7 +39,7 @@ import { executionName } from '../shared/names.js';
 import type { ActivationRequests } from './activation-requests.js';
 import { BREAKER_ASK_AGAIN_SECONDS, passBreakers } from './breaker-gate.js';
 import { countsOnBreakers } from '../decisions/breaker.js';
-import { causeOf, messageOf } from './failures.js';
+import { causeOf, messageOf, stageLossOf } from './failures.js';
 import { StageAccess } from '../stage-lock/client.js';
 
 export interface RunOptions {
@@ -71,6 +71,8 @@ export class ActivationRun {
   private usageUid: string | undefined;
   /** What the active usage pointed at when read under the Lease (null: none). */
   private active: string | null = null;
+  /** The uid of the Stage this attempt validated: every later read of the Stage must find this one. */
+  private stageUid: string | undefined;
   /** The ActivationPhase search attribute as last upserted. */
   private upsertedPhase: string | undefined;
   /** The progression, while one runs: its report goes into every status written. */
@@ -116,13 +118,15 @@ export class ActivationRun {
     if (written.status === 'rejected') throw written.reason;
     if (described.status === 'rejected') return this.fail(described.reason);
     const before = described.value;
+    this.stageUid = before.stageUid;
+    this.requests.knowStage(before.stageUid);
     const lock = await access.acquire(
       before.target.revision,
       () => this.requests.cancelled,
       () => this.report('Waiting', 'WaitingForStage', `waiting for Stage ${va.stage} (lock ${access.lockId})`),
     );
     if (lock === 'superseded') return this.finish({ phase: 'Skipped', reason: SUPERSEDED_REASON, message: `superseded while waiting by the newer activation ${access.supersededBy}` });
-    if (lock === 'cancelled') return this.finish({ phase: 'Cancelled', reason: 'Cancelled', message: `cancelled while waiting for Stage ${va.stage}${because(this.requests.cancel?.reason)}` });
+    if (lock === 'cancelled') return this.finish(this.stopped(`while waiting for Stage ${va.stage}`));
     try {
       return await this.withStage(retry, before.stageUid);
     } catch (err) {
@@ -143,7 +147,11 @@ export class ActivationRun {
       const read = { stageVersion: va.stageVersion, ...(va.executionPlan ? { executionPlan: va.executionPlan } : {}), ...(va.created ? { created: va.created } : {}) };
       taken = await this.access.takeStage(stageUid, read, (message) => this.report('Waiting', 'WaitingForLease', message));
     } catch (err) {
-      return this.fail(err);
+      // Validated before the wait, the Stage is gone now: the activation stops, as when the watcher says so.
+      const lost = stageLossOf(err);
+      if (!lost) return this.fail(err);
+      this.requests.stageGone(lost);
+      return this.finish(this.stopped('before its first step'));
     }
     const { plan, stage, activeName, guarded } = taken;
     this.active = activeName ?? null;
@@ -163,7 +171,8 @@ export class ActivationRun {
     let limited = false;
     if (toRun.run.length > 0 && guarded) {
       const gate = await this.passBreakers(toRun.run[0]!, true);
-      if (!gate.admitted) return this.finish({ phase: 'Cancelled', reason: 'Cancelled', message: `cancelled while waiting at a CircuitBreaker${because(this.requests.cancel?.reason)}` });
+      // A breaker may have held it for long: the Stage is read again before the first route write.
+      if (!gate.admitted || !(await this.stageHeld())) return this.finish(this.stopped('while waiting at a CircuitBreaker'));
       limited = gate.limited;
     }
 
@@ -182,14 +191,18 @@ export class ActivationRun {
       if (outcome !== 'switch') return this.finish(outcome);
     } else {
       for (const [n, i] of toRun.run.entries()) {
-        if (limited && n > 0 && !(await this.passBreakers(i, false)).admitted) {
-          // Cancelled between steps: what ran is reverted as after a cancelled step.
-          return this.finish(await this.failure(plan, ctx, i));
-        }
+        // Cancelled between steps, or the Stage gone: what ran is reverted as after a cancelled step.
+        if (limited && n > 0 && !(await this.passBreakers(i, false)).admitted) return this.finish(await this.failure(plan, ctx, i));
+        if (n > 0 && !(await this.stageHeld())) return this.finish(await this.failure(plan, ctx, i, i, `before step ${plan.steps[i]!.name}`));
         if (await this.runStep(plan, ctx, i, n === 0, n < toRun.run.length - 1)) return this.finish(await this.failure(plan, ctx, i));
       }
     }
-    await this.switchServing(plan, stage);
+    const switched = await this.switchServing(plan, stage);
+    if (switched.stageLost) {
+      this.requests.stageGone(switched.stageLost);
+      const last = Math.max(lastRanStep(this.progress.steps), 0);
+      return this.finish(await this.failure(plan, ctx, last, last, 'before the switch'));
+    }
     const { previous } = this;
     return this.finish({ phase: 'Succeeded', reason: 'Activated', message: `Stage ${va.stage} now serves ${stage.target.name}${previous ? ` (was ${previous.name})` : ''}` });
   }
@@ -232,15 +245,35 @@ export class ActivationRun {
    * A previous StageVersion that a registration's weight leaves a share to stays marked serving:
    * the Stage controller takes the mark once no managed route sends it traffic.
    */
-  private async switchServing(plan: ResolvedPlan, { stageUid, target: { name: target }, stageVersions }: { stageUid: string; target: StageVersionInfo; stageVersions: StageVersionInfo[] }): Promise<void> {
+  private async switchServing(plan: ResolvedPlan, { stageUid, target: { name: target }, stageVersions }: { stageUid: string; target: StageVersionInfo; stageVersions: StageVersionInfo[] }): Promise<{ stageLost?: string }> {
     const { previous } = this;
     const previousKeeps = !plan.progression && plan.steps.some((st) => st.tasks.some((t) => weightOf(t.config) < 100));
     const old = previous ? (previousKeeps ? { stillServing: previous.name } : { previous: previous.name }) : {};
     const uids = Object.fromEntries(stageVersions.flatMap((sv) => (sv.uid ? [[sv.name, sv.uid]] : [])));
     const revisions = Object.fromEntries(stageVersions.map((sv) => [sv.name, sv.revision]));
     const known = { active: this.active, uids, revisions, ...(this.usageUid ? { usageUid: this.usageUid } : {}) };
-    await k8s.switchServing({ ref: this.ref, stage: this.va.stage, stageUid, target, ...old, holder: this.holder, ...known });
-    this.marked = undefined; // the active usage holds the target now
+    // A switch recorded before it could find the Stage gone returned nothing: it switched.
+    const switched = (await k8s.switchServing({ ref: this.ref, stage: this.va.stage, stageUid, target, ...old, holder: this.holder, ...known })) ?? {};
+    if (!switched.stageLost) this.marked = undefined; // the active usage holds the target now
+    return switched;
+  }
+
+  /**
+   * Whether the Stage this attempt validated is still there, read now (before a route write, or
+   * when a gate or an analysis wakes the run); gone or being deleted, the run is stopped as by a
+   * cancel and ends StageDeleted. The watcher usually says so sooner (stageDeletedSignal).
+   */
+  private async stageHeld(): Promise<boolean> {
+    if (this.requests.stageLost === undefined && this.stageUid !== undefined && patched('stage-checks')) {
+      const lost = await k8s.checkStage(this.ref.namespace, this.va.stage, this.stageUid);
+      if (lost) this.requests.stageGone(lost.message);
+    }
+    return this.requests.stageLost === undefined;
+  }
+
+  /** How the attempt ends when it stops `where` before a step ran: cancelled, or its Stage gone. */
+  private stopped(where: string): Ending {
+    return stoppedEnding(where, { ...(this.requests.cancel?.reason ? { reason: this.requests.cancel.reason } : {}), ...(this.requests.stageLost ? { stageLost: this.requests.stageLost } : {}) });
   }
 
   // --- a step -------------------------------------------------------------------------------
@@ -294,15 +327,25 @@ export class ActivationRun {
    * How an attempt ends after step i failed or was cancelled: reverted under Revert (every step up to
    * `through`: a progression's earlier rounds applied the steps after i too), else left applied.
    */
-  private async failure(plan: ResolvedPlan, ctx: TaskContext, i: number, through = i): Promise<Ending> {
+  private async failure(plan: ResolvedPlan, ctx: TaskContext, i: number, through = i, where?: string): Promise<Ending> {
     const step = plan.steps[i]!;
     const revert = plan.onFailure === 'Revert' ? await this.revertSteps(plan, ctx, through) : undefined;
     // Left applied (Stop): which refused tasks recorded a rule, and so may have changed it.
     const refused = revert ? [] : (this.progress.steps[i]?.tasks ?? []).flatMap((t) => (t.phase === 'Error' && t.execution ? [t.execution] : []));
     const recorded = refused.length ? { recorded: await k8s.recordedExecutions(this.ref.namespace, refused) } : {};
     const { firstError } = this;
-    const cancelled = this.requests.cancel;
-    return failureEnding({ step: step.name, ...(firstError ? { firstError } : {}), ...(cancelled ? { cancelled } : {}), onFailure: plan.onFailure, ...(revert ? { revert } : {}), progress: this.progress.steps, ...recorded });
+    const { cancel, stageLost } = this.requests;
+    const cancelled = cancel ? { ...(cancel.reason ? { reason: cancel.reason } : {}), ...(stageLost ? { stageLost } : {}) } : undefined;
+    return failureEnding({
+      step: step.name,
+      ...(where ? { where } : {}),
+      ...(firstError ? { firstError } : {}),
+      ...(cancelled ? { cancelled } : {}),
+      onFailure: plan.onFailure,
+      ...(revert ? { revert } : {}),
+      progress: this.progress.steps,
+      ...recorded,
+    });
   }
 
   // --- a progression: the plan's steps at each weight, gates between ------------------------
@@ -326,6 +369,8 @@ export class ActivationRun {
         if (down) order.reverse();
         for (const [n, i] of order.entries()) {
           if (limited && started && !(await this.passBreakers(i, false)).admitted) return this.failure(plan, ctx, i, Math.max(i, ran()));
+          // Every route write but the attempt's first (read under the Lease just before) reads the Stage first.
+          if (started && !(await this.stageHeld())) return this.failure(plan, ctx, i, Math.max(i, ran()), `before step ${plan.steps[i]!.name} at ${weight} %`);
           const first = !started;
           started = true;
           if (await this.runStep(plan, ctx, i, first, followed || n < order.length - 1)) return this.failure(plan, ctx, i, Math.max(i, ran()));
@@ -333,8 +378,9 @@ export class ActivationRun {
         return undefined;
       },
       restore: () => this.revertSteps(plan, context(), ran()),
-      cancelled: () => this.failure(plan, context(), Math.max(ran(), 0)),
+      cancelled: (where) => this.failure(plan, context(), Math.max(ran(), 0), undefined, where),
       report: (reason, message) => this.report('InProgress', reason, message),
+      checkStage: () => this.stageHeld(),
       newerWaiting: () => this.access.newerWaiting,
       holdLease: (seconds) => this.access.holdLease(seconds),
       vars: { namespace: ref.namespace, stage: va.stage, stageVersion: stage.target.name, ...(this.previous ? { previousStageVersion: this.previous.name } : {}), activation: ref.name },
@@ -363,27 +409,46 @@ export class ActivationRun {
 
   /**
    * Puts back what every task of steps [0..failedStep] that ran found before it changed anything
-   * (its execution's record), newest step first. A task that recorded no rule changed none.
+   * (its execution's record), newest step first. A task that recorded no rule changed none; one
+   * whose execution is gone cannot be put back, and makes the revert partial.
    */
   private async revertSteps(plan: ResolvedPlan, ctx: TaskContext, failedStep: number): Promise<'done' | 'partial'> {
     const ran = restoreOrder(this.progress.steps, failedStep);
-    const recorded = ran.length ? new Set(await k8s.recordedExecutions(this.ref.namespace, ran.flatMap((s) => s.tasks.map((t) => t.execution)))) : new Set<string>();
+    const { recorded, gone } = await this.recordsOf(ran.flatMap((s) => s.tasks.map((t) => t.execution)));
     let all = true;
     for (const { step: i, tasks } of ran) {
+      // A task that succeeded changed its rules: with its execution deleted (its namespace going, say)
+      // the record of what was there went too, and nothing of it can be put back.
+      const progress = this.progress.steps[i]!;
+      const lost = progress.tasks.filter((x) => x.phase === 'Succeeded' && x.execution !== undefined && gone.has(x.execution));
+      for (const t of lost) {
+        t.message = `ActivationExecution ${t.execution} is gone, and with it the record of what it changed: nothing of it was put back`;
+        this.firstError ??= `revert of ${t.registration}: ${t.message}`;
+      }
+      let ok = lost.length === 0;
       const done = tasks.filter((t) => recorded.has(t.execution));
-      if (done.length === 0) continue;
-      const step = plan.steps[i]!;
-      await this.report('InProgress', 'Reverting', `reverting step ${step.name}`);
-      const outcomes = await CancellationScope.nonCancellable(() =>
-        Promise.all(done.map((r) => runTask(ctx, i, step.name, step.tasks.find((t) => t.registration === r.registration)!, 'Revert', undefined, r.execution))),
-      );
-      const ok = outcomes.every((o) => o.ok);
+      if (done.length > 0) {
+        const step = plan.steps[i]!;
+        await this.report('InProgress', 'Reverting', `reverting step ${step.name}`);
+        const outcomes = await CancellationScope.nonCancellable(() =>
+          Promise.all(done.map((r) => runTask(ctx, i, step.name, step.tasks.find((t) => t.registration === r.registration)!, 'Revert', undefined, r.execution))),
+        );
+        ok &&= outcomes.every((o) => o.ok);
+        for (const o of outcomes.filter((x) => !x.ok)) this.firstError ??= `revert of ${o.registration}: ${o.message}`;
+      }
       // The step that failed stays Failed, put back or not: it is the one the status names.
-      if (this.progress.steps[i]!.phase !== 'Failed') this.progress.steps[i]!.phase = ok ? 'Reverted' : 'Failed';
+      if ((done.length > 0 || lost.length > 0) && progress.phase !== 'Failed') progress.phase = ok ? 'Reverted' : 'Failed';
       all &&= ok;
-      for (const o of outcomes.filter((x) => !x.ok)) this.firstError ??= `revert of ${o.registration}: ${o.message}`;
     }
     return all ? 'done' : 'partial';
+  }
+
+  /** Which executions recorded a rule, and which are gone (deleted with their records). */
+  private async recordsOf(names: string[]): Promise<{ recorded: Set<string>; gone: Set<string> }> {
+    if (names.length === 0) return { recorded: new Set(), gone: new Set() };
+    if (!patched('gone-records')) return { recorded: new Set(await k8s.recordedExecutions(this.ref.namespace, names)), gone: new Set() };
+    const { recorded, gone } = await k8s.executionRecords(this.ref.namespace, names);
+    return { recorded: new Set(recorded), gone: new Set(gone) };
   }
 
   // --- a close-out: the run before closed without finishing ---------------------------------

@@ -47,10 +47,15 @@ export interface ProgressionHost {
   round(weight: number, index: number, down: boolean, followed: boolean): Promise<Ending | undefined>;
   /** Puts back every rule a task of this attempt changed, as recorded before it. */
   restore(): Promise<'done' | 'partial'>;
-  /** Ends as a cancel in the middle of the progression does: reverted if the plan says Revert. */
-  cancelled(): Promise<Ending>;
+  /** Ends as a cancel in the middle of the progression does (stopped `where`): reverted if the plan says Revert. */
+  cancelled(where: string): Promise<Ending>;
   /** Writes the status (InProgress) with the progression's report. */
   report(reason: string, message: string): Promise<void>;
+  /**
+   * Reads the Stage when a gate or a measurement wakes the run: false when it is gone or being
+   * deleted (the run is then cancelled, and ends StageDeleted).
+   */
+  checkStage(): Promise<boolean>;
   /** A newer activation waits for the Stage. */
   newerWaiting(): { by: string; revision: number } | undefined;
   /** The Stage's Lease over a long gate: taken for that long instead of renewed (undefined: renewed again). */
@@ -167,7 +172,7 @@ export class Progression {
     const answer = this.host.requests.take();
     if (answer?.action === 'promote') return this.promoted(answer.request);
     if (answer?.action === 'abort') return { ending: await this.abort('Aborted', `aborted at ${stepLabel(this.spec, this.report.step)}${this.byWhom(answer.request)}`, answer.request) };
-    if (this.host.requests.cancelled) return { ending: await this.host.cancelled() };
+    if (this.host.requests.cancelled) return { ending: await this.host.cancelled(`at ${stepLabel(this.spec, this.report.step)}`) };
     if (this.host.newerWaiting()) return this.follow({ next: 'supersede' });
     const ended = this.backgroundEnded;
     if (ended && aborts(ended.phase)) return this.follow(this.failedAnalysis());
@@ -196,7 +201,7 @@ export class Progression {
       case 'promote':
         return 'promote';
       case 'cancel':
-        return { ending: await this.host.cancelled() };
+        return { ending: await this.host.cancelled(`at ${stepLabel(this.spec, this.report.step)}`) };
       case 'supersede': {
         const newer = this.host.newerWaiting()!;
         const message = `superseded at ${stepLabel(this.spec, this.report.step)} by the newer activation ${newer.by} (revision ${newer.revision}), which waits for the Stage`;
@@ -235,6 +240,8 @@ export class Progression {
     const timedOut = gate.until !== undefined && !(await condition(() => this.interrupted(), Math.max(gate.until - Date.now(), 1)));
     this.gate = undefined;
     await this.host.holdLease(undefined);
+    // Whatever woke it, a Stage that went meanwhile (and nobody said so) ends the run.
+    if (!(await this.host.checkStage())) return { next: afterGate(gate, 'cancelled') };
     const label = stepLabel(this.spec, this.report.step);
     if (timedOut) {
       const next = afterGate(gate, 'timedOut');
@@ -293,6 +300,7 @@ export class Progression {
         this.replace(current, r);
         current = r;
         await this.say('Analyzing', r.message ?? `analysis ${name}`);
+        await this.host.checkStage();
       },
       stop: () => this.interrupted(),
     });
@@ -318,6 +326,7 @@ export class Progression {
             this.replace(entry.run, r);
             entry.run = r;
             await this.say(this.gate ? gateReason(this.gate.type) : 'Analyzing', r.message ?? `analysis ${name}`);
+            await this.host.checkStage();
           },
           stop: () => entry.stop || this.ending === 'aborting',
         });

@@ -4,7 +4,7 @@ import { API_VERSION } from '../../api/group.js';
 import { parseDuration } from '../args.js';
 import { stringOption, type Command } from '../command.js';
 import type { Context } from '../context.js';
-import { EXIT, notFound, usageError } from '../exit-codes.js';
+import { CliError, EXIT, notFound, usageError } from '../exit-codes.js';
 import { activationName } from '../outcome.js';
 import { followToFinal } from '../follow.js';
 
@@ -16,7 +16,8 @@ export const activate: Command = {
   description: [
     "Creates a VectorActivation that switches STAGE's traffic to STAGEVERSION and prints its name",
     '(STAGEVERSION plus a random suffix, unless --name). Both must exist in the namespace and the',
-    'StageVersion must belong to the Stage. With --wait it follows the activation to its final phase and',
+    'StageVersion must belong to the Stage. The Stage owns the VectorActivation: deleting the Stage deletes it',
+    '(and stops it first, as any activation of a deleted Stage stops). With --wait it follows the activation to its final phase and',
     'exits 0 when the StageVersion serves the traffic (Succeeded, or Skipped as AlreadyActive), 1 when',
     'it does not (Failed, Cancelled, Skipped as Superseded or OlderThanActive), 5 at the deadline.',
   ].join('\n'),
@@ -45,11 +46,15 @@ export const activate: Command = {
     const explicit = stringOption(args, 'name');
     const plan = stringOption(args, 'plan');
     const timeoutMs = parseDuration('timeout', stringOption(args, 'timeout') ?? DEFAULT_TIMEOUT);
-    await checkTargets(ctx, stage, stageVersion);
+    const stageUid = await checkTargets(ctx, stage, stageVersion);
 
     const name = explicit ?? activationName(stageVersion, randomBytes(4).toString('hex').slice(0, 6));
     const spec = { stage, stageVersion, ...(plan ? { executionPlan: plan } : {}) };
-    const { object, created } = await ctx.objects.create({ apiVersion: API_VERSION, kind: 'VectorActivation', metadata: { name, namespace: ctx.namespace }, spec });
+    // Owned by the Stage (not as its controller: a person asked for it), so that it goes with the
+    // Stage, as ADR-0013 asks of everything that results from one.
+    const ownerReferences = [{ apiVersion: API_VERSION, kind: 'Stage', name: stage, uid: stageUid }];
+    const metadata = { name, namespace: ctx.namespace, ownerReferences };
+    const { object, created } = await ctx.objects.create({ apiVersion: API_VERSION, kind: 'VectorActivation', metadata, spec });
     if (!created && (object.spec?.stage !== stage || object.spec?.stageVersion !== stageVersion || object.spec?.executionPlan !== plan)) {
       throw usageError(`VectorActivation ${ctx.namespace}/${name} exists for Stage ${object.spec?.stage} → ${object.spec?.stageVersion}; choose another --name`);
     }
@@ -62,10 +67,15 @@ export const activate: Command = {
   },
 };
 
-/** Fails before creating anything when the activation could only fail: names the missing object. */
-async function checkTargets(ctx: Context, stage: string, stageVersion: string): Promise<void> {
+/**
+ * Fails before creating anything when the activation could only fail: names the missing object, or
+ * the Stage being deleted. Returns the Stage's uid.
+ */
+async function checkTargets(ctx: Context, stage: string, stageVersion: string): Promise<string> {
   const [s, sv] = await Promise.all([ctx.stage(stage), ctx.stageVersion(stageVersion)]);
   if (!s) throw notFound(`Stage ${stage}`, ctx.namespace, `list them with "kubectl get stages -n ${ctx.namespace}", or pass the namespace with -n`);
+  if (s.metadata.deletionTimestamp) throw new CliError(EXIT.failed, `Stage ${ctx.namespace}/${stage} is being deleted: an activation of it could only fail`);
   if (!sv) throw notFound(`StageVersion ${stageVersion}`, ctx.namespace, `list them with "kubectl get stageversions -n ${ctx.namespace}"`);
   if (sv.spec.stage !== stage) throw usageError(`StageVersion ${ctx.namespace}/${stageVersion} belongs to Stage ${sv.spec.stage}, not ${stage}`);
+  return s.metadata.uid!;
 }

@@ -16,7 +16,7 @@ import { holdActivation, skipBeforeStart } from '../../k8s/activation-store.js';
 import { apiMessage, type k8s } from '../../k8s/client.js';
 import type { CustomObject } from '../../k8s/custom-objects.js';
 import { NotLeaderError, type LeaderGate } from '../../k8s/leader-election.js';
-import { activationWorkflowId, cancelSignal } from '../../shared/activation.js';
+import { activationWorkflowId, cancelSignal, stageDeletedSignal, type StageDeletion } from '../../shared/activation.js';
 import { releaseLockSignal, stageLockWorkflowId } from '../../stage-lock/contract.js';
 import { refOf, workflowIdOf, type CachedActivation } from '../../shared/cached-activation.js';
 import { forEachLimited } from '../../shared/pool.js';
@@ -195,6 +195,16 @@ export class Acts {
       return;
     }
     return this.closeOut(o, run);
+  }
+
+  /** Tells an activation's workflow that its Stage is deleted; one that closed, or never started, ignores it. */
+  signalStageDeleted(workflowId: string, notice: StageDeletion): Promise<unknown> {
+    return this.tracker.run(notice.namespace, () =>
+      this.o.client.workflow
+        .getHandle(workflowId)
+        .signal(stageDeletedSignal, notice)
+        .catch(() => undefined),
+    );
   }
 
   /** Tells a deleted activation's workflow; one that closed or is gone ignores it. */

@@ -1,27 +1,29 @@
 /**
  * The activation controller (the "watcher" role): informers on VectorActivations keep one
  * activation workflow per unfinished object (workflow id from namespace, name and uid) and hand the
- * request annotations to it as Updates. Level-triggered: each event decides for its object
- * (plan-object.ts) and asks for its namespace's pass, which observes the namespace (observe.ts),
- * plans it (plan.ts: the Stage limit, a burst superseded before it starts, the burst's wait) and
- * acts (act.ts). A resync or a restart simply decides again: a finished object is never started
- * again unless a retry is asked for, and a workflow that closed without finishing its object is
- * found on the periodic sweep and its object brought back to truth.
+ * request annotations to it as Updates; informers on Stages tell the workflows of a Stage that is
+ * deleted (or being deleted) at once, which then stop and end StageDeleted. Level-triggered: each
+ * event decides for its object (plan-object.ts) and asks for its namespace's pass, which observes
+ * the namespace (observe.ts), plans it (plan.ts: the Stage limit, a burst superseded before it
+ * starts, the burst's wait) and acts (act.ts). A resync or a restart simply decides again: a
+ * finished object is never started again unless a retry is asked for, and a workflow that closed
+ * without finishing its object is found on the periodic sweep and its object brought back to truth.
  */
 import { coreDeps } from '../../activities/deps.js';
 import { isFinal } from '../../decisions/activation.js';
 import { BURST_QUIET_MS, BURST_SETTLE_MS } from '../../decisions/supersede.js';
 import { apiMessage } from '../../k8s/client.js';
 import { NotLeaderError } from '../../k8s/leader-election.js';
+import type { StageDeletion } from '../../shared/activation.js';
 import { stageOf, workflowIdOf, type CachedActivation } from '../../shared/cached-activation.js';
 import { componentLogger, type LogFn } from '../../telemetry/log.js';
 import { addWatchedSource, observeEventLag } from '../../telemetry/metrics.js';
 import { NamespacedInformers } from '../informers.js';
 import { Acts } from './act.js';
 import { Memory } from './memory.js';
-import { closedSince, readSupersession, slim, snapshot, watched } from './observe.js';
+import { closedSince, readSupersession, slim, slimStage, snapshot, watched } from './observe.js';
 import { planPass, type PassSnapshot } from './plan.js';
-import { fullSweep, handOver, planDeleted, planObject, sweepStep } from './plan-object.js';
+import { fullSweep, handOver, planDeleted, planObject, planStageEvent, sweepStep, type CachedStage } from './plan-object.js';
 import { carryOut } from './requests.js';
 import type { ActivationControllerOptions } from './options.js';
 
@@ -40,8 +42,12 @@ export class ActivationController {
   private readonly inFlight = new Set<string>();
   /** Per namespace, while its pass runs: whether another must follow it. */
   private readonly passes = new Map<string, { again: boolean }>();
-  /** Deletions seen while not acting (workflow id → when): the leader may have died before it saw them. */
-  private standbyDeletions = new Map<string, number>();
+  /** Deletions seen while not acting, by workflow id: the leader may have died before it saw them. */
+  private standbyDeletions = new Map<string, { at: number }>();
+  /** Stage deletions seen while not acting, by the workflow id of each activation to tell. */
+  private standbyStageDeletions = new Map<string, { at: number; notice: StageDeletion }>();
+  /** Uids of the Stages whose deletion their activations were told of: a deleting Stage's every change does not tell them again. */
+  private readonly toldStages = new Set<string>();
   private readonly log: LogFn;
   private startedAt = Date.now();
   private stopped = false;
@@ -56,14 +62,18 @@ export class ActivationController {
     this.log = o.log ?? componentLogger('watcher').fn();
     this.informers = new NamespacedInformers({
       kubeConfig: o.kubeConfig,
-      kinds: ['VectorActivation'],
+      kinds: ['VectorActivation', 'Stage'],
       ...(o.namespaces ? { namespaces: o.namespaces } : {}),
       ...(o.leadership ? { leadership: o.leadership } : {}),
       ...(o.sharded ? { sharded: true } : {}),
       ...(o.systemNamespace ? { systemNamespace: o.systemNamespace } : {}),
-      onChange: (type, obj) => (type === 'DELETED' ? this.deleted(obj as CachedActivation) : this.observe(obj as CachedActivation)),
+      onChange: (type, obj) => {
+        if (obj.kind === 'Stage') this.stageChanged(type, obj as CachedStage);
+        else if (type === 'DELETED') this.deleted(obj as CachedActivation);
+        else this.observe(obj as CachedActivation);
+      },
       onForget: (ns) => this.forget(ns),
-      slim: (obj) => slim(obj as CachedActivation),
+      slim: (obj) => (obj.kind === 'Stage' ? slimStage(obj) : slim(obj as CachedActivation)),
       log: this.log,
     });
     const { gate } = this.informers;
@@ -139,9 +149,30 @@ export class ActivationController {
 
   /** Deletions seen while not acting, in the namespaces it acts in now, go to their workflows. */
   private handDeletionsOver(): void {
-    const { signal, keep } = handOver(this.standbyDeletions, Date.now(), (ns) => this.informers.serves(ns));
-    this.standbyDeletions = keep;
-    for (const workflowId of signal) void this.acts.signalDeleted(workflowId);
+    const serves = (ns: string) => this.informers.serves(ns);
+    const deletions = handOver(this.standbyDeletions, Date.now(), serves);
+    this.standbyDeletions = deletions.keep;
+    for (const [workflowId] of deletions.signal) void this.acts.signalDeleted(workflowId);
+    const stageDeletions = handOver(this.standbyStageDeletions, Date.now(), serves);
+    this.standbyStageDeletions = stageDeletions.keep;
+    for (const [workflowId, { notice }] of stageDeletions.signal) void this.acts.signalStageDeleted(workflowId, notice);
+  }
+
+  /** A Stage deleted, or being deleted: its unfinished activations' workflows are told, once. */
+  private stageChanged(type: 'ADDED' | 'MODIFIED' | 'DELETED', stage: CachedStage): void {
+    const plan = planStageEvent(type, stage, this.cache.values(), this.toldStages);
+    const uid = stage.metadata?.uid;
+    if (uid && type === 'DELETED') this.toldStages.delete(uid);
+    else if (uid && plan) this.toldStages.add(uid);
+    if (!plan) return;
+    const { notice, workflowIds } = plan;
+    if (workflowIds.length > 0) this.log(`Stage ${notice.namespace}/${notice.stage} is deleted: telling ${workflowIds.length} unfinished activation(s)`, { namespace: notice.namespace, stage: notice.stage });
+    // A standby, or a shard that does not serve the namespace (yet): whoever serves it next tells them.
+    if (!this.informers.acting(notice.namespace)) {
+      for (const workflowId of workflowIds) this.standbyStageDeletions.set(workflowId, { at: Date.now(), notice });
+      return;
+    }
+    for (const workflowId of workflowIds) void this.acts.signalStageDeleted(workflowId, notice);
   }
 
   private observe(o: CachedActivation): void {
@@ -162,7 +193,7 @@ export class ActivationController {
     this.memory.deleted(ns, o.metadata!.uid!, workflowIdOf(o));
     const decision = planDeleted(o, acting);
     // A standby, or a shard that does not serve the namespace (yet): whoever serves it next hands it over.
-    if (decision === 'later') this.standbyDeletions.set(workflowIdOf(o), Date.now());
+    if (decision === 'later') this.standbyDeletions.set(workflowIdOf(o), { at: Date.now() });
     if (decision === 'signal') void this.acts.signalDeleted(workflowIdOf(o));
   }
 

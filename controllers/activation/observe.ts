@@ -10,6 +10,7 @@ import type { CachedActivation } from '../../shared/cached-activation.js';
 import type { WatchedActivation } from '../../telemetry/metrics.js';
 import { vectorActivation } from '../../workflows/activation.js';
 import type { PassSnapshot } from './plan.js';
+import type { CachedStage } from './plan-object.js';
 
 /**
  * What the controller keeps of an activation's status, in place (its informer and the uid cache
@@ -21,6 +22,14 @@ export function slim(o: CachedActivation): void {
   const { phase, reason, message, workflowId, requests, progression: p } = o.status;
   const progression = p ? { weight: p.weight, ...(p.gate?.type ? { gate: { type: p.gate.type } } : {}) } : undefined;
   o.status = Object.fromEntries(Object.entries({ phase, reason, message, workflowId, requests, progression }).filter(([, v]) => v !== undefined));
+}
+
+/** What the controller keeps of a Stage, in place: which one it is, and whether it is being deleted. */
+export function slimStage(o: CachedStage & { spec?: unknown; status?: unknown }): void {
+  const { name, namespace, uid, resourceVersion, deletionTimestamp } = o.metadata ?? {};
+  o.metadata = { name, namespace, uid, resourceVersion, ...(deletionTimestamp ? { deletionTimestamp } : {}) };
+  if (o.spec !== undefined) o.spec = undefined;
+  if (o.status !== undefined) o.status = undefined;
 }
 
 /** The namespace's cached activations, for a pass beginning now. */

@@ -8,7 +8,8 @@
 import { FINALIZER_CLOSE_OUT } from '../../api/group.js';
 import { isFinal } from '../../decisions/activation.js';
 import { watcherActions, type WatcherAction } from '../../decisions/watcher.js';
-import { workflowIdOf, type CachedActivation } from '../../shared/cached-activation.js';
+import type { StageDeletion } from '../../shared/activation.js';
+import { stageOf, workflowIdOf, type CachedActivation } from '../../shared/cached-activation.js';
 
 /** A request to carry out, keyed so that one already in flight is not carried out twice. */
 export interface RequestStep {
@@ -53,19 +54,44 @@ export function planDeleted(o: CachedActivation, acting: boolean): 'nothing' | '
   return acting ? 'signal' : 'later';
 }
 
+/** A Stage as the activation controller caches it: which one it is, and whether it is being deleted. */
+export interface CachedStage {
+  kind?: string;
+  metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; deletionTimestamp?: Date | string };
+}
+
+/**
+ * A Stage's event, when it is deleted or being deleted and its activations were not told yet:
+ * the notice, and the workflows of its unfinished activations to send it to (each acts only when it
+ * validated that Stage, by uid: an activation of a new Stage of the same name goes on).
+ * `told`: the uids of the Stages whose deletion was announced already.
+ */
+export function planStageEvent(
+  type: 'ADDED' | 'MODIFIED' | 'DELETED',
+  stage: CachedStage,
+  activations: Iterable<CachedActivation>,
+  told: ReadonlySet<string>,
+): { notice: StageDeletion; workflowIds: string[] } | undefined {
+  const { namespace, name, uid, deletionTimestamp } = stage.metadata ?? {};
+  if (!namespace || !name || !uid || told.has(uid)) return undefined;
+  if (type !== 'DELETED' && !deletionTimestamp) return undefined;
+  const workflowIds = [...activations].filter((o) => o.metadata?.namespace === namespace && stageOf(o) === name && !isFinal(o.status?.phase)).map(workflowIdOf);
+  return { notice: { namespace, stage: name, uid }, workflowIds };
+}
+
 /** Deletions seen while standby are handed to the workflows when it takes over, if this recent. */
 export const STANDBY_DELETIONS_KEPT_MS = 5 * 60_000;
 
 /**
- * Of the deletions seen while not acting (workflow id → when), those to hand to their workflows
- * now (in namespaces it acts in) and those still kept for later; the old ones go.
+ * Of the deletions seen while not acting (by workflow id: when, and what to tell), those to hand to
+ * their workflows now (in namespaces it acts in) and those still kept for later; the old ones go.
  */
-export function handOver(deletions: ReadonlyMap<string, number>, now: number, serves: (namespace: string) => boolean): { signal: string[]; keep: Map<string, number> } {
-  const signal: string[] = [];
-  const keep = new Map<string, number>();
-  for (const [workflowId, at] of deletions) {
-    if (!serves(workflowId.split('/')[1]!)) keep.set(workflowId, at);
-    else if (now - at <= STANDBY_DELETIONS_KEPT_MS) signal.push(workflowId);
+export function handOver<T extends { at: number }>(deletions: ReadonlyMap<string, T>, now: number, serves: (namespace: string) => boolean): { signal: [string, T][]; keep: Map<string, T> } {
+  const signal: [string, T][] = [];
+  const keep = new Map<string, T>();
+  for (const [workflowId, seen] of deletions) {
+    if (!serves(workflowId.split('/')[1]!)) keep.set(workflowId, seen);
+    else if (now - seen.at <= STANDBY_DELETIONS_KEPT_MS) signal.push([workflowId, seen]);
   }
   return { signal, keep };
 }

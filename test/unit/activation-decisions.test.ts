@@ -12,8 +12,10 @@ import {
   orderVerdict,
   reasonOf,
   releasesUsage,
+  stageLoss,
   stepOutcome,
   stepsToRun,
+  stoppedEnding,
   type StepProgress,
 } from '../../decisions/activation.js';
 import type { StageVersionInfo } from '../../executors/types.js';
@@ -37,6 +39,40 @@ describe('orderVerdict: an older version never overwrites a newer one, decided o
     if (!expected.run) expect((verdict as { message: string }).message).toMatch(/dev-\d/);
     if (expected.run && !('previous' in expected)) expect(verdict).not.toHaveProperty('previous');
   });
+});
+
+describe('stageLoss: an activation acts only for the Stage it validated, by uid, while it is not being deleted', () => {
+  const here = { uid: 'u1', deleting: false };
+  it.each([
+    ['validation: present', here, undefined, undefined],
+    ['validation: missing: it never was there', undefined, undefined, { reason: 'StageNotFound', message: 'Stage dev/shop does not exist' }],
+    ['validation: being deleted', { uid: 'u1', deleting: true }, undefined, { reason: 'StageDeleted', message: 'Stage dev/shop is being deleted' }],
+    ['later: the same Stage', here, 'u1', undefined],
+    ['later: missing: it was deleted', undefined, 'u1', { reason: 'StageDeleted', message: 'Stage dev/shop was deleted' }],
+    ['later: being deleted', { uid: 'u1', deleting: true }, 'u1', { reason: 'StageDeleted', message: 'Stage dev/shop is being deleted' }],
+    [
+      'later: a new Stage of the same name: the one validated was deleted',
+      { uid: 'u2', deleting: false },
+      'u1',
+      { reason: 'StageDeleted', message: 'Stage dev/shop was deleted (the Stage of that name now is another one, uid u2)' },
+    ],
+  ] as const)('%s', (_n, seen, validatedUid, loss) => expect(stageLoss('dev', 'shop', seen, validatedUid)).toEqual(loss));
+});
+
+describe('stoppedEnding: a stopped activation ends Cancelled, StageDeleted when its Stage went', () => {
+  it.each([
+    ['a cancel while waiting', 'while waiting for Stage shop', { reason: 'changed my mind' }, undefined, 'Cancelled', 'cancelled while waiting for Stage shop (changed my mind)'],
+    ['a cancel in a step, with what stayed', 'in step mesh', {}, 'steps left applied: gateway', 'Cancelled', 'cancelled in step mesh; steps left applied: gateway'],
+    ['the Stage went while waiting: nothing was changed', 'while waiting for Stage shop', { stageLost: 'Stage dev/shop was deleted' }, undefined, 'StageDeleted', 'Stage dev/shop was deleted: the activation stopped while waiting for Stage shop; no route was changed'],
+    [
+      'the Stage went, and a cancel too (the VectorActivation went with it): the Stage is why',
+      'before step mesh',
+      { reason: 'the VectorActivation was deleted', stageLost: 'Stage dev/shop is being deleted' },
+      'steps left applied: gateway',
+      'StageDeleted',
+      'Stage dev/shop is being deleted: the activation stopped before step mesh; steps left applied: gateway',
+    ],
+  ] as const)('%s', (_n, where, stop, state, reason, message) => expect(stoppedEnding(where, stop, state)).toEqual({ phase: 'Cancelled', reason, message }));
 });
 
 describe('mayMoveActive: a switch never moves the active usage onto an older revision than it names', () => {
@@ -117,6 +153,18 @@ describe('failureEnding: a failed activation says exactly what stayed applied', 
     ['Stop names the steps left applied', { onFailure: 'Stop' as const }, 'Failed', /boom; steps left applied: gateway$/],
     ['Revert that worked says so', { onFailure: 'Revert' as const, revert: 'done' as const }, 'Failed', /every task that ran was reverted/],
     ['a cancel after some steps names the steps left applied', { onFailure: 'Stop' as const, cancelled: { reason: 'annotation' } }, 'Cancelled', /cancelled in step mesh \(annotation\); steps left applied: gateway/],
+    [
+      'the Stage deleted before a step, Stop: the steps left applied',
+      { onFailure: 'Stop' as const, where: 'before step mesh', cancelled: { stageLost: 'Stage dev/shop was deleted' } },
+      'Cancelled',
+      /^Stage dev\/shop was deleted: the activation stopped before step mesh; steps left applied: gateway$/,
+    ],
+    [
+      'the Stage deleted before a step, Revert: put back',
+      { onFailure: 'Revert' as const, revert: 'done' as const, where: 'before step mesh', cancelled: { stageLost: 'Stage dev/shop was deleted' } },
+      'Cancelled',
+      /^Stage dev\/shop was deleted: the activation stopped before step mesh; every task that ran was reverted/,
+    ],
     [
       'a refused task that recorded a rule makes its step maybe partly applied',
       { onFailure: 'Stop' as const, progress: refusedMesh, recorded: ['va-1-mesh'] },

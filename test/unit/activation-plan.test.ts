@@ -10,7 +10,7 @@ import { NAMESPACE_LIMIT_REASON } from '../../decisions/fair-share.js';
 import { Memory } from '../../controllers/activation/memory.js';
 import { snapshot } from '../../controllers/activation/observe.js';
 import { emptyMemory, planPass, type NamespaceMemory, type PassSnapshot } from '../../controllers/activation/plan.js';
-import { fullSweep, handOver, planDeleted, planObject, STANDBY_DELETIONS_KEPT_MS, sweepStep } from '../../controllers/activation/plan-object.js';
+import { fullSweep, handOver, planDeleted, planObject, planStageEvent, STANDBY_DELETIONS_KEPT_MS, sweepStep } from '../../controllers/activation/plan-object.js';
 import { activationWorkflowId } from '../../shared/activation.js';
 import type { CachedActivation } from '../../shared/cached-activation.js';
 
@@ -236,10 +236,40 @@ describe('deletions', () => {
   ])('%s', (_n, phase, acting, decision) => expect(planDeleted(va('a', 's1', 1, phase ? { phase } : {}), acting)).toBe(decision));
 
   it('a takeover hands over the recent deletions of the namespaces it serves; old ones go', () => {
-    const seen = new Map([['vectoractivation/shop/a/u1', 100], ['vectoractivation/other/b/u2', 100], ['vectoractivation/shop/c/u3', 0]]);
+    const seen = new Map([['vectoractivation/shop/a/u1', { at: 100 }], ['vectoractivation/other/b/u2', { at: 100 }], ['vectoractivation/shop/c/u3', { at: 0 }]]);
     const { signal, keep } = handOver(seen, STANDBY_DELETIONS_KEPT_MS + 50, (ns) => ns === NS);
-    expect(signal).toEqual(['vectoractivation/shop/a/u1']);
+    expect(signal).toEqual([['vectoractivation/shop/a/u1', { at: 100 }]]);
     expect([...keep.keys()]).toEqual(['vectoractivation/other/b/u2']);
+  });
+});
+
+describe("a Stage's deletion: its unfinished activations are told, once", () => {
+  const stage = (extra: { deleting?: boolean; uid?: string; ns?: string } = {}) => ({
+    kind: 'Stage',
+    metadata: { name: 's1', namespace: extra.ns ?? NS, uid: extra.uid ?? 'stage-u1', ...(extra.deleting ? { deletionTimestamp: '2026-12-04T00:00:00Z' } : {}) },
+  });
+  const cached = [
+    va('a', 's1', 1, { phase: 'InProgress', workflowId: true }),
+    va('b', 's1', 2, { phase: 'Waiting' }),
+    va('c', 's1', 3),
+    va('d', 's1', 1, { phase: 'Succeeded' }),
+    va('e', 's2', 1, { phase: 'InProgress' }),
+    va('f', 's1', 1, { ns: 'other', phase: 'InProgress' }),
+  ];
+  const told = (...uids: string[]) => new Set(uids);
+  it.each([
+    ['deleted: every unfinished activation of that Stage in its namespace', 'DELETED', stage(), told(), ['a', 'b', 'c']],
+    ['being deleted (a finalizer holds it): the same', 'MODIFIED', stage({ deleting: true }), told(), ['a', 'b', 'c']],
+    ['listed while being deleted (a restart): the same', 'ADDED', stage({ deleting: true }), told(), ['a', 'b', 'c']],
+    ['a change of a Stage that stays: nothing', 'MODIFIED', stage(), told(), undefined],
+    ['its deletion told already: not again', 'MODIFIED', stage({ deleting: true }), told('stage-u1'), undefined],
+    ['gone after it was told while being deleted: not again', 'DELETED', stage(), told('stage-u1'), undefined],
+    ['another Stage of that name was told: this one still is', 'DELETED', stage({ uid: 'stage-u2' }), told('stage-u1'), ['a', 'b', 'c']],
+  ] as const)('%s', (_n, type, st, toldAlready, told) => {
+    const plan = planStageEvent(type, st, cached, toldAlready);
+    if (told === undefined) return expect(plan).toBeUndefined();
+    expect(plan!.notice).toEqual({ namespace: NS, stage: 's1', uid: st.metadata.uid });
+    expect(plan!.workflowIds).toEqual(told.map((n) => id(cached.find((o) => o.metadata!.name === n)!)));
   });
 });
 

@@ -14,7 +14,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { pollUntil } from '../../scripts/env/process.js';
-import { activationWorkflowId, cancelSignal, cancelUpdate, retryUpdate, type ActivationRef } from '../../shared/activation.js';
+import { activationWorkflowId, cancelSignal, cancelUpdate, retryUpdate, stageDeletedSignal, type ActivationRef } from '../../shared/activation.js';
 import { lockStateQuery, stageLockWorkflowId, type LockState } from '../../stage-lock/contract.js';
 import { vectorActivation, type ActivationOptions } from '../../workflows/activation.js';
 import { FakeCluster, type FakeActivationStatus } from './support/fake-cluster.js';
@@ -696,4 +696,99 @@ test('deletion: a cancel signal with deleted: true stops a running activation an
   expect(cluster.lease(ns, 'del')?.holder).toBeUndefined();
   expect(cluster.stageVersion(ns, 'del-2').activatedBy).toBeUndefined();
   expect(cluster.activeUsage(ns, 'del')).toBe('del-1');
+}, TEST_TIMEOUT);
+
+describe.each([
+  ['Stop', 'deleted'],
+  ['Revert', 'made anew under its name'],
+] as const)('the Stage lost while a step runs, with no watcher to say so (onFailure %s, Stage %s)', (onFailure, how) => {
+  test('the run reads the Stage before the next step, stops there and ends Cancelled (StageDeleted), writing nothing for it afterwards', async () => {
+    cluster.addStage(ns, 'gone', { 'gone-1': 1, 'gone-2': 2 }, 'gone-1');
+    cluster.stageVersion(ns, 'gone-1').serving = 'gone';
+    cluster.addPlan('gone-plan', { onFailure, steps: [{ name: 'gateway', tasks: ['gone-gw'] }, { name: 'mesh', tasks: ['gone-mesh'] }] });
+    cluster.behave('gone-gw', { kind: 'work', seconds: 1 });
+    const ref = activate('gone-to-2', 'gone', 'gone-2', 'gone-plan');
+    const handle = await start(ref);
+    await executorRunning('gone-gw');
+    const validated = cluster.stages.get(`${ns}/gone`)!.uid;
+    if (how === 'deleted') cluster.stages.delete(`${ns}/gone`);
+    else cluster.stages.set(`${ns}/gone`, { uid: 'another-stage' });
+    const stoppedAt = await env.currentTimeMs();
+
+    // Time is locked here: a workflow waiting for a retry would not close within this deadline.
+    await pollUntil(async () => !(await isOpen(handle)), 10_000, 'the workflow to close', 50);
+    expect((await handle.describe()).closeTime!.getTime() - stoppedAt).toBeLessThan(60_000);
+    const status = cluster.activation(ref).status;
+    const lost = how === 'deleted' ? 'Stage unit/gone was deleted' : 'Stage unit/gone was deleted (the Stage of that name now is another one, uid another-stage)';
+    const state = onFailure === 'Stop' ? 'steps left applied: gateway' : 'every task that ran was reverted: its routes are back as it found them';
+    expect(status).toMatchObject({ phase: 'Cancelled', reason: 'StageDeleted', message: `${lost}: the activation stopped before step mesh; ${state}` });
+    expect(cluster.callsOf(ref).map((c) => `${c.action} ${c.registration}`)).toEqual(onFailure === 'Stop' ? ['Apply gone-gw'] : ['Apply gone-gw', 'Revert gone-gw']);
+    // It validated the Stage by uid, and read it again (by that uid) before the second step.
+    expect(cluster.calls.filter((c) => c.activity === 'checkStage').map((c) => c.args)).toEqual([[ns, 'gone', validated]]);
+    // Nothing moved to the new version; the Lease, the mark and the lock are let go.
+    expect(cluster.activeUsage(ns, 'gone')).toBe('gone-1');
+    expect(cluster.stageVersion(ns, 'gone-2').serving).toBeUndefined();
+    expect(cluster.stageVersion(ns, 'gone-2').activatedBy).toBeUndefined();
+    expect(cluster.lease(ns, 'gone')?.holder).toBeUndefined();
+    await waitForLock('gone', (s) => !s.holder, 'the Stage lock to be free');
+  }, TEST_TIMEOUT);
+});
+
+test("the watcher's word: a deletion of another Stage of the same name (another uid) is ignored; of the Stage it validated, it stops the activation where it waits", async () => {
+  cluster.addStage(ns, 'told', { 'told-1': 1, 'told-2': 2, 'told-3': 3 }, 'told-1');
+  cluster.addPlan('told-plan', { onFailure: 'Stop', steps: [{ name: 'route', tasks: ['told-route'] }] });
+  const holder = await holdStage('told');
+  const other = activate('told-to-2', 'told', 'told-2', 'told-plan');
+  const mine = activate('told-to-3', 'told', 'told-3', 'told-plan');
+  // One at a time behind a holder (two waiting together would supersede the older one).
+  const handle = await start(other);
+  await waiting('told', other);
+  await handle.signal(stageDeletedSignal, { namespace: ns, stage: 'told', uid: 'an-older-stage' });
+  await holder.signal(finishSignal);
+  expect((await handle.result()).phase).toBe('Succeeded');
+
+  const holderAgain = await holdStage('told');
+  const waitingOne = await start(mine);
+  await waiting('told', mine);
+  await waitingOne.signal(stageDeletedSignal, { namespace: ns, stage: 'told', uid: cluster.stages.get(`${ns}/told`)!.uid });
+  const status = await phaseIs(mine, 'Cancelled');
+  expect(status).toMatchObject({ reason: 'StageDeleted', message: 'Stage unit/told was deleted: the activation stopped while waiting for Stage told; no route was changed' });
+  await pollUntil(async () => !(await isOpen(waitingOne)), 10_000, 'the workflow to close', 50);
+  expect(cluster.callsOf(mine)).toEqual([]);
+  await waitForLock('told', (s) => !s.waiting.some((w) => w.requester === activationWorkflowId(mine)), 'the lock to forget it');
+  // The holder lets the Stage go, and is awaited: one terminated while it does would stop time skipping.
+  await holderAgain.signal(finishSignal);
+  await holderAgain.result();
+}, TEST_TIMEOUT);
+
+test('a Stage being deleted fails a new activation at once (StageDeleted), before anything is held', async () => {
+  cluster.addStage(ns, 'going', { 'going-1': 1, 'going-2': 2 }, 'going-1');
+  cluster.stages.get(`${ns}/going`)!.deleting = true;
+  cluster.addPlan('going-plan', { onFailure: 'Stop', steps: [{ name: 'route', tasks: ['going-route'] }] });
+  const ref = activate('going-to-2', 'going', 'going-2', 'going-plan');
+  await start(ref);
+  // Polled in real time (time is locked): the failure comes at once, not after any wait.
+  const status = await phaseIs(ref, 'Failed');
+  expect(status).toMatchObject({ reason: 'StageDeleted', message: 'Stage unit/going is being deleted' });
+  expect(cluster.phases(ref)).toEqual(['Pending', 'Failed']);
+  expect(cluster.activationUsage(ref)).toBeUndefined();
+  expect(cluster.lease(ns, 'going')).toBeUndefined();
+}, TEST_TIMEOUT);
+
+test('a revert that finds a succeeded execution deleted (its record with it) does not claim the routes are back: it says what could not be put back', async () => {
+  cluster.addStage(ns, 'lost', { 'lost-1': 1, 'lost-2': 2 }, 'lost-1');
+  cluster.addPlan('lost-plan', { onFailure: 'Revert', steps: [{ name: 'gateway', tasks: ['lost-gw'] }, { name: 'mesh', tasks: ['lost-mesh'] }] });
+  cluster.behave('lost-mesh', { kind: 'hang' });
+  const ref = activate('lost-to-2', 'lost', 'lost-2', 'lost-plan');
+  const handle = await start(ref);
+  await executorRunning('lost-mesh');
+  cluster.executions.delete(`${ns}/lost-to-2-0-lost-gw`);
+  await handle.executeUpdate(cancelUpdate, { args: [{ reason: 'wrong version' }] });
+
+  const status = await phaseIs(ref, 'Cancelled');
+  expect(status.message).toBe('cancelled in step mesh (wrong version); the revert failed for some tasks; steps left applied: gateway; maybe partly applied: mesh');
+  // The step says which task could not be put back, and why.
+  expect(status.steps?.[0]).toMatchObject({ name: 'gateway', phase: 'Failed' });
+  expect(status.steps?.[0]?.tasks[0]).toMatchObject({ phase: 'Succeeded', message: 'ActivationExecution lost-to-2-0-lost-gw is gone, and with it the record of what it changed: nothing of it was put back' });
+  expect(cluster.callsOf(ref).map((c) => `${c.action} ${c.registration}`)).toEqual(['Apply lost-gw', 'Apply lost-mesh', 'Revert lost-mesh']);
 }, TEST_TIMEOUT);

@@ -296,3 +296,38 @@ test('a progression terminated at its gate is closed out under Revert: the lates
   for (const c of reverts) expect(c).toMatchObject({ unmovedOnly: true, unmovedAlso: [at(10), at(50), at(100), at(20)] });
   expect(cluster.activeUsage(ns, 'closed')).toBe('closed-1');
 });
+
+describe.each(['Stop', 'Revert'] as const)('a canary whose Stage is deleted at its approval, with no watcher to say so (onFailure %s)', (onFailure) => {
+  const state = onFailure === 'Stop' ? 'steps left applied: rules, routes' : 'every task that ran was reverted: its routes are back as it found them';
+
+  test('an approval wakes it: it reads the Stage, never switches, ends Cancelled (StageDeleted), reverted only under Revert', async () => {
+    const stage = `gate-${onFailure.toLowerCase()}`;
+    const ref = canary(stage, { steps: [{ setWeight: 10 }, { setWeight: 20 }, { pause: {} }] }, [errors], onFailure);
+    const handle = await start(ref);
+    await atGate(ref, 'Approval');
+    cluster.stages.delete(`${ns}/${stage}`);
+    await handle.executeUpdate(approveUpdate, { args: [{ by: 'admin' }] });
+
+    await pollUntil(() => (cluster.activation(ref).status.phase === 'Cancelled' ? true : undefined), 15_000, 'the canary to stop', 20);
+    expect(cluster.activation(ref).status).toMatchObject({ reason: 'StageDeleted', message: `Stage unit/${stage} was deleted: the activation stopped at step 3/3; ${state}` });
+    expect(weights(ref, `${stage}-dr`)).toEqual([10, 20]);
+    expect(cluster.callsOf(ref).filter((c) => c.action === 'Revert').map((c) => c.registration)).toEqual(onFailure === 'Revert' ? [`${stage}-vs`, `${stage}-dr`] : []);
+    expect(cluster.activeUsage(ns, stage)).toBe(`${stage}-1`);
+    expect(cluster.stageVersion(ns, `${stage}-2`).serving).toBeUndefined();
+    expect(cluster.lease(ns, stage)?.holder).toBeUndefined();
+  });
+
+  test("a background analysis's measurement wakes it at the gate, and it stops there", async () => {
+    const stage = `measured-${onFailure.toLowerCase()}`;
+    const ref = canary(stage, { steps: [{ setWeight: 10, name: 'ten' }, { setWeight: 20 }, { pause: {}, name: 'approval' }], background: [{ analysis: 'errors', from: 'ten' }] }, [{ ...errors, count: 100 }], onFailure);
+    cluster.metrics.set(`errors{version="${stage}-2"}`, [{ value: 0.01 }]);
+    await start(ref);
+    await atGate(ref, 'Approval');
+    cluster.stages.delete(`${ns}/${stage}`);
+    // A minute passes at the gate: the background run measures, and the run reads the Stage.
+    await env.sleep(90_000);
+    await pollUntil(() => (cluster.activation(ref).status.phase === 'Cancelled' ? true : undefined), 15_000, 'the canary to stop', 20);
+    expect(cluster.activation(ref).status).toMatchObject({ reason: 'StageDeleted', message: `Stage unit/${stage} was deleted: the activation stopped at step 3/3 (approval); ${state}` });
+    expect(cluster.activeUsage(ns, stage)).toBe(`${stage}-1`);
+  });
+});

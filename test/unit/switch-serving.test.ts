@@ -8,6 +8,8 @@ import { switchServingActivities, type SwitchServingInput } from '../../activiti
 interface World {
   active: string;
   marks: Set<string>;
+  /** The Stage is gone (or going): the switch must write nothing. */
+  stageGone?: boolean;
   /** Every moment a StageVersion that must stay held was neither active nor marked. */
   unheld: string[];
 }
@@ -23,6 +25,7 @@ function parts(world: World, mustHold: string[], delays: Record<string, number>)
       }, delays[part] ?? 0),
     );
   return {
+    checkStage: async () => (world.stageGone ? { reason: 'StageDeleted' as const, message: 'Stage dev/shop was deleted' } : undefined),
     markServing: (_ns: string, name: string, stage: string | null) => land(`markServing ${name}`, () => (stage === null ? world.marks.delete(name) : world.marks.add(name))),
     pointActiveUsage: (_ns: string, _stage: string, _uid: string, sv: string) => land('pointActiveUsage', () => (world.active = sv)),
     serveInstead: (_ns: string, name: string, stage: string) => land(`serveInstead ${name}`, () => world.marks.add(name) && void stage),
@@ -58,5 +61,13 @@ describe('switchServing: a version that serves on is never unheld', () => {
     expect(world.unheld).toEqual([]);
     expect(world.active).toBe('shop-2');
     expect([...world.marks]).toEqual(['shop-2']);
+  });
+
+  it('the Stage is gone: nothing is written for it, and the switch says why', async () => {
+    const world: World = { active: 'shop-1', marks: new Set(['shop-1']), unheld: [], stageGone: true };
+    const switched = await switchServingActivities(parts(world, ['shop-1'], {})).switchServing(input({ previous: 'shop-1' }));
+    expect(switched).toEqual({ stageLost: 'Stage dev/shop was deleted' });
+    expect(world.active).toBe('shop-1');
+    expect([...world.marks]).toEqual(['shop-1']);
   });
 });

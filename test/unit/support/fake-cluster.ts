@@ -13,7 +13,7 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import { composeActivities, type ActivationActivities, type CoreParts, type PlannedTask, type ResolvedPlan, type StageState } from '../../../activities/core.js';
 import type { ExecutorActivities } from '../../../activities/execute-task.js';
 import type { ExecutionStatusWrite, ExecutionToCreate } from '../../../activities/executions.js';
-import { activationStatus, type ActivationReport, type StepProgress } from '../../../decisions/activation.js';
+import { activationStatus, stageLoss, type ActivationReport, type StepProgress } from '../../../decisions/activation.js';
 import { carriedConditions, mergePatched, sameJson, type KnownStatus, type WorkflowStatus } from '../../../decisions/status-write.js';
 import type { AnalysisRules, QueryResult } from '../../../decisions/analysis.js';
 import type { ProgressionSpec } from '../../../decisions/progression.js';
@@ -141,7 +141,7 @@ type ActivityName = keyof CoreParts;
 
 export class FakeCluster {
   readonly systemNamespace = 'konfidence-system';
-  readonly stages = new Map<string, { uid: string }>();
+  readonly stages = new Map<string, { uid: string; deleting?: boolean }>();
   readonly stageVersions = new Map<string, FakeStageVersion>();
   /** ns/stage → the StageVersion the Stage's "active" usage names. */
   readonly activeUsages = new Map<string, string>();
@@ -454,6 +454,10 @@ export class FakeCluster {
         }
       },
       recordedExecutions: async (namespace, names) => names.filter((n) => this.executions.get(key(namespace, n))?.recorded),
+      executionRecords: async (namespace, names) => ({
+        recorded: names.filter((n) => this.executions.get(key(namespace, n))?.recorded),
+        gone: names.filter((n) => !this.executions.has(key(namespace, n))),
+      }),
       awaitExternalExecution: async (namespace, name) => {
         const ctx = Context.current();
         for (;;) {
@@ -466,9 +470,10 @@ export class FakeCluster {
       },
 
       // stage-versions.ts
-      describeStage: async (namespace, stage, stageVersion): Promise<StageState> => {
+      describeStage: async (namespace, stage, stageVersion, stageUid): Promise<StageState> => {
         const st = this.stages.get(key(namespace, stage));
-        if (!st) throw ApplicationFailure.nonRetryable(`Stage ${namespace}/${stage} does not exist`, 'StageNotFound');
+        const lost = stageLoss(namespace, stage, st && { uid: st.uid, deleting: st.deleting === true }, stageUid);
+        if (lost || !st) throw ApplicationFailure.nonRetryable(lost!.message, lost!.reason);
         const all = [...this.stageVersions.values()].filter((sv) => sv.namespace === namespace);
         const stageVersions: StageVersionInfo[] = all
           .filter((sv) => sv.stage === stage)
@@ -483,6 +488,10 @@ export class FakeCluster {
           );
         }
         return { stageUid: st.uid, stageVersions, target };
+      },
+      checkStage: async (namespace, stage, stageUid) => {
+        const st = this.stages.get(key(namespace, stage));
+        return stageLoss(namespace, stage, st && { uid: st.uid, deleting: st.deleting === true }, stageUid);
       },
       markStageVersion: async (namespace, name, holder) => {
         const sv = this.stageVersions.get(key(namespace, name));

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local control plane from the Go module proxy, once per version:
 #   temporal (Temporal CLI dev server with the UI), etcd, kube-apiserver, kube-controller-manager
-#   (garbage collection) and kubectl; for the postgres profile temporal-server, temporal-sql-tool
+#   (garbage collection) and kubectl, Traefik (the local Gateway API gateway); for the postgres profile temporal-server, temporal-sql-tool
 #   (with the server's PostgreSQL schema files) and temporal-ui-server, plus Debian's PostgreSQL;
 #   Debian's Prometheus, unpacked.
 # Binaries land in $KONFIDENCE_BIN_CACHE (default ~/.cache/konfidence-activation/bin), outside any
@@ -69,6 +69,13 @@ build_kubernetes() {
     go build -ldflags "$ldflags" -o "$out/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager)
 }
 
+build_traefik() {
+  require_pin traefik "github.com/traefik/traefik/v3 $TRAEFIK_VERSION"
+  # Its Gateway API dependency is the CRD version the local control plane installs.
+  require_pin traefik "sigs.k8s.io/gateway-api $GATEWAY_API_VERSION"
+  (cd "$root/scripts/build/traefik" && go build -ldflags "-s -w" -o "$out/traefik" github.com/traefik/traefik/v3/cmd/traefik)
+}
+
 # `go install` names both binaries `server`: each goes to a folder of its own, then is renamed.
 install_as() { # NAME PACKAGE@VERSION: go install into $out/NAME
   local tmp; tmp=$(mktemp -d "$out/.gobin-XXXXXX")
@@ -106,6 +113,7 @@ build temporal "$TEMPORAL_CLI_VERSION" temporal -- build_temporal
 build temporal-server "$TEMPORAL_SERVER_VERSION" temporal-server temporal-sql-tool -- build_temporal_server
 build temporal-ui-server "$TEMPORAL_UI_SERVER_VERSION" temporal-ui-server -- build_temporal_ui
 build etcd "$ETCD_VERSION" etcd -- build_etcd
+build traefik "$TRAEFIK_VERSION" traefik -- build_traefik
 build kubernetes "$KUBERNETES_VERSION" kube-apiserver kubectl kube-controller-manager -- build_kubernetes
 
 # --- PostgreSQL for the postgres profile: Debian's server package, pinned to its major version ----

@@ -1,8 +1,9 @@
 /**
  * The route CRDs as their projects publish them, so that the executors are tested against the real
- * schemas (CEL rules, defaults) and not a hand-written subset: HTTPRoute from the Go module
- * sigs.k8s.io/gateway-api, VirtualService and DestinationRule from istio.io/api, at the versions
- * pinned in scripts/versions.env. `go mod download` fetches a module from the Go module proxy into
+ * schemas (CEL rules, defaults) and not a hand-written subset: the Gateway API's standard channel
+ * (HTTPRoute, and the kinds the local gateway watches beside it: GatewayClass, Gateway, GRPCRoute,
+ * ReferenceGrant, BackendTLSPolicy) from the Go module sigs.k8s.io/gateway-api, VirtualService and
+ * DestinationRule from istio.io/api, at the versions pinned in scripts/versions.env. `go mod download` fetches a module from the Go module proxy into
  * the module cache; the documents we need are copied to a cache keyed by version, outside any clone
  * (like the binaries), so a warm machine reads files and a fresh one fetches on first use.
  *
@@ -33,7 +34,12 @@ const SOURCES: Source[] = [
   {
     module: 'sigs.k8s.io/gateway-api',
     versionKey: 'GATEWAY_API_VERSION',
-    files: { 'config/crd/standard/gateway.networking.k8s.io_httproutes.yaml': ['httproutes.gateway.networking.k8s.io'] },
+    files: Object.fromEntries(
+      ['httproutes', 'gatewayclasses', 'gateways', 'grpcroutes', 'referencegrants', 'backendtlspolicies'].map((plural) => [
+        `config/crd/standard/gateway.networking.k8s.io_${plural}.yaml`,
+        [`${plural}.gateway.networking.k8s.io`],
+      ]),
+    ),
   },
   {
     module: 'istio.io/api',
@@ -106,7 +112,7 @@ export function routeCrdDirs(): string[] {
   return SOURCES.map(fetchSource);
 }
 
-/** HTTPRoute, VirtualService and DestinationRule CRDs at the pinned versions, ready for applyCrds. */
+/** The Gateway API's standard CRDs, VirtualService and DestinationRule at the pinned versions, ready for applyCrds. */
 export function routeCrds(): k8s.V1CustomResourceDefinition[] {
   return routeCrdDirs().flatMap((dir) => readCrdFiles(dir));
 }

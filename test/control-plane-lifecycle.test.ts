@@ -13,6 +13,7 @@ process.env.KONFIDENCE_ENV_DIR = stateDir;
 // Imported after the variable is set: paths.ts reads it once.
 const controlPlane = await import('../scripts/env/control-plane.js');
 const { kubectl } = await import('./support/cluster.js');
+const { isAlive } = await import('../scripts/env/process.js');
 
 const kubectlOn = (cp: ControlPlane, ...args: string[]) => kubectl('--kubeconfig', cp.kubeconfig, ...args);
 
@@ -33,10 +34,16 @@ describe('control plane lifecycle', () => {
     expect(second.ports).toEqual(first.ports);
     expect(await kubectlOn(second, 'get', 'configmap', 'survivor', '-n', 'default', '-o', 'jsonpath={.data.k}')).toBe('v');
 
+    // down stopped the gateway too; up started it again, on its port.
+    expect(isAlive(first.pids.gateway)).toBe(false);
+    expect((await fetch(`${second.gatewayUrl}/`)).status).toBe(404);
+
     process.kill(second.pids.apiserver!, 'SIGKILL');
     const third = await controlPlane.up(() => {});
     expect(third.started).toBe(true);
     expect(third.pids.apiserver).not.toBe(second.pids.apiserver);
+    // The gateway reads the apiserver through the kubeconfig: it starts again with it.
+    expect(third.pids.gateway).not.toBe(second.pids.gateway);
     // Only what died was restarted: Temporal (and its workflows) kept running.
     expect(third.pids.temporal).toBe(second.pids.temporal);
     expect(third.pids.etcd).toBe(second.pids.etcd);

@@ -38,6 +38,7 @@ export default async function globalSetup() {
   process.env.TEMPORAL_NAMESPACE = cp.testTemporalNamespace;
   process.env.TEMPORAL_UI_URL = cp.temporalUiUrl;
   process.env.KONFIDENCE_PROMETHEUS_URL = cp.prometheusUrl;
+  process.env.KONFIDENCE_GATEWAY_URL = cp.gatewayUrl;
   // Stop at the end only what this run started; a developer's running env stays up.
   process.env.KONFIDENCE_TEST_STARTED_ENV = cp.started && !process.env.KONFIDENCE_KEEP_ENV ? '1' : '';
 }

@@ -26,7 +26,19 @@ export interface Ports {
   temporalHttp: number;
   temporalMetrics: number;
   prometheus: number;
+  /** The gateway's entry points (gateway.ts GatewayPorts). */
+  gateway: number;
+  gatewayAdmin: number;
+  gatewayMetrics: number;
 }
+
+/**
+ * The Services' ClusterIPs: a loopback range, so that the local gateway's native load balancing
+ * sends every request to an address on 127.0.0.0/8, where the test apps listen (gateway.ts). The
+ * apiserver refuses loopback endpoints, not loopback ClusterIPs. Its own `kubernetes` Service gets
+ * 127.200.0.1 and logs that its endpoint is invalid: nothing here uses it.
+ */
+export const SERVICE_CLUSTER_IP_RANGE = '127.200.0.0/16';
 
 export const TEMPORAL_NAMESPACE = 'default';
 /**
@@ -98,7 +110,7 @@ export function startApiserver(p: Ports): number {
     `--tls-private-key-file=${pki.serverKey}`,
     `--client-ca-file=${pki.caCert}`,
     '--authorization-mode=RBAC',
-    '--service-cluster-ip-range=10.0.0.0/24',
+    `--service-cluster-ip-range=${SERVICE_CLUSTER_IP_RANGE}`,
     '--service-account-issuer=https://kubernetes.default.svc',
     `--service-account-key-file=${pki.saPub}`,
     `--service-account-signing-key-file=${pki.saKey}`,

@@ -20,6 +20,7 @@ import {
   ensureSearchAttributes,
   etcdReady,
   type Ports,
+  SERVICE_CLUSTER_IP_RANGE,
   startApiserver,
   startControllerManager,
   startEtcd,
@@ -32,9 +33,10 @@ import {
 import { binaries, postgresProfileBinaries, repoRoot, stateDir } from './paths.js';
 import { freeLowPort, freePort, reusePort } from './ports.js';
 import { GiveUp, isAlive, logFile, logTail, pollUntil, stopProcess } from './process.js';
+import { applyGateway, gatewayProgrammed, gatewayReady, startGateway } from './gateway.js';
 import { installCrds } from './install-crds.js';
 import { ensureCluster, postgresReady, startPostgres } from './postgres.js';
-import { prometheusReady, startPrometheus } from './prometheus.js';
+import { prometheusReady, scrape, startPrometheus } from './prometheus.js';
 import { CLUSTER_SERVICES, clusterService, type ClusterPorts, serviceJoined, startClusterService } from './temporal-cluster.js';
 import {
   setupNamespace,
@@ -66,6 +68,8 @@ export interface Pids {
   postgres?: number;
   temporalUi?: number;
   prometheus?: number;
+  /** Traefik, the local gateway. */
+  gateway?: number;
 }
 
 export interface ControlPlane {
@@ -80,6 +84,8 @@ export interface ControlPlane {
   temporalUiUrl: string;
   /** Prometheus, for the analyses (KONFIDENCE_PROMETHEUS_URL). */
   prometheusUrl: string;
+  /** Where requests go in to the local gateway (KONFIDENCE_GATEWAY_URL). */
+  gatewayUrl: string;
   envFile: string;
 }
 
@@ -117,6 +123,7 @@ function describe(profile: TemporalProfile, ports: Ports, pids: Pids): ControlPl
     testTemporalNamespace: TEST_TEMPORAL_NAMESPACE,
     temporalUiUrl: `http://127.0.0.1:${ports.temporalUi}`,
     prometheusUrl: `http://127.0.0.1:${ports.prometheus}`,
+    gatewayUrl: `http://127.0.0.1:${ports.gateway}`,
     envFile: envFilePath,
   };
 }
@@ -201,6 +208,7 @@ export TEMPORAL_ADDRESS=${cp.temporalAddress}
 export TEMPORAL_NAMESPACE=${cp.temporalNamespace}
 export TEMPORAL_UI_URL=${cp.temporalUiUrl}
 export KONFIDENCE_PROMETHEUS_URL=${cp.prometheusUrl}
+export KONFIDENCE_GATEWAY_URL=${cp.gatewayUrl}
 export PATH=${dirname(binaries.kubectl)}:${dirname(binaries.temporal)}:$PATH
 `,
   );
@@ -210,9 +218,9 @@ type Component = keyof Pids;
 
 /** What each profile runs; `temporal` is the dev server (with its UI), temporal-server or the cluster's frontend. */
 const componentsOf: Record<TemporalProfile, Component[]> = {
-  dev: ['etcd', 'apiserver', 'controllerManager', 'temporal', 'prometheus'],
-  postgres: ['etcd', 'apiserver', 'controllerManager', 'postgres', 'temporal', 'temporalUi', 'prometheus'],
-  cluster: ['etcd', 'apiserver', 'controllerManager', 'postgres', ...CLUSTER_SERVICES.map((s) => s.component), 'temporalUi', 'prometheus'],
+  dev: ['etcd', 'apiserver', 'controllerManager', 'temporal', 'prometheus', 'gateway'],
+  postgres: ['etcd', 'apiserver', 'controllerManager', 'postgres', 'temporal', 'temporalUi', 'prometheus', 'gateway'],
+  cluster: ['etcd', 'apiserver', 'controllerManager', 'postgres', ...CLUSTER_SERVICES.map((s) => s.component), 'temporalUi', 'prometheus', 'gateway'],
 };
 
 /** The processes of the Temporal side, besides PostgreSQL: stopped when the profile changes or goes down. */
@@ -230,6 +238,7 @@ async function healthOf(profile: TemporalProfile, ports: Ports, pids: Pids): Pro
     postgres: () => postgresReady(serverPorts(ports).postgres),
     temporalUi: () => temporalUiReady(ports),
     prometheus: () => prometheusReady(ports.prometheus),
+    gateway: () => gatewayReady(ports),
     temporalHistory: () => serviceJoined(clusterService('temporalHistory')!, serverPorts(ports)),
     temporalHistory2: () => serviceJoined(clusterService('temporalHistory2')!, serverPorts(ports)),
     temporalMatching: () => serviceJoined(clusterService('temporalMatching')!, serverPorts(ports)),
@@ -249,6 +258,7 @@ const portsOf: Record<TemporalProfile, Partial<Record<Component, (keyof ClusterP
     postgres: [],
     temporalUi: [],
     prometheus: ['prometheus'],
+    gateway: ['gateway', 'gatewayAdmin', 'gatewayMetrics'],
   },
   postgres: {
     etcd: ['etcdClient', 'etcdPeer'],
@@ -270,6 +280,7 @@ const portsOf: Record<TemporalProfile, Partial<Record<Component, (keyof ClusterP
     ],
     temporalUi: ['temporalUi'],
     prometheus: ['prometheus'],
+    gateway: ['gateway', 'gatewayAdmin', 'gatewayMetrics'],
   },
   cluster: {
     etcd: ['etcdClient', 'etcdPeer'],
@@ -279,6 +290,7 @@ const portsOf: Record<TemporalProfile, Partial<Record<Component, (keyof ClusterP
     ...Object.fromEntries(CLUSTER_SERVICES.map((s) => [s.component, s.ports])),
     temporalUi: ['temporalUi'],
     prometheus: ['prometheus'],
+    gateway: ['gateway', 'gatewayAdmin', 'gatewayMetrics'],
   },
 };
 
@@ -335,7 +347,9 @@ async function start(
   // Awaited below; until then a failure must not count as unhandled.
   temporalServer.catch(() => undefined);
   if (restart.has('etcd')) {
+    if (!storeOfRange()) rmSync(join(dataDir, 'etcd'), { recursive: true, force: true });
     pids.etcd = startEtcd(ports);
+    writeFileSync(storeRangeFile, SERVICE_CLUSTER_IP_RANGE);
     await ready('etcd', pids.etcd, () => etcdReady(ports), 30_000);
   }
   if (restart.has('apiserver')) pids.apiserver = startApiserver(ports);
@@ -387,6 +401,34 @@ async function startOnPostgres(profile: TemporalProfile, restart: Set<Component>
   if (restart.has('temporalUi')) await ready('temporal-ui', pids.temporalUi!, () => temporalUiReady(ports), 30_000);
 }
 
+/**
+ * The Service range the Kubernetes store was made with: the apiserver never updates its default
+ * ServiceCIDR once created, so a store made with another range (before the gateway's loopback one)
+ * would keep allocating ClusterIPs the gateway cannot reach. Such a store starts afresh.
+ */
+const storeRangeFile = join(dataDir, 'etcd-service-range');
+
+function storeOfRange(): boolean {
+  if (!existsSync(join(dataDir, 'etcd'))) return true;
+  try {
+    return readFileSync(storeRangeFile, 'utf8') === SERVICE_CLUSTER_IP_RANGE;
+  } catch {
+    return false;
+  }
+}
+
+/** The gateway, once the Gateway API CRDs it watches are installed: Traefik, its Gateway, its scrape target. */
+async function startGatewayAfterCrds(restart: boolean, ports: Ports, pids: Pids, persist: () => void): Promise<void> {
+  if (restart) {
+    pids.gateway = startGateway(ports, kubeconfigPath);
+    persist();
+    await ready('traefik', pids.gateway, () => gatewayReady(ports), 60_000);
+  }
+  await applyGateway(kubeconfigPath, ports.gateway);
+  scrape('gateway', [`127.0.0.1:${ports.gatewayMetrics}`], { component: 'gateway' });
+  await gatewayProgrammed(kubeconfigPath);
+}
+
 export interface UpResult extends ControlPlane {
   /** False when every server was already running and was reused. */
   started: boolean;
@@ -429,8 +471,14 @@ export function up(log: (line: string) => void = console.log, options: UpOptions
       : (Object.fromEntries(componentsOf[profile].map((c) => [c, false])) as Record<Component, boolean>);
     // Restart only what is down; the apiserver goes with etcd, temporal-server with PostgreSQL.
     const restart = new Set<Component>((Object.keys(health) as Component[]).filter((c) => !health[c]));
+    if (!storeOfRange()) {
+      log(`the Kubernetes store was made with another Service range than ${SERVICE_CLUSTER_IP_RANGE}: it starts afresh`);
+      restart.add('etcd');
+    }
     if (restart.has('etcd')) restart.add('apiserver');
     if (restart.has('apiserver')) restart.add('controllerManager');
+    // The gateway reads the apiserver through the kubeconfig, whose port may change.
+    if (restart.has('apiserver')) restart.add('gateway');
     if (restart.has('postgres')) for (const c of componentsOf[profile]) if (TEMPORAL_SIDE.includes(c)) restart.add(c);
     // The UI server knows the frontend by its port, which may change.
     if (restart.has('temporal') && profile !== 'dev') restart.add('temporalUi');
@@ -451,6 +499,7 @@ export function up(log: (line: string) => void = console.log, options: UpOptions
     const cp = describe(profile, ports!, pids);
     writeEnvFile(cp);
     await installCrds(kubeconfigPath);
+    await startGatewayAfterCrds(restart.has('gateway'), ports!, pids, () => writeState({ profile, ports: ports!, pids }));
     return { ...cp, started: restart.size > 0 };
   });
 }
@@ -458,7 +507,13 @@ export function up(log: (line: string) => void = console.log, options: UpOptions
 async function stopAll(pids: Pids): Promise<void> {
   // Clients first, storage last, so the apiserver does not spin on a vanished etcd. PostgreSQL's
   // SIGTERM would wait for every client to leave; SIGINT is its fast shutdown.
-  await Promise.all([stopProcess(pids.controllerManager), stopProcess(pids.apiserver), stopProcess(pids.prometheus), ...TEMPORAL_SIDE.map((c) => stopProcess(pids[c]))]);
+  await Promise.all([
+    stopProcess(pids.gateway),
+    stopProcess(pids.controllerManager),
+    stopProcess(pids.apiserver),
+    stopProcess(pids.prometheus),
+    ...TEMPORAL_SIDE.map((c) => stopProcess(pids[c])),
+  ]);
   await Promise.all([stopProcess(pids.etcd), stopProcess(pids.postgres, 10_000, 'SIGINT')]);
 }
 

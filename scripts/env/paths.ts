@@ -39,6 +39,7 @@ export const binaries = {
   kubectl: join(binCache, `kubernetes-${version('KUBERNETES_VERSION')}`, 'kubectl'),
   kubeControllerManager: join(binCache, `kubernetes-${version('KUBERNETES_VERSION')}`, 'kube-controller-manager'),
   prometheus: join(binCache, `prometheus-${version('PROMETHEUS_DEB_VERSION')}`, 'prometheus'),
+  traefik: join(binCache, `traefik-${version('TRAEFIK_VERSION')}`, 'traefik'),
 };
 
 /** The postgres profile's binaries: Temporal server, its SQL tool and schema files, the UI server, PostgreSQL. */

@@ -1,0 +1,112 @@
+/**
+ * The local control plane's gateway: Traefik, a Gateway API implementation nobody here wrote, run
+ * out of cluster on loopback. It watches the Gateway API objects through the apiserver (KUBECONFIG)
+ * and routes HTTP requests on its `web` entry point to Services: with native load balancing to a
+ * Service's ClusterIP, which the apiserver allocates from a loopback range (components.ts), where
+ * each test app's server listens. So every request stays on 127.0.0.0/8 (docs/data-plane.md).
+ *
+ * One GatewayClass (`konfidence-local`) and one Gateway (`konfidence-gateway/local`, its listener
+ * on the web entry point's port, routes from every namespace): a route joins it by its parentRef.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { k8s, loadKubeConfig } from '../../k8s/client.js';
+import { binaries, stateDir } from './paths.js';
+import { pollUntil, startDetached } from './process.js';
+
+export const GATEWAY_CLASS = 'konfidence-local';
+export const GATEWAY_NAMESPACE = 'konfidence-gateway';
+export const GATEWAY_NAME = 'local';
+/** The GatewayClass' controller: the one Traefik's Gateway provider serves. */
+const CONTROLLER_NAME = 'traefik.io/gateway-controller';
+/** The parentRef that attaches a route to the local gateway. */
+export const GATEWAY_PARENT_REF = { group: 'gateway.networking.k8s.io', kind: 'Gateway', namespace: GATEWAY_NAMESPACE, name: GATEWAY_NAME } as const;
+
+export interface GatewayPorts {
+  /** The `web` entry point: where requests go in (the Gateway's listener). */
+  gateway: number;
+  /** Traefik's own entry point: /ping for readiness. */
+  gatewayAdmin: number;
+  /** /metrics, which Prometheus scrapes. */
+  gatewayMetrics: number;
+}
+
+const dir = join(stateDir, 'gateway');
+
+/**
+ * Request durations down to milliseconds: the default buckets (0.1, 0.3, 1.2, 5 s) cannot tell a
+ * p99 of 20 ms from one of 90 ms.
+ */
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+/** Traefik's static configuration (YAML is JSON's superset). */
+function staticConfig(p: GatewayPorts): object {
+  return {
+    entryPoints: {
+      web: { address: `127.0.0.1:${p.gateway}` },
+      traefik: { address: `127.0.0.1:${p.gatewayAdmin}` },
+      metrics: { address: `127.0.0.1:${p.gatewayMetrics}` },
+    },
+    ping: { entryPoint: 'traefik' },
+    metrics: { prometheus: { entryPoint: 'metrics', buckets: DURATION_BUCKETS, addServicesLabels: true, addRoutersLabels: true } },
+    providers: {
+      // A route change applies as soon as it is seen: the default throttles of 2 s would merge
+      // the steps of a canary and delay every switch.
+      providersThrottleDuration: '0s',
+      kubernetesGateway: { throttleDuration: '0s', nativeLBByDefault: true },
+    },
+    log: { level: 'WARN', format: 'json' },
+    global: { checkNewVersion: false, sendAnonymousUsage: false },
+  };
+}
+
+export function startGateway(p: GatewayPorts, kubeconfig: string): number {
+  mkdirSync(dir, { recursive: true });
+  const config = join(dir, 'traefik.yml');
+  writeFileSync(config, JSON.stringify(staticConfig(p), null, 2));
+  // Out of cluster, through the local kubeconfig (an in-cluster environment would win over it).
+  return startDetached('traefik', binaries.traefik, [`--configFile=${config}`], { ...process.env, KUBECONFIG: kubeconfig, KUBERNETES_SERVICE_HOST: '' });
+}
+
+/** Traefik answers /ping once its providers have started; the Gateway is applied separately (applyGateway). */
+export async function gatewayReady(p: GatewayPorts): Promise<boolean> {
+  return (await fetch(`http://127.0.0.1:${p.gatewayAdmin}/ping`)).ok;
+}
+
+/** The GatewayClass and the Gateway, its listener on the web entry point's port; idempotent. */
+export async function applyGateway(kubeconfig: string, port: number): Promise<void> {
+  const kc = loadKubeConfig(kubeconfig);
+  const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  await core.createNamespace({ body: { metadata: { name: GATEWAY_NAMESPACE } } }).catch((err: unknown) => {
+    if ((err as { code?: number }).code !== 409) throw err;
+  });
+  const manifests = [
+    { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: { name: GATEWAY_CLASS }, spec: { controllerName: CONTROLLER_NAME } },
+    {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'Gateway',
+      metadata: { name: GATEWAY_NAME, namespace: GATEWAY_NAMESPACE },
+      spec: { gatewayClassName: GATEWAY_CLASS, listeners: [{ name: 'web', protocol: 'HTTP', port, allowedRoutes: { namespaces: { from: 'All' } } }] },
+    },
+  ];
+  // Server-side apply: a port that changed since the last start is set, nothing else is touched.
+  for (const m of manifests) await objects.patch(m, undefined, undefined, 'konfidence-env', true, k8s.PatchStrategy.ServerSideApply);
+}
+
+/** Waits until Traefik has accepted the Gateway and programmed its listener. */
+export async function gatewayProgrammed(kubeconfig: string, timeoutMs = 60_000): Promise<void> {
+  const api = loadKubeConfig(kubeconfig).makeApiClient(k8s.CustomObjectsApi);
+  await pollUntil(
+    async () => {
+      const gw = (await api.getNamespacedCustomObject({ group: 'gateway.networking.k8s.io', version: 'v1', plural: 'gateways', namespace: GATEWAY_NAMESPACE, name: GATEWAY_NAME })) as {
+        status?: { conditions?: { type: string; status: string }[] };
+      };
+      const ok = (type: string) => gw.status?.conditions?.some((c) => c.type === type && c.status === 'True');
+      return ok('Accepted') && ok('Programmed');
+    },
+    timeoutMs,
+    `Gateway ${GATEWAY_NAMESPACE}/${GATEWAY_NAME} to be accepted and programmed by Traefik`,
+    200,
+  );
+}

@@ -3,6 +3,7 @@
  * to repeat. Permanent apiserver refusals fail fast (see k8s-errors.ts); the workflow bounds the rest.
  */
 import { finishRunActivities } from './finish-run.js';
+import { measureActivities } from './measure.js';
 import { startRunActivities } from './start-run.js';
 import { switchServingActivities } from './switch-serving.js';
 import { takeStageActivities } from './take-stage.js';
@@ -15,7 +16,14 @@ export type { CoreActivityOptions, CoreParts };
  * wait for several). Tests compose their fakes of the parts the same way.
  */
 export function composeActivities<P extends CoreParts>(parts: P) {
-  return { ...parts, ...takeStageActivities(parts), ...startRunActivities(parts), ...switchServingActivities(parts), ...finishRunActivities(parts) };
+  return {
+    ...parts,
+    ...takeStageActivities(parts),
+    ...startRunActivities(parts),
+    ...switchServingActivities(parts),
+    ...finishRunActivities(parts),
+    ...measureActivities(parts),
+  };
 }
 
 export function createActivationActivities(options: CoreActivityOptions) {

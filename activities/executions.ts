@@ -109,6 +109,14 @@ export function executionWrites(objects: CustomObjects) {
 
 export function executionActivities({ objects }: CoreDeps) {
   const { writeExecutionStatus, endUnfinished } = executionWrites(objects);
+  /**
+   * Of these executions, which recorded a rule (a revert puts those back) and which are gone: a
+   * deleted one took its record along, so what it changed cannot be put back.
+   */
+  async function executionRecords(namespace: string, names: string[]): Promise<{ recorded: string[]; gone: string[] }> {
+    const found = await Promise.all(names.map((name) => objects.get('ActivationExecution', namespace, name)));
+    return { recorded: names.filter((_, i) => (found[i]?.status?.record?.rules?.length ?? 0) > 0), gone: names.filter((_, i) => !found[i]) };
+  }
   return {
     async createExecution(e: ExecutionToCreate): Promise<void> {
       const { created } = await objects.createOwned(
@@ -155,18 +163,10 @@ export function executionActivities({ objects }: CoreDeps) {
      * puts back. One that recorded none (or was never created) changed no route.
      */
     async recordedExecutions(namespace: string, names: string[]): Promise<string[]> {
-      const found = await Promise.all(names.map((name) => objects.get('ActivationExecution', namespace, name)));
-      return names.filter((_, i) => (found[i]?.status?.record?.rules?.length ?? 0) > 0);
+      return (await executionRecords(namespace, names)).recorded;
     },
 
-    /**
-     * Of these executions, which recorded a rule (a revert puts those back) and which are gone: a
-     * deleted one took its record along, so what it changed cannot be put back.
-     */
-    async executionRecords(namespace: string, names: string[]): Promise<{ recorded: string[]; gone: string[] }> {
-      const found = await Promise.all(names.map((name) => objects.get('ActivationExecution', namespace, name)));
-      return { recorded: names.filter((_, i) => (found[i]?.status?.record?.rules?.length ?? 0) > 0), gone: names.filter((_, i) => !found[i]) };
-    },
+    executionRecords,
 
     /** Waits for an outside controller to finish an External execution; heartbeats so cancel reaches it. */
     async awaitExternalExecution(namespace: string, name: string): Promise<{ phase: string; message: string }> {

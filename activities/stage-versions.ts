@@ -70,11 +70,13 @@ export function stageVersionActivities({ objects }: CoreDeps) {
     /**
      * The Stage's StageVersions; throws (non-retryable) when the Stage is missing or being deleted
      * (or, given the uid the activation validated, is another Stage of that name: StageDeleted),
-     * or when the StageVersion is missing.
+     * or when the StageVersion is missing. `puttingBack`: a close-out puts back what a run changed,
+     * which a Stage being deleted still allows.
      */
-    async describeStage(namespace: string, stage: string, stageVersion: string, stageUid?: string): Promise<StageState> {
+    async describeStage(namespace: string, stage: string, stageVersion: string, o: { stageUid?: string; puttingBack?: boolean } = {}): Promise<StageState> {
       const [st, all] = await Promise.all([getTyped(objects, 'Stage', namespace, stage), listTyped(objects, 'StageVersion', namespace)]);
-      const lost = stageLoss(namespace, stage, seenOf(st), stageUid);
+      const seen = seenOf(st);
+      const lost = stageLoss(namespace, stage, seen && o.puttingBack ? { ...seen, deleting: false } : seen, o.stageUid);
       if (lost) throw ApplicationFailure.nonRetryable(lost.message, lost.reason);
       const stageVersions = all.filter((sv) => sv.spec.stage === stage).map(toInfo).sort((a, b) => a.revision - b.revision);
       const target = stageVersions.find((sv) => sv.name === stageVersion);

@@ -17,6 +17,8 @@ export interface TakeStageInput {
   executionPlan?: string;
   /** The activation's creationTimestamp, for the handoff metric. */
   created?: string;
+  /** A close-out's take: it puts back what a run changed, which a Stage being deleted still allows. */
+  puttingBack?: boolean;
 }
 
 export interface TakenStage {
@@ -42,7 +44,7 @@ export function takeStageActivities(parts: StageParts) {
         Promise.all([
           parts.resolvePlan(i.executionPlan, i.namespace),
           // The Stage the activation validated, by uid: one deleted meanwhile (or made anew) fails here.
-          parts.describeStage(i.namespace, i.stage, i.stageVersion, i.stageUid),
+          parts.describeStage(i.namespace, i.stage, i.stageVersion, { stageUid: i.stageUid, ...(i.puttingBack ? { puttingBack: true } : {}) }),
           parts.readActiveStageVersion(i.namespace, i.stage),
           parts.breakersApply(i.namespace),
         ]);

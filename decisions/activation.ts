@@ -226,7 +226,7 @@ export interface Ending {
 }
 
 /** What stopped an activation early: a cancel (with its reason), or its Stage lost (stageLoss's message). */
-export interface Stop {
+export interface StopCause {
   reason?: string;
   stageLost?: string;
 }
@@ -236,7 +236,7 @@ export interface Stop {
  * mesh"), with `state` saying what stayed applied: Cancelled, reason StageDeleted when its Stage
  * went (whatever else asked it to stop), else reason Cancelled.
  */
-export function stoppedEnding(where: string, stop: Stop, state?: string): Ending {
+export function stoppedEnding(where: string, stop: StopCause, state?: string): Ending {
   if (stop.stageLost) return { phase: 'Cancelled', reason: 'StageDeleted', message: `${stop.stageLost}: the activation stopped ${where}; ${state ?? 'no route was changed'}` };
   return { phase: 'Cancelled', reason: 'Cancelled', message: `cancelled ${where}${because(stop.reason)}${state ? `; ${state}` : ''}` };
 }
@@ -246,7 +246,7 @@ export interface FailureInput {
   /** Where the activation stopped, when not in `step` ("before step mesh"). */
   where?: string;
   firstError?: string;
-  cancelled?: Stop;
+  cancelled?: StopCause;
   onFailure: 'Stop' | 'Revert';
   /** What the revert did: every recorded rule put back, or some left changed. */
   revert?: 'done' | 'partial';

@@ -70,6 +70,8 @@ export interface StageDeletion {
   namespace: string;
   stage: string;
   uid: string;
+  /** Still there, being deleted (a finalizer holds it); else gone. */
+  deleting?: boolean;
 }
 export const stageDeletedSignal = defineSignal<[StageDeletion]>('stageDeleted');
 

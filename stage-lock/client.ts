@@ -171,7 +171,7 @@ export class StageAccess {
    * Takes the Lease (after the grant) and reads the Stage under it, in one local activity; then
    * renews the Lease in the background until `release()`.
    */
-  async takeStage(stageUid: string, read: Pick<TakeStageInput, 'stageVersion' | 'executionPlan' | 'created'>, onLeaseHeld: (message: string) => Promise<void>): Promise<TakenStage> {
+  async takeStage(stageUid: string, read: Pick<TakeStageInput, 'stageVersion' | 'executionPlan' | 'created' | 'puttingBack'>, onLeaseHeld: (message: string) => Promise<void>): Promise<TakenStage> {
     // The activity may fail after the Lease was taken: release() then clears it (only if ours).
     this.leaseHeld = true;
     const input = { namespace: this.namespace, stage: this.stage, stageUid, holder: this.holder, ...read };

@@ -98,6 +98,16 @@ async function stageLetGo(stage: string, ns = s.ns) {
   expect(lock?.waiting ?? []).toEqual([]);
 }
 
+/** Nothing moved toward the new versions: the active usage names revision 1, and no later one is marked. */
+async function nothingMoved(stage: string, ns = s.ns) {
+  const active = await s.objects.get('StageVersionUsage', ns, `${stage}-active`);
+  expect(active?.spec.stageVersionRef).toEqual({ name: `${stage}-1` });
+  for (const r of [2, 3]) {
+    const sv = await s.objects.get('StageVersion', ns, `${stage}-${r}`);
+    expect([sv?.metadata.annotations?.[ANNOTATION_SERVING], sv?.metadata.annotations?.[ANNOTATION_ACTIVATED_BY]]).toEqual([undefined, undefined]);
+  }
+}
+
 const deleteStage = (stage: string, ns = s.ns) => kubectl('delete', 'stage', stage, '-n', ns, '--wait=false');
 
 const stoppedWith = (stage: string, where: string, state: string, ns = s.ns) => ({ phase: 'Cancelled', reason: 'StageDeleted', message: `Stage ${ns}/${stage} was deleted: the activation stopped ${where}; ${state}` });
@@ -122,9 +132,7 @@ describe.each(ONFAILURE)('a Stage deleted while the watcher runs (onFailure %s)'
     expect(await specs(stage)).toEqual(onFailure === 'Revert' ? before : at20);
     await closed(`${stage}-to-2`);
     await stageLetGo(stage);
-    const target = await s.objects.get('StageVersion', s.ns, `${stage}-2`);
-    expect(target?.metadata.annotations?.[ANNOTATION_SERVING]).toBeUndefined();
-    expect(target?.metadata.annotations?.[ANNOTATION_ACTIVATED_BY]).toBeUndefined();
+    await nothingMoved(stage);
   });
 
   it('one running a step is cancelled in it, and one waiting for the Stage behind it stops having changed nothing', async () => {
@@ -144,6 +152,7 @@ describe.each(ONFAILURE)('a Stage deleted while the watcher runs (onFailure %s)'
     expect(await specs(stage)).toEqual(onFailure === 'Revert' ? before : applied);
     await Promise.all([closed(`${stage}-to-2`), closed(`${stage}-to-3`)]);
     await stageLetGo(stage);
+    await nothingMoved(stage);
   });
 });
 
@@ -183,53 +192,74 @@ it('`konfidence activate` makes the Stage the owner: deleting the Stage stops th
   expect(await handle.result()).toMatchObject({ phase: 'Cancelled', reason: 'StageDeleted' });
 });
 
-it('a namespace deleted mid-run: the activation ends, lets the Stage go, and the namespace goes', async () => {
-  const stage = 'ns-gone';
-  await seed(stage, doomed);
-  await workingPlan(stage, 'Revert');
-  await activate({ ...s, ns: doomed }, `${stage}-to-2`, stage, 2, { executionPlan: `${stage}-working` });
-  await waitFor(s, 'VectorActivation', `${stage}-to-2`, (o) => o.status?.steps?.[1]?.phase === 'InProgress', 60_000, doomed);
-  const handle = await workflowOf(`${stage}-to-2`, doomed);
+it('a namespace deleted mid-run, under both onFailure: each activation ends, lets the Stage go, says what it could not put back, and the namespace goes', async () => {
+  const stages = ONFAILURE.map((onFailure) => ({ onFailure, stage: `ns-${onFailure.toLowerCase()}` }));
+  for (const { onFailure, stage } of stages) {
+    await seed(stage, doomed);
+    await workingPlan(stage, onFailure);
+    await activate({ ...s, ns: doomed }, `${stage}-to-2`, stage, 2, { executionPlan: `${stage}-working` });
+  }
+  await Promise.all(stages.map(({ stage }) => waitFor(s, 'VectorActivation', `${stage}-to-2`, (o) => o.status?.steps?.[1]?.phase === 'InProgress', 60_000, doomed)));
+  const handles = await Promise.all(stages.map(({ stage }) => workflowOf(`${stage}-to-2`, doomed)));
 
   await kubectl('delete', 'namespace', doomed, '--wait=false');
   const core = s.kc.makeApiClient(k8s.CoreV1Api);
   await pollUntil(async () => !(await core.readNamespace({ name: doomed }).catch(() => undefined)), 90_000, `namespace ${doomed} to be gone`, 500);
-  expect((await handle.describe()).status.name).not.toBe('RUNNING');
-  // Creates are refused in a namespace being deleted, and its executions go with it: the revert
-  // cannot put the routes back (they go too), and the ending says so rather than claim it did.
-  expect(await handle.result()).toMatchObject({ phase: 'Cancelled', message: expect.stringMatching(/; the revert failed for some tasks; steps left applied: gateway; maybe partly applied: work$/) });
-  const lock = await s.client.workflow.getHandle(stageLockWorkflowId(doomed, stage)).query(lockStateQuery).catch(() => undefined);
-  expect(lock?.holder).toBeUndefined();
+  for (const [i, { onFailure, stage }] of stages.entries()) {
+    const ended = await handles[i]!.result();
+    // Whichever reached the run first, its Stage's deletion or its own: both are the namespace going.
+    expect(['StageDeleted', 'Cancelled']).toContain(ended.reason);
+    // Creates are refused in a namespace being deleted, and its executions go with it: a revert
+    // cannot put the routes back (they go too), and the ending says so rather than claim it did.
+    const state = onFailure === 'Revert' ? 'the revert failed for some tasks; steps left applied: gateway; maybe partly applied: work' : 'steps left applied: gateway; maybe partly applied: work';
+    expect(ended).toMatchObject({ phase: 'Cancelled', message: expect.stringMatching(new RegExp(`; ${state}$`)) });
+    const lock = await s.client.workflow.getHandle(stageLockWorkflowId(doomed, stage)).query(lockStateQuery).catch(() => undefined);
+    expect(lock?.holder).toBeUndefined();
+  }
 });
 
 // Last: the watcher is stopped for it.
-it('with no watcher, a run finds its Stage gone by itself: before its next step, and when an answer wakes it at a gate', async () => {
-  const step = 'unw-step';
-  const gate = 'unw-gate';
-  const [beforeStep, beforeGate] = await Promise.all([seed(step), seed(gate)]);
-  // The first step works for a while (then changes the HTTPRoute in the second).
-  await create(s, object('ActivationExecutionPlan', s.systemNs, `${step}-late`, { onFailure: 'Revert', steps: [{ name: 'work', tasks: [`${step}-work-short`] }, { name: 'gateway', tasks: [`${step}-gateway`] }] }));
-  await create(s, object('ActivationTaskRegistration', s.systemNs, `${step}-work-short`, { type: 'sleepy', timeoutSeconds: 60, spec: { seconds: 6 } }));
-  await canaryPlan(gate, 'Revert');
-  await activate(s, `${step}-to-2`, step, 2, { executionPlan: `${step}-late` });
-  await activate(s, `${gate}-to-2`, gate, 2, { executionPlan: `${gate}-canary` });
-  await Promise.all([
-    waitFor(s, 'VectorActivation', `${step}-to-2`, (o) => o.status?.steps?.[0]?.phase === 'InProgress', 60_000),
-    waitFor(s, 'VectorActivation', `${gate}-to-2`, (o) => o.status?.progression?.gate?.type === 'Approval', 60_000),
-  ]);
-  const gateRun = await workflowOf(`${gate}-to-2`);
+it('with no watcher, under both onFailure, a run finds its Stage gone by itself: before its next step, and when an answer wakes it at a gate', async () => {
+  const cases = ONFAILURE.map((onFailure) => ({ onFailure, step: `unw-step-${onFailure.toLowerCase()}`, gate: `unw-gate-${onFailure.toLowerCase()}` }));
+  const runs = await Promise.all(
+    cases.map(async ({ onFailure, step, gate }) => {
+      const [beforeStep, beforeGate] = await Promise.all([seed(step), seed(gate)]);
+      // The HTTPRoute, then a task that works a while, then the VirtualService.
+      await create(s, object('ActivationTaskRegistration', s.systemNs, `${step}-work-short`, { type: 'sleepy', timeoutSeconds: 60, spec: { seconds: 6 } }));
+      const steps = [
+        { name: 'gateway', tasks: [`${step}-gateway`] },
+        { name: 'work', tasks: [`${step}-work-short`] },
+        { name: 'mesh', tasks: [`${step}-mesh`] },
+      ];
+      await create(s, object('ActivationExecutionPlan', s.systemNs, `${step}-late`, { onFailure, steps }));
+      await canaryPlan(gate, onFailure);
+      await activate(s, `${step}-to-2`, step, 2, { executionPlan: `${step}-late` });
+      await activate(s, `${gate}-to-2`, gate, 2, { executionPlan: `${gate}-canary` });
+      await Promise.all([
+        waitFor(s, 'VectorActivation', `${step}-to-2`, (o) => o.status?.steps?.[1]?.phase === 'InProgress', 60_000),
+        waitFor(s, 'VectorActivation', `${gate}-to-2`, (o) => o.status?.progression?.gate?.type === 'Approval', 60_000),
+      ]);
+      return { onFailure, step, gate, beforeStep, beforeGate, atGate: await specs(gate), gateRun: await workflowOf(`${gate}-to-2`) };
+    }),
+  );
   await s.watcher.stop();
 
-  await Promise.all([deleteStage(step), deleteStage(gate)]);
-  // The step's task ends by itself; the run reads the Stage before the next, which never starts.
-  const stopped = await waitFor(s, 'VectorActivation', `${step}-to-2`, phaseIs('Cancelled', 'Failed', 'Succeeded'), 60_000);
-  expect(stopped.status).toMatchObject(stoppedWith(step, 'before step gateway', putBack));
-  expect(await specs(step)).toEqual(beforeStep);
-  // Nobody tells the canary: it waits at its gate until an answer wakes it, and then it reads the Stage.
-  expect((await s.objects.get('VectorActivation', s.ns, `${gate}-to-2`))?.status?.phase).toBe('InProgress');
-  await gateRun.executeUpdate(approveUpdate, { args: [{ by: 'admin' }] });
-  const canary = await waitFor(s, 'VectorActivation', `${gate}-to-2`, phaseIs('Cancelled', 'Failed', 'Succeeded'), 30_000);
-  expect(canary.status).toMatchObject(stoppedWith(gate, 'at step 3/3', putBack));
-  expect(await specs(gate)).toEqual(beforeGate);
-  await Promise.all([closed(`${step}-to-2`), closed(`${gate}-to-2`)]);
+  await Promise.all(cases.flatMap(({ step, gate }) => [deleteStage(step), deleteStage(gate)]));
+  for (const { onFailure, step, gate, beforeStep, beforeGate, atGate, gateRun } of runs) {
+    // The working task ends by itself; the run reads the Stage before the next step, which never starts.
+    const stopped = await waitFor(s, 'VectorActivation', `${step}-to-2`, phaseIs('Cancelled', 'Failed', 'Succeeded'), 60_000);
+    expect(stopped.status).toMatchObject(stoppedWith(step, 'before step mesh', onFailure === 'Revert' ? putBack : 'steps left applied: gateway, work'));
+    const [route, mesh] = await specs(step);
+    expect(mesh).toEqual(beforeStep[1]);
+    if (onFailure === 'Revert') expect(route).toEqual(beforeStep[0]);
+    else expect(route).not.toEqual(beforeStep[0]);
+    // Nobody tells the canary: it waits at its gate until an answer wakes it, and then it reads the Stage.
+    expect((await s.objects.get('VectorActivation', s.ns, `${gate}-to-2`))?.status?.phase).toBe('InProgress');
+    await gateRun.executeUpdate(approveUpdate, { args: [{ by: 'admin' }] });
+    const canary = await waitFor(s, 'VectorActivation', `${gate}-to-2`, phaseIs('Cancelled', 'Failed', 'Succeeded'), 30_000);
+    expect(canary.status).toMatchObject(stoppedWith(gate, 'at step 3/3', onFailure === 'Revert' ? putBack : 'steps left applied: gateway, mesh'));
+    expect(await specs(gate)).toEqual(onFailure === 'Revert' ? beforeGate : atGate);
+    await Promise.all([closed(`${step}-to-2`), closed(`${gate}-to-2`)]);
+    await Promise.all([nothingMoved(step), nothingMoved(gate)]);
+  }
 });

@@ -4,7 +4,7 @@
  * (which cannot answer), each token handled once; and the progress query.
  */
 import { setHandler } from '@temporalio/workflow';
-import { answerRequest, stageLoss, type RequestAction } from '../decisions/activation.js';
+import { answerRequest, stageLoss, type RequestAction, type StopCause } from '../decisions/activation.js';
 import { answerProgression, type ProgressionAction, type ProgressionView } from '../decisions/progression.js';
 import {
   abortSignal,
@@ -85,8 +85,8 @@ export class ActivationRequests {
     if (deletion) this.stageDeleted(deletion);
   }
 
-  private stageDeleted({ namespace, stage, uid }: StageDeletion): void {
-    this.stageGone(stageLoss(namespace, stage, undefined, uid)!.message);
+  private stageDeleted({ namespace, stage, uid, deleting }: StageDeletion): void {
+    this.stageGone(stageLoss(namespace, stage, deleting ? { uid, deleting } : undefined, uid)!.message);
   }
 
   /**
@@ -97,6 +97,12 @@ export class ActivationRequests {
     this.stageLost ??= message;
     this.cancel ??= { reason: message };
     this.close = true;
+  }
+
+  /** What stopped the activation, when something did: a cancel (its reason), and the Stage's loss when that is why. */
+  stopCause(): StopCause | undefined {
+    if (!this.cancel) return undefined;
+    return { ...(this.cancel.reason ? { reason: this.cancel.reason } : {}), ...(this.stageLost ? { stageLost: this.stageLost } : {}) };
   }
 
   /** Takes the progression's pending answer (it acts on it once). */

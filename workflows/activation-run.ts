@@ -147,10 +147,15 @@ export class ActivationRun {
       const read = { stageVersion: va.stageVersion, ...(va.executionPlan ? { executionPlan: va.executionPlan } : {}), ...(va.created ? { created: va.created } : {}) };
       taken = await this.access.takeStage(stageUid, read, (message) => this.report('Waiting', 'WaitingForLease', message));
     } catch (err) {
-      // Validated before the wait, the Stage is gone now: the activation stops, as when the watcher says so.
+      // Validated before the wait, the Stage is gone now (read here, or told while the Lease was
+      // waited for): the activation stops, as when the watcher says so.
+      if (!patched('stage-checks')) return this.fail(err);
       const lost = stageLossOf(err);
-      if (!lost) return this.fail(err);
-      this.requests.stageGone(lost);
+      // The Lease waited for in vain (a foreign holder, or a Lease its Stage took along) may be the
+      // Stage's loss too: a signal cannot reach the run inside that wait, so the Stage is read.
+      if (lost) this.requests.stageGone(lost);
+      else await this.stageStillOurs();
+      if (this.requests.stageLost === undefined) return this.fail(err);
       return this.finish(this.stopped('before its first step'));
     }
     const { plan, stage, activeName, guarded } = taken;
@@ -172,10 +177,12 @@ export class ActivationRun {
     if (toRun.run.length > 0 && guarded) {
       const gate = await this.passBreakers(toRun.run[0]!, true);
       // A breaker may have held it for long: the Stage is read again before the first route write.
-      if (!gate.admitted || !(await this.stageHeld())) return this.finish(this.stopped('while waiting at a CircuitBreaker'));
+      if (!gate.admitted || !(await this.stageStillOurs())) return this.finish(this.stopped('while waiting at a CircuitBreaker'));
       limited = gate.limited;
     }
 
+    // A cancel (or the Stage's loss) heard while the Stage was taken: nothing is held or marked for it.
+    if (this.requests.cancelled && patched('stage-checks')) return this.finish(this.stopped('before its first step'));
     if (plan.progression) this.progression = this.progressionOf(plan, stage, limited);
     const started = toRun.run.length > 0 && (await this.startRun(plan, toRun.run[0]!, stage.target.name));
     if (started === 'terminating') return this.finish({ phase: 'Failed', reason: 'StageVersionTerminating', message: `StageVersion ${stage.target.name} is being deleted` });
@@ -193,15 +200,14 @@ export class ActivationRun {
       for (const [n, i] of toRun.run.entries()) {
         // Cancelled between steps, or the Stage gone: what ran is reverted as after a cancelled step.
         if (limited && n > 0 && !(await this.passBreakers(i, false)).admitted) return this.finish(await this.failure(plan, ctx, i));
-        if (n > 0 && !(await this.stageHeld())) return this.finish(await this.failure(plan, ctx, i, i, `before step ${plan.steps[i]!.name}`));
+        if (n > 0 && !(await this.stageStillOurs())) return this.finish(await this.failure(plan, ctx, i, { where: `before step ${plan.steps[i]!.name}` }));
         if (await this.runStep(plan, ctx, i, n === 0, n < toRun.run.length - 1)) return this.finish(await this.failure(plan, ctx, i));
       }
     }
     const switched = await this.switchServing(plan, stage);
     if (switched.stageLost) {
       this.requests.stageGone(switched.stageLost);
-      const last = Math.max(lastRanStep(this.progress.steps), 0);
-      return this.finish(await this.failure(plan, ctx, last, last, 'before the switch'));
+      return this.finish(await this.failure(plan, ctx, Math.max(lastRanStep(this.progress.steps), 0), { where: 'before the switch' }));
     }
     const { previous } = this;
     return this.finish({ phase: 'Succeeded', reason: 'Activated', message: `Stage ${va.stage} now serves ${stage.target.name}${previous ? ` (was ${previous.name})` : ''}` });
@@ -263,7 +269,7 @@ export class ActivationRun {
    * when a gate or an analysis wakes the run); gone or being deleted, the run is stopped as by a
    * cancel and ends StageDeleted. The watcher usually says so sooner (stageDeletedSignal).
    */
-  private async stageHeld(): Promise<boolean> {
+  private async stageStillOurs(): Promise<boolean> {
     if (this.requests.stageLost === undefined && this.stageUid !== undefined && patched('stage-checks')) {
       const lost = await k8s.checkStage(this.ref.namespace, this.va.stage, this.stageUid);
       if (lost) this.requests.stageGone(lost.message);
@@ -273,7 +279,7 @@ export class ActivationRun {
 
   /** How the attempt ends when it stops `where` before a step ran: cancelled, or its Stage gone. */
   private stopped(where: string): Ending {
-    return stoppedEnding(where, { ...(this.requests.cancel?.reason ? { reason: this.requests.cancel.reason } : {}), ...(this.requests.stageLost ? { stageLost: this.requests.stageLost } : {}) });
+    return stoppedEnding(where, this.requests.stopCause() ?? {});
   }
 
   // --- a step -------------------------------------------------------------------------------
@@ -327,15 +333,17 @@ export class ActivationRun {
    * How an attempt ends after step i failed or was cancelled: reverted under Revert (every step up to
    * `through`: a progression's earlier rounds applied the steps after i too), else left applied.
    */
-  private async failure(plan: ResolvedPlan, ctx: TaskContext, i: number, through = i, where?: string): Promise<Ending> {
+  private async failure(plan: ResolvedPlan, ctx: TaskContext, i: number, o: { through?: number; where?: string } = {}): Promise<Ending> {
+    const { through = i, where } = o;
     const step = plan.steps[i]!;
     const revert = plan.onFailure === 'Revert' ? await this.revertSteps(plan, ctx, through) : undefined;
     // Left applied (Stop): which refused tasks recorded a rule, and so may have changed it.
     const refused = revert ? [] : (this.progress.steps[i]?.tasks ?? []).flatMap((t) => (t.phase === 'Error' && t.execution ? [t.execution] : []));
-    const recorded = refused.length ? { recorded: await k8s.recordedExecutions(this.ref.namespace, refused) } : {};
+    // An execution that is gone took its record along: it may have changed its rules.
+    const records = refused.length ? await this.recordsOf(refused) : undefined;
+    const recorded = records ? { recorded: [...records.recorded, ...records.gone] } : {};
     const { firstError } = this;
-    const { cancel, stageLost } = this.requests;
-    const cancelled = cancel ? { ...(cancel.reason ? { reason: cancel.reason } : {}), ...(stageLost ? { stageLost } : {}) } : undefined;
+    const cancelled = this.requests.stopCause();
     return failureEnding({
       step: step.name,
       ...(where ? { where } : {}),
@@ -368,19 +376,21 @@ export class ActivationRun {
         const order = plan.steps.map((_, i) => i);
         if (down) order.reverse();
         for (const [n, i] of order.entries()) {
-          if (limited && started && !(await this.passBreakers(i, false)).admitted) return this.failure(plan, ctx, i, Math.max(i, ran()));
-          // Every route write but the attempt's first (read under the Lease just before) reads the Stage first.
-          if (started && !(await this.stageHeld())) return this.failure(plan, ctx, i, Math.max(i, ran()), `before step ${plan.steps[i]!.name} at ${weight} %`);
+          if (limited && started && !(await this.passBreakers(i, false)).admitted) return this.failure(plan, ctx, i, { through: Math.max(i, ran()) });
+          // Every route write but the attempt's first (read under the Lease just before) reads the
+          // Stage first; an abort's way back reads it itself (Progression.abort).
+          if (started && !down && !(await this.stageStillOurs())) return this.failure(plan, ctx, i, { through: Math.max(i, ran()), where: `before step ${plan.steps[i]!.name} at ${weight} %` });
           const first = !started;
           started = true;
-          if (await this.runStep(plan, ctx, i, first, followed || n < order.length - 1)) return this.failure(plan, ctx, i, Math.max(i, ran()));
+          if (await this.runStep(plan, ctx, i, first, followed || n < order.length - 1)) return this.failure(plan, ctx, i, { through: Math.max(i, ran()) });
         }
         return undefined;
       },
       restore: () => this.revertSteps(plan, context(), ran()),
-      cancelled: (where) => this.failure(plan, context(), Math.max(ran(), 0), undefined, where),
+      cancelled: (where) => this.failure(plan, context(), Math.max(ran(), 0), { where }),
       report: (reason, message) => this.report('InProgress', reason, message),
-      checkStage: () => this.stageHeld(),
+      stageStillOurs: () => this.stageStillOurs(),
+      stage: { namespace: ref.namespace, stage: va.stage, uid: this.stageUid! },
       newerWaiting: () => this.access.newerWaiting,
       holdLease: (seconds) => this.access.holdLease(seconds),
       vars: { namespace: ref.namespace, stage: va.stage, stageVersion: stage.target.name, ...(this.previous ? { previousStageVersion: this.previous.name } : {}), activation: ref.name },
@@ -473,7 +483,7 @@ export class ActivationRun {
       await k8s.endExecutions(ref, why.message);
       let before;
       try {
-        before = await k8s.describeStage(ref.namespace, va.stage, va.stageVersion);
+        before = await k8s.describeStage(ref.namespace, va.stage, va.stageVersion, { puttingBack: true });
       } catch (err) {
         return await ended(`nothing was put back: ${messageOf(err)}`);
       }
@@ -496,7 +506,7 @@ export class ActivationRun {
 
   private async closeOutWithStage(why: { reason: string; message: string }, stageUid: string): Promise<Ending> {
     const { ref, va } = this;
-    const read = { stageVersion: va.stageVersion, ...(va.executionPlan ? { executionPlan: va.executionPlan } : {}) };
+    const read = { stageVersion: va.stageVersion, ...(va.executionPlan ? { executionPlan: va.executionPlan } : {}), puttingBack: true };
     const { plan, stage } = await this.access.takeStage(stageUid, read, (message) => this.report('Waiting', 'WaitingForLease', message));
     this.previous = stage.stageVersions.find((sv) => sv.name === va.status.previousStageVersion);
     // The run before's executor activities stop at their next heartbeat, which fails once it has closed.

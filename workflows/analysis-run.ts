@@ -6,6 +6,7 @@
  */
 import { condition, proxyLocalActivities } from '@temporalio/workflow';
 import type { ActivationActivities } from '../activities/core.js';
+import type { StageRef } from '../activities/measure.js';
 import { measured, measurementVerdict, type AnalysisRules, type AnalysisRun, type Measured } from '../decisions/analysis.js';
 import { kubeTime as now } from '../shared/format.js';
 
@@ -18,8 +19,11 @@ const { measure } = proxyLocalActivities<ActivationActivities>({
 export interface AnalysisHooks {
   /** Said after every measurement (the status, the Events). */
   measured(run: AnalysisRun): Promise<void>;
-  /** True once the run is to stop (an answer, an abort, a background run's end). */
+  /** True once the run is to stop (an answer, an abort, a background run's end, the Stage gone). */
   stop(): boolean;
+  /** The activation's Stage, read beside each measurement; `stageLost` hears when it is gone or going. */
+  stage?: StageRef;
+  stageLost?(message: string): void;
 }
 
 /**
@@ -30,7 +34,9 @@ export async function runAnalysis(a: AnalysisRules, run: AnalysisRun, hooks: Ana
   if (a.initialDelaySeconds && (await condition(hooks.stop, `${a.initialDelaySeconds} seconds`))) return run;
   for (;;) {
     if (hooks.stop()) return run;
-    const result = await measure(a.address, run.query ?? a.query);
+    const { stageLost, ...result } = await measure(a.address, run.query ?? a.query, hooks.stage);
+    // Heard before the verdict is said: stop() then says so, and the run ends as its Stage went.
+    if (stageLost) hooks.stageLost?.(stageLost);
     const said = { time: now(), verdict: measurementVerdict(a, result) };
     // A value the status can hold (JSON has no infinities), else what was measured, in words.
     const m: Measured =

@@ -10,7 +10,8 @@ import { CancellationScope, condition, proxyLocalActivities } from '@temporalio/
 import type { ActivationActivities } from '../activities/core.js';
 import type { WebhookBody } from '../activities/analysis.js';
 import { ABORT_RAMP_INTERVAL_SECONDS, MAX_ANALYSES, MAX_BACKGROUND_ANALYSES, MAX_PROGRESSION_LOG } from '../api/progression-defaults.js';
-import type { Ending, ProgressionReport } from '../decisions/activation.js';
+import { stoppedEnding, type Ending, type ProgressionReport } from '../decisions/activation.js';
+import type { StageRef } from '../activities/measure.js';
 import { aborts, renderQuery, startRun, stopped, type AnalysisRules, type AnalysisRun, type QueryVars } from '../decisions/analysis.js';
 import {
   abortWeights,
@@ -52,10 +53,12 @@ export interface ProgressionHost {
   /** Writes the status (InProgress) with the progression's report. */
   report(reason: string, message: string): Promise<void>;
   /**
-   * Reads the Stage when a gate or a measurement wakes the run: false when it is gone or being
-   * deleted (the run is then cancelled, and ends StageDeleted).
+   * Reads the Stage when a gate wakes the run or before the traffic goes back a step: false when
+   * it is gone or being deleted (the run is then cancelled, and ends StageDeleted).
    */
-  checkStage(): Promise<boolean>;
+  stageStillOurs(): Promise<boolean>;
+  /** The Stage the activation validated: each measurement reads it too (activities/measure.ts). */
+  readonly stage: StageRef;
   /** A newer activation waits for the Stage. */
   newerWaiting(): { by: string; revision: number } | undefined;
   /** The Stage's Lease over a long gate: taken for that long instead of renewed (undefined: renewed again). */
@@ -241,7 +244,7 @@ export class Progression {
     this.gate = undefined;
     await this.host.holdLease(undefined);
     // Whatever woke it, a Stage that went meanwhile (and nobody said so) ends the run.
-    if (!(await this.host.checkStage())) return { next: afterGate(gate, 'cancelled') };
+    if (!(await this.host.stageStillOurs())) return { next: afterGate(gate, 'cancelled') };
     const label = stepLabel(this.spec, this.report.step);
     if (timedOut) {
       const next = afterGate(gate, 'timedOut');
@@ -300,9 +303,9 @@ export class Progression {
         this.replace(current, r);
         current = r;
         await this.say('Analyzing', r.message ?? `analysis ${name}`);
-        await this.host.checkStage();
       },
       stop: () => this.interrupted(),
+      ...this.stageHooks(),
     });
     this.gate = undefined;
     await this.host.holdLease(undefined);
@@ -326,9 +329,9 @@ export class Progression {
             this.replace(entry.run, r);
             entry.run = r;
             await this.say(this.gate ? gateReason(this.gate.type) : 'Analyzing', r.message ?? `analysis ${name}`);
-            await this.host.checkStage();
           },
           stop: () => entry.stop || this.ending === 'aborting',
+          ...this.stageHooks(),
         });
         const final = end.phase === 'Running' ? stopped(end) : end;
         this.replace(entry.run, final);
@@ -337,6 +340,14 @@ export class Progression {
       });
       this.background.set(name, entry);
     }
+  }
+
+  /**
+   * Each measurement reads the Stage beside it: one that is gone cancels the run, which a gate's
+   * wait (interrupted) and the next step's start then see.
+   */
+  private stageHooks() {
+    return { stage: this.host.stage, stageLost: (message: string) => this.host.requests.stageGone(message) };
   }
 
   private stopBackground(): void {
@@ -372,13 +383,15 @@ export class Progression {
     const ramp = atOnce ? [] : abortWeights(this.weight, this.spec.abort?.weights);
     const interval = this.spec.abort?.intervalSeconds ?? ABORT_RAMP_INTERVAL_SECONDS;
     for (const w of ramp) {
+      // The Stage gone while the traffic goes back: the rest of the ramp is skipped, the record put back at once.
+      if (!(await this.host.stageStillOurs())) break;
       await this.say('Aborting', `${why}; going back: ${w} % to the new StageVersion for ${interval}s`);
       const failed = await this.host.round(w, this.rounds++, true, false);
       if (failed) return { ...failed, message: `${why}; going back, the weight ${w} % could not be set: ${failed.message}` };
       this.weight = w;
       this.report.weight = w;
       await this.host.holdLease(leaseSecondsOver(interval * 1000));
-      await condition(() => false, `${interval} seconds`);
+      await condition(() => this.host.requests.stageLost !== undefined, `${interval} seconds`);
       await this.host.holdLease(undefined);
     }
     await this.say('Aborting', `${why}; putting the traffic back as recorded before the activation`);
@@ -386,6 +399,8 @@ export class Progression {
     this.weight = restored === 'done' ? 0 : this.weight;
     this.report.weight = this.weight;
     const state = restored === 'done' ? 'the traffic is back as recorded before the activation' : 'the traffic could not all be put back: see the steps';
+    const { stageLost } = this.host.requests;
+    if (stageLost) return stoppedEnding(`while going back (${why})`, { stageLost }, state);
     return { phase: 'Failed', reason, message: `${why}; ${state}` };
   }
 

@@ -5,7 +5,7 @@
  * every write is fenced right before it is sent (a deposed or resharded controller's throws
  * NotLeaderError). Every act is safe to repeat: a start finds a running workflow by its id.
  */
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { CoreDeps } from '../../activities/deps.js';
 import { expectStageLock } from '../../stage-lock/activities.js';
 import { isFinal } from '../../decisions/activation.js';
@@ -197,13 +197,20 @@ export class Acts {
     return this.closeOut(o, run);
   }
 
-  /** Tells an activation's workflow that its Stage is deleted; one that closed, or never started, ignores it. */
-  signalStageDeleted(workflowId: string, notice: StageDeletion): Promise<unknown> {
+  /**
+   * Tells an activation's workflow that its Stage is deleted. True once it is told, or has nothing to
+   * be told (closed, or never started: its own read of the Stage finds it); false when Temporal
+   * could not be asked (the caller tries again).
+   */
+  signalStageDeleted(workflowId: string, notice: StageDeletion): Promise<boolean> {
     return this.tracker.run(notice.namespace, () =>
       this.o.client.workflow
         .getHandle(workflowId)
         .signal(stageDeletedSignal, notice)
-        .catch(() => undefined),
+        .then(
+          () => true,
+          (err: unknown) => err instanceof WorkflowNotFoundError,
+        ),
     );
   }
 

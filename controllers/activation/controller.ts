@@ -31,6 +31,10 @@ export type { ActivationControllerOptions };
 
 /** The visibility query looks back this much further than the sweep before: its records may lag. */
 const CLOSED_LOOKBACK_MS = 60_000;
+/** Where the informers' kinds list Stages (the constructor's `kinds`). */
+const STAGE_KIND = 1;
+/** How often a Stage's deletion is signalled to a workflow Temporal could not be asked for, a second more each time. */
+const STAGE_NOTICE_ATTEMPTS = 5;
 
 export class ActivationController {
   private readonly informers: NamespacedInformers;
@@ -46,7 +50,11 @@ export class ActivationController {
   private standbyDeletions = new Map<string, { at: number }>();
   /** Stage deletions seen while not acting, by the workflow id of each activation to tell. */
   private standbyStageDeletions = new Map<string, { at: number; notice: StageDeletion }>();
-  /** Uids of the Stages whose deletion their activations were told of: a deleting Stage's every change does not tell them again. */
+  /**
+   * Uids of the Stages whose deletion their activations were told of (or are being told): a deleting
+   * Stage's every change does not tell them again. A uid leaves it when the telling failed, so the
+   * next change or sweep tells them again; a takeover forgets it all and decides again.
+   */
   private readonly toldStages = new Set<string>();
   private readonly log: LogFn;
   private startedAt = Date.now();
@@ -62,6 +70,7 @@ export class ActivationController {
     this.log = o.log ?? componentLogger('watcher').fn();
     this.informers = new NamespacedInformers({
       kubeConfig: o.kubeConfig,
+      // STAGE_KIND is the index of 'Stage' here.
       kinds: ['VectorActivation', 'Stage'],
       ...(o.namespaces ? { namespaces: o.namespaces } : {}),
       ...(o.leadership ? { leadership: o.leadership } : {}),
@@ -143,6 +152,8 @@ export class ActivationController {
     this.log(`${identity} leads: deciding again for ${this.cache.size} cached VectorActivations`);
     this.memory.takeover();
     this.handDeletionsOver();
+    this.toldStages.clear();
+    this.decideDeletingStages();
     for (const o of this.cache.values()) void this.reconcile(o);
     void this.sweep();
   }
@@ -158,21 +169,44 @@ export class ActivationController {
     for (const [workflowId, { notice }] of stageDeletions.signal) void this.acts.signalStageDeleted(workflowId, notice);
   }
 
-  /** A Stage deleted, or being deleted: its unfinished activations' workflows are told, once. */
+  /** A Stage deleted, or being deleted: its unfinished activations' workflows are told, once it worked. */
   private stageChanged(type: 'ADDED' | 'MODIFIED' | 'DELETED', stage: CachedStage): void {
     const plan = planStageEvent(type, stage, this.cache.values(), this.toldStages);
     const uid = stage.metadata?.uid;
+    // A Stage gone sends no more events: its telling runs to its end (or its attempts') below.
     if (uid && type === 'DELETED') this.toldStages.delete(uid);
-    else if (uid && plan) this.toldStages.add(uid);
     if (!plan) return;
     const { notice, workflowIds } = plan;
-    if (workflowIds.length > 0) this.log(`Stage ${notice.namespace}/${notice.stage} is deleted: telling ${workflowIds.length} unfinished activation(s)`, { namespace: notice.namespace, stage: notice.stage });
     // A standby, or a shard that does not serve the namespace (yet): whoever serves it next tells them.
     if (!this.informers.acting(notice.namespace)) {
       for (const workflowId of workflowIds) this.standbyStageDeletions.set(workflowId, { at: Date.now(), notice });
       return;
     }
-    for (const workflowId of workflowIds) void this.acts.signalStageDeleted(workflowId, notice);
+    if (workflowIds.length === 0) return;
+    if (uid && type !== 'DELETED') this.toldStages.add(uid);
+    this.log(`Stage ${notice.namespace}/${notice.stage} is ${notice.deleting ? 'being ' : ''}deleted: telling ${workflowIds.length} unfinished activation(s)`, { namespace: notice.namespace, stage: notice.stage });
+    void this.tell(notice, workflowIds).then((told) => {
+      if (!told && uid) this.toldStages.delete(uid);
+    });
+  }
+
+  /** Signals the notice to each workflow, again (a bounded number of times) to those Temporal could not be asked for; true once all were told. */
+  private async tell(notice: StageDeletion, workflowIds: readonly string[]): Promise<boolean> {
+    let left = [...workflowIds];
+    for (let attempt = 1; left.length > 0 && attempt <= STAGE_NOTICE_ATTEMPTS && !this.stopped; attempt++) {
+      if (attempt > 1) await new Promise((resolve) => setTimeout(resolve, (attempt - 1) * 1_000).unref());
+      const told = await Promise.all(left.map((workflowId) => this.acts.signalStageDeleted(workflowId, notice)));
+      left = left.filter((_, i) => !told[i]);
+    }
+    if (left.length > 0 && !this.stopped) this.log(`Stage ${notice.namespace}/${notice.stage} is deleted: ${left.length} workflow(s) could not be told; each finds it before its next route write`, { level: 'warn', namespace: notice.namespace });
+    return left.length === 0;
+  }
+
+  /** Every cached Stage being deleted, decided again (after a takeover, and at each sweep for those not told yet). */
+  private decideDeletingStages(): void {
+    for (const ns of this.informers.namespaces()) {
+      for (const st of this.informers.list(ns, STAGE_KIND) as CachedStage[]) if (st.metadata?.deletionTimestamp) this.stageChanged('MODIFIED', st);
+    }
   }
 
   private observe(o: CachedActivation): void {
@@ -280,6 +314,7 @@ export class ActivationController {
   }
 
   private async sweepOnce(): Promise<void> {
+    if (this.informers.gate.acting()) this.decideDeletingStages();
     const since = this.lastSweep;
     this.lastSweep = Date.now();
     const full = fullSweep(this.sweeps++, since);

@@ -76,7 +76,7 @@ export function planStageEvent(
   if (!namespace || !name || !uid || told.has(uid)) return undefined;
   if (type !== 'DELETED' && !deletionTimestamp) return undefined;
   const workflowIds = [...activations].filter((o) => o.metadata?.namespace === namespace && stageOf(o) === name && !isFinal(o.status?.phase)).map(workflowIdOf);
-  return { notice: { namespace, stage: name, uid }, workflowIds };
+  return { notice: { namespace, stage: name, uid, ...(type === 'DELETED' ? {} : { deleting: true }) }, workflowIds };
 }
 
 /** Deletions seen while standby are handed to the workflows when it takes over, if this recent. */

@@ -268,7 +268,7 @@ describe("a Stage's deletion: its unfinished activations are told, once", () => 
   ] as const)('%s', (_n, type, st, toldAlready, told) => {
     const plan = planStageEvent(type, st, cached, toldAlready);
     if (told === undefined) return expect(plan).toBeUndefined();
-    expect(plan!.notice).toEqual({ namespace: NS, stage: 's1', uid: st.metadata.uid });
+    expect(plan!.notice).toEqual({ namespace: NS, stage: 's1', uid: st.metadata.uid, ...(type === 'DELETED' ? {} : { deleting: true }) });
     expect(plan!.workflowIds).toEqual(told.map((n) => id(cached.find((o) => o.metadata!.name === n)!)));
   });
 });

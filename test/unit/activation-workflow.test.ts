@@ -792,3 +792,46 @@ test('a revert that finds a succeeded execution deleted (its record with it) doe
   expect(status.steps?.[0]?.tasks[0]).toMatchObject({ phase: 'Succeeded', message: 'ActivationExecution lost-to-2-0-lost-gw is gone, and with it the record of what it changed: nothing of it was put back' });
   expect(cluster.callsOf(ref).map((c) => `${c.action} ${c.registration}`)).toEqual(['Apply lost-gw', 'Apply lost-mesh', 'Revert lost-mesh']);
 }, TEST_TIMEOUT);
+
+describe.each(['Stop', 'Revert'] as const)('the Stage lost while the last step runs (onFailure %s)', (onFailure) => {
+  test('the switch reads it before it writes: nothing moves to the new version, and the step stays applied or is put back', async () => {
+    const stage = `late-${onFailure.toLowerCase()}`;
+    cluster.addStage(ns, stage, { [`${stage}-1`]: 1, [`${stage}-2`]: 2 }, `${stage}-1`);
+    cluster.stageVersion(ns, `${stage}-1`).serving = stage;
+    cluster.addPlan(`${stage}-plan`, { onFailure, steps: [{ name: 'route', tasks: [`${stage}-route`] }] });
+    cluster.behave(`${stage}-route`, { kind: 'work', seconds: 1 });
+    const ref = activate(`${stage}-to-2`, stage, `${stage}-2`, `${stage}-plan`);
+    await start(ref);
+    await executorRunning(`${stage}-route`);
+    cluster.stages.delete(`${ns}/${stage}`);
+
+    const status = await phaseIs(ref, 'Cancelled');
+    const state = onFailure === 'Stop' ? 'steps left applied: route' : 'every task that ran was reverted: its routes are back as it found them';
+    expect(status).toMatchObject({ reason: 'StageDeleted', message: `Stage unit/${stage} was deleted: the activation stopped before the switch; ${state}` });
+    expect(cluster.callsOf(ref).map((c) => `${c.action} ${c.registration}`)).toEqual(onFailure === 'Stop' ? [`Apply ${stage}-route`] : [`Apply ${stage}-route`, `Revert ${stage}-route`]);
+    expect(cluster.activeUsage(ns, stage)).toBe(`${stage}-1`);
+    expect(cluster.stageVersion(ns, `${stage}-1`).serving).toBe(stage);
+    expect(cluster.stageVersion(ns, `${stage}-2`).serving).toBeUndefined();
+    expect(cluster.lease(ns, stage)?.holder).toBeUndefined();
+  }, TEST_TIMEOUT);
+});
+
+test("the Stage deleted while the activation waits for another holder's Lease: it stops there, having held and marked nothing", async () => {
+  cluster.addStage(ns, 'leased', { 'leased-1': 1, 'leased-2': 2 }, 'leased-1');
+  cluster.addPlan('leased-plan', { onFailure: 'Stop', steps: [{ name: 'route', tasks: ['leased-route'] }] });
+  cluster.leases.set(`${ns}/leased`, { holder: 'another-installation', stageUid: 'x', holders: ['another-installation'] });
+  const ref = activate('leased-to-2', 'leased', 'leased-2', 'leased-plan');
+  const handle = await start(ref, { leaseWaitSeconds: 3 });
+  await phaseIs(ref, 'Waiting');
+  const uid = cluster.stages.get(`${ns}/leased`)!.uid;
+  cluster.stages.delete(`${ns}/leased`);
+  await handle.signal(stageDeletedSignal, { namespace: ns, stage: 'leased', uid });
+
+  // The Lease's wait ends on its own (its bounded retries: the signal waits behind it); the Stage,
+  // read then, is gone, and the activation ends StageDeleted rather than for the Lease.
+  const status = await phaseIs(ref, 'Cancelled');
+  expect(status).toMatchObject({ reason: 'StageDeleted', message: 'Stage unit/leased was deleted: the activation stopped before its first step; no route was changed' });
+  expect(cluster.callsOf(ref)).toEqual([]);
+  expect(cluster.activationUsage(ref)).toBeUndefined();
+  expect(cluster.stageVersion(ns, 'leased-2').activatedBy).toBeUndefined();
+}, TEST_TIMEOUT);

@@ -470,9 +470,9 @@ export class FakeCluster {
       },
 
       // stage-versions.ts
-      describeStage: async (namespace, stage, stageVersion, stageUid): Promise<StageState> => {
+      describeStage: async (namespace, stage, stageVersion, o = {}): Promise<StageState> => {
         const st = this.stages.get(key(namespace, stage));
-        const lost = stageLoss(namespace, stage, st && { uid: st.uid, deleting: st.deleting === true }, stageUid);
+        const lost = stageLoss(namespace, stage, st && { uid: st.uid, deleting: st.deleting === true && !o.puttingBack }, o.stageUid);
         if (lost || !st) throw ApplicationFailure.nonRetryable(lost!.message, lost!.reason);
         const all = [...this.stageVersions.values()].filter((sv) => sv.namespace === namespace);
         const stageVersions: StageVersionInfo[] = all

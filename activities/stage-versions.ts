@@ -3,7 +3,7 @@
  * StageVersion: in activation (the admission policy then refuses changes and deletion) and serving.
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import { ANNOTATION_ACTIVATED_BY, ANNOTATION_SERVING } from '../api/group.js';
+import { ANNOTATION_ACTIVATED_BY, ANNOTATION_DRAIN_SINCE, ANNOTATION_SERVING } from '../api/group.js';
 import type { StageVersionInfo } from '../api/stage-version.js';
 import { apiStatus } from '../k8s/client.js';
 import { getTyped, listTyped, type Typed } from '../k8s/typed.js';
@@ -105,6 +105,11 @@ export function stageVersionActivities({ objects }: CoreDeps) {
     },
 
     markServing,
+
+    /** A switch moved all the traffic off it: it drains from now, keeping its serving mark (the Stage controller lets it go). */
+    async markDraining(namespace: string, name: string, stage: string): Promise<void> {
+      await objects.mergeMetadata('StageVersion', namespace, name, { annotations: { [ANNOTATION_SERVING]: stage, [ANNOTATION_DRAIN_SINCE]: new Date().toISOString() } });
+    },
 
     /** Clears the in-activation mark if it is still ours; a StageVersion deleted meanwhile is fine. */
     unmarkStageVersion,

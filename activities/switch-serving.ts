@@ -1,9 +1,11 @@
 /**
  * ADR-0012 step 9 as one local activity: the Stage's serving StageVersion changes hands. What is
  * given goes first (the new version's serving mark, in place of its in-activation mark, and the
- * active usage), then what is taken (the old version's serving mark, the activation's usage), so
- * that the serving version is never unheld. One local activity, not several: each costs the workflow an activation
- * of its own.
+ * active usage), then what is taken (the activation's usage), so that the serving version is never
+ * unheld. The old version keeps its serving mark and starts to drain (the data plane may still send
+ * it requests): the Stage controller lets it go once the Stage's drain has passed
+ * (decisions/stage.ts servingMarks). One local activity, not several: each costs the workflow an
+ * activation of its own.
  */
 import type { CoreParts } from './parts.js';
 import type { ActivationRef } from '../shared/activation.js';
@@ -14,7 +16,7 @@ export interface SwitchServingInput {
   stageUid: string;
   /** The StageVersion that now serves. */
   target: string;
-  /** The one that served before, when another: it loses its serving mark. */
+  /** The one that served before, when all the traffic left it: it starts to drain, marked serving until it has. */
   previous?: string;
   /** The one that served before, when a weight leaves it a share: it keeps (or gets) its serving mark. */
   stillServing?: string;
@@ -31,7 +33,7 @@ export interface SwitchServingInput {
 }
 
 /** The activities switchServing is made of: the real ones, or a test's fakes of them. */
-type ServingParts = Pick<CoreParts, 'checkStage' | 'markServing' | 'pointActiveUsage' | 'releaseActivationUsage' | 'serveInstead'>;
+type ServingParts = Pick<CoreParts, 'checkStage' | 'markDraining' | 'markServing' | 'pointActiveUsage' | 'releaseActivationUsage' | 'serveInstead'>;
 
 export function switchServingActivities(parts: ServingParts) {
   return {
@@ -50,7 +52,7 @@ export function switchServingActivities(parts: ServingParts) {
       // The target's serving mark replaces its in-activation mark: held throughout by one or the other.
       const seen = i.active !== undefined ? { active: i.active, uids: i.uids ?? {}, ...(i.revisions ? { revisions: i.revisions } : {}) } : undefined;
       await Promise.all([parts.serveInstead(ns, i.target, i.stage, i.holder, i.revisions), parts.pointActiveUsage(ns, i.stage, i.stageUid, i.target, seen)]);
-      await Promise.all([i.previous && i.previous !== i.target ? parts.markServing(ns, i.previous, null) : undefined, parts.releaseActivationUsage(i.ref, i.usageUid)]);
+      await Promise.all([i.previous && i.previous !== i.target ? parts.markDraining(ns, i.previous, i.stage) : undefined, parts.releaseActivationUsage(i.ref, i.usageUid)]);
       return {};
     },
   };

@@ -27,3 +27,9 @@ export const ANNOTATION_ACTIVATED_BY = 'konfidence.cloud/activated-by';
 export const FINALIZER_IN_USE = 'konfidence.cloud/in-use-protection';
 /** Set on the StageVersion that a Stage's active usage names (value: the Stage): it cannot be deleted. */
 export const ANNOTATION_SERVING = 'konfidence.cloud/serving-stage';
+/**
+ * Set by a switch on the StageVersion it moved all the traffic off (value: when, ISO time): it keeps
+ * its serving mark while it drains (the Stage's drainSeconds), which the Stage controller then lets
+ * go even where it cannot read the routes (decisions/stage.ts servingMarks).
+ */
+export const ANNOTATION_DRAIN_SINCE = 'konfidence.cloud/drain-since';

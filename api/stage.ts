@@ -1,7 +1,7 @@
 /** Stage: an environment of a landscape whose traffic the activation switches between StageVersions. */
 import { z } from 'zod';
 import { defineKind, resourceSchema } from './kind.js';
-import { dnsLabel, objectName, routeRef, statusOf } from './meta.js';
+import { dnsLabel, objectName, routeRef, statusOf, timestamp } from './meta.js';
 
 export const vector = z
   .string()
@@ -17,6 +17,14 @@ export const stageSpec = z.object({
     .max(100)
     .default(3)
     .describe('How many unused StageVersions besides the target and the active one to keep.'),
+  drainSeconds: z
+    .int()
+    .min(0)
+    .max(3600)
+    .default(30)
+    .describe(
+      'How long a StageVersion stays protected (serving-marked: not deleted) after the managed routes stop sending it traffic: the time the data plane takes to apply a route change and to finish the requests it sent there.',
+    ),
 });
 
 export const stagePhases = ['Pending', 'Progressing', 'Ready', 'Degraded'] as const;
@@ -46,6 +54,16 @@ export const stageStatus = statusOf(stagePhases, {
     .max(64)
     .optional()
     .describe('StageVersions that a managed rule sends traffic to (status.traffic), newest first.'),
+  draining: z
+    .array(
+      z.object({
+        stageVersion: objectName,
+        since: timestamp.describe('When the Stage controller first saw no managed rule send it traffic.'),
+      }),
+    )
+    .max(64)
+    .optional()
+    .describe('StageVersions no managed rule sends traffic to any more, still protected until since + spec.drainSeconds.'),
   controllerStatus: z
     .object({
       namespace: dnsLabel.describe('The system namespace (KONFIDENCE_SYSTEM_NAMESPACE of the Stage controller).'),

@@ -286,6 +286,8 @@ export class StageController {
       }
       plan = planNamespace(observed, new Date(), options);
     }
+    // A drain ends with no change to announce it: the namespace is passed again then.
+    if (plan.wakeAt !== undefined) this.enqueue(ns, Math.max(plan.wakeAt - Date.now(), 0));
     return this.act(ns, plan, observed);
   }
 

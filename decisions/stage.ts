@@ -7,6 +7,7 @@
  */
 import {
   ANNOTATION_ACTIVATED_BY,
+  ANNOTATION_DRAIN_SINCE,
   ANNOTATION_SERVING,
   API_VERSION,
   DEFAULT_SYSTEM_NAMESPACE,
@@ -110,6 +111,8 @@ export interface Plan {
   deletes: Delete[];
   /** At most one per object, none when nothing changes. */
   statuses: StatusPatch[];
+  /** When a pass must run again though nothing changes (a drain ends), epoch ms. */
+  wakeAt?: number;
 }
 
 const FINAL = new Set(['Succeeded', 'Failed', 'Skipped', 'Cancelled']);
@@ -146,28 +149,75 @@ export function servingIn(traffic: ObservedTraffic | undefined): Set<string> {
   return new Set((traffic?.rules ?? []).flatMap((r) => Object.entries(r.weights).flatMap(([name, w]) => (w > 0 ? [name] : []))));
 }
 
+/** A StageVersion no managed rule sends traffic to any more, protected until its drain has passed. */
+export interface Draining {
+  stageVersion: string;
+  /** When a pass first saw no rule send it traffic (ISO time). */
+  since: string;
+}
+
+/** The serving marks to set or clear, the drains still running, and when the next one ends (epoch ms). */
+export interface MarksPlan {
+  patches: MetadataPatch[];
+  draining: Draining[];
+  wakeAt?: number;
+}
+
 /**
  * Serving marks from what the routes hold, whatever path got them there: a StageVersion that a
  * managed rule sends traffic to is marked serving (the admission policy then refuses its
- * deletion). The mark goes once no rule sends it any, and only when the traffic is known whole,
- * the StageVersion is not the active one and no activation of the Stage is unfinished: a rule this
- * controller cannot read may still send it traffic, and a running activation moves the marks of
- * its switch itself (clearing one a moment later is safe; clearing it beside the run is a write
- * and a fresh read of the routes for nothing).
+ * deletion). Once no rule sends it any it drains: for the Stage's drainSeconds from the pass that
+ * first saw it so it keeps its mark, and, when its deletion was asked already, its in-use finalizer
+ * (protection), for a data plane applies a route change after its own delay and finishes the
+ * requests it had sent (a version let go at once would fail them). A version drains that was marked
+ * or that the last pass saw served (one being deleted is never marked). A switch that moved all the
+ * traffic off a version starts its drain itself (ANNOTATION_DRAIN_SINCE), and vouches for it where
+ * this controller cannot read the routes (an executor type it does not run). The mark goes when the
+ * drain has passed, and only when the traffic is known whole (or a switch vouched), the StageVersion
+ * is not the active one and no activation of the Stage is unfinished: a rule this controller cannot
+ * read may still send it traffic, and a running activation may send it traffic again.
  */
-export function servingMarks(stage: string, svs: StageVersion[], traffic: ObservedTraffic | undefined, active: string | undefined, activations: Activation[]): MetadataPatch[] {
-  if (!traffic) return [];
+export function servingMarks(stage: Stage, svs: StageVersion[], traffic: ObservedTraffic | undefined, active: string | undefined, activations: Activation[], now: Date): MarksPlan {
+  const name = nameOf(stage);
+  const before = stage.status?.draining ?? [];
+  if (!traffic) return { patches: [], draining: [...before] };
+  const servedBefore = new Set(stage.status?.servingStageVersions ?? []);
   const serving = servingIn(traffic);
-  const pending = activating(stage, activations);
-  const out: MetadataPatch[] = [];
-  for (const sv of svs.filter((x) => x.spec.stage === stage)) {
-    const name = nameOf(sv);
+  const pending = activating(name, activations);
+  const drainMs = (stage.spec.drainSeconds ?? 0) * 1000;
+  // Known whole: every registration's rules were read (a Stage whose registrations manage no route
+  // has none; its versions but the active one then get no traffic we know of, and drain too).
+  const known = traffic.complete;
+  const out: MarksPlan = { patches: [], draining: [] };
+  for (const sv of svs.filter((x) => x.spec.stage === name)) {
+    const version = nameOf(sv);
     const mark = sv.metadata.annotations?.[ANNOTATION_SERVING];
-    if (serving.has(name) && mark !== stage && !deleting(sv)) {
-      out.push({ kind: 'StageVersion', name, metadata: { annotations: { [ANNOTATION_SERVING]: stage } }, why: `StageVersion ${name}: Stage ${stage}'s routes send it traffic, marking it serving` });
-    } else if (pending.size === 0 && !serving.has(name) && mark === stage && traffic.complete && traffic.rules.length > 0 && name !== active) {
-      out.push({ kind: 'StageVersion', name, metadata: { annotations: { [ANNOTATION_SERVING]: null } }, why: `StageVersion ${name}: no route of Stage ${stage} sends it traffic any more, clearing the serving mark` });
+    const switchedOff = sv.metadata.annotations?.[ANNOTATION_DRAIN_SINCE];
+    if (serving.has(version)) {
+      // Served again (a later activation, a person): no drain runs.
+      if ((mark !== name || switchedOff) && !deleting(sv)) {
+        const annotations = { [ANNOTATION_SERVING]: name, ...(switchedOff ? { [ANNOTATION_DRAIN_SINCE]: null } : {}) };
+        out.patches.push({ kind: 'StageVersion', name: version, metadata: { annotations }, why: `StageVersion ${version}: Stage ${name}'s routes send it traffic, marking it serving` });
+      }
+      continue;
     }
+    const marked = mark === name;
+    if (version === active || !(marked || servedBefore.has(version) || before.some((d) => d.stageVersion === version))) continue;
+    // A drain starts on traffic known whole, or when a switch says it moved all the traffic off;
+    // one already running goes on whatever is read now.
+    const since = before.find((d) => d.stageVersion === version)?.since ?? switchedOff ?? (known ? now.toISOString() : undefined);
+    if (since === undefined) continue;
+    const ends = new Date(since).getTime() + drainMs;
+    if (ends <= now.getTime() && (known || switchedOff) && pending.size === 0) {
+      if (marked || switchedOff) {
+        const annotations = { [ANNOTATION_SERVING]: null, ...(switchedOff ? { [ANNOTATION_DRAIN_SINCE]: null } : {}) };
+        out.patches.push({ kind: 'StageVersion', name: version, metadata: { annotations }, why: `StageVersion ${version}: no route of Stage ${name} sends it traffic any more and it has drained, clearing the serving mark` });
+      }
+      continue;
+    }
+    out.draining.push({ stageVersion: version, since });
+    // An unfinished activation wakes the Stage when it ends; a drain wakes it when it passes.
+    if (ends > now.getTime()) out.wakeAt = Math.min(out.wakeAt ?? Infinity, ends);
   }
   return out;
 }
@@ -269,7 +319,17 @@ export function activationFor(stage: Stage, target: StageVersion, active: string
  */
 export function stageStatus(
   stage: Stage,
-  s: { latestRevision: number; target: StageVersion; active?: string; activations: Activation[]; systemNamespace: string; shard?: string; traffic?: ObservedTraffic; stageVersions?: StageVersion[] },
+  s: {
+    latestRevision: number;
+    target: StageVersion;
+    active?: string;
+    activations: Activation[];
+    systemNamespace: string;
+    shard?: string;
+    traffic?: ObservedTraffic;
+    stageVersions?: StageVersion[];
+    draining?: Draining[];
+  },
   now: Date,
 ) {
   const target = nameOf(s.target);
@@ -296,6 +356,8 @@ export function stageStatus(
     conditions: setCondition(stage.status?.conditions, condition, generation, now),
     // What the routes hold, when they could be read (else the last reading stays).
     ...(s.traffic ? { traffic: s.traffic.rules.slice(0, 64), servingStageVersions: newestFirst(servingIn(s.traffic), s.stageVersions ?? []) } : {}),
+    // Absent (null in the patch) when nothing drains.
+    draining: s.draining?.length ? s.draining.slice(0, 64) : undefined,
   };
 }
 
@@ -329,11 +391,18 @@ export function usageStatus(usage: Usage, svs: StageVersion[], now: Date) {
 
 /**
  * Protection of one StageVersion: the in-use finalizer while it lives; on deletion, removed once no
- * usage references it (conditional on resourceVersion: a concurrent change makes the next pass
- * decide again), else the status says who holds it. The serving mark of a Stage that is gone is
+ * route sends it traffic, it has drained (servingMarks) and no usage references it (conditional on
+ * resourceVersion: a concurrent change makes the next pass decide again), else the status says
+ * what holds it. The serving mark of a Stage that is gone is
  * cleared so that garbage collection can take the StageVersion.
  */
-export function protection(sv: StageVersion, usages: Usage[], livingStages: Set<string>, serving: ReadonlySet<string> = new Set()): { patch?: MetadataPatch; waitMessage?: string } {
+export function protection(
+  sv: StageVersion,
+  usages: Usage[],
+  livingStages: Set<string>,
+  serving: ReadonlySet<string> = new Set(),
+  draining: ReadonlyMap<string, string> = new Map(),
+): { patch?: MetadataPatch; waitMessage?: string } {
   const metadata: MetadataPatch['metadata'] = {};
   const why: string[] = [];
   const finalizers = sv.metadata.finalizers ?? [];
@@ -345,6 +414,8 @@ export function protection(sv: StageVersion, usages: Usage[], livingStages: Set<
   } else if (deleting(sv) && finalizers.includes(FINALIZER_IN_USE)) {
     if (serving.has(nameOf(sv))) {
       waitMessage = `deletion waits: a route of Stage ${sv.spec.stage} still sends it traffic`;
+    } else if (draining.has(nameOf(sv))) {
+      waitMessage = `deletion waits: it drains (a gateway may still send it requests) since ${draining.get(nameOf(sv))}`;
     } else if (users.length === 0) {
       metadata.finalizers = finalizers.filter((f) => f !== FINALIZER_IN_USE);
       why.push('no usage left, removing the in-use finalizer');
@@ -391,8 +462,12 @@ export function planNamespace(o: Observed, now: Date, options: PlanOptions = {})
 
   const living = new Set(o.stages.filter((st) => !deleting(st)).map(nameOf));
   const servingOf = (stage: string) => servingIn(o.traffic?.get(stage));
+  const activeOf = (stage: string) => o.usages.find((u) => nameOf(u) === activeUsageName(stage))?.spec.stageVersionRef?.name;
+  // Marks and drains first: a draining version keeps its in-use finalizer (protection).
+  const marks = new Map(o.stages.filter((st) => !deleting(st)).map((st) => [nameOf(st), servingMarks(st, o.stageVersions, o.traffic?.get(nameOf(st)), activeOf(nameOf(st)), o.activations, now)]));
+  const drainingOf = (stage: string) => new Map((marks.get(stage)?.draining ?? []).map((d) => [d.stageVersion, d.since]));
   for (const sv of o.stageVersions) {
-    const { patch, waitMessage } = protection(sv, o.usages, living, servingOf(sv.spec.stage));
+    const { patch, waitMessage } = protection(sv, o.usages, living, servingOf(sv.spec.stage), drainingOf(sv.spec.stage));
     if (patch) plan.metadata.push(patch);
     if (waitMessage) status('StageVersion', nameOf(sv), sv.status, { message: waitMessage });
   }
@@ -406,14 +481,25 @@ export function planNamespace(o: Observed, now: Date, options: PlanOptions = {})
     const usage = targetUsage(stage, target, o.usages, o.namespace);
     if (usage && 'object' in usage) plan.creates.push(usage);
     else if (usage) plan.specs.push(usage);
-    const active = o.usages.find((u) => nameOf(u) === activeUsageName(nameOf(stage)))?.spec.stageVersionRef?.name;
+    const active = activeOf(nameOf(stage));
     const activation = activationFor(stage, decision.target, active, o.activations, o.namespace);
     if (activation) plan.creates.push(activation);
     const traffic = o.traffic?.get(nameOf(stage));
-    plan.metadata.push(...servingMarks(nameOf(stage), o.stageVersions, traffic, active, o.activations));
+    const stageMarks = marks.get(nameOf(stage))!;
+    plan.metadata.push(...stageMarks.patches);
+    if (stageMarks.wakeAt !== undefined) plan.wakeAt = Math.min(plan.wakeAt ?? Infinity, stageMarks.wakeAt);
     const desired = stageStatus(
       stage,
-      { latestRevision: decision.latestRevision, target: decision.target, active, activations: o.activations, systemNamespace, ...(options.shard ? { shard: options.shard } : {}), ...(traffic ? { traffic, stageVersions: o.stageVersions } : {}) },
+      {
+        latestRevision: decision.latestRevision,
+        target: decision.target,
+        active,
+        activations: o.activations,
+        systemNamespace,
+        ...(options.shard ? { shard: options.shard } : {}),
+        ...(traffic ? { traffic, stageVersions: o.stageVersions } : {}),
+        draining: stageMarks.draining,
+      },
       now,
     );
     status('Stage', nameOf(stage), stage.status, desired);

@@ -13,6 +13,7 @@ import { startLoad, type Sent } from '../scripts/apps/load.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { activate } from './support/scenario.js';
 import { gatewayUrl, hostOf, recordWeights, routedTo, seedServed } from './support/data-plane.js';
+import { startSlowGateway, type SlowGateway } from './support/slow-gateway.js';
 import { create, object, phaseIs, startTestSystem, type TestSystem } from './support/system.js';
 
 let s: TestSystem;
@@ -41,17 +42,28 @@ interface Run {
   phase: string;
 }
 
+interface LoadOptions {
+  /** How long the load runs on past the activation's end (ms). */
+  after?: number;
+  /** The gateway the load goes through (default: the local one). */
+  via?: string;
+  /** Done right before the activation is created. */
+  before?: () => Promise<void>;
+}
+
 /**
  * Runs an activation of `stage` to `version` under a steady load through the gateway: the load
  * starts once the gateway routes to `from`, and runs `after` ms past the activation's end.
  */
-async function underLoad(stage: string, from: string, name: string, r: number, spec: Record<string, unknown>, after = 3_000): Promise<Run> {
-  await routedTo(s, stage, from);
+async function underLoad(stage: string, from: string, name: string, r: number, spec: Record<string, unknown>, o: LoadOptions = {}): Promise<Run> {
+  const { after = 3_000, via = gatewayUrl() } = o;
+  await routedTo(s, stage, from, via);
   const weights = await recordWeights(s, stage);
-  const load = startLoad({ gatewayUrl: gatewayUrl(), host: hostOf(s, stage) });
+  const load = startLoad({ gatewayUrl: via, host: hostOf(s, stage) });
   try {
     // A weight window before the change: the old version has all of it.
     await pollUntil(() => load.sent.length >= MIN_WINDOW + 400, 30_000, 'the load to warm up', 50);
+    await o.before?.();
     await activate(s, name, stage, r, spec);
     const ended = await pollUntil(async () => {
       const va = await s.objects.get('VectorActivation', s.ns, name);
@@ -109,4 +121,42 @@ it('a canary 10 → 50 → 100 %: no request fails, and every weight window spli
   expect(v.weights).toEqual([0, 10, 50, 100]);
   expect(v.worstError).toBeLessThanOrEqual(TOLERANCE);
   console.log(`canary: ${run.sent.length} requests, worst window split error ${v.worstError.toFixed(2)} points`);
+});
+
+describe('nothing is let go while the gateway still sends it requests: the old version, deleted as soon as the system lets it go, behind a gateway that applies the switch late', () => {
+  /**
+   * The gateway applies a change that follows another this long after (Traefik's provider throttle);
+   * its own status writes after each change can start the throttle again, so a change may wait two
+   * of them. The drain that protects the old version must outlast that.
+   */
+  const LATE_SECONDS = 4;
+  let slow: SlowGateway;
+  beforeAll(async () => {
+    slow = await startSlowGateway(s, LATE_SECONDS);
+  });
+  afterAll(async () => {
+    await slow?.stop();
+  });
+
+  it.each([
+    ['no drain: the old version goes while the gateway still sends it requests, and they fail', 0],
+    ['a drain longer than the gateway takes: the old version goes only after it, and no request fails', 2 * LATE_SECONDS + 4],
+  ])('%s', async (_n, drainSeconds) => {
+    const stage = `undeploy-${drainSeconds}`;
+    // History limit 0: the Stage controller deletes the old version as soon as nothing holds it.
+    await seedServed(s, stage, [1, 2], 1, { stageVersionHistoryLimit: 0, drainSeconds }, slow.parentRef);
+    await create(s, object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, { onFailure: 'Revert', steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }] }));
+    await apps.settled();
+
+    // The touch just before makes the switch's route write wait for the gateway's throttle.
+    const run = await underLoad(stage, `${stage}-1`, `${stage}-to-2`, 2, { executionPlan: `${stage}-plan` }, { via: slow.url, before: () => slow.touch(), after: (drainSeconds + 5) * 1000 });
+    expect(run.phase).toBe('Succeeded');
+    // The system let the old version go: deleted, and its server stopped.
+    await pollUntil(() => !apps.deployed(s.ns, `${stage}-1`) || undefined, 30_000, `${stage}-1 to be undeployed`, 100);
+    const failed = unexpectedFailures(run.sent);
+    const lastOld = [...run.sent].filter((x) => x.version === `${stage}-1`).reduce((t, x) => Math.max(t, x.at), 0);
+    console.log(`undeploy, drainSeconds ${drainSeconds}: ${run.sent.length} requests, ${failed.length} failed; the gateway sent the old version requests until ${Math.round(lastOld - run.endedAt)} ms after Succeeded`);
+    if (drainSeconds === 0) expect(failed.length).toBeGreaterThan(0);
+    else expect(failed).toEqual([]);
+  });
 });

@@ -70,11 +70,12 @@ async function eventsOf(kind: string, name: string): Promise<string[]> {
 }
 
 it('a Stage that gets a new vector: the activation, the Stage and its StageVersions each tell their story', async () => {
-  await create(s, object('Stage', s.ns, 'app', { vector: 'example/app:1', stageVersionHistoryLimit: 0 }));
+  // No drain: app-1 goes as soon as app-2 serves (the drain is test/stage-lifecycle's and test/data-plane's).
+  await create(s, object('Stage', s.ns, 'app', { vector: 'example/app:1', stageVersionHistoryLimit: 0, drainSeconds: 0 }));
   await waitFor(s, 'StageVersion', 'app-1', () => true);
   await markReady(s, 'app-1');
   await waitFor(s, 'VectorActivation', 'activate-app-1', phaseIs('Succeeded'));
-  await s.objects.mergeSpec('Stage', s.ns, 'app', { vector: 'example/app:2', stageVersionHistoryLimit: 0 });
+  await s.objects.mergeSpec('Stage', s.ns, 'app', { vector: 'example/app:2', stageVersionHistoryLimit: 0, drainSeconds: 0 });
   await waitFor(s, 'StageVersion', 'app-2', () => true);
   await markReady(s, 'app-2');
   await waitFor(s, 'VectorActivation', 'activate-app-2', phaseIs('Succeeded'));

@@ -18,8 +18,8 @@ afterAll(async () => {
 const usageOf = (name: string) => s.objects.get('StageVersionUsage', s.ns, name);
 const refusal = (p: Promise<unknown>) => p.then(() => 'accepted', (err) => apiMessage(err));
 
-it('turns a vector change into a StageVersion, moves the target usage and ends with the active usage on it', async () => {
-  await create(s, object('Stage', s.ns, 'app', { vector: 'example/app:1.0.0' }));
+it('turns a vector change into a StageVersion, moves the target usage and ends with the active usage on it; the old version drains, then is let go', async () => {
+  await create(s, object('Stage', s.ns, 'app', { vector: 'example/app:1.0.0', drainSeconds: 5 }));
   const v1 = await waitFor(s, 'StageVersion', 'app-1', () => true);
   expect(v1.metadata.labels).toEqual({ [LABEL_STAGE_NAME]: 'app', [LABEL_VECTOR]: vectorLabelValue('example/app:1.0.0') });
   expect(v1.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'Stage', name: 'app', controller: true });
@@ -34,7 +34,7 @@ it('turns a vector change into a StageVersion, moves the target usage and ends w
   expect(va1.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'Stage', name: 'app' });
   await waitFor(s, 'Stage', 'app', (st) => st.status?.phase === 'Ready' && st.status?.activeStageVersion === 'app-1');
 
-  await s.objects.mergeSpec('Stage', s.ns, 'app', { vector: 'example/app:1.1.0' });
+  await s.objects.mergeSpec('Stage', s.ns, 'app', { vector: 'example/app:1.1.0', drainSeconds: 5 });
   await waitFor(s, 'StageVersionUsage', 'app-target', (u) => u.spec.stageVersionRef?.name === 'app-2');
   await markReady(s, 'app-2');
   await waitFor(s, 'VectorActivation', 'activate-app-2', phaseIs('Succeeded'));
@@ -46,9 +46,13 @@ it('turns a vector change into a StageVersion, moves the target usage and ends w
   const target = await waitFor(s, 'StageVersionUsage', 'app-target', (u) => u.status?.phase === 'Ready');
   expect(target.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'Stage', name: 'app' });
   expect(target.status.conditions).toEqual([expect.objectContaining({ type: 'StageVersionReady', status: 'True', observedGeneration: target.metadata.generation })]);
-  // The serving mark moved with the active usage.
+  // The new version is marked serving with the active usage; the old one keeps its mark while it
+  // drains (a gateway may still send it requests), then the Stage controller lets it go.
   expect((await s.objects.get('StageVersion', s.ns, 'app-2'))?.metadata.annotations?.[ANNOTATION_SERVING]).toBe('app');
-  expect((await s.objects.get('StageVersion', s.ns, 'app-1'))?.metadata.annotations?.[ANNOTATION_SERVING]).toBeUndefined();
+  expect((await s.objects.get('StageVersion', s.ns, 'app-1'))?.metadata.annotations?.[ANNOTATION_SERVING]).toBe('app');
+  await waitFor(s, 'Stage', 'app', (st) => st.status?.draining?.[0]?.stageVersion === 'app-1', 10_000);
+  await waitFor(s, 'StageVersion', 'app-1', (sv) => sv.metadata.annotations?.[ANNOTATION_SERVING] === undefined, 20_000);
+  expect((await s.objects.get('Stage', s.ns, 'app'))?.status.draining).toBeUndefined();
 });
 
 it('a Stage with a 253-character name gets valid names and label values, and its activation runs', async () => {

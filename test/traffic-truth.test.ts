@@ -235,7 +235,8 @@ describe.each([10, 50])('a weighted success at %i', (weight) => {
     await seedActive(s, stage, 1);
     await create(s, object('ActivationTaskRegistration', s.systemNs, `${stage}-routes`, { type, timeoutSeconds: 30, spec: registrations(stage, weight)[type] }));
     await create(s, object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, { steps: [{ name: 'routes', tasks: [`${stage}-routes`] }] }));
-    await create(s, object('Stage', s.ns, stage, { vector: 'example/vector:0.0.2', stageVersionHistoryLimit: 0 }));
+    // No drain: what is let go goes at the next pass (the drain is test/stage-lifecycle's and test/data-plane's).
+    await create(s, object('Stage', s.ns, stage, { vector: 'example/vector:0.0.2', stageVersionHistoryLimit: 0, drainSeconds: 0 }));
     await activate(s, `${stage}-to-2`, stage, 2, { executionPlan: `${stage}-plan` });
     await waitFor(s, 'VectorActivation', `${stage}-to-2`, phaseIs('Succeeded', 'Failed'));
 

@@ -248,12 +248,14 @@ export class ActivationRun {
   /**
    * ADR-0012 step 9, in one local activity: the new version is marked serving and the active usage
    * moves to it before anything is taken from the old one, so the serving version is never unheld.
-   * A previous StageVersion that a registration's weight leaves a share to stays marked serving:
-   * the Stage controller takes the mark once no managed route sends it traffic.
+   * The previous StageVersion stays marked serving: with a share left by a registration's weight
+   * until no managed route sends it traffic; with none, it drains (a gateway may still send it
+   * requests) and the Stage controller takes the mark once the Stage's drain has passed.
    */
   private async switchServing(plan: ResolvedPlan, { stageUid, target: { name: target }, stageVersions }: { stageUid: string; target: StageVersionInfo; stageVersions: StageVersionInfo[] }): Promise<{ stageLost?: string }> {
     const { previous } = this;
     const previousKeeps = !plan.progression && plan.steps.some((st) => st.tasks.some((t) => weightOf(t.config) < 100));
+    // The previous one keeps its mark either way; with no share left it starts to drain.
     const old = previous ? (previousKeeps ? { stillServing: previous.name } : { previous: previous.name }) : {};
     const uids = Object.fromEntries(stageVersions.flatMap((sv) => (sv.uid ? [[sv.name, sv.uid]] : [])));
     const revisions = Object.fromEntries(stageVersions.map((sv) => [sv.name, sv.revision]));

@@ -7,20 +7,40 @@
  *
  * One GatewayClass (`konfidence-local`) and one Gateway (`konfidence-gateway/local`, its listener
  * on the web entry point's port, routes from every namespace): a route joins it by its parentRef.
+ * A Traefik serves only the GatewayClass labelled for it (`konfidence.cloud/gateway`), so that a
+ * test may run another one beside it, one that applies changes late, say (GatewaySpec).
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { k8s, loadKubeConfig } from '../../k8s/client.js';
 import { binaries, stateDir } from './paths.js';
 import { pollUntil, startDetached } from './process.js';
 
-export const GATEWAY_CLASS = 'konfidence-local';
-export const GATEWAY_NAMESPACE = 'konfidence-gateway';
-export const GATEWAY_NAME = 'local';
+/** Which Traefik serves a GatewayClass: the one whose label selector names it. */
+const GATEWAY_LABEL = 'konfidence.cloud/gateway';
 /** The GatewayClass' controller: the one Traefik's Gateway provider serves. */
 const CONTROLLER_NAME = 'traefik.io/gateway-controller';
-/** The parentRef that attaches a route to the local gateway. */
-export const GATEWAY_PARENT_REF = { group: 'gateway.networking.k8s.io', kind: 'Gateway', namespace: GATEWAY_NAMESPACE, name: GATEWAY_NAME } as const;
+
+/** One gateway: its Traefik, its GatewayClass (labelled for that Traefik alone) and its Gateway. */
+export interface GatewaySpec {
+  gatewayClass: string;
+  namespace: string;
+  name: string;
+  /**
+   * Traefik's Gateway provider throttle: after it applies a change, the next waits this long (Traefik's
+   * own default is 2 s; a change that follows another in a busy cluster applies that much later).
+   */
+  throttleSeconds: number;
+}
+
+/** The local control plane's gateway: every change applies as soon as Traefik sees it. */
+export const LOCAL_GATEWAY: GatewaySpec = { gatewayClass: 'konfidence-local', namespace: 'konfidence-gateway', name: 'local', throttleSeconds: 0 };
+export const GATEWAY_NAMESPACE = LOCAL_GATEWAY.namespace;
+export const GATEWAY_NAME = LOCAL_GATEWAY.name;
+
+/** The parentRef that attaches a route to a gateway. */
+export const parentRefOf = (g: GatewaySpec) => ({ group: 'gateway.networking.k8s.io', kind: 'Gateway', namespace: g.namespace, name: g.name });
+export const GATEWAY_PARENT_REF = parentRefOf(LOCAL_GATEWAY);
 
 export interface GatewayPorts {
   /** The `web` entry point: where requests go in (the Gateway's listener). */
@@ -31,7 +51,7 @@ export interface GatewayPorts {
   gatewayMetrics: number;
 }
 
-const dir = join(stateDir, 'gateway');
+const dirOf = (g: GatewaySpec) => join(stateDir, g === LOCAL_GATEWAY ? 'gateway' : `gateway-${g.gatewayClass}`);
 
 /**
  * Request durations down to milliseconds: the default buckets (0.1, 0.3, 1.2, 5 s) cannot tell a
@@ -40,7 +60,7 @@ const dir = join(stateDir, 'gateway');
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
 /** Traefik's static configuration (YAML is JSON's superset). */
-function staticConfig(p: GatewayPorts): object {
+function staticConfig(p: GatewayPorts, g: GatewaySpec): object {
   return {
     entryPoints: {
       web: { address: `127.0.0.1:${p.gateway}` },
@@ -51,43 +71,60 @@ function staticConfig(p: GatewayPorts): object {
     metrics: { prometheus: { entryPoint: 'metrics', buckets: DURATION_BUCKETS, addServicesLabels: true, addRoutersLabels: true } },
     providers: {
       // A route change applies as soon as it is seen: the default throttles of 2 s would merge
-      // the steps of a canary and delay every switch.
+      // the steps of a canary and delay every switch (a GatewaySpec may ask for the provider's).
       providersThrottleDuration: '0s',
-      kubernetesGateway: { throttleDuration: '0s', nativeLBByDefault: true },
+      kubernetesGateway: { throttleDuration: `${g.throttleSeconds}s`, nativeLBByDefault: true, labelSelector: `${GATEWAY_LABEL}=${g.gatewayClass}` },
     },
     log: { level: 'WARN', format: 'json' },
     global: { checkNewVersion: false, sendAnonymousUsage: false },
   };
 }
 
-export function startGateway(p: GatewayPorts, kubeconfig: string): number {
-  mkdirSync(dir, { recursive: true });
-  const config = join(dir, 'traefik.yml');
-  writeFileSync(config, JSON.stringify(staticConfig(p), null, 2));
+export function startGateway(p: GatewayPorts, kubeconfig: string, g: GatewaySpec = LOCAL_GATEWAY): number {
+  mkdirSync(dirOf(g), { recursive: true });
+  const config = join(dirOf(g), 'traefik.yml');
+  writeFileSync(config, JSON.stringify(staticConfig(p, g), null, 2));
   // Out of cluster, through the local kubeconfig (an in-cluster environment would win over it).
-  return startDetached('traefik', binaries.traefik, [`--configFile=${config}`], { ...process.env, KUBECONFIG: kubeconfig, KUBERNETES_SERVICE_HOST: '' });
+  const log = g === LOCAL_GATEWAY ? 'traefik' : `traefik-${g.gatewayClass}`;
+  return startDetached(log, binaries.traefik, [`--configFile=${config}`], { ...process.env, KUBECONFIG: kubeconfig, KUBERNETES_SERVICE_HOST: '' });
 }
 
-/** Traefik answers /ping once its providers have started; the Gateway is applied separately (applyGateway). */
-export async function gatewayReady(p: GatewayPorts): Promise<boolean> {
+/**
+ * Traefik answers /ping once its providers have started, and runs the configuration wanted now (a
+ * checkout that changed it restarts the gateway); the Gateway is applied separately (applyGateway).
+ */
+export async function gatewayReady(p: GatewayPorts, g: GatewaySpec = LOCAL_GATEWAY): Promise<boolean> {
+  const running = (() => {
+    try {
+      return readFileSync(join(dirOf(g), 'traefik.yml'), 'utf8');
+    } catch {
+      return undefined;
+    }
+  })();
+  if (running !== JSON.stringify(staticConfig(p, g), null, 2)) return false;
   return (await fetch(`http://127.0.0.1:${p.gatewayAdmin}/ping`)).ok;
 }
 
 /** The GatewayClass and the Gateway, its listener on the web entry point's port; idempotent. */
-export async function applyGateway(kubeconfig: string, port: number): Promise<void> {
+export async function applyGateway(kubeconfig: string, port: number, g: GatewaySpec = LOCAL_GATEWAY): Promise<void> {
   const kc = loadKubeConfig(kubeconfig);
   const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  await core.createNamespace({ body: { metadata: { name: GATEWAY_NAMESPACE } } }).catch((err: unknown) => {
+  await core.createNamespace({ body: { metadata: { name: g.namespace } } }).catch((err: unknown) => {
     if ((err as { code?: number }).code !== 409) throw err;
   });
   const manifests = [
-    { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: { name: GATEWAY_CLASS }, spec: { controllerName: CONTROLLER_NAME } },
+    {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'GatewayClass',
+      metadata: { name: g.gatewayClass, labels: { [GATEWAY_LABEL]: g.gatewayClass } },
+      spec: { controllerName: CONTROLLER_NAME },
+    },
     {
       apiVersion: 'gateway.networking.k8s.io/v1',
       kind: 'Gateway',
-      metadata: { name: GATEWAY_NAME, namespace: GATEWAY_NAMESPACE },
-      spec: { gatewayClassName: GATEWAY_CLASS, listeners: [{ name: 'web', protocol: 'HTTP', port, allowedRoutes: { namespaces: { from: 'All' } } }] },
+      metadata: { name: g.name, namespace: g.namespace },
+      spec: { gatewayClassName: g.gatewayClass, listeners: [{ name: 'web', protocol: 'HTTP', port, allowedRoutes: { namespaces: { from: 'All' } } }] },
     },
   ];
   // Server-side apply: a port that changed since the last start is set, nothing else is touched.
@@ -95,18 +132,18 @@ export async function applyGateway(kubeconfig: string, port: number): Promise<vo
 }
 
 /** Waits until Traefik has accepted the Gateway and programmed its listener. */
-export async function gatewayProgrammed(kubeconfig: string, timeoutMs = 60_000): Promise<void> {
+export async function gatewayProgrammed(kubeconfig: string, g: GatewaySpec = LOCAL_GATEWAY, timeoutMs = 60_000): Promise<void> {
   const api = loadKubeConfig(kubeconfig).makeApiClient(k8s.CustomObjectsApi);
   await pollUntil(
     async () => {
-      const gw = (await api.getNamespacedCustomObject({ group: 'gateway.networking.k8s.io', version: 'v1', plural: 'gateways', namespace: GATEWAY_NAMESPACE, name: GATEWAY_NAME })) as {
+      const gw = (await api.getNamespacedCustomObject({ group: 'gateway.networking.k8s.io', version: 'v1', plural: 'gateways', namespace: g.namespace, name: g.name })) as {
         status?: { conditions?: { type: string; status: string }[] };
       };
       const ok = (type: string) => gw.status?.conditions?.some((c) => c.type === type && c.status === 'True');
       return ok('Accepted') && ok('Programmed');
     },
     timeoutMs,
-    `Gateway ${GATEWAY_NAMESPACE}/${GATEWAY_NAME} to be accepted and programmed by Traefik`,
+    `Gateway ${g.namespace}/${g.name} to be accepted and programmed by Traefik`,
     200,
   );
 }

@@ -22,30 +22,33 @@ export const hostOf = (s: TestSystem, stage: string) => `${stage}.${s.ns}.test`;
 /**
  * Stage `stage` with StageVersions of `revisions` (`<stage>-<r>`, backend Service `<stage>-shop-v<r>`),
  * `<stage>-<active>` serving all of its route's traffic; registration `<stage>-gateway` manages the
- * route's rule 0.
+ * route's rule 0. `spec`: more of the Stage's spec (its StageVersion history limit, say);
+ * `parentRef`: the gateway the route joins (default: the local one).
  */
-export async function seedServed(s: TestSystem, stage: string, revisions: number[], active: number): Promise<void> {
+export async function seedServed(s: TestSystem, stage: string, revisions: number[], active: number, spec: Record<string, unknown> = {}, parentRef: object = GATEWAY_PARENT_REF): Promise<void> {
+  // What holds the versions (the route, the active usage, the registration) comes before the
+  // Stage, whose history limit would otherwise clean them up in a pass between the two.
   for (const r of revisions) await seedStageVersion(s, stage, r);
-  await create(s, object('Stage', s.ns, stage, { vector: `example/vector:0.0.${Math.max(...revisions)}` }));
   await createOther(s.kc, 'gateway.networking.k8s.io', 'v1', 'httproutes', s.ns, {
     apiVersion: 'gateway.networking.k8s.io/v1',
     kind: 'HTTPRoute',
     metadata: { name: `${stage}-shop`, namespace: s.ns },
     spec: {
-      parentRefs: [GATEWAY_PARENT_REF],
+      parentRefs: [parentRef],
       hostnames: [hostOf(s, stage)],
       rules: [{ backendRefs: [{ name: `${stage}-shop-v${active}`, port: 8080, weight: 100 }] }],
     },
   });
   await seedActive(s, stage, active);
   await create(s, object('ActivationTaskRegistration', s.systemNs, `${stage}-gateway`, { type: 'gateway-api', timeoutSeconds: 30, spec: { routes: [{ name: `${stage}-shop`, namespace: s.ns, rules: [0] }] } }));
+  await create(s, object('Stage', s.ns, stage, { vector: `example/vector:0.0.${Math.max(...revisions)}`, ...spec }));
 }
 
-/** Waits until a request to the Stage's host through the gateway is answered by `version`. */
-export async function routedTo(s: TestSystem, stage: string, version: string, timeoutMs = 30_000): Promise<void> {
+/** Waits until a request to the Stage's host through the gateway (default: the local one) is answered by `version`. */
+export async function routedTo(s: TestSystem, stage: string, version: string, via = gatewayUrl(), timeoutMs = 30_000): Promise<void> {
   let last: Awaited<ReturnType<typeof requestOnce>> | undefined;
   await pollUntil(
-    async () => (last = await requestOnce(gatewayUrl(), hostOf(s, stage))).version === version,
+    async () => (last = await requestOnce(via, hostOf(s, stage))).version === version,
     timeoutMs,
     `the gateway to send ${hostOf(s, stage)} to ${version}`,
     100,

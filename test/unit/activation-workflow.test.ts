@@ -195,7 +195,9 @@ test('happy path on a free Stage: Pending → InProgress → Succeeded (nothing 
   expect(journalIndex('mark shop-2 unit/shop-to-2')).toBeGreaterThanOrEqual(0);
   expect(cluster.stageVersion(ns, 'shop-2').activatedBy).toBeUndefined();
   expect(cluster.stageVersion(ns, 'shop-2').serving).toBe('shop');
-  expect(cluster.stageVersion(ns, 'shop-1').serving).toBeUndefined();
+  // The previous version keeps its mark and starts to drain: the gateway may still send it requests
+  // for a moment, and the Stage controller lets it go once the Stage's drain has passed.
+  expect(cluster.stageVersion(ns, 'shop-1')).toMatchObject({ serving: 'shop', drainSince: expect.any(String) });
   // No CircuitBreaker guards the namespace: its admission is no step on the path.
   expect(cluster.calls.map((c) => c.activity)).toContain('breakersApply');
   expect(cluster.calls.map((c) => c.activity)).not.toContain('admitActivation');

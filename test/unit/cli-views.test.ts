@@ -9,7 +9,7 @@ const stage = (status: StageResource['status'] = {}): StageResource => ({
   apiVersion: 'landscape.konfidence.cloud/v1alpha1',
   kind: 'Stage',
   metadata: { name: 'shop', namespace: NS },
-  spec: { vector: 'example/vector:0.0.3', stageVersionHistoryLimit: 3 },
+  spec: { vector: 'example/vector:0.0.3', stageVersionHistoryLimit: 3, drainSeconds: 30 },
   status,
 });
 const va = (name: string, created: string, status?: VectorActivationResource['status'], stageName = 'shop'): VectorActivationResource => ({

@@ -4,6 +4,7 @@
  */
 import {
   ANNOTATION_ACTIVATED_BY,
+  ANNOTATION_DRAIN_SINCE,
   ANNOTATION_SERVING,
   FINALIZER_IN_USE,
   LABEL_STAGE_NAME,
@@ -51,8 +52,9 @@ const meta = (name: string, o: Opts) => ({
   ...(o.finalizers ? { finalizers: o.finalizers } : {}),
 });
 
-const stage = (name: string, vector: string, o: Opts & { limit?: number } = {}): StageResource => ({
-  apiVersion: V, kind: 'Stage', metadata: meta(name, o), spec: { vector, stageVersionHistoryLimit: o.limit ?? 3 }, ...(o.status ? { status: o.status } : {}),
+/** A Stage; its drain is 0 unless `drain` says (the rows about draining set it). */
+const stage = (name: string, vector: string, o: Opts & { limit?: number; drain?: number } = {}): StageResource => ({
+  apiVersion: V, kind: 'Stage', metadata: meta(name, o), spec: { vector, stageVersionHistoryLimit: o.limit ?? 3, drainSeconds: o.drain ?? 0 }, ...(o.status ? { status: o.status } : {}),
 });
 
 const readyCondition: Condition = { type: 'Ready', status: 'True', reason: 'RolledOut', message: 'up', lastTransitionTime: EARLIER };
@@ -143,6 +145,119 @@ const rows: Row[] = [
     then: (p) => {
       expect(metadataOf(p, 'app-1')?.metadata).toEqual({ annotations: { [ANNOTATION_SERVING]: null } });
       expect(statusOf(p, 'Stage', 'app')).toMatchObject({ servingStageVersions: ['app-2'] });
+    },
+  },
+  // Draining: a version the routes stopped sending traffic to stays protected for the Stage's drainSeconds
+  {
+    rule: 'a version no managed route sends traffic any more drains: it keeps its serving mark (so it is not deleted), status.draining says since when, and the plan asks for a pass when the drain ends',
+    given: { ...weighted(traffic({ 'app-2': 100 })), stages: [stage('app', 'v2', { limit: 0, drain: 30, status: { latestRevision: 2 } })] },
+    then: (p) => {
+      expect(metadataOf(p, 'app-1')).toBeUndefined();
+      expect(p.deletes).toEqual([]);
+      expect(statusOf(p, 'Stage', 'app')).toMatchObject({ servingStageVersions: ['app-2'], draining: [{ stageVersion: 'app-1', since: NOW.toISOString() }] });
+      expect(p.wakeAt).toBe(NOW.getTime() + 30_000);
+    },
+  },
+  {
+    rule: 'a drain still running goes on from its start',
+    given: { ...weighted(traffic({ 'app-2': 100 })), stages: [stage('app', 'v2', { limit: 0, drain: 30, status: { latestRevision: 2, draining: [{ stageVersion: 'app-1', since: '2029-12-31T23:59:50.000Z' }] } })] },
+    then: (p) => {
+      expect(metadataOf(p, 'app-1')).toBeUndefined();
+      expect(p.deletes).toEqual([]);
+      expect(statusOf(p, 'Stage', 'app')?.draining).toBeUndefined();
+      expect(p.wakeAt).toBe(NOW.getTime() + 20_000);
+    },
+  },
+  {
+    rule: 'a drain that has passed clears the serving mark (then the history limit applies) and leaves status.draining',
+    given: { ...weighted(traffic({ 'app-2': 100 })), stages: [stage('app', 'v2', { limit: 0, drain: 30, status: { latestRevision: 2, draining: [{ stageVersion: 'app-1', since: '2029-12-31T23:59:30.000Z' }] } })] },
+    then: (p) => {
+      expect(metadataOf(p, 'app-1')?.metadata).toEqual({ annotations: { [ANNOTATION_SERVING]: null } });
+      expect(statusOf(p, 'Stage', 'app')).toMatchObject({ draining: null });
+      expect(p.wakeAt).toBeUndefined();
+    },
+  },
+  {
+    rule: 'a Stage whose registrations manage no route: a version no longer active drains too, and is let go after it',
+    given: {
+      ...weighted(new Map([['app', { rules: [], complete: true }]])),
+      stages: [stage('app', 'v2', { limit: 0, drain: 30, status: { latestRevision: 2, draining: [{ stageVersion: 'app-1', since: '2029-12-31T23:59:30.000Z' }] } })],
+    },
+    then: (p) => {
+      expect(metadataOf(p, 'app-1')?.metadata).toEqual({ annotations: { [ANNOTATION_SERVING]: null } });
+      expect(metadataOf(p, 'app-2')).toBeUndefined();
+    },
+  },
+  {
+    rule: 'a version whose deletion was asked while it served (so never marked) drains too: its in-use finalizer stays until the drain has passed',
+    given: {
+      ...weighted(traffic({ 'app-2': 100 })),
+      stages: [stage('app', 'v2', { drain: 30, status: { latestRevision: 2, servingStageVersions: ['app-2', 'app-1'] } })],
+      stageVersions: [sv('app', 1, 'v1', { ready: true, deleting: true }), sv('app', 2, 'v2', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app' } })],
+    },
+    then: (p) => {
+      expect(metadataOf(p, 'app-1')).toBeUndefined();
+      expect(statusOf(p, 'StageVersion', 'app-1')).toEqual({ message: `deletion waits: it drains (a gateway may still send it requests) since ${NOW.toISOString()}` });
+      expect(statusOf(p, 'Stage', 'app')).toMatchObject({ draining: [{ stageVersion: 'app-1', since: NOW.toISOString() }] });
+    },
+  },
+  {
+    rule: 'a version being deleted whose drain has passed loses its in-use finalizer once nothing uses it',
+    given: {
+      ...weighted(traffic({ 'app-2': 100 })),
+      stages: [stage('app', 'v2', { drain: 30, status: { latestRevision: 2, draining: [{ stageVersion: 'app-1', since: '2029-12-31T23:59:00.000Z' }] } })],
+      stageVersions: [sv('app', 1, 'v1', { ready: true, deleting: true }), sv('app', 2, 'v2', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app' } })],
+    },
+    then: (p) => {
+      expect(metadataOf(p, 'app-1')?.metadata.finalizers).toEqual([]);
+      expect(statusOf(p, 'Stage', 'app')).toMatchObject({ draining: null });
+    },
+  },
+  {
+    rule: 'where the routes cannot be read whole, a version a switch moved all the traffic off drains from the switch, and is let go after it',
+    given: {
+      ...weighted(traffic({ 'app-2': 100 }, false)),
+      stages: [stage('app', 'v2', { drain: 30, status: { latestRevision: 2 } })],
+      stageVersions: [
+        sv('app', 1, 'v1', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app', [ANNOTATION_DRAIN_SINCE]: '2029-12-31T23:59:20.000Z' } }),
+        sv('app', 2, 'v2', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app' } }),
+      ],
+    },
+    then: (p) => {
+      expect(metadataOf(p, 'app-1')?.metadata).toEqual({ annotations: { [ANNOTATION_SERVING]: null, [ANNOTATION_DRAIN_SINCE]: null } });
+    },
+  },
+  {
+    rule: "a switch's drain still running keeps the mark, from the switch's time",
+    given: {
+      ...weighted(traffic({ 'app-2': 100 }, false)),
+      stages: [stage('app', 'v2', { drain: 30, status: { latestRevision: 2 } })],
+      stageVersions: [
+        sv('app', 1, 'v1', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app', [ANNOTATION_DRAIN_SINCE]: '2029-12-31T23:59:50.000Z' } }),
+        sv('app', 2, 'v2', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app' } }),
+      ],
+    },
+    then: (p) => {
+      expect(metadataOf(p, 'app-1')).toBeUndefined();
+      expect(statusOf(p, 'Stage', 'app')).toMatchObject({ draining: [{ stageVersion: 'app-1', since: '2029-12-31T23:59:50.000Z' }] });
+      expect(p.wakeAt).toBe(NOW.getTime() + 20_000);
+    },
+  },
+  {
+    rule: 'a draining version the routes send traffic again stops draining',
+    given: { ...weighted(traffic({ 'app-2': 50, 'app-1': 50 })), stages: [stage('app', 'v2', { drain: 30, status: { latestRevision: 2, draining: [{ stageVersion: 'app-1', since: '2029-12-31T23:59:50.000Z' }] } })] },
+    then: (p) => {
+      expect(metadataOf(p, 'app-1')).toBeUndefined();
+      expect(statusOf(p, 'Stage', 'app')).toMatchObject({ draining: null });
+    },
+  },
+  {
+    rule: 'traffic not known whole (a rule unreadable) starts no drain: a rule not read may still send the version traffic',
+    given: { ...weighted(traffic({ 'app-2': 100 }, false)), stages: [stage('app', 'v2', { limit: 0, drain: 30, status: { latestRevision: 2 } })] },
+    then: (p) => {
+      expect(metadataOf(p, 'app-1')).toBeUndefined();
+      expect(statusOf(p, 'Stage', 'app')?.draining).toBeUndefined();
+      expect(p.wakeAt).toBeUndefined();
     },
   },
   {

@@ -8,6 +8,8 @@ import { switchServingActivities, type SwitchServingInput } from '../../activiti
 interface World {
   active: string;
   marks: Set<string>;
+  /** The versions a switch started to drain. */
+  draining?: Set<string>;
   /** The Stage is gone (or going): the switch must write nothing. */
   stageGone?: boolean;
   /** Every moment a StageVersion that must stay held was neither active nor marked. */
@@ -26,6 +28,7 @@ function parts(world: World, mustHold: string[], delays: Record<string, number>)
     );
   return {
     checkStage: async () => (world.stageGone ? { reason: 'StageDeleted' as const, message: 'Stage dev/shop was deleted' } : undefined),
+    markDraining: (_ns: string, name: string) => land(`markDraining ${name}`, () => world.marks.add(name) && (world.draining ??= new Set()).add(name)),
     markServing: (_ns: string, name: string, stage: string | null) => land(`markServing ${name}`, () => (stage === null ? world.marks.delete(name) : world.marks.add(name))),
     pointActiveUsage: (_ns: string, _stage: string, _uid: string, sv: string) => land('pointActiveUsage', () => (world.active = sv)),
     serveInstead: (_ns: string, name: string, stage: string) => land(`serveInstead ${name}`, () => world.marks.add(name) && void stage),
@@ -55,12 +58,13 @@ describe('switchServing: a version that serves on is never unheld', () => {
     expect([...world.marks].sort()).toEqual(['shop-1', 'shop-2']);
   });
 
-  it('all traffic moves: the previous version loses its mark only after the usage moved to the target', async () => {
+  it('all traffic moves: both are held throughout, and the previous version keeps its mark and starts to drain (the data plane may still send it requests)', async () => {
     const world: World = { active: 'shop-1', marks: new Set(['shop-1']), unheld: [] };
-    await switchServingActivities(parts(world, ['shop-2'], { 'serveInstead shop-2': 30 })).switchServing(input({ previous: 'shop-1' }));
+    await switchServingActivities(parts(world, ['shop-1', 'shop-2'], { 'serveInstead shop-2': 30 })).switchServing(input({ previous: 'shop-1' }));
     expect(world.unheld).toEqual([]);
     expect(world.active).toBe('shop-2');
-    expect([...world.marks]).toEqual(['shop-2']);
+    expect([...world.marks].sort()).toEqual(['shop-1', 'shop-2']);
+    expect([...(world.draining ?? [])]).toEqual(['shop-1']);
   });
 
   it('the Stage is gone: nothing is written for it, and the switch says why', async () => {

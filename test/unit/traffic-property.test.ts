@@ -125,7 +125,7 @@ it(`keeps every rule at 100 %, reverts exactly and protects every version with a
     }));
     const observed: Observed = {
       namespace: 'ns',
-      stages: [{ apiVersion: 'landscape.konfidence.cloud/v1alpha1', kind: 'Stage', metadata: { name: 'shop', namespace: 'ns', uid: 'st' }, spec: { vector: `v:${latest}`, stageVersionHistoryLimit: 0 } }],
+      stages: [{ apiVersion: 'landscape.konfidence.cloud/v1alpha1', kind: 'Stage', metadata: { name: 'shop', namespace: 'ns', uid: 'st' }, spec: { vector: `v:${latest}`, stageVersionHistoryLimit: 0, drainSeconds: 0 } }],
       stageVersions,
       usages: [],
       activations: [],

@@ -32,6 +32,8 @@ export interface FakeStageVersion {
   deleting?: boolean;
   /** The in-activation mark (annotation konfidence.cloud/activated-by): the holder. */
   activatedBy?: string;
+  /** When a switch moved all the traffic off it (annotation konfidence.cloud/drain-since). */
+  drainSince?: string;
   /** The serving mark: the Stage it serves. */
   serving?: string;
 }
@@ -500,6 +502,14 @@ export class FakeCluster {
           this.log(`mark ${name} ${holder}`);
         }
         return { terminating: !sv || Boolean(sv.deleting) };
+      },
+      markDraining: async (namespace, name, stage) => {
+        const sv = this.stageVersions.get(key(namespace, name));
+        if (sv) {
+          sv.serving = stage;
+          sv.drainSince = new Date().toISOString();
+        }
+        this.log(`draining ${name}`);
       },
       markServing: async (namespace, name, stage) => {
         const sv = this.stageVersions.get(key(namespace, name));

@@ -106,8 +106,8 @@ function runTask(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
       await recordOnce(objects, namespace, name, () => executor.observe(input, parsed.data, ctx), input.earlier, `running on ${activity.info.taskQueue}`);
       ctx.signal.throwIfAborted();
       const result = await executor.route(input, assignment, parsed.data, ctx);
-      await executor.verify(input, assignment, parsed.data, ctx);
-      return result;
+      const verified = await executor.verify(input, assignment, parsed.data, ctx);
+      return verified ? { ...result, message: `${result.message}; ${verified}` } : result;
     } catch (err) {
       throw taskFailure(err);
     } finally {

@@ -95,8 +95,12 @@ export interface Executor<Config = unknown> {
   observe(input: TaskInput, config: Config, ctx: ExecutorContext, options?: { lenient?: boolean }): Promise<RuleRecord[]>;
   /** Sets every managed rule to exactly `assignment`; idempotent (a repeat finds nothing to change). */
   route(input: TaskInput, assignment: TrafficAssignment, config: Config, ctx: ExecutorContext): Promise<TaskResult>;
-  /** Reads the routes (from `ctx.routes` when held there) and throws unless every managed rule holds `assignment`. */
-  verify(input: TaskInput, assignment: TrafficAssignment, config: Config, ctx: ExecutorContext): Promise<void>;
+  /**
+   * Reads the routes (from `ctx.routes` when held there) and throws unless every managed rule holds
+   * `assignment`; where the data plane can tell, it asks that too (and throws its refusal). Returns
+   * what the task's message adds of it, if anything.
+   */
+  verify(input: TaskInput, assignment: TrafficAssignment, config: Config, ctx: ExecutorContext): Promise<string | void>;
   /**
    * Puts the managed entries of every recorded rule back exactly as recorded, and reads them back;
    * idempotent. Throws naming the route and rule it could not restore.

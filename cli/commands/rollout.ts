@@ -17,6 +17,8 @@ const ACTIONS = ['status', 'canary', 'ramp', 'promote', 'rollback', 'run'] as co
 type Action = (typeof ACTIONS)[number];
 const DEFAULT_SOAK = '60s';
 const POLL_MS = 1_000;
+const NOT_FOUND_MS = 3_000;
+const NOT_FOUND_RETRY_MS = 250;
 
 interface Deployment {
   name: string;
@@ -67,13 +69,18 @@ async function temporalDeployments(ctx: Context, deploymentName: string) {
   const service = temporal.client.workflowService;
   const namespace = ctx.settings.temporalNamespace;
   const identity = `konfidence-cli@${process.env.USER ?? 'unknown'}`;
+  // The server answers from the deployment's own workflow, which can say NotFound for a moment
+  // while it continues as new: a NotFound is believed only once it holds for NOT_FOUND_MS.
   const call = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
-    try {
-      return await temporal.call(fn);
-    } catch (err) {
-      const e = err as { code?: number; details?: string; message?: string };
-      if (e.code === 5) throw new CliError(EXIT.notFound, `Worker Deployment ${deploymentName} not found in Temporal namespace ${namespace}: start a core worker with KONFIDENCE_BUILD_ID set (it creates the deployment)`);
-      throw new CliError(EXIT.failed, `${what}: ${e.details ?? e.message}`);
+    for (const until = Date.now() + NOT_FOUND_MS; ; await new Promise((r) => setTimeout(r, NOT_FOUND_RETRY_MS))) {
+      try {
+        return await temporal.call(fn);
+      } catch (err) {
+        const e = err as { code?: number; details?: string; message?: string };
+        if (e.code === 5 && Date.now() < until) continue;
+        if (e.code === 5) throw new CliError(EXIT.notFound, `Worker Deployment ${deploymentName} not found in Temporal namespace ${namespace}: start a core worker with KONFIDENCE_BUILD_ID set (it creates the deployment)`);
+        throw new CliError(EXIT.failed, `${what}: ${e.details ?? e.message}`);
+      }
     }
   };
   return {

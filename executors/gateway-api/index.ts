@@ -7,6 +7,7 @@
  * backend it does not manage is refused before any change (see docs/activation.md, "Adopting").
  */
 import { managedRules, type Provider } from '../managed-rules.js';
+import { implementationVerdict } from './acceptance.js';
 import type { RouteKind } from '../routes.js';
 import { distinct, ExecutorError, renderPattern, type Executor, type StageVersionInfo, type TaskInput } from '../types.js';
 import { gatewayApiConfig, type GatewayApiConfig } from './config.js';
@@ -103,9 +104,21 @@ const provider: Provider<GatewayApiConfig, BackendRef> = {
   ambiguity: (ref, ns, where, rule, input) => ambiguity(ref, ns, where, rule.index, input),
 };
 
+const rules = managedRules(provider);
+
 export const gatewayApiExecutor: Executor<GatewayApiConfig> = {
   type: 'gateway-api',
   config: gatewayApiConfig,
   routeNamespaces: (config, activationNamespace) => distinct(config.routes.map((r) => r.namespace ?? activationNamespace)),
-  ...managedRules(provider),
+  ...rules,
+  /**
+   * The write holds (read back), and each gateway implementation that serves a route's parents
+   * accepted the generation written and resolved its backends (./acceptance.ts): a route it refuses
+   * fails the task with its own message.
+   */
+  async verify(input, assignment, config, ctx) {
+    await rules.verify(input, assignment, config, ctx);
+    const said = await Promise.all(provider.objects(input, config).map((o) => implementationVerdict(HTTPROUTE, o.namespace, o.name, ctx)));
+    return said.join('; ');
+  },
 };

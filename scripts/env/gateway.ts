@@ -31,6 +31,11 @@ export interface GatewaySpec {
    * own default is 2 s; a change that follows another in a busy cluster applies that much later).
    */
   throttleSeconds: number;
+  /**
+   * The loopback address its entry points listen on (default 127.0.0.1): replicas of one gateway
+   * listen on one port, as the Gateway's listener says, each on an address of its own.
+   */
+  host?: string;
 }
 
 /** The local control plane's gateway: every change applies as soon as Traefik sees it. */
@@ -51,7 +56,8 @@ export interface GatewayPorts {
   gatewayMetrics: number;
 }
 
-const dirOf = (g: GatewaySpec) => join(stateDir, g === LOCAL_GATEWAY ? 'gateway' : `gateway-${g.gatewayClass}`);
+const nameOf = (g: GatewaySpec) => (g === LOCAL_GATEWAY ? 'gateway' : `gateway-${g.gatewayClass}${g.host ? `-${g.host}` : ''}`);
+const dirOf = (g: GatewaySpec) => join(stateDir, nameOf(g));
 
 /**
  * Request durations down to milliseconds: the default buckets (0.1, 0.3, 1.2, 5 s) cannot tell a
@@ -61,11 +67,12 @@ const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
 /** Traefik's static configuration (YAML is JSON's superset). */
 function staticConfig(p: GatewayPorts, g: GatewaySpec): object {
+  const host = g.host ?? '127.0.0.1';
   return {
     entryPoints: {
-      web: { address: `127.0.0.1:${p.gateway}` },
-      traefik: { address: `127.0.0.1:${p.gatewayAdmin}` },
-      metrics: { address: `127.0.0.1:${p.gatewayMetrics}` },
+      web: { address: `${host}:${p.gateway}` },
+      traefik: { address: `${host}:${p.gatewayAdmin}` },
+      metrics: { address: `${host}:${p.gatewayMetrics}` },
     },
     ping: { entryPoint: 'traefik' },
     metrics: { prometheus: { entryPoint: 'metrics', buckets: DURATION_BUCKETS, addServicesLabels: true, addRoutersLabels: true } },
@@ -85,7 +92,7 @@ export function startGateway(p: GatewayPorts, kubeconfig: string, g: GatewaySpec
   const config = join(dirOf(g), 'traefik.yml');
   writeFileSync(config, JSON.stringify(staticConfig(p, g), null, 2));
   // Out of cluster, through the local kubeconfig (an in-cluster environment would win over it).
-  const log = g === LOCAL_GATEWAY ? 'traefik' : `traefik-${g.gatewayClass}`;
+  const log = g === LOCAL_GATEWAY ? 'traefik' : `traefik-${nameOf(g).slice('gateway-'.length)}`;
   return startDetached(log, binaries.traefik, [`--configFile=${config}`], { ...process.env, KUBECONFIG: kubeconfig, KUBERNETES_SERVICE_HOST: '' });
 }
 
@@ -102,7 +109,7 @@ export async function gatewayReady(p: GatewayPorts, g: GatewaySpec = LOCAL_GATEW
     }
   })();
   if (running !== JSON.stringify(staticConfig(p, g), null, 2)) return false;
-  return (await fetch(`http://127.0.0.1:${p.gatewayAdmin}/ping`)).ok;
+  return (await fetch(`http://${g.host ?? '127.0.0.1'}:${p.gatewayAdmin}/ping`)).ok;
 }
 
 /** The GatewayClass and the Gateway, its listener on the web entry point's port; idempotent. */

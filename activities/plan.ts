@@ -37,7 +37,7 @@ export interface ResolvedPlan {
 /** An analysis as the decisions read it: the plan's, defaults applied by its schema. */
 function analysisRules(a: NonNullable<Typed<'ActivationExecutionPlan'>['spec']['analyses']>[number]): AnalysisRules {
   const { prometheus, ...rest } = a;
-  return { ...rest, query: prometheus.query, ...(prometheus.address ? { address: prometheus.address } : {}) };
+  return { ...rest, ...(prometheus?.query ? { query: prometheus.query } : {}), ...(prometheus?.address ? { address: prometheus.address } : {}) };
 }
 
 const invalid = (type: string, message: string) => ApplicationFailure.nonRetryable(message, type);

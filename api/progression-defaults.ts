@@ -25,3 +25,13 @@ export const ABORT_RAMP_INTERVAL_SECONDS = 30;
 export const MAX_MEASUREMENTS_SHOWN = 10;
 /** Approvals, promotions, aborts and time-outs the status keeps (the latest). */
 export const MAX_PROGRESSION_LOG = 32;
+
+/**
+ * Built-in measurements of a gateway's requests (an analysis' `dataPlane`): the gateways whose
+ * metrics they read, what they measure, and over how long by default.
+ */
+export const DATA_PLANE_PROVIDERS = ['traefik'] as const;
+export const DATA_PLANE_METRICS = ['request-success-rate', 'request-duration-p99'] as const;
+export type DataPlaneProvider = (typeof DATA_PLANE_PROVIDERS)[number];
+export type DataPlaneMetric = (typeof DATA_PLANE_METRICS)[number];
+export const DATA_PLANE_WINDOW_SECONDS = 30;

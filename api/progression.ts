@@ -11,6 +11,9 @@ import {
   ANALYSIS_CONSECUTIVE_ERROR_LIMIT,
   ANALYSIS_COUNT,
   ANALYSIS_INTERVAL_SECONDS,
+  DATA_PLANE_METRICS,
+  DATA_PLANE_PROVIDERS,
+  DATA_PLANE_WINDOW_SECONDS,
   MAX_ANALYSES,
   MAX_BACKGROUND_ANALYSES,
   MAX_GATE_SECONDS,
@@ -38,51 +41,72 @@ export const analysisCondition = z
 
 export const noDataRules = ['Inconclusive', 'Failed'] as const;
 
+export const dataPlaneMeasurement = z
+  .object({
+    provider: z.enum(DATA_PLANE_PROVIDERS).default('traefik').describe("The gateway whose request metrics Prometheus scrapes: traefik (Traefik v3's Gateway API provider)."),
+    metric: z
+      .enum(DATA_PLANE_METRICS)
+      .describe("request-success-rate: the share of the new version's requests not answered 5xx, 0 to 1; request-duration-p99: their 99th percentile latency, in seconds."),
+    windowSeconds: z.int().min(5).max(3600).default(DATA_PLANE_WINDOW_SECONDS).describe('The requests measured: those of the last windowSeconds.'),
+  })
+  .describe("A built-in measurement of the new version's requests as the gateway sees them: the query is filled in with the StageVersion's spec.backend (its Service, in the Stage's namespace, and port).");
+
 export const analysisTemplate = rule(
-  z.object({
-    name: dnsLabel.describe('Name that progression steps and background analyses use.'),
-    prometheus: z
-      .object({
-        address: z
-          .url()
-          .max(2048)
-          .optional()
-          .describe("Prometheus' base URL; default: the core worker's KONFIDENCE_PROMETHEUS_URL."),
-        query: z
-          .string()
-          .min(1)
-          .max(8192)
-          .describe(
-            'PromQL returning one value (a scalar or a one-series vector). {{namespace}}, {{stage}}, {{stageVersion}}, ' +
-              '{{previousStageVersion}} and {{activation}} are filled in.',
-          ),
-      })
-      .describe('The measurement: an instant query.'),
-    intervalSeconds: seconds(86400).default(ANALYSIS_INTERVAL_SECONDS).describe('Time between measurements.'),
-    count: z.int().min(1).max(1000).default(ANALYSIS_COUNT).describe('Measurements an inline analysis takes; a background one repeats them until it stops.'),
-    initialDelaySeconds: seconds(86400).optional().describe('Wait before the first measurement (a fresh version has no data yet).'),
-    successCondition: analysisCondition.optional().describe('A measurement passes when this holds.'),
-    failureCondition: analysisCondition.optional().describe('A measurement fails when this holds.'),
-    failureLimit: z.int().min(0).max(1000).default(0).describe('Failed measurements tolerated; one more fails the analysis.'),
-    inconclusiveLimit: z.int().min(0).max(1000).default(0).describe('Inconclusive measurements tolerated; one more pauses for a person.'),
-    consecutiveErrorLimit: z
-      .int()
-      .min(0)
-      .max(100)
-      .default(ANALYSIS_CONSECUTIVE_ERROR_LIMIT)
-      .describe('Query errors in a row tolerated (Prometheus unreachable); one more fails the analysis.'),
-    noData: z
-      .enum(noDataRules)
-      .default('Inconclusive')
-      .describe('A query that returns nothing: Inconclusive (pause for a person past inconclusiveLimit) or Failed.'),
-  }),
+  rule(
+    z.object({
+      name: dnsLabel.describe('Name that progression steps and background analyses use.'),
+      prometheus: z
+        .object({
+          address: z
+            .url()
+            .max(2048)
+            .optional()
+            .describe("Prometheus' base URL; default: the core worker's KONFIDENCE_PROMETHEUS_URL."),
+          query: z
+            .string()
+            .min(1)
+            .max(8192)
+            .optional()
+            .describe(
+              'PromQL returning one value (a scalar or a one-series vector). {{namespace}}, {{stage}}, {{stageVersion}}, ' +
+                '{{previousStageVersion}} and {{activation}} are filled in.',
+            ),
+        })
+        .optional()
+        .describe('The measurement: an instant query (or, with dataPlane, only where Prometheus is).'),
+      dataPlane: dataPlaneMeasurement.optional(),
+      intervalSeconds: seconds(86400).default(ANALYSIS_INTERVAL_SECONDS).describe('Time between measurements.'),
+      count: z.int().min(1).max(1000).default(ANALYSIS_COUNT).describe('Measurements an inline analysis takes; a background one repeats them until it stops.'),
+      initialDelaySeconds: seconds(86400).optional().describe('Wait before the first measurement (a fresh version has no data yet).'),
+      successCondition: analysisCondition.optional().describe('A measurement passes when this holds.'),
+      failureCondition: analysisCondition.optional().describe('A measurement fails when this holds.'),
+      failureLimit: z.int().min(0).max(1000).default(0).describe('Failed measurements tolerated; one more fails the analysis.'),
+      inconclusiveLimit: z.int().min(0).max(1000).default(0).describe('Inconclusive measurements tolerated; one more pauses for a person.'),
+      consecutiveErrorLimit: z
+        .int()
+        .min(0)
+        .max(100)
+        .default(ANALYSIS_CONSECUTIVE_ERROR_LIMIT)
+        .describe('Query errors in a row tolerated (Prometheus unreachable); one more fails the analysis.'),
+      noData: z
+        .enum(noDataRules)
+        .default('Inconclusive')
+        .describe('A query that returns nothing: Inconclusive (pause for a person past inconclusiveLimit) or Failed.'),
+    }),
+    {
+      rule: 'has(self.successCondition) || has(self.failureCondition)',
+      message: 'an analysis needs a successCondition, a failureCondition or both',
+      messageExpression: "'analysis ' + self.name + ' needs a successCondition, a failureCondition or both'",
+      reason: 'FieldValueRequired',
+    },
+    (a) => a.successCondition !== undefined || a.failureCondition !== undefined,
+  ),
   {
-    rule: 'has(self.successCondition) || has(self.failureCondition)',
-    message: 'an analysis needs a successCondition, a failureCondition or both',
-    messageExpression: "'analysis ' + self.name + ' needs a successCondition, a failureCondition or both'",
-    reason: 'FieldValueRequired',
+    rule: 'has(self.dataPlane) != (has(self.prometheus) && has(self.prometheus.query))',
+    message: 'an analysis measures either a prometheus.query or a dataPlane metric, exactly one',
+    messageExpression: "'analysis ' + self.name + ' measures either a prometheus.query or a dataPlane metric, exactly one'",
   },
-  (a) => a.successCondition !== undefined || a.failureCondition !== undefined,
+  (a) => (a.dataPlane !== undefined) !== (a.prometheus?.query !== undefined),
 );
 export type AnalysisTemplate = z.infer<typeof analysisTemplate>;
 

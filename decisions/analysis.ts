@@ -5,6 +5,7 @@
  * in a row). Tables test every rule (test/unit/analysis-decisions.test.ts); workflow code imports it.
  */
 import { INCONCLUSIVE_TIMEOUT_SECONDS, MAX_MEASUREMENTS_SHOWN } from '../api/progression-defaults.js';
+import { dataPlaneQuery, type DataPlaneMeasurement } from './data-plane-metrics.js';
 
 export type MeasurementVerdict = 'Successful' | 'Failed' | 'Inconclusive' | 'Error';
 export type AnalysisPhase = 'Running' | MeasurementVerdict;
@@ -12,7 +13,9 @@ export type AnalysisPhase = 'Running' | MeasurementVerdict;
 /** The parts of an analysis the decisions read (api/progression.ts analysisTemplate, defaults applied). */
 export interface AnalysisRules {
   name: string;
-  query: string;
+  /** The PromQL, placeholders not yet filled in; absent for a built-in measurement (dataPlane). */
+  query?: string;
+  dataPlane?: DataPlaneMeasurement;
   address?: string;
   intervalSeconds: number;
   count: number;
@@ -36,12 +39,27 @@ export interface QueryVars {
   stageVersion: string;
   previousStageVersion?: string;
   activation: string;
+  /** The new version's Service (its spec.backend), which a built-in measurement selects. */
+  backend?: { service: string; port?: number };
 }
 
 /** The query with {{namespace}}, {{stage}}, {{stageVersion}}, {{previousStageVersion}} and {{activation}} filled in. */
 export function renderQuery(query: string, v: QueryVars): string {
   const values: Record<string, string> = { namespace: v.namespace, stage: v.stage, stageVersion: v.stageVersion, previousStageVersion: v.previousStageVersion ?? '', activation: v.activation };
   return query.replace(/\{\{\s*(\w+)\s*\}\}/g, (whole, key: string) => values[key] ?? whole);
+}
+
+/**
+ * The query an analysis sends for this activation: its own, filled in, or its built-in measurement's
+ * for the new version's backend Service (in the Stage's namespace). A built-in without a backend to
+ * select is an error a person must fix, not a query that finds nothing.
+ */
+export function analysisQuery(a: Pick<AnalysisRules, 'name' | 'query' | 'dataPlane'>, v: QueryVars): { query: string } | { error: string } {
+  if (!a.dataPlane) return { query: renderQuery(a.query ?? '', v) };
+  if (!v.backend) {
+    return { error: `analysis ${a.name} measures ${a.dataPlane.metric} of StageVersion ${v.stageVersion}'s requests, but it names no Service: set its spec.backend.service` };
+  }
+  return { query: dataPlaneQuery(a.dataPlane, { namespace: v.namespace, ...v.backend }) };
 }
 
 // --- one measurement ------------------------------------------------------------------------
@@ -147,7 +165,7 @@ export function measured(a: AnalysisRules, run: AnalysisRun, m: Measured, perman
   };
   const values = next.measurements.map(show).join(', ');
   const cond = [a.successCondition && `success: ${a.successCondition}`, a.failureCondition && `failure: ${a.failureCondition}`].filter(Boolean).join('; ');
-  const about = `analysis ${a.name} (${cond}) measured ${values}; query: ${run.query ?? a.query}`;
+  const about = `analysis ${a.name} (${cond}) measured ${values}; query: ${run.query ?? a.query ?? ''}`;
   if (next.failed > a.failureLimit) return { ...next, phase: 'Failed', message: `${about}: ${next.failed} failed measurements, more than the failureLimit ${a.failureLimit}` };
   if (m.verdict === 'Error' && (permanentError || (next.consecutiveErrors ?? 0) > a.consecutiveErrorLimit)) {
     const why = permanentError ? 'an error no retry can fix' : `${next.consecutiveErrors} query errors in a row, more than the consecutiveErrorLimit ${a.consecutiveErrorLimit}`;

@@ -22,7 +22,7 @@ import { create, object, phaseIs, readOther, startTestSystem, waitFor, type Test
 let s: TestSystem;
 let apps: LocalApps;
 beforeAll(async () => {
-  s = await startTestSystem('data-plane', { watcherCheckIntervalMs: 1000 });
+  s = await startTestSystem('data-plane', { watcherCheckIntervalMs: 1000, prometheusUrl: process.env.KONFIDENCE_PROMETHEUS_URL! });
   apps = new LocalApps({ kubeConfig: s.kc, namespaces: [s.ns] });
   await apps.start();
 });
@@ -230,6 +230,44 @@ it('an abort at a canary\'s gate goes back down its ramp, then to the record, an
   expect(v.failures).toEqual([]);
   expect(v.weights).toEqual([0, 20, 10, 0]);
   expect(v.worstError).toBeLessThanOrEqual(TOLERANCE);
+});
+
+it("a failed analysis of the gateway's own metrics: the new version failing a fifth of its requests is caught, its traffic goes back down the ramp by itself (onFailure Stop), and the failures stop with it", async () => {
+  const stage = 'measured';
+  await seedServed(s, stage, [1, 2], 1);
+  await apps.settled();
+  await apps.behave(s.ns, `${stage}-2`, { failRatio: 0.2 });
+  // Built-in measurements, filled in with the StageVersion's backend: no PromQL in the plan.
+  const analyses = [
+    { name: 'success', dataPlane: { metric: 'request-success-rate', windowSeconds: 10 }, initialDelaySeconds: 10, intervalSeconds: 5, count: 3, successCondition: 'result >= 0.95' },
+    { name: 'latency', dataPlane: { metric: 'request-duration-p99', windowSeconds: 10 }, initialDelaySeconds: 5, intervalSeconds: 5, successCondition: 'result < 0.5' },
+  ];
+  const progression = { steps: [{ setWeight: 20 }, { analysis: { name: 'success' } }], background: [{ analysis: 'latency' }], abort: { weights: [10], intervalSeconds: 5 } };
+  await planOf(stage, 'plan', { onFailure: 'Stop', steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }], progression, analyses });
+
+  const run = await underLoad(stage, `${stage}-1`, `${stage}-to-2`, 2, { executionPlan: `${stage}-plan` });
+  expect(run.phase).toBe('Failed');
+  const va = await s.objects.get('VectorActivation', s.ns, `${stage}-to-2`);
+  expect(va?.status?.reason).toBe('AnalysisFailed');
+  const runs = va?.status?.progression?.analysisRuns as { name: string; phase: string; measurements: { value?: number }[] }[];
+  const success = runs.find((r) => r.name === 'success')!;
+  expect(success.phase).toBe('Failed');
+  // The gateway counted about the fifth the app was told to fail.
+  expect(success.measurements[0]?.value).toBeGreaterThan(0.65);
+  expect(success.measurements[0]?.value).toBeLessThan(0.95);
+  const latency = runs.find((r) => r.name === 'latency')!;
+  expect(latency.measurements[0]?.value).toBeLessThan(0.5);
+
+  const v = verdict(run, `${stage}-2`);
+  expect(v.failures).toEqual([]);
+  expect(v.weights).toEqual([0, 20, 10, 0]);
+  expect(v.worstError).toBeLessThanOrEqual(TOLERANCE);
+  // The told failures came while the new version had traffic, and stopped when it went back.
+  const told = run.sent.filter((x) => x.injected);
+  expect(told.length).toBeGreaterThan(0);
+  expect(told.every((x) => x.at < run.endedAt)).toBe(true);
+  expect(allOnAfter(run.sent, `${stage}-1`, run.endedAt)).toBeLessThan(1_000);
+  console.log(`analysis: the gateway measured a success rate of ${success.measurements[0]?.value} and a p99 of ${latency.measurements[0]?.value} s; ${told.length} told failures, none after the ramp back`);
 });
 
 it('a canary waiting at its gate, superseded by a newer version: its share goes back at once, the newer one switches, and no request fails', async () => {

@@ -96,7 +96,8 @@ it('a burst on one Stage counts as one Stage: every activation reaches the lock 
 it('a held activation is cancelled at once, without waiting for its place and without a workflow; its other requests wait their turn with it', async () => {
   const stages = await stagesWith(a, 4, 'cancel');
   for (const stage of stages.slice(0, 2)) await activate(a, `${stage}-to-2`, stage, 2, { executionPlan: 'long-plan' });
-  await Promise.all(stages.slice(0, 2).map((stage) => waitFor(a, 'VectorActivation', `${stage}-to-2`, (o) => Boolean(o.status?.workflowId))));
+  // Running: their workflows said InProgress (the workflowId comes a write before).
+  await Promise.all(stages.slice(0, 2).map((stage) => waitFor(a, 'VectorActivation', `${stage}-to-2`, (o) => Boolean(o.status?.workflowId) && o.status?.phase === 'InProgress')));
   await activate(a, 'cancel2-to-2', 'cancel2', 2);
   await waitFor(a, 'VectorActivation', 'cancel2-to-2', held);
 

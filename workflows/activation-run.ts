@@ -395,7 +395,14 @@ export class ActivationRun {
       stage: { namespace: ref.namespace, stage: va.stage, uid: this.stageUid! },
       newerWaiting: () => this.access.newerWaiting,
       holdLease: (seconds) => this.access.holdLease(seconds),
-      vars: { namespace: ref.namespace, stage: va.stage, stageVersion: stage.target.name, ...(this.previous ? { previousStageVersion: this.previous.name } : {}), activation: ref.name },
+      vars: {
+        namespace: ref.namespace,
+        stage: va.stage,
+        stageVersion: stage.target.name,
+        ...(this.previous ? { previousStageVersion: this.previous.name } : {}),
+        activation: ref.name,
+        ...(stage.target.backend ? { backend: { service: stage.target.backend.service, ...(stage.target.backend.port ? { port: stage.target.backend.port } : {}) } } : {}),
+      },
       webhookBody: (step, stepName, weight) => ({
         activation: { namespace: ref.namespace, name: ref.name, uid: ref.uid },
         stage: va.stage,

@@ -31,10 +31,12 @@ export interface AnalysisHooks {
  * or until `stop()`: then it is returned Running, for the caller to say how it ended.
  */
 export async function runAnalysis(a: AnalysisRules, run: AnalysisRun, hooks: AnalysisHooks): Promise<AnalysisRun> {
+  // Ended before it began (its query could not be made): nothing to measure.
+  if (run.phase !== 'Running') return run;
   if (a.initialDelaySeconds && (await condition(hooks.stop, `${a.initialDelaySeconds} seconds`))) return run;
   for (;;) {
     if (hooks.stop()) return run;
-    const { stageLost, ...result } = await measure(a.address, run.query ?? a.query, hooks.stage);
+    const { stageLost, ...result } = await measure(a.address, run.query ?? a.query ?? '', hooks.stage);
     // Heard before the verdict is said: stop() then says so, and the run ends as its Stage went.
     if (stageLost) hooks.stageLost?.(stageLost);
     const said = { time: now(), verdict: measurementVerdict(a, result) };

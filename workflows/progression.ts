@@ -12,7 +12,7 @@ import type { WebhookBody } from '../activities/analysis.js';
 import { ABORT_RAMP_INTERVAL_SECONDS, MAX_ANALYSES, MAX_BACKGROUND_ANALYSES, MAX_PROGRESSION_LOG } from '../api/progression-defaults.js';
 import { stoppedEnding, type Ending, type ProgressionReport } from '../decisions/activation.js';
 import type { StageRef } from '../activities/measure.js';
-import { aborts, renderQuery, startRun, stopped, type AnalysisRules, type AnalysisRun, type QueryVars } from '../decisions/analysis.js';
+import { aborts, analysisQuery, measured, startRun, stopped, type AnalysisRules, type AnalysisRun, type QueryVars } from '../decisions/analysis.js';
 import {
   abortWeights,
   afterGate,
@@ -278,7 +278,9 @@ export class Progression {
 
   private begin(name: string, step: number, background: boolean): { a: AnalysisRules; run: AnalysisRun } {
     const a = this.analysis(name);
-    const run = startRun(a, renderQuery(a.query, this.host.vars), step, background);
+    const query = analysisQuery(a, this.host.vars);
+    const started = startRun(a, 'query' in query ? query.query : '', step, background);
+    const run = 'error' in query ? measured(a, started, { time: kubeTime(), verdict: 'Error', message: query.error }, true) : started;
     const runs = (this.report.analysisRuns ??= []);
     runs.push(run);
     if (runs.length > MAX_ANALYSES + MAX_BACKGROUND_ANALYSES) runs.shift();

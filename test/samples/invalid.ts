@@ -114,6 +114,26 @@ export const invalidCases: InvalidCase[] = [
     says: 'Unsupported value',
   },
   {
+    title: 'an analysis with both a query and a built-in measurement',
+    object: variant('ActivationExecutionPlan', 'query-and-data-plane', (s) => {
+      s.steps = [{ name: 'routes', tasks: ['k8s-gateway'] }];
+      s.progression = { steps: [{ setWeight: 10 }, { analysis: { name: 'both' } }] };
+      s.analyses = [{ name: 'both', prometheus: { query: 'up' }, dataPlane: { metric: 'request-success-rate' }, successCondition: 'result > 0.9' }];
+    }),
+    field: 'spec.analyses[0]',
+    says: 'analysis both measures either a prometheus.query or a dataPlane metric, exactly one',
+  },
+  {
+    title: 'an analysis that measures nothing',
+    object: variant('ActivationExecutionPlan', 'measures-nothing', (s) => {
+      s.steps = [{ name: 'routes', tasks: ['k8s-gateway'] }];
+      s.progression = { steps: [{ setWeight: 10 }, { analysis: { name: 'none' } }] };
+      s.analyses = [{ name: 'none', prometheus: { address: 'http://prometheus.test:9090' }, successCondition: 'result > 0.9' }];
+    }),
+    field: 'spec.analyses[0]',
+    says: 'analysis none measures either a prometheus.query or a dataPlane metric, exactly one',
+  },
+  {
     title: 'a registration with a zero timeout',
     object: variant('ActivationTaskRegistration', 'zero-timeout', (s) => {
       s.timeoutSeconds = 0;

@@ -1,5 +1,5 @@
 /** What an analysis decides (decisions/analysis.ts): the query as sent, a measurement's verdict, a run's verdict, Prometheus' answers. No servers. */
-import { measured, measurementVerdict, parseCondition, renderQuery, resultOf, startRun, stopped, type AnalysisRules, type Measured, type QueryResult } from '../../decisions/analysis.js';
+import { analysisQuery, measured, measurementVerdict, parseCondition, renderQuery, resultOf, startRun, stopped, type AnalysisRules, type Measured, type QueryResult } from '../../decisions/analysis.js';
 
 const rules = (over: Partial<AnalysisRules> = {}): AnalysisRules => ({
   name: 'errors',
@@ -21,6 +21,34 @@ describe('renderQuery: the placeholders a query may use', () => {
     ['{{unknown}} stays', '{{unknown}} stays'],
   ])('%s', (query, sent) => {
     expect(renderQuery(query, { namespace: 'dev', stage: 'shop', stageVersion: 'shop-2', previousStageVersion: 'shop-1', activation: 'to-2' })).toBe(sent);
+  });
+});
+
+describe('analysisQuery: its own query filled in, or a built-in measurement of the new version\'s backend', () => {
+  const vars = { namespace: 'dev', stage: 'shop', stageVersion: 'shop-2', activation: 'to-2' };
+  const success = { provider: 'traefik', metric: 'request-success-rate', windowSeconds: 30 } as const;
+  it.each([
+    ['a query of its own', { name: 'a', query: 'up{namespace="{{namespace}}"}' }, vars, { query: 'up{namespace="dev"}' }],
+    [
+      'the success rate of the backend at its port',
+      { name: 'a', dataPlane: success },
+      { ...vars, backend: { service: 'shop-v2', port: 8080 } },
+      { query: '1 - (sum(rate(traefik_service_requests_total{service=~"dev-shop-v2-http-8080@kubernetesgateway",code=~"5.."}[30s])) or vector(0)) / sum(rate(traefik_service_requests_total{service=~"dev-shop-v2-http-8080@kubernetesgateway"}[30s]))' },
+    ],
+    [
+      'the p99 latency, at any port of the Service when the StageVersion names none',
+      { name: 'a', dataPlane: { ...success, metric: 'request-duration-p99', windowSeconds: 60 } },
+      { ...vars, backend: { service: 'shop-v2' } },
+      { query: 'histogram_quantile(0.99, sum by (le) (rate(traefik_service_request_duration_seconds_bucket{service=~"dev-shop-v2-http-[0-9]+@kubernetesgateway"}[60s])))' },
+    ],
+    [
+      'a built-in without a backend to select: an error that says what to set',
+      { name: 'a', dataPlane: success },
+      vars,
+      { error: "analysis a measures request-success-rate of StageVersion shop-2's requests, but it names no Service: set its spec.backend.service" },
+    ],
+  ] as const)('%s', (_what, a, v, expected) => {
+    expect(analysisQuery(a, v)).toEqual(expected);
   });
 });
 
@@ -51,7 +79,7 @@ const at = (verdict: Measured['verdict'], value?: number): Measured => ({ time: 
 
 /** The phase after each of `verdicts` in turn. */
 function phases(a: AnalysisRules, verdicts: Measured['verdict'][], background = false, permanentLast = false): string[] {
-  let run = startRun(a, a.query, 0, background);
+  let run = startRun(a, a.query!, 0, background);
   return verdicts.map((v, i) => (run = measured(a, run, at(v, 0.01), permanentLast && i === verdicts.length - 1)).phase);
 }
 
@@ -70,7 +98,7 @@ describe('measured: the verdict of a run (Argo Rollouts\' limits)', () => {
   it('an error no retry can fix ends the run at once', () => expect(phases(rules({ count: 10 }), ['Error'], false, true)).toEqual(['Error']));
   it('a background run has no count: it runs until stopped, then it passed', () => {
     const a = rules({ count: 1 });
-    let run = startRun(a, a.query, 2, true);
+    let run = startRun(a, a.query!, 2, true);
     for (let i = 0; i < 5; i++) run = measured(a, run, at('Successful', 0.01));
     expect(run.phase).toBe('Running');
     expect(stopped(run).phase).toBe('Successful');
@@ -84,7 +112,7 @@ describe('measured: the verdict of a run (Argo Rollouts\' limits)', () => {
   });
   it('keeps the latest ten measurements', () => {
     const a = rules({ count: 50 });
-    let run = startRun(a, a.query, 0, false);
+    let run = startRun(a, a.query!, 0, false);
     for (let i = 0; i < 12; i++) run = measured(a, run, at('Successful', i));
     expect(run.measurements.map((m) => m.value)).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     expect(run.successful).toBe(12);

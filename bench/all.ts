@@ -27,6 +27,8 @@ const benches: { name: string; args: string[] }[] = [
   { name: 'progressive', args: quick ? ['--pairs', '4', '--gates', '100', '--namespaces', '4', '--seconds', '30'] : [] },
   // A core worker's start with the image's prebuilt workflow bundle against bundling at start.
   { name: 'startup', args: ['--runs', quick ? '2' : '5'] },
+  // Requests through the local gateway: how soon a switch reaches them all, failures, a canary's split.
+  { name: 'data-plane', args: ['--switches', quick ? '5' : '20'] },
 ];
 
 /** The newest bench/results/<name>-*.json written after `since`. */
@@ -62,6 +64,7 @@ const whole = results.shards?.summary?.find((s: any) => s.shards === 1);
 const sc = results.scale;
 const st = results.startup?.summary;
 const pc = results.progressive?.canary, pg = results.progressive?.gates;
+const dp = results['data-plane'];
 /** Within noise: no more than a tenth more, plus one percent of a core. */
 const indistinguishable = (idle: number, loaded: number) => loaded <= idle * 1.1 + 1;
 const started = (role: string, start: string) => sc?.starts?.find((x: any) => x.role === role && x.start === start);
@@ -94,6 +97,14 @@ const table = [
     st ? `ready ${st.prebuilt.readyMs.median} / ${st['bundled at start'].readyMs.median} ms, CPU ${st.prebuilt.cpuSeconds.median} / ${st['bundled at start'].cpuSeconds.median} ms, peak RSS ${st.prebuilt.peakRssMiB.median} / ${st['bundled at start'].peakRssMiB.median} MiB` : 'not measured',
     '–',
   ),
+  row(
+    `data plane: route write → every request on the new version, ${dp?.switches ?? '?'} switches`,
+    dp ? `p50 ${dp.switchedInMs.median} ms, p95 ${dp.switchedInMs.p95} ms` : 'not measured',
+    'p95 ≤ 1000 ms',
+    dp && dp.switchedInMs.p95 <= 1000,
+  ),
+  row('data plane: failed requests (switches and a canary, 200 req/s)', dp ? `${dp.failedRequests} of ${dp.requests}` : 'not measured', '0', dp && dp.failedRequests === 0),
+  row("data plane: a canary's largest split error (10 → 50 → 100 %)", dp ? `${dp.worstSplitErrorPoints} points (${dp.canaryWindows.length} windows)` : 'not measured', '≤ 5 points', dp && dp.worstSplitErrorPoints <= 5),
   row('watcher: workflow starts at start-up / restart', wFirst ? `${wFirst.workflowStarts} / ${wRestart.workflowStarts} (${sc.unfinished} unfinished)` : 'not measured', '= unfinished', wFirst && wFirst.workflowStarts === sc.unfinished && wRestart.workflowStarts === sc.unfinished),
 ];
 console.log('\nkonfidence-activation benchmark (npm run bench)');

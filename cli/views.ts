@@ -67,8 +67,11 @@ export interface StageStatusView {
   phase?: string;
   active?: string;
   target?: string;
-  /** What the managed routes hold, as the Stage controller read them: one line a rule. */
-  traffic?: { route: string; weights: Record<string, number> }[];
+  /**
+   * What the managed routes hold, as the Stage controller read them: one line a rule; for a
+   * gateway's route, what reached each StageVersion at the gateway lately (withMeasuredShares).
+   */
+  traffic?: { route: string; kind: string; weights: Record<string, number>; measured?: MeasuredShares }[];
   running?: RunningView;
   waiting: QueuedView[];
   last?: { name: string; stageVersion: string; phase: string; reason?: string; completionTime?: string };
@@ -107,7 +110,7 @@ export function stageStatusView(stage: StageResource, usages: Usages, activation
     ...(active ? { active } : {}),
     ...(target ? { target } : {}),
     ...(stage.status?.traffic
-      ? { traffic: stage.status.traffic.map((t) => ({ route: `${t.route.kind} ${t.route.namespace}/${t.route.name} rule ${t.name ?? t.rule}`, weights: t.weights })) }
+      ? { traffic: stage.status.traffic.map((t) => ({ route: `${t.route.kind} ${t.route.namespace}/${t.route.name} rule ${t.name ?? t.rule}`, kind: t.route.kind, weights: t.weights })) }
       : {}),
     ...(running ? { running: runningView(running) } : {}),
     waiting: waiting.map((a) => ({ name: a.metadata.name!, stageVersion: a.spec.stageVersion, phase: a.status?.phase ?? 'Pending', ...(created(a) ? { created: created(a) } : {}) })),
@@ -141,6 +144,26 @@ export function withNote(running: RunningView, note: string): RunningView {
   return { ...running, progressFrom: 'kubernetes', note };
 }
 
+/** What reached each StageVersion at the gateway: requests a second, and each one's share of them. */
+export interface MeasuredShares {
+  windowSeconds: number;
+  requestsPerSecond: number;
+  percent: Record<string, number>;
+}
+
+/**
+ * The shares of the rates measured per StageVersion (undefined: the gateway has no series for it).
+ * No request at all is no measurement: a share of nothing would read as 0 %.
+ */
+export function measuredShares(rates: Record<string, number | undefined>, windowSeconds: number): MeasuredShares | undefined {
+  const total = Object.values(rates).reduce<number>((sum, r) => sum + (r ?? 0), 0);
+  if (!(total > 0)) return undefined;
+  const percent = Object.fromEntries(Object.entries(rates).map(([sv, r]) => [sv, Math.round(((r ?? 0) / total) * 1000) / 10]));
+  return { windowSeconds, requestsPerSecond: Math.round(total * 10) / 10, percent };
+}
+
+const renderShares = (m: MeasuredShares) => `${Object.entries(m.percent).map(([sv, p]) => `${sv} ${p}%`).join(', ')} (${m.requestsPerSecond} req/s)`;
+
 export function renderStatus(views: StageStatusView[], now: Date): string {
   return views.map((v) => renderStage(v, now)).join('\n\n');
 }
@@ -149,7 +172,10 @@ function renderStage(v: StageStatusView, now: Date): string {
   const lines = [`Stage ${v.namespace}/${v.stage}${v.phase ? ` (${v.phase})` : ''}`, `  vector:   ${v.vector}`, `  active:   ${v.active ?? '(none)'}`, `  target:   ${v.target ?? '(none)'}`];
   if (v.traffic?.length) {
     lines.push('  traffic:');
-    for (const t of v.traffic) lines.push(`    ${t.route}: ${Object.entries(t.weights).map(([sv, w]) => `${sv} ${w}%`).join(', ') || 'nothing'}`);
+    for (const t of v.traffic) {
+      lines.push(`    ${t.route}: ${Object.entries(t.weights).map(([sv, w]) => `${sv} ${w}%`).join(', ') || 'nothing'}`);
+      if (t.measured) lines.push(`      measured at the gateway, last ${t.measured.windowSeconds}s: ${renderShares(t.measured)}`);
+    }
   } else if (v.traffic) lines.push('  traffic:  (no managed route sends this Stage traffic)');
   const r = v.running;
   if (r) {

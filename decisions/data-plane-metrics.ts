@@ -56,3 +56,9 @@ export function dataPlaneQuery(m: DataPlaneMeasurement, b: MeasuredBackend): str
       return `histogram_quantile(0.99, sum by (le) (rate(${g.durationBuckets}{${sel}}${window})))`;
   }
 }
+
+/** Requests per second the gateway sent the backend over the last `windowSeconds` (what `konfidence status` shows). */
+export function requestRateQuery(provider: DataPlaneProvider, b: MeasuredBackend, windowSeconds: number): string {
+  const g = GATEWAYS[provider];
+  return `sum(rate(${g.requests}{${g.selector(b)}}[${windowSeconds}s]))`;
+}

@@ -8,12 +8,12 @@
  *   3. the sample plays the deployment: it fills in the StageVersion's backend and reports it Ready;
  *   4. the Stage controller creates the VectorActivation, and the workflow runs the "default"
  *      plan's canary: 10 % (the HTTPRoute, then the VirtualService), an analysis of the new
- *      version's error ratio in Prometheus (the sample serves it, healthy), 50 %, then it waits for
+ *      version's success rate as the local gateway counts its requests, 50 %, then it waits for
  *      an approval before 100 %.
+ * The HTTPRoute is attached to the local gateway under SAMPLE_HOST: `npm start` serves every version
+ * as a real server (scripts/apps/local-apps.ts) and sends it a light steady load.
  * Everything it creates besides the vector change is create-if-absent: repeating a run is safe.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { API_VERSION, LABEL_STAGE_NAME, LABEL_USAGE } from '../api/group.js';
 import { apiStatus, k8s } from '../k8s/client.js';
 import { applyCrds, ensureNamespace } from '../k8s/crds.js';
@@ -22,7 +22,7 @@ import type { ActivationRef } from '../shared/activation.js';
 import { kubeTime } from '../shared/format.js';
 import { activeUsageName } from '../shared/names.js';
 import { pollUntil } from './env/process.js';
-import { scrape } from './env/prometheus.js';
+import { GATEWAY_PARENT_REF } from './env/gateway.js';
 import { routeCrds } from './route-crds.js';
 
 export const SAMPLE_NAMESPACE = 'konfidence-sample';
@@ -31,8 +31,6 @@ const IMAGE = 'sample.konfidence.cloud/shop';
 /** The backend the routes send traffic to before the first activation: the registrations adopt it. */
 const LEGACY = 'shop-legacy';
 const STEP_TIMEOUT_MS = 60_000;
-/** How often the sample's /metrics lists the StageVersions it serves a series for. */
-const LIST_EVERY_MS = 3_000;
 
 export interface SampleRun {
   activation: ActivationRef;
@@ -42,8 +40,8 @@ export interface SampleRun {
   route: string;
 }
 
-/** What the canary's analysis asks Prometheus about the new version (the sample serves it). */
-const ERROR_RATIO = 'max(konfidence_sample_error_ratio{namespace="{{namespace}}",stage="{{stage}}",stage_version="{{stageVersion}}"})';
+/** The sample route's hostname at the local gateway (the Host header of its requests). */
+export const SAMPLE_HOST = `${STAGE}.${'konfidence-sample'}.local`;
 
 /** The default plan: both routes at every weight of the canary, 10 % → analysis → 50 % → approval → 100 %. */
 export const SAMPLE_PLAN = {
@@ -53,49 +51,28 @@ export const SAMPLE_PLAN = {
     { name: 'mesh', tasks: ['sample-mesh'] },
   ],
   progression: {
-    steps: [{ setWeight: 10, name: 'canary' }, { analysis: { name: 'error-ratio' } }, { setWeight: 50, name: 'half' }, { pause: { timeoutSeconds: 3600 }, name: 'approval' }],
+    steps: [{ setWeight: 10, name: 'canary' }, { analysis: { name: 'success-rate' } }, { setWeight: 50, name: 'half' }, { pause: { timeoutSeconds: 3600 }, name: 'approval' }],
     abort: { weights: [10], intervalSeconds: 10 },
   },
-  analyses: [{ name: 'error-ratio', prometheus: { query: ERROR_RATIO }, initialDelaySeconds: 5, intervalSeconds: 2, count: 3, successCondition: 'result < 0.05' }],
+  // Built in: the share of the new version's requests the gateway saw answered without a 5xx. The
+  // first seconds at 10 % of a light load may hold no request yet: a few inconclusive ones are let be.
+  analyses: [
+    {
+      name: 'success-rate',
+      dataPlane: { metric: 'request-success-rate', windowSeconds: 10 },
+      initialDelaySeconds: 5,
+      intervalSeconds: 2,
+      count: 3,
+      inconclusiveLimit: 3,
+      successCondition: 'result >= 0.95',
+    },
+  ],
 };
 
-/**
- * The sample app's /metrics, which Prometheus scrapes: every StageVersion of the sample Stage
- * answers with a low error ratio (it is healthy). Stop it with the returned function.
- */
-export async function serveSampleMetrics(kc: k8s.KubeConfig): Promise<() => Promise<void>> {
-  const objects = new CustomObjects(kc);
-  // Prometheus scrapes every second: the StageVersions are listed at most every few seconds.
-  let listed: { at: number; svs: Promise<CustomObject[]> } | undefined;
-  const stageVersions = () => {
-    if (!listed || Date.now() - listed.at > LIST_EVERY_MS) listed = { at: Date.now(), svs: objects.list('StageVersion', SAMPLE_NAMESPACE) };
-    return listed.svs;
-  };
-  const server: Server = createServer((req, res) => {
-    if (req.url !== '/metrics') return void res.writeHead(404).end();
-    stageVersions().then(
-      (svs) => {
-        const lines = ['# TYPE konfidence_sample_error_ratio gauge'];
-        for (const sv of svs.filter((x) => x.spec.stage === STAGE)) lines.push(`konfidence_sample_error_ratio{namespace="${SAMPLE_NAMESPACE}",stage="${STAGE}",stage_version="${sv.metadata.name}"} 0.01`);
-        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(`${lines.join('\n')}\n`);
-      },
-      () => {
-        listed = undefined;
-        res.writeHead(503).end();
-      },
-    );
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const stopScraping = scrape('konfidence-sample', [`127.0.0.1:${(server.address() as AddressInfo).port}`]);
-  return async () => {
-    stopScraping();
-    await new Promise((resolve) => server.close(resolve));
-  };
-}
-
 /** Routes, registrations and the default plan: what a platform team sets up once. */
-async function prepare(kc: k8s.KubeConfig, objects: CustomObjects, systemNamespace: string): Promise<void> {
+async function prepare(kc: k8s.KubeConfig, objects: CustomObjects, systemNamespace: string, say: (line: string) => void): Promise<void> {
   await applyCrds(kc, routeCrds());
+  await untilNotTerminating(kc, say);
   await ensureNamespace(kc, SAMPLE_NAMESPACE);
   const generic = k8s.KubernetesObjectApi.makeApiClient(kc);
   const routes = [
@@ -104,7 +81,8 @@ async function prepare(kc: k8s.KubeConfig, objects: CustomObjects, systemNamespa
       kind: 'HTTPRoute',
       metadata: { name: STAGE, namespace: SAMPLE_NAMESPACE },
       spec: {
-        parentRefs: [{ name: 'sample-gateway' }],
+        parentRefs: [GATEWAY_PARENT_REF],
+        hostnames: [SAMPLE_HOST],
         rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/' } }], backendRefs: [{ name: 'shop-v1', port: 8080, weight: 100 }] }],
       },
     },
@@ -119,7 +97,9 @@ async function prepare(kc: k8s.KubeConfig, objects: CustomObjects, systemNamespa
     try {
       await generic.create(route);
     } catch (err) {
-      if (apiStatus(err) !== 409) throw err; // routes of an earlier run: activations moved them on
+      if (apiStatus(err) !== 409) throw err;
+      // A route of an earlier run: activations moved its rules on; where it attaches is the sample's.
+      if (route.kind === 'HTTPRoute') await generic.patch({ ...route, spec: { parentRefs: route.spec.parentRefs, hostnames: route.spec.hostnames } }, undefined, undefined, undefined, undefined, k8s.PatchStrategy.MergePatch);
     }
   }
   // Created, or brought up to date: a sample of an older checkout may have left other specs.
@@ -139,6 +119,28 @@ async function prepare(kc: k8s.KubeConfig, objects: CustomObjects, systemNamespa
   });
   // "default": the plan of every VectorActivation that names none, as the Stage controller's do.
   await cr('ActivationExecutionPlan', 'default', SAMPLE_PLAN);
+}
+
+/** Longest wait for a sample namespace that is being deleted to go, before this run makes it again. */
+const NAMESPACE_GONE_MS = 300_000;
+
+/**
+ * A run right after `kubectl delete namespace konfidence-sample` finds it terminating, and the
+ * apiserver refuses anything new in it: wait until it is gone, saying so.
+ */
+async function untilNotTerminating(kc: k8s.KubeConfig, say: (line: string) => void): Promise<void> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const terminating = async () => {
+    try {
+      return Boolean((await core.readNamespace({ name: SAMPLE_NAMESPACE })).metadata?.deletionTimestamp);
+    } catch (err) {
+      if (apiStatus(err) === 404) return false;
+      throw err;
+    }
+  };
+  if (!(await terminating())) return;
+  say(`namespace ${SAMPLE_NAMESPACE} is being deleted: waiting for it to go (at most ${NAMESPACE_GONE_MS / 60_000} minutes)`);
+  await pollUntil(async () => !(await terminating()), NAMESPACE_GONE_MS, `namespace ${SAMPLE_NAMESPACE} to finish terminating`, 500);
 }
 
 /** The backend of revision `r`: what the deployment of it provides. */
@@ -185,7 +187,7 @@ function nextVector(current: string | undefined): string {
 
 export async function runSample(kc: k8s.KubeConfig, systemNamespace: string, say: (line: string) => void): Promise<SampleRun> {
   const objects = new CustomObjects(kc);
-  await prepare(kc, objects, systemNamespace);
+  await prepare(kc, objects, systemNamespace, say);
   const wait = <T>(what: string, probe: () => Promise<T | undefined>) => pollUntil(probe, STEP_TIMEOUT_MS, what, 200);
 
   if (!(await objects.get('Stage', SAMPLE_NAMESPACE, STAGE))) await bootstrap(objects, wait, say);

@@ -4,6 +4,8 @@
  * the watcher and the Stage controller, plus a sample (scripts/sample.ts) that walks a new version of a
  * Stage from its vector change to live traffic, whose activation a newcomer can follow in the Temporal UI:
  * a canary that waits for the newcomer's approval before it sends the new version all the traffic.
+ * Every version of the sample is a real server behind the local gateway (scripts/apps/local-apps.ts),
+ * and a light steady load goes through the gateway, so `konfidence status` shows the traffic move.
  * Ctrl-C stops the workers; the control plane keeps running until `npm run env:down`.
  * --once: approve the canary itself, as `konfidence approve` does, and exit once the sample
  * activation has finished (used by the quick-start test).
@@ -18,7 +20,15 @@ import { loadConfig, workflowUrl } from '../worker/config.js';
 import { startSystem } from '../worker/system.js';
 import { up } from './env/control-plane.js';
 import { pollUntil } from './env/process.js';
-import { runSample, SAMPLE_NAMESPACE, serveSampleMetrics } from './sample.js';
+import { LocalApps } from './apps/local-apps.js';
+import { startLoad, type Load } from './apps/load.js';
+import { runSample, SAMPLE_HOST, SAMPLE_NAMESPACE } from './sample.js';
+
+/** The sample's light load through the gateway: requests a second, and how many are kept (counts only). */
+const SAMPLE_LOAD_RATE = 20;
+const SAMPLE_LOAD_KEPT = 2_000;
+/** How long the requests at the canary's weight are counted before the approval is asked for. */
+const MEASURE_MS = 5_000;
 
 const once = process.argv.includes('--once');
 const cp = await up();
@@ -35,7 +45,9 @@ const namespaces = config.KONFIDENCE_WATCH_NAMESPACES?.split(',').filter(Boolean
 const kubeConfig = loadKubeConfig(config.KUBECONFIG);
 
 // ERROR: an activation's failures are reported on its VectorActivation, not as worker log noise.
-Runtime.install({ logger: new DefaultLogger('ERROR') });
+// Ctrl-C is ours to handle (below): the Runtime's own handler would stop the workers and leave
+// this script waiting for an activation nobody runs any more.
+Runtime.install({ logger: new DefaultLogger('ERROR'), shutdownSignals: [] });
 const system = await startSystem({
   temporalAddress: config.TEMPORAL_ADDRESS,
   temporalNamespace: config.TEMPORAL_NAMESPACE,
@@ -45,7 +57,24 @@ const system = await startSystem({
   prometheusUrl: cp.prometheusUrl,
   ...(namespaces ? { namespaces } : {}),
 });
-const stopMetrics = await serveSampleMetrics(kubeConfig);
+// The sample's versions as real servers behind the gateway, as a deployment would run them.
+const apps = new LocalApps({ kubeConfig, namespaces: [SAMPLE_NAMESPACE] });
+let load: Load | undefined;
+/** Ctrl-C at any point, a gate's wait included: the load, the sample's servers and the workers stop. */
+let stopping: Promise<void> | undefined;
+const stop = () =>
+  (stopping ??= (async () => {
+    await load?.stop();
+    await apps.stop();
+    await system.stop();
+  })());
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.log('Stopping: the workers finish what they hold; npm run env:down stops the control plane.');
+    void stop().then(() => process.exit(0));
+  });
+}
+await apps.start();
 
 console.log(`
 konfidence-activation is running: watcher, Stage controller, core worker, gateway-api and istio executors.
@@ -54,10 +83,13 @@ konfidence-activation is running: watcher, Stage controller, core worker, gatewa
   kubeconfig          ${config.KUBECONFIG}
   Temporal address    ${config.TEMPORAL_ADDRESS} (namespace ${config.TEMPORAL_NAMESPACE})
   Prometheus          ${cp.prometheusUrl}
+  gateway             ${cp.gatewayUrl} (Traefik; the sample's route answers to Host ${SAMPLE_HOST})
 
 The sample: a new version of Stage ${SAMPLE_NAMESPACE}/shop, from the vector change to live traffic.
 `);
 const sample = await runSample(kubeConfig, config.KONFIDENCE_SYSTEM_NAMESPACE, (line) => console.log(`  ${line}`));
+// Live traffic: what reaches each version is measured at the gateway (konfidence status shows it).
+load = startLoad({ gatewayUrl: cp.gatewayUrl, host: SAMPLE_HOST, rate: SAMPLE_LOAD_RATE, keepLast: SAMPLE_LOAD_KEPT });
 const workflowId = activationWorkflowId(sample.activation);
 const link = workflowUrl(config, workflowId);
 
@@ -65,13 +97,15 @@ const name = sample.activation.name;
 console.log(`
   sample activation   ${link}
                       VectorActivation ${SAMPLE_NAMESPACE}/${name} switches Stage ${sample.stage}
-                      ${sample.from ? `from ${sample.from} ` : ''}to ${sample.to} as a canary: 10 %, an analysis of its error ratio
-                      in Prometheus, 50 %, then it waits for your approval before 100 %
+                      ${sample.from ? `from ${sample.from} ` : ''}to ${sample.to} as a canary: 10 %, an analysis of its success rate
+                      at the gateway, 50 %, then it waits for your approval before 100 %
                       (each weight: step gateway, the HTTPRoute, then step mesh, the VirtualService)
+  live traffic        ${SAMPLE_LOAD_RATE} requests/s through the gateway to Host ${SAMPLE_HOST}
 
 In another shell:
   source ${cp.envFile}
-  npx konfidence status shop -n ${SAMPLE_NAMESPACE}
+  npx konfidence status shop -n ${SAMPLE_NAMESPACE}      (the weights recorded, and what the gateway measured)
+  curl -H 'Host: ${SAMPLE_HOST}' ${cp.gatewayUrl}/
   kubectl get konfidence -n ${SAMPLE_NAMESPACE}
   kubectl describe va ${name} -n ${SAMPLE_NAMESPACE}
   kubectl get httproute ${sample.route} -n ${SAMPLE_NAMESPACE} -o yaml
@@ -90,6 +124,12 @@ const gated = await pollUntil(
   250,
 );
 if (!final(gated)) {
+  // What the requests say of the new weight: those answered after it was set, a few seconds' worth.
+  const since = performance.now();
+  await pollUntil(async () => performance.now() - since >= MEASURE_MS || undefined, MEASURE_MS + 5_000, 'the requests at the new weight', 100);
+  const answered = load.sent.filter((x) => x.at >= since && x.version);
+  const shares = [...new Set(answered.map((x) => x.version!))].sort().map((v) => `${v} ${Math.round((answered.filter((x) => x.version === v).length / answered.length) * 100)} %`);
+  console.log(`  the gateway sent the last ${answered.length} requests to: ${shares.join(', ')}`);
   console.log(`The canary sends ${gated!.status.progression.weight} % to ${sample.to}, its analysis passed, and it waits for your approval:
   npx konfidence approve ${name} -n ${SAMPLE_NAMESPACE}        (or promote, abort)
   kubectl annotate va ${name} -n ${SAMPLE_NAMESPACE} --overwrite ${ANNOTATION_APPROVE}="$(kubectl auth whoami -o jsonpath='{.status.userInfo.username}') ok"
@@ -114,6 +154,5 @@ console.log(`sample activation ${va!.status.phase}: ${va!.status.message}`);
 await system.client.workflow.getHandle(workflowId).result();
 console.log(once ? 'Stopping (--once).' : 'Ctrl-C stops the workers; npm run env:down stops the control plane.');
 
-if (!once) await new Promise<void>((resolve) => ['SIGINT', 'SIGTERM'].forEach((s) => process.once(s, () => resolve())));
-await stopMetrics();
-await system.stop();
+if (!once) await new Promise<void>(() => undefined); // until Ctrl-C
+await stop();

@@ -24,6 +24,11 @@ describe('quick start', () => {
     );
     // A canary: it waits at 50 %, its analysis passed, for the approval whose command it prints.
     expect(stdout).toMatch(/The canary sends 50 % to shop-\d+, its analysis passed, and it waits for your approval:\n\s+npx konfidence approve activate-shop-\d+ -n konfidence-sample/);
+    // Live traffic: the requests through the gateway split about as recorded (5 s of 20 requests a second).
+    const [, count, first, firstShare, second, secondShare] = stdout.match(/the gateway sent the last (\d+) requests to: (shop-\d+) (\d+) %, (shop-\d+) (\d+) %/) ?? [];
+    expect(Number(count)).toBeGreaterThan(50);
+    const newest = Number(first!.split('-')[1]) > Number(second!.split('-')[1]) ? firstShare : secondShare;
+    expect(Math.abs(Number(newest) - 50)).toBeLessThanOrEqual(20);
     expect(stdout).toMatch(/sample activation Succeeded: Stage shop now serves shop-\d+/);
 
     const link = field('sample activation')!;

@@ -1,8 +1,12 @@
 /** `status [STAGE]`: what serves, what should, what runs (live step progress from its workflow) and what waits. */
-import type { Command } from '../command.js';
+import { stringOption, type Command } from '../command.js';
 import type { Context } from '../context.js';
 import { EXIT } from '../exit-codes.js';
-import { renderStatus, stageStatusView, withNote, withProgress, type StageStatusView } from '../views.js';
+import { measuredShares, renderStatus, stageStatusView, withNote, withProgress, type StageStatusView } from '../views.js';
+
+/** The requests `status` weighs at the gateway: those of the last this many seconds. */
+const MEASURE_WINDOW_SECONDS = 10;
+const PROMETHEUS_TIMEOUT_MS = 3_000;
 
 export const status: Command = {
   name: 'status',
@@ -13,15 +17,20 @@ export const status: Command = {
     "progress (live from its workflow's progress query; when Temporal cannot be reached or does not answer,",
     'it says so and shows the progress the VectorActivation status has), the waiting activations in queue',
     'order, and the last finished one. Without STAGE: every Stage of the namespace.',
+    "With a Prometheus that scrapes the gateway (--prometheus, or $KONFIDENCE_PROMETHEUS_URL as the local",
+    "control plane's env.sh sets it), each HTTPRoute rule also shows what reached each StageVersion at the",
+    `gateway over the last ${MEASURE_WINDOW_SECONDS} s, beside the weights recorded (Traefik's metrics).`,
     '-o json: one object for a STAGE, an array without.',
   ].join('\n'),
   positionals: [{ name: 'STAGE', required: false, description: 'the Stage; default: all Stages of the namespace' }],
-  options: [],
-  examples: ['status shop -n team-a', 'status -o json'],
-  async run(ctx, { positionals: [name] }) {
+  options: [{ name: 'prometheus', value: 'URL', description: "Prometheus with the gateway's request metrics (default $KONFIDENCE_PROMETHEUS_URL)" }],
+  examples: ['status shop -n team-a', 'status -o json', 'status shop --prometheus http://127.0.0.1:9090'],
+  async run(ctx, args) {
+    const [name] = args.positionals;
     const [stages, activations, usagesOf] = await Promise.all([name ? ctx.requireStage(name).then((s) => [s]) : ctx.stages(), ctx.activations(), ctx.usages()]);
     const views = stages.map((s) => stageStatusView(s, usagesOf(s.metadata.name!), activations));
-    const live = await withLiveProgress(ctx, views, activations);
+    const prometheus = stringOption(args, 'prometheus') ?? process.env.KONFIDENCE_PROMETHEUS_URL;
+    const live = await withLiveProgress(ctx, prometheus ? await withMeasuredShares(ctx, views, prometheus) : views, activations);
     if (!name && !live.length) {
       if (ctx.json) ctx.io.out('[]');
       else ctx.io.out(`No Stages in namespace ${ctx.namespace}.`);
@@ -57,4 +66,40 @@ async function withLiveProgress(ctx: Context, views: StageStatusView[], activati
   } finally {
     if (!('error' in temporal)) await temporal.close().catch(() => undefined);
   }
+}
+
+/**
+ * Adds to each HTTPRoute rule what the gateway sent each of its StageVersions lately, from the
+ * gateway's request metrics; a StageVersion without a backend Service, or a Prometheus that does not
+ * answer, leaves the measurement out (the recorded weights stand alone).
+ */
+async function withMeasuredShares(ctx: Context, views: StageStatusView[], prometheus: string): Promise<StageStatusView[]> {
+  const { requestRateQuery } = await import('../../decisions/data-plane-metrics.js');
+  const rate = async (stageVersion: string): Promise<number | undefined> => {
+    const backend = (await ctx.stageVersion(stageVersion))?.spec.backend;
+    if (!backend) return undefined;
+    const url = new URL('api/v1/query', prometheus.endsWith('/') ? prometheus : `${prometheus}/`);
+    url.searchParams.set('query', requestRateQuery('traefik', { namespace: ctx.namespace, service: backend.service, ...(backend.port ? { port: backend.port } : {}) }, MEASURE_WINDOW_SECONDS));
+    const body = (await (await fetch(url, { signal: AbortSignal.timeout(PROMETHEUS_TIMEOUT_MS) })).json()) as { data?: { result?: { value?: [number, string] }[] } };
+    const value = Number(body.data?.result?.[0]?.value?.[1]);
+    return Number.isFinite(value) ? value : 0;
+  };
+  return Promise.all(
+    views.map(async (v) => {
+      if (!v.traffic?.some((t) => t.kind === 'HTTPRoute')) return v;
+      const traffic = await Promise.all(
+        v.traffic.map(async (t) => {
+          if (t.kind !== 'HTTPRoute') return t;
+          try {
+            const rates = Object.fromEntries(await Promise.all(Object.keys(t.weights).map(async (sv) => [sv, await rate(sv)] as const)));
+            const measured = measuredShares(rates, MEASURE_WINDOW_SECONDS);
+            return measured ? { ...t, measured } : t;
+          } catch {
+            return t;
+          }
+        }),
+      );
+      return { ...v, traffic };
+    }),
+  );
 }

@@ -35,6 +35,8 @@ export interface LoadOptions {
   freshShare?: number;
   /** A request with no answer after this long counts as failed (default 5 s). */
   timeoutMs?: number;
+  /** Keep only about the latest this many requests (a load that runs for hours); default: all. */
+  keepLast?: number;
 }
 
 export interface Load {
@@ -82,6 +84,7 @@ export function startLoad(o: LoadOptions): Load {
     const p = new Promise<void>((resolve) => {
       const done = (s: Omit<Sent, 'at' | 'latencyMs' | 'connection'>) => {
         sent.push({ at, latencyMs: performance.now() - at, connection, ...s });
+        if (o.keepLast && sent.length > 2 * o.keepLast) sent.splice(0, sent.length - o.keepLast);
         resolve();
       };
       const req = request(

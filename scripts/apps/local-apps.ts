@@ -13,8 +13,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { API_VERSION } from '../../api/group.js';
-import { apiStatus, k8s } from '../../k8s/client.js';
+import { k8s } from '../../k8s/client.js';
 import type { CustomObject } from '../../k8s/custom-objects.js';
+import { loopbackService } from './loopback-service.js';
 import { KindCache } from '../../k8s/kind-cache.js';
 
 const SERVER = fileURLToPath(new URL('./app-server.mjs', import.meta.url));
@@ -135,7 +136,8 @@ export class LocalApps {
     if (!backend?.service || this.stopped) return;
     const namespace = sv.metadata.namespace!;
     const port = backend.port ?? DEFAULT_PORT;
-    const address = await this.service(namespace, backend.service, port, sv);
+    // Owned by the StageVersion, so that it goes with it.
+    const address = await loopbackService(this.core, namespace, backend.service, port, { apiVersion: API_VERSION, kind: 'StageVersion', name: sv.metadata.name, uid: sv.metadata.uid! });
     const child = spawn(process.execPath, [SERVER, '--address', address, '--port', String(port), '--version', sv.metadata.name], { stdio: ['ignore', 'pipe', 'pipe'] });
     const ready = listening(child, `${key} on ${address}:${port}`);
     this.running.set(key, { namespace, stageVersion: sv.metadata.name, uid: sv.metadata.uid!, service: backend.service, address, port, process: child, ready });
@@ -149,28 +151,6 @@ export class LocalApps {
     this.running.delete(key);
     await stopServer(r.process);
     this.log(`undeployed ${key}`);
-  }
-
-  /** The version's Service, made if missing (owned by the StageVersion, so that it goes with it); its ClusterIP. */
-  private async service(namespace: string, name: string, port: number, sv: CustomObject): Promise<string> {
-    const read = () => this.core.readNamespacedService({ name, namespace });
-    let svc: k8s.V1Service;
-    try {
-      svc = await read();
-    } catch (err) {
-      if (apiStatus(err) !== 404) throw err;
-      const body: k8s.V1Service = {
-        metadata: { name, namespace, ownerReferences: [{ apiVersion: API_VERSION, kind: 'StageVersion', name: sv.metadata.name, uid: sv.metadata.uid! }] },
-        spec: { type: 'ClusterIP', ports: [{ name: 'http', port, targetPort: port, protocol: 'TCP' }] },
-      };
-      svc = await this.core.createNamespacedService({ namespace, body }).catch(async (e: unknown) => {
-        if (apiStatus(e) === 409) return read();
-        throw e;
-      });
-    }
-    const ip = svc.spec?.clusterIP;
-    if (!ip?.startsWith('127.')) throw new Error(`Service ${namespace}/${name} has ClusterIP ${ip}, not one on loopback: is the apiserver's Service range the local one?`);
-    return ip;
   }
 }
 

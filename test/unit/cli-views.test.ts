@@ -2,7 +2,7 @@
 import type { StageResource } from '../../api/stage.js';
 import type { VectorActivationResource } from '../../api/vector-activation.js';
 import { between, formatDuration, formatTable, formatTime } from '../../cli/table.js';
-import { historyRows, phaseEvent, renderHistory, renderPhaseEvent, renderStatus, stageStatusView, withNote, withProgress, type Seen } from '../../cli/views.js';
+import { historyRows, measuredShares, phaseEvent, renderHistory, renderPhaseEvent, renderStatus, stageStatusView, withNote, withProgress, type Seen } from '../../cli/views.js';
 
 const NS = 'team';
 const stage = (status: StageResource['status'] = {}): StageResource => ({
@@ -70,6 +70,22 @@ describe('stageStatusView', () => {
     const text = renderStatus([stageStatusView(stage({ activeStageVersion: 'shop-2', traffic }), {}, [])], new Date('2026-01-01T11:02:01Z'));
     expect(text.split('\n').slice(4, 7)).toEqual(['  traffic:', `    HTTPRoute ${NS}/shop rule 0: shop-2 10%, shop-1 90%`, `    VirtualService ${NS}/shop rule primary: shop-2 100%`]);
     expect(renderStatus([stageStatusView(stage({ traffic: [] }), {}, [])], new Date())).toContain('  traffic:  (no managed route sends this Stage traffic)');
+  });
+
+  it.each([
+    ['a split of the measured rates, to a tenth of a percent', { 'shop-1': 18, 'shop-2': 2 }, { windowSeconds: 10, requestsPerSecond: 20, percent: { 'shop-1': 90, 'shop-2': 10 } }],
+    ['a version the gateway has no series for counts 0 %', { 'shop-1': 3, 'shop-2': undefined }, { windowSeconds: 10, requestsPerSecond: 3, percent: { 'shop-1': 100, 'shop-2': 0 } }],
+    ['no request at all is no measurement, not 0 % each', { 'shop-1': 0, 'shop-2': undefined }, undefined],
+  ])('measured shares: %s', (_what, rates, expected) => {
+    expect(measuredShares(rates, 10)).toEqual(expected);
+  });
+
+  it('prints what the gateway measured under the recorded weights of a route', () => {
+    const traffic = [{ route: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: NS, name: 'shop' }, rule: 0, weights: { 'shop-2': 10, 'shop-1': 90 } }];
+    const view = stageStatusView(stage({ activeStageVersion: 'shop-1', traffic }), {}, []);
+    const measured = measuredShares({ 'shop-2': 1.9, 'shop-1': 18.1 }, 10)!;
+    const text = renderStatus([{ ...view, traffic: view.traffic!.map((t) => ({ ...t, measured })) }], new Date('2026-01-01T11:02:01Z'));
+    expect(text.split('\n').slice(5, 7)).toEqual([`    HTTPRoute ${NS}/shop rule 0: shop-2 10%, shop-1 90%`, '      measured at the gateway, last 10s: shop-2 9.5%, shop-1 90.5% (20 req/s)']);
   });
 
   it('renders what a person asks first: active, target, running step by step, waiting', () => {

@@ -1,13 +1,15 @@
 /**
- * npm run expose -- SERVICE PORT [--namespace NS] [--service-port P]
+ * npm run expose -- SERVICE PORT [--namespace NS] [--service-port P]   (P: default 8080)
  *
  * Puts an HTTP server of your own, listening on 127.0.0.1:PORT, behind Service NS/SERVICE of the
  * local control plane, so that the local gateway routes to it: the Service's ClusterIP is on
  * loopback (docs/data-plane.md), and this process forwards what arrives there to your server until
  * Ctrl-C. Name the Service in a StageVersion's spec.backend (or an HTTPRoute's backendRef) and try a
- * plan against your own app. Only loopback: the target is always 127.0.0.1.
+ * plan against your own app. Only the local control plane (its own kubeconfig, whatever KUBECONFIG
+ * says: nothing is written to another cluster) and only loopback (the target is always 127.0.0.1).
  */
 import { createConnection, createServer, type Socket } from 'node:net';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureNamespace } from '../k8s/crds.js';
 import { k8s, loadKubeConfig } from '../k8s/client.js';
@@ -15,6 +17,8 @@ import { loopbackService } from './apps/loopback-service.js';
 import { stateDir } from './env/paths.js';
 
 const USAGE = 'usage: npm run expose -- SERVICE PORT [--namespace NAMESPACE] [--service-port PORT]';
+/** The Service's port unless --service-port says otherwise: not PORT, which a server on 0.0.0.0 holds on every address. */
+const DEFAULT_SERVICE_PORT = 8080;
 
 function parse(argv: string[]): { service: string; port: number; namespace: string; servicePort: number } {
   const positionals: string[] = [];
@@ -38,7 +42,7 @@ function parse(argv: string[]): { service: string; port: number; namespace: stri
     return n;
   };
   const port = portOf(portText, 'PORT');
-  return { service, port, namespace: options.namespace ?? 'default', servicePort: options['service-port'] ? portOf(options['service-port'], '--service-port') : port };
+  return { service, port, namespace: options.namespace ?? 'default', servicePort: options['service-port'] ? portOf(options['service-port'], '--service-port') : DEFAULT_SERVICE_PORT };
 }
 
 let args: ReturnType<typeof parse>;
@@ -48,9 +52,9 @@ try {
   console.error((err as Error).message);
   process.exit(2);
 }
-const kubeconfig = process.env.KUBECONFIG;
-if (!kubeconfig) {
-  console.error(`KUBECONFIG is not set: source ${join(stateDir, 'env.sh')} (npm run env:up writes it)`);
+const kubeconfig = join(stateDir, 'kubeconfig');
+if (!existsSync(kubeconfig)) {
+  console.error(`no local control plane at ${stateDir}: start it with npm run env:up`);
   process.exit(2);
 }
 const kc = loadKubeConfig(kubeconfig);
@@ -70,8 +74,12 @@ const forwarder = createServer((inbound) => {
   inbound.on('close', () => outbound.destroy());
   outbound.on('close', () => inbound.destroy());
 });
-await new Promise<void>((resolve, reject) => {
-  forwarder.once('error', reject);
+await new Promise<void>((resolve) => {
+  forwarder.once('error', (err: NodeJS.ErrnoException) => {
+    const why = err.code === 'EADDRINUSE' ? `a process already listens on port ${args.servicePort} of every address (a server on 0.0.0.0?): pick another --service-port` : err.message;
+    console.error(`cannot listen on ${address}:${args.servicePort}: ${why}`);
+    process.exit(1);
+  });
   forwarder.listen(args.servicePort, address, resolve);
 });
 console.log(`Service ${args.namespace}/${args.service} (${address}:${args.servicePort}) forwards to 127.0.0.1:${args.port}

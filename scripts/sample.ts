@@ -54,16 +54,16 @@ export const SAMPLE_PLAN = {
     steps: [{ setWeight: 10, name: 'canary' }, { analysis: { name: 'success-rate' } }, { setWeight: 50, name: 'half' }, { pause: { timeoutSeconds: 3600 }, name: 'approval' }],
     abort: { weights: [10], intervalSeconds: 10 },
   },
-  // Built in: the share of the new version's requests the gateway saw answered without a 5xx. The
-  // first seconds at 10 % of a light load may hold no request yet: a few inconclusive ones are let be.
+  // Built in: the share of the new version's requests the gateway saw answered without a 5xx. A
+  // measurement without requests yet is let be, but one at least must have some (else a person decides).
   analyses: [
     {
       name: 'success-rate',
       dataPlane: { metric: 'request-success-rate', windowSeconds: 10 },
-      initialDelaySeconds: 5,
+      initialDelaySeconds: 8,
       intervalSeconds: 2,
       count: 3,
-      inconclusiveLimit: 3,
+      inconclusiveLimit: 2,
       successCondition: 'result >= 0.95',
     },
   ],
@@ -146,9 +146,13 @@ async function untilNotTerminating(kc: k8s.KubeConfig, say: (line: string) => vo
 /** The backend of revision `r`: what the deployment of it provides. */
 const backendOf = (revision: number) => ({ service: `shop-v${revision}`, port: 8080, subset: `v${revision}` });
 
-async function markReady(objects: CustomObjects, sv: CustomObject, revision: number): Promise<void> {
+/** Resolves once the version's server answers (npm start runs them): a Ready version is one that serves. */
+export type Deployed = (stageVersion: string) => Promise<void>;
+
+async function markReady(objects: CustomObjects, sv: CustomObject, revision: number, deployed: Deployed): Promise<void> {
   const backend = backendOf(revision);
   await objects.mergeSpec('StageVersion', SAMPLE_NAMESPACE, sv.metadata.name, { ...sv.spec, backend });
+  await deployed(sv.metadata.name);
   await objects.patchStatus('StageVersion', SAMPLE_NAMESPACE, sv.metadata.name, {
     phase: 'Ready',
     conditions: [{ type: 'Ready', status: 'True', reason: 'RolledOut', message: `Service ${backend.service} is available (the sample plays the deployment)`, lastTransitionTime: kubeTime() }],
@@ -159,7 +163,7 @@ async function markReady(objects: CustomObjects, sv: CustomObject, revision: num
  * A new Stage starts out serving 1.0.0, as if activated before: its StageVersion shop-1 is held by
  * the Stage's "active" usage before it is Ready, so no activation is made for it.
  */
-async function bootstrap(objects: CustomObjects, wait: <T>(what: string, probe: () => Promise<T | undefined>) => Promise<T>, say: (line: string) => void): Promise<void> {
+async function bootstrap(objects: CustomObjects, wait: <T>(what: string, probe: () => Promise<T | undefined>) => Promise<T>, say: (line: string) => void, deployed: Deployed): Promise<void> {
   const vector = `${IMAGE}:1.0.0`;
   const { object: stage } = await objects.create({ apiVersion: API_VERSION, kind: 'Stage', metadata: { name: STAGE, namespace: SAMPLE_NAMESPACE }, spec: { vector } });
   const sv = await wait('the Stage controller to create the first StageVersion', async () => (await objects.list('StageVersion', SAMPLE_NAMESPACE)).find((x) => x.spec.stage === STAGE && x.spec.vector === vector));
@@ -174,7 +178,7 @@ async function bootstrap(objects: CustomObjects, wait: <T>(what: string, probe: 
     },
     spec: { reason: `serves the traffic of Stage ${STAGE}`, stageVersionRef: { name: sv.metadata.name } },
   });
-  await markReady(objects, sv, sv.spec.revision);
+  await markReady(objects, sv, sv.spec.revision, deployed);
   await wait(`Stage ${STAGE} to be Ready on ${sv.metadata.name}`, async () => ((await objects.get('Stage', SAMPLE_NAMESPACE, STAGE))?.status?.phase === 'Ready' ? true : undefined));
   say(`0. Stage ${STAGE} serves ${sv.metadata.name} (${vector}), as if activated before: the canary shares its traffic with it`);
 }
@@ -185,12 +189,12 @@ function nextVector(current: string | undefined): string {
   return `${IMAGE}:1.0.${patch + 1}`;
 }
 
-export async function runSample(kc: k8s.KubeConfig, systemNamespace: string, say: (line: string) => void): Promise<SampleRun> {
+export async function runSample(kc: k8s.KubeConfig, systemNamespace: string, say: (line: string) => void, deployed: Deployed = async () => undefined): Promise<SampleRun> {
   const objects = new CustomObjects(kc);
   await prepare(kc, objects, systemNamespace, say);
   const wait = <T>(what: string, probe: () => Promise<T | undefined>) => pollUntil(probe, STEP_TIMEOUT_MS, what, 200);
 
-  if (!(await objects.get('Stage', SAMPLE_NAMESPACE, STAGE))) await bootstrap(objects, wait, say);
+  if (!(await objects.get('Stage', SAMPLE_NAMESPACE, STAGE))) await bootstrap(objects, wait, say, deployed);
 
   // 1. The change a release pipeline makes.
   const stage = await objects.get('Stage', SAMPLE_NAMESPACE, STAGE);
@@ -212,7 +216,7 @@ export async function runSample(kc: k8s.KubeConfig, systemNamespace: string, say
   say(`2. StageVersion ${to} (revision ${revision}) created by the Stage controller`);
 
   // 3. What the deployment does once the new version is rolled out.
-  await markReady(objects, sv, revision);
+  await markReady(objects, sv, revision, deployed);
   say(`3. StageVersion ${to} marked Ready (the sample plays the deployment: Service ${backendOf(revision).service})`);
 
   // 4. The Stage controller creates the VectorActivation; the watcher starts its workflow.

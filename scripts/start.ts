@@ -58,7 +58,7 @@ const system = await startSystem({
   ...(namespaces ? { namespaces } : {}),
 });
 // The sample's versions as real servers behind the gateway, as a deployment would run them.
-const apps = new LocalApps({ kubeConfig, namespaces: [SAMPLE_NAMESPACE] });
+const apps = new LocalApps({ kubeConfig, namespaces: [SAMPLE_NAMESPACE], log: (line) => console.log(`  apps: ${line}`) });
 let load: Load | undefined;
 /** Ctrl-C at any point, a gate's wait included: the load, the sample's servers and the workers stop. */
 let stopping: Promise<void> | undefined;
@@ -87,9 +87,14 @@ konfidence-activation is running: watcher, Stage controller, core worker, gatewa
 
 The sample: a new version of Stage ${SAMPLE_NAMESPACE}/shop, from the vector change to live traffic.
 `);
-const sample = await runSample(kubeConfig, config.KONFIDENCE_SYSTEM_NAMESPACE, (line) => console.log(`  ${line}`));
-// Live traffic: what reaches each version is measured at the gateway (konfidence status shows it).
+// Live traffic from the start: what reaches each version is measured at the gateway (konfidence
+// status shows it), and the canary's analysis has requests to measure (those before the route
+// exists are not counted anywhere).
 load = startLoad({ gatewayUrl: cp.gatewayUrl, host: SAMPLE_HOST, rate: SAMPLE_LOAD_RATE, keepLast: SAMPLE_LOAD_KEPT });
+// A version is marked Ready once its server answers, as a deployment's readiness would say.
+const deployed = (stageVersion: string) =>
+  pollUntil(() => apps.deployed(SAMPLE_NAMESPACE, stageVersion) || undefined, 60_000, `the server of ${stageVersion}`, 100).then(() => apps.address(SAMPLE_NAMESPACE, stageVersion)).then(() => undefined);
+const sample = await runSample(kubeConfig, config.KONFIDENCE_SYSTEM_NAMESPACE, (line) => console.log(`  ${line}`), deployed);
 const workflowId = activationWorkflowId(sample.activation);
 const link = workflowUrl(config, workflowId);
 

@@ -75,9 +75,10 @@ async function withLiveProgress(ctx: Context, views: StageStatusView[], activati
  */
 async function withMeasuredShares(ctx: Context, views: StageStatusView[], prometheus: string): Promise<StageStatusView[]> {
   const { requestRateQuery } = await import('../../decisions/data-plane-metrics.js');
-  const rate = async (stageVersion: string): Promise<number | undefined> => {
+  /** Requests a second at the gateway; null when the StageVersion names no Service to measure. */
+  const rate = async (stageVersion: string): Promise<number | null> => {
     const backend = (await ctx.stageVersion(stageVersion))?.spec.backend;
-    if (!backend) return undefined;
+    if (!backend) return null;
     const url = new URL('api/v1/query', prometheus.endsWith('/') ? prometheus : `${prometheus}/`);
     url.searchParams.set('query', requestRateQuery('traefik', { namespace: ctx.namespace, service: backend.service, ...(backend.port ? { port: backend.port } : {}) }, MEASURE_WINDOW_SECONDS));
     const body = (await (await fetch(url, { signal: AbortSignal.timeout(PROMETHEUS_TIMEOUT_MS) })).json()) as { data?: { result?: { value?: [number, string] }[] } };
@@ -91,8 +92,10 @@ async function withMeasuredShares(ctx: Context, views: StageStatusView[], promet
         v.traffic.map(async (t) => {
           if (t.kind !== 'HTTPRoute') return t;
           try {
-            const rates = Object.fromEntries(await Promise.all(Object.keys(t.weights).map(async (sv) => [sv, await rate(sv)] as const)));
-            const measured = measuredShares(rates, MEASURE_WINDOW_SECONDS);
+            const rates = await Promise.all(Object.keys(t.weights).map(async (sv) => [sv, await rate(sv)] as const));
+            // A share of only some of the versions would mislead: all of them, or no line.
+            if (rates.some(([, r]) => r === null)) return t;
+            const measured = measuredShares(Object.fromEntries(rates) as Record<string, number>, MEASURE_WINDOW_SECONDS);
             return measured ? { ...t, measured } : t;
           } catch {
             return t;

@@ -48,19 +48,17 @@ const sameParent = (a: ParentRef, b: ParentRef, routeNamespace: string) =>
   a.name === b.name && (a.namespace ?? routeNamespace) === (b.namespace ?? routeNamespace) && (a.sectionName ?? '') === (b.sectionName ?? '');
 
 /**
- * One parent's word on `generation`: waiting until its controller's entry reports Accepted and
- * ResolvedRefs for that generation or a later one; refused (with its reasons and messages) when
- * either is False.
+ * One parent's word on `generation`: refused (with its reasons and messages) as soon as its
+ * controller's entry reports Accepted or ResolvedRefs False for that generation or a later one (an
+ * implementation may report only the condition that fails); accepted once both are True; else
+ * waiting.
  */
 export function parentVerdict(status: RouteStatus | undefined, parent: ServedParent, routeNamespace: string, generation: number): ParentVerdict {
   const entry = status?.parents?.find((p) => p.controllerName === parent.controllerName && sameParent(p.parentRef, parent.ref, routeNamespace));
-  const of = (type: string) => entry?.conditions?.find((c) => c.type === type && (c.observedGeneration ?? 0) >= generation);
-  const accepted = of('Accepted');
-  const resolved = of('ResolvedRefs');
-  if (!accepted || !resolved) return { state: 'waiting' };
-  const refusals = [accepted, resolved].filter((c) => c.status === 'False');
-  if (refusals.length === 0) return { state: 'accepted' };
-  return { state: 'refused', message: refusals.map((c) => `${c.type} False (${c.reason ?? 'no reason'})${c.message ? `: ${c.message}` : ''}`).join('; ') };
+  const reported = ['Accepted', 'ResolvedRefs'].map((type) => entry?.conditions?.find((c) => c.type === type && (c.observedGeneration ?? 0) >= generation));
+  const refusals = reported.filter((c) => c?.status === 'False') as Condition[];
+  if (refusals.length > 0) return { state: 'refused', message: refusals.map((c) => `${c.type} False (${c.reason ?? 'no reason'})${c.message ? `: ${c.message}` : ''}`).join('; ') };
+  return reported.every((c) => c?.status === 'True') ? { state: 'accepted' } : { state: 'waiting' };
 }
 
 /** The parents of the route that an implementation serves: a Gateway whose GatewayClass a controller Accepted. */
@@ -120,7 +118,9 @@ export async function implementationVerdict(kind: RouteKind, namespace: string, 
       return `${where} generation ${generation} accepted by ${[...new Set(served.map((p) => p.controllerName))].join(', ')}`;
     }
     if (Date.now() > deadline) {
-      throw new ExecutorError(`${where}: the gateway implementation did not report on generation ${generation} within ${REPORT_TIMEOUT_MS / 1000}s`, true);
+      // Not retried: the write is in place, and a repeat would only wait again; the plan's onFailure decides.
+      const silent = [...new Set(verdicts.filter(({ v }) => v.state === 'waiting').map(({ p }) => p.controllerName))].join(', ');
+      throw new ExecutorError(`${where}: ${silent} did not report on generation ${generation} within ${REPORT_TIMEOUT_MS / 1000}s (its entry in status.parents, with observedGeneration)`);
     }
     ctx.heartbeat();
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));

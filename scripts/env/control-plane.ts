@@ -33,7 +33,7 @@ import {
 import { binaries, postgresProfileBinaries, repoRoot, stateDir } from './paths.js';
 import { freeLowPort, freePort, reusePort } from './ports.js';
 import { GiveUp, isAlive, logFile, logTail, pollUntil, stopProcess } from './process.js';
-import { applyGateway, gatewayProgrammed, gatewayReady, startGateway } from './gateway.js';
+import { applyGateway, gatewayProgrammed, gatewayReady, otherGateways, startGateway } from './gateway.js';
 import { installCrds } from './install-crds.js';
 import { ensureCluster, postgresReady, startPostgres } from './postgres.js';
 import { prometheusReady, scrape, startPrometheus } from './prometheus.js';
@@ -523,6 +523,11 @@ export function down(): Promise<boolean> {
     const wasRunning = Object.values(state?.pids ?? {}).some((pid) => isAlive(pid));
     if (!state) return false;
     await stopAll(state.pids);
+    // A test's own gateways, left behind when the test's process died before its afterAll.
+    await Promise.all(otherGateways().map(async ({ pid, dir }) => {
+      await stopProcess(pid);
+      rmSync(dir, { recursive: true, force: true });
+    }));
     // Keep the ports: the next `up` serves on the same addresses (the UI link stays valid).
     writeState({ profile: state.profile, ports: state.ports, pids: {} });
     return wasRunning;

@@ -10,11 +10,11 @@
  * A Traefik serves only the GatewayClass labelled for it (`konfidence.cloud/gateway`), so that a
  * test may run another one beside it, one that applies changes late, say (GatewaySpec).
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { k8s, loadKubeConfig } from '../../k8s/client.js';
 import { binaries, stateDir } from './paths.js';
-import { pollUntil, startDetached } from './process.js';
+import { pollUntil, startDetached, stopProcess } from './process.js';
 
 /** Which Traefik serves a GatewayClass: the one whose label selector names it. */
 const GATEWAY_LABEL = 'konfidence.cloud/gateway';
@@ -93,7 +93,28 @@ export function startGateway(p: GatewayPorts, kubeconfig: string, g: GatewaySpec
   writeFileSync(config, JSON.stringify(staticConfig(p, g), null, 2));
   // Out of cluster, through the local kubeconfig (an in-cluster environment would win over it).
   const log = g === LOCAL_GATEWAY ? 'traefik' : `traefik-${nameOf(g).slice('gateway-'.length)}`;
-  return startDetached(log, binaries.traefik, [`--configFile=${config}`], { ...process.env, KUBECONFIG: kubeconfig, KUBERNETES_SERVICE_HOST: '' });
+  const pid = startDetached(log, binaries.traefik, [`--configFile=${config}`], { ...process.env, KUBECONFIG: kubeconfig, KUBERNETES_SERVICE_HOST: '' });
+  // Another gateway (a test's) leaves its pid where env:down finds it, should its starter die first.
+  if (g !== LOCAL_GATEWAY) writeFileSync(join(dirOf(g), 'pid'), String(pid));
+  return pid;
+}
+
+/** The pids and folders of the gateways other than the local one (a test's), for env:down. */
+export function otherGateways(): { pid: number | undefined; dir: string }[] {
+  if (!existsSync(stateDir)) return [];
+  return readdirSync(stateDir)
+    .filter((d) => d.startsWith('gateway-'))
+    .map((d) => {
+      const dir = join(stateDir, d);
+      const pid = existsSync(join(dir, 'pid')) ? Number(readFileSync(join(dir, 'pid'), 'utf8')) : undefined;
+      return { pid: Number.isInteger(pid) ? pid : undefined, dir };
+    });
+}
+
+/** Stops another gateway started by startGateway and removes its folder. */
+export async function stopOtherGateway(pid: number | undefined, g: GatewaySpec): Promise<void> {
+  await stopProcess(pid);
+  rmSync(dirOf(g), { recursive: true, force: true });
 }
 
 /**

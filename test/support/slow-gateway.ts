@@ -9,8 +9,8 @@
  */
 import { k8s } from '../../k8s/client.js';
 import { freePort } from '../../scripts/env/ports.js';
-import { applyGateway, gatewayProgrammed, gatewayReady, parentRefOf, startGateway, type GatewaySpec } from '../../scripts/env/gateway.js';
-import { isAlive, pollUntil, stopProcess } from '../../scripts/env/process.js';
+import { applyGateway, gatewayProgrammed, gatewayReady, parentRefOf, startGateway, stopOtherGateway, type GatewayPorts, type GatewaySpec } from '../../scripts/env/gateway.js';
+import { isAlive, pollUntil } from '../../scripts/env/process.js';
 import type { TestSystem } from './system.js';
 
 export interface SlowGateway {
@@ -29,13 +29,13 @@ export async function startSlowGateway(s: TestSystem, throttleSeconds: number): 
   const late: GatewaySpec = { ...prompt, throttleSeconds, host: '127.0.0.2' };
   // One listener port for both replicas, as the Gateway says; each its own admin and metrics ports.
   const gateway = await freePort();
-  const replicas = [];
+  const replicas: { spec: GatewaySpec; ports: GatewayPorts }[] = [];
   for (const spec of [prompt, late]) replicas.push({ spec, ports: { gateway, gatewayAdmin: await freePort(), gatewayMetrics: await freePort() } });
   const api = s.kc.makeApiClient(k8s.CustomObjectsApi);
   const group = 'gateway.networking.k8s.io';
   const pids = replicas.map((r) => startGateway(r.ports, kubeconfig, r.spec));
   const stop = async () => {
-    await Promise.all(pids.map((pid) => stopProcess(pid)));
+    await Promise.all(pids.map((pid, i) => stopOtherGateway(pid, replicas[i]!.spec)));
     // Its Gateway goes with the test's namespace; the GatewayClass is cluster-wide.
     await api.deleteClusterCustomObject({ group, version: 'v1', plural: 'gatewayclasses', name: gatewayClass }).catch(() => undefined);
   };

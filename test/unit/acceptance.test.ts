@@ -23,5 +23,12 @@ describe('parentVerdict: the implementation serving a parent has its word on the
     ['a backend it cannot resolve: refused, in its own words', report(3, 'False'), 3, { state: 'refused', message: 'ResolvedRefs False (BackendNotFound): service "shop-v2" not found' }],
     ['another controller\'s entry says nothing of this one', report(3, 'True', { controllerName: 'example.com/other' }), 3, { state: 'waiting' }],
     ['an entry for another parent says nothing of this one', report(3, 'True', { parentRef: { name: 'other', namespace: 'gw' } }), 3, { state: 'waiting' }],
+    [
+      'only the condition that fails reported (not allowed by the listeners): refused at once',
+      report(3, 'True', { conditions: [{ type: 'Accepted', status: 'False', reason: 'NotAllowedByListeners', message: 'no listener admits the route', observedGeneration: 3 }] }),
+      3,
+      { state: 'refused', message: 'Accepted False (NotAllowedByListeners): no listener admits the route' },
+    ],
+    ['accepted, its backends not yet reported: still waiting', report(3, 'True', { conditions: [condition('Accepted', 'True', 3)] }), 3, { state: 'waiting' }],
   ])('%s', (_n, status, generation, verdict) => expect(parentVerdict(status, parent, 'shop', generation)).toEqual(verdict));
 });

@@ -12,6 +12,7 @@ import { ExecutorError, type Executor, type ExecutorContext, type TaskInput, typ
 import { timeExecutorTask } from '../telemetry/metrics.js';
 import { recordOf, recordOnce } from './traffic-record.js';
 import { unmovedRules } from '../decisions/traffic.js';
+import { describeIssues } from '../api/issues.js';
 
 const HEARTBEAT_MS = 1_000;
 
@@ -75,7 +76,7 @@ function runTask(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
     const activity = Context.current();
     const parsed = executor.config.safeParse(input.config);
     if (!parsed.success) {
-      const problems = parsed.error.issues.map((i) => `${['spec', ...i.path].join('.')}: ${i.message}`).join('; ');
+      const problems = describeIssues(parsed.error, ['spec']);
       throw ApplicationFailure.nonRetryable(`invalid ${executor.type} spec: ${problems}`, 'InvalidExecutorSpec');
     }
     const refused = crossNamespaceViolation(executor, parsed.data, input);

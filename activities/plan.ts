@@ -12,6 +12,7 @@ import { dnsLabelOf } from '../shared/names.js';
 import type { CoreDeps } from './deps.js';
 import type { AnalysisRules } from '../decisions/analysis.js';
 import type { ProgressionSpec } from '../decisions/progression.js';
+import { describeIssues } from '../api/issues.js';
 
 export interface PlannedTask {
   registration: string;
@@ -52,7 +53,7 @@ export function plannedTask(reg: Typed<'ActivationTaskRegistration'>, namespace:
   if (spec.executor !== 'External' && executor) {
     const parsed = executor.config.safeParse(spec.spec ?? {});
     if (!parsed.success) {
-      const problems = parsed.error.issues.map((i) => `${['spec', ...i.path].join('.')}: ${i.message}`).join('; ');
+      const problems = describeIssues(parsed.error, ['spec']);
       throw invalid('InvalidExecutorSpec', `${where} (type ${spec.type}) has an invalid spec: ${problems}`);
     }
     const foreign = executor.routeNamespaces(parsed.data, namespace).filter((ns) => ns !== namespace);

@@ -5,6 +5,7 @@
  * no CRD, and `kubectl edit configmap` fixes it by hand. Its shape is written once, here.
  */
 import { z } from 'zod';
+import { describeIssues } from './issues.js';
 
 export const CORE_ROLLOUT_CONFIGMAP = 'konfidence-core-rollout';
 
@@ -31,7 +32,7 @@ export interface CoreRollout {
 export function parseCoreRollout(data: Record<string, string> | undefined): CoreRollout {
   const parsed = coreRolloutData.safeParse(data ?? {});
   if (!parsed.success) {
-    throw new Error(`ConfigMap ${CORE_ROLLOUT_CONFIGMAP} is invalid: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    throw new Error(`ConfigMap ${CORE_ROLLOUT_CONFIGMAP} is invalid: ${describeIssues(parsed.error)}`);
   }
   const namespaces = parsed.data.canaryNamespaces.split(',').map((n) => n.trim()).filter(Boolean);
   return {

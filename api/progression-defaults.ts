@@ -35,3 +35,9 @@ export const DATA_PLANE_METRICS = ['request-success-rate', 'request-duration-p99
 export type DataPlaneProvider = (typeof DATA_PLANE_PROVIDERS)[number];
 export type DataPlaneMetric = (typeof DATA_PLANE_METRICS)[number];
 export const DATA_PLANE_WINDOW_SECONDS = 30;
+
+/** The gates a progression waits at (status.progression.gate.type). */
+export const GATE_TYPES = ['Pause', 'Approval', 'Analysis', 'Webhook', 'Inconclusive'] as const;
+export type GateType = (typeof GATE_TYPES)[number];
+/** What the schema and the workflow both say of a step that is not exactly one thing. */
+export const ONE_STEP_KIND_MESSAGE = 'a progression step is exactly one of setWeight, pause, analysis or webhook';

@@ -14,12 +14,14 @@ import {
   DATA_PLANE_METRICS,
   DATA_PLANE_PROVIDERS,
   DATA_PLANE_WINDOW_SECONDS,
+  GATE_TYPES,
   MAX_ANALYSES,
   MAX_BACKGROUND_ANALYSES,
   MAX_GATE_SECONDS,
   MAX_MEASUREMENTS_SHOWN,
   MAX_PROGRESSION_LOG,
   MAX_PROGRESSION_STEPS,
+  ONE_STEP_KIND_MESSAGE,
   WEBHOOK_RETRIES,
   WEBHOOK_TIMEOUT_SECONDS,
 } from './progression-defaults.js';
@@ -147,7 +149,7 @@ export const progressionStep = rule(
   }),
   {
     rule: GATE_FIELDS.map((f) => `(has(self.${f}) ? 1 : 0)`).join(' + ') + ' == 1',
-    message: 'a progression step is exactly one of setWeight, pause, analysis or webhook',
+    message: ONE_STEP_KIND_MESSAGE,
   },
   (s) => GATE_FIELDS.filter((f) => s[f] !== undefined).length === 1,
 );
@@ -197,7 +199,7 @@ export type ProgressionSpec = z.infer<typeof progressionSpec>;
 
 // --- what a VectorActivation's status shows of it ------------------------------------------
 
-export const gateTypes = ['Pause', 'Approval', 'Analysis', 'Webhook', 'Inconclusive'] as const;
+export const gateTypes = GATE_TYPES;
 export const measurementVerdicts = ['Successful', 'Failed', 'Inconclusive', 'Error'] as const;
 export const analysisPhases = ['Running', ...measurementVerdicts] as const;
 export const progressionActions = ['Approved', 'Promoted', 'Aborted', 'TimedOut', 'Continued', 'Superseded'] as const;

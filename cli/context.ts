@@ -11,6 +11,7 @@ import { activeUsageName, targetUsageName } from '../shared/names.js';
 import { notFound, usageError } from './exit-codes.js';
 import type { Usages } from './views.js';
 import type { z } from 'zod';
+import { describeIssues } from '../api/issues.js';
 
 /** Connecting gets this long: a status must not hang on an unreachable server. */
 const CONNECT_TIMEOUT_MS = 5_000;
@@ -89,7 +90,7 @@ export class Context {
     const parsed = schema.safeParse(o);
     if (parsed.success) return parsed.data;
     const name = (o as { metadata?: { name?: string } }).metadata?.name;
-    this.io.err(`warning: ${kind} ${this.namespace}/${name} does not match its schema and is left out: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    this.io.err(`warning: ${kind} ${this.namespace}/${name} does not match its schema and is left out: ${describeIssues(parsed.error)}`);
     return undefined;
   }
 

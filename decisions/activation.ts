@@ -9,6 +9,7 @@ import type { Condition } from '../api/meta.js';
 import type { VectorActivationPhase } from '../api/vector-activation.js';
 import type { StageVersionInfo } from '../api/stage-version.js';
 import type { AnalysisRun } from './analysis.js';
+import { newerRevision } from './newer.js';
 
 export const FINAL_PHASES = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'] as const;
 export type FinalPhase = (typeof FINAL_PHASES)[number];
@@ -62,7 +63,7 @@ export function orderVerdict(i: OrderInput): Verdict {
       message: `the active usage of Stage ${i.stage} names StageVersion ${i.activeName}, which does not exist: cannot tell whether ${i.target.name} is newer, so no route was changed`,
     };
   }
-  if (i.target.revision < active.revision) {
+  if (newerRevision(active.revision, i.target.revision)) {
     return {
       run: false,
       phase: 'Skipped',
@@ -116,7 +117,7 @@ export function stageLoss(namespace: string, stage: string, seen: StageSeen | un
  * nothing back.
  */
 export function mayMoveActive(target: number | undefined, current: number | undefined): boolean {
-  return target === undefined || current === undefined || current <= target;
+  return target === undefined || current === undefined || !newerRevision(current, target);
 }
 
 // --- steps ---------------------------------------------------------------------------------

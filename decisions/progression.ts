@@ -5,25 +5,14 @@
  * background analyses run at a step. The workflow (workflows/progression.ts) observes, asks these
  * and acts; tables test every rule (test/unit/progression-decisions.test.ts).
  */
-import { APPROVAL_TIMEOUT_SECONDS, INCONCLUSIVE_TIMEOUT_SECONDS } from '../api/progression-defaults.js';
+// Types only from the schema module: erased when compiled, so workflow code loads no zod.
+import type { ProgressionSpec, ProgressionStep } from '../api/progression.js';
+import { APPROVAL_TIMEOUT_SECONDS, INCONCLUSIVE_TIMEOUT_SECONDS, ONE_STEP_KIND_MESSAGE, type GateType } from '../api/progression-defaults.js';
 
-export type GateType = 'Pause' | 'Approval' | 'Analysis' | 'Webhook' | 'Inconclusive';
+export type { GateType, ProgressionSpec };
 export type ProgressionAction = 'approve' | 'promote' | 'abort';
-
-/** A progression step as the plan has it (api/progression.ts progressionStep). */
-export interface ProgressionStepSpec {
-  name?: string;
-  setWeight?: number;
-  pause?: { durationSeconds?: number; timeoutSeconds?: number; onTimeout?: 'Abort' | 'Continue' };
-  analysis?: { name: string };
-  webhook?: { url: string; timeoutSeconds: number; retries: number };
-}
-
-export interface ProgressionSpec {
-  steps: ProgressionStepSpec[];
-  background?: { analysis: string; from?: string; to?: string }[];
-  abort?: { weights?: number[]; intervalSeconds: number };
-}
+/** A progression step as the plan has it, defaults applied (api/progression.ts progressionStep). */
+export type ProgressionStepSpec = ProgressionStep;
 
 /** What one step does. */
 export type StepKind =
@@ -39,7 +28,7 @@ export function stepKind(s: ProgressionStepSpec): StepKind {
   if (s.pause) return { kind: 'approval', seconds: s.pause.timeoutSeconds ?? APPROVAL_TIMEOUT_SECONDS, onTimeout: s.pause.onTimeout ?? 'Abort' };
   if (s.analysis) return { kind: 'analysis', analysis: s.analysis.name };
   if (s.webhook) return { kind: 'webhook', ...s.webhook };
-  throw new Error('a progression step is exactly one of setWeight, pause, analysis or webhook');
+  throw new Error(ONE_STEP_KIND_MESSAGE);
 }
 
 /** "step 3/7 (canary-50)", as messages name a step. */

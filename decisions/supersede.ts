@@ -8,7 +8,7 @@
  * supersede anyone, as it would never reach the lock).
  * Pure; table-tested in test/unit/supersede.test.ts.
  */
-import { newer, type Candidate } from '../stage-lock/rules.js';
+import { newer, type Candidate } from './newer.js';
 
 /** The status reason of an activation superseded by a newer one of its Stage (here or in the lock). */
 export const SUPERSEDED_REASON = 'Superseded';

@@ -6,6 +6,7 @@
 import { circuitBreakerResource, type CircuitBreakerResource, type CircuitBreakerStatus } from '../api/circuit-breaker.js';
 import { GROUP, VERSION } from '../api/group.js';
 import { apiStatus, k8s } from './client.js';
+import { describeIssues } from '../api/issues.js';
 
 const PLURAL = 'circuitbreakers';
 const CONFLICT_ATTEMPTS = 10;
@@ -75,5 +76,5 @@ function parse(o: unknown): CircuitBreakerResource {
   const parsed = circuitBreakerResource.safeParse(o);
   if (parsed.success) return { ...parsed.data, status: parsed.data.status ?? {} };
   const meta = (o as { metadata?: { namespace?: string; name?: string } }).metadata;
-  throw new Error(`CircuitBreaker ${meta?.namespace}/${meta?.name} does not match its schema: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  throw new Error(`CircuitBreaker ${meta?.namespace}/${meta?.name} does not match its schema: ${describeIssues(parsed.error)}`);
 }

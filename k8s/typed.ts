@@ -12,6 +12,7 @@ import {
   vectorActivationResource,
 } from '../api/index.js';
 import type { CustomObjects } from './custom-objects.js';
+import { describeIssues } from '../api/issues.js';
 
 export const schemas = {
   VectorActivation: vectorActivationResource,
@@ -31,7 +32,7 @@ export function parseTyped<K extends TypedKind>(kind: K, object: unknown): Typed
   const parsed = schemas[kind].safeParse(object);
   if (parsed.success) return parsed.data as Typed<K>;
   const meta = (object as { metadata?: { namespace?: string; name?: string } }).metadata;
-  const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+  const problems = describeIssues(parsed.error);
   throw new InvalidObjectError(`${kind} ${meta?.namespace}/${meta?.name} does not match its schema: ${problems}`);
 }
 

@@ -18,79 +18,38 @@ import {
 import type { ActivationActivities, TakenStage } from '../activities/core.js';
 import type { TakeStageInput } from '../activities/take-stage.js';
 import { causeOf } from '../workflows/failures.js';
+import {
+  KEEP_STAGE_LEASE,
+  LEASE_WAIT_SECONDS,
+  RELEASE_STAGE_LEASE,
+  RENEW_STAGE_LEASE,
+  stageLockCall,
+  TAKE_STAGE_ONCE,
+  takeStageWaiting as takeStageWaitingPolicy,
+} from '../workflows/policies.js';
 import type { LockActivities } from './activities.js';
 import { lockGrantedSignal, lockNewerWaitingSignal, lockSupersededSignal, releaseLockSignal, stageLockWorkflowId, STAGE_LEASE_HELD, type LockAnswer } from './contract.js';
 
-const lockRetry = { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10 };
 /**
  * Asking the lock is one Update-with-start that the lock answers at once: a local activity, inside
  * the workflow task, instead of a round trip through a task queue on every activation's path.
  */
-const { askStageLock } = proxyLocalActivities<LockActivities>({ startToCloseTimeout: '30 seconds', retry: lockRetry, summary: "ask the Stage's lock" });
+const { askStageLock } = proxyLocalActivities<LockActivities>(stageLockCall("ask the Stage's lock"));
 /** Giving the lock back, a local activity for the same reason; it tells the next holder too. */
-const { releaseStageLock } = proxyLocalActivities<LockActivities>({ startToCloseTimeout: '30 seconds', retry: lockRetry, summary: "give the Stage's lock back" });
+const { releaseStageLock } = proxyLocalActivities<LockActivities>(stageLockCall("give the Stage's lock back"));
 
-/**
- * Taking and clearing the Lease are bookkeeping on the handoff's path: local activities. Taking it
- * waits, within bounded attempts, for a live foreign holder's Lease to expire: at most
- * `leaseWaitSeconds` (default LEASE_WAIT_SECONDS), then the activation fails naming the holder.
- */
-export const LEASE_WAIT_SECONDS = 180;
-const LEASE_RETRY = { initialSeconds: 1, backoffCoefficient: 1.5, maximumSeconds: 10 };
-/**
- * How many attempts the retries' waits fit in `seconds`: the bound that holds (a local activity's
- * schedule-to-close timeout is not what ends its retries here; its attempts are).
- */
-export function leaseAttempts(seconds: number): number {
-  let waited = 0;
-  let interval = LEASE_RETRY.initialSeconds;
-  let attempts = 1;
-  while (waited + interval <= seconds) {
-    waited += interval;
-    attempts++;
-    interval = Math.min(interval * LEASE_RETRY.backoffCoefficient, LEASE_RETRY.maximumSeconds);
-  }
-  return attempts;
-}
-const takeStageWaiting = (seconds: number) =>
-  proxyLocalActivities<ActivationActivities>({
-    startToCloseTimeout: '30 seconds',
-    scheduleToCloseTimeout: `${seconds} seconds`,
-    retry: {
-      initialInterval: `${LEASE_RETRY.initialSeconds} second`,
-      backoffCoefficient: LEASE_RETRY.backoffCoefficient,
-      maximumInterval: `${LEASE_RETRY.maximumSeconds} seconds`,
-      maximumAttempts: leaseAttempts(seconds),
-    },
-    summary: "take the Stage's Lease, then read the Stage",
-  }).takeStage;
-/** The first try, alone: a Lease found held by another is said (Waiting) before it is waited for. */
-const { takeStage: takeStageOnce } = proxyLocalActivities<ActivationActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { maximumAttempts: 1 },
-  summary: "take the Stage's Lease, then read the Stage",
-});
-const { renewStageLease } = proxyLocalActivities<ActivationActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '5 seconds', maximumAttempts: 10 },
-  summary: "take the Stage's Lease for the length of a gate",
-});
-const { releaseStageLease } = proxyLocalActivities<ActivationActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', maximumAttempts: 10 },
-});
+/** Taking and clearing the Lease are bookkeeping on the handoff's path: local activities (workflows/policies.ts). */
+const takeStageWaiting = (seconds: number) => proxyLocalActivities<ActivationActivities>(takeStageWaitingPolicy(seconds)).takeStage;
+const { takeStage: takeStageOnce } = proxyLocalActivities<ActivationActivities>(TAKE_STAGE_ONCE);
+const { renewStageLease } = proxyLocalActivities<ActivationActivities>(RENEW_STAGE_LEASE);
+const { releaseStageLease } = proxyLocalActivities<ActivationActivities>(RELEASE_STAGE_LEASE);
 
 /**
  * One long activity renews the Lease: history stays O(1) however long the activation runs. It starts
  * only when the activation is still running at the first renewal: most activations end sooner, and
  * then nothing runs beside them.
  */
-const { keepStageLease } = proxyActivities<ActivationActivities>({
-  startToCloseTimeout: '30 days',
-  heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
-  summary: "keep the Stage's Lease renewed",
-});
+const { keepStageLease } = proxyActivities<ActivationActivities>(KEEP_STAGE_LEASE);
 
 /** When the first renewal is due: well inside the Lease's duration (60 s, activities/lease.ts). */
 const FIRST_RENEWAL = '20 seconds';

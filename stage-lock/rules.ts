@@ -6,6 +6,7 @@
  * Table-tested in test/unit/lock-rules.test.ts. Imports no runtime: the workflow and the watcher's
  * decisions (decisions/supersede.ts) both use it.
  */
+import { newer, newerRevision, type Candidate } from '../decisions/newer.js';
 import type { LockAnswer, LockRequest, LockState, ReleaseAnswer } from './contract.js';
 
 /**
@@ -21,29 +22,6 @@ export const EXPECT_MS = 15_000;
  * revision and supersede the activation that superseded it).
  */
 const SUPERSEDED_MEMORY = 256;
-
-/** What decides which of two activations of a Stage is newer. */
-export interface Candidate {
-  /** Revision of the StageVersion it activates. */
-  revision: number;
-  /**
-   * When it came, as the side deciding knows it: the watcher has the creation time (RFC 3339, so it
-   * sorts as text), the lock only the order it hears requests in.
-   */
-  came: string | number;
-  /** Breaks a tie of `came`: creation times have one-second resolution. */
-  name?: string;
-}
-
-/**
- * The one rule of which activation is newer: the higher StageVersion revision; on equal revisions
- * the one that came later, as a later kubectl apply would; then the name.
- */
-export function newer(a: Candidate, b: Candidate): boolean {
-  if (a.revision !== b.revision) return a.revision > b.revision;
-  if (a.came !== b.came) return a.came > b.came;
-  return (a.name ?? '') > (b.name ?? '');
-}
 
 /**
  * The lock knows of arrival only the order it hears requests in: a request it hears now came after
@@ -212,7 +190,7 @@ function request(s: RuleState, req: LockRequest, notices: LockNotice[]): Told | 
   // The holder is told, once, that a newer StageVersion waits: a progressive activation waiting at
   // a gate then gives the Stage up instead of holding it for days against a fix. The revision alone
   // decides here: a second activation of the same StageVersion brings no fix.
-  if (s.holder && req.revision > s.holder.revision && s.toldNewer !== s.holder.requester) {
+  if (s.holder && newerRevision(req.revision, s.holder.revision) && s.toldNewer !== s.holder.requester) {
     s.toldNewer = s.holder.requester;
     notices.push({ type: 'newerWaits', to: s.holder.requester, newer: req });
   }

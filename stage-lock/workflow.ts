@@ -37,16 +37,13 @@ import {
   type LockState,
 } from './contract.js';
 import { expectation, grantable, idle, initialState, isSignal, kept, step, type LockEvent, type LockNotice, type LockSignalNotice } from './rules.js';
+import { LOCK_HOLDER_CHECK } from '../workflows/policies.js';
 
 /**
  * A check that fails (Temporal unreachable, say) gives up after a few attempts instead of retrying
  * for ever: the lock logs it and checks again at the next period.
  */
-const { isWorkflowOpen } = proxyActivities<LockActivities>({
-  startToCloseTimeout: '10 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 5 },
-  summary: 'check that the lock holder still runs',
-});
+const { isWorkflowOpen } = proxyActivities<LockActivities>(LOCK_HOLDER_CHECK);
 
 /**
  * How long an idle lock waits for a next request before it finishes. A request that meets the

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';
 import { temporalWorkflowUrl } from '../shared/format.js';
 import { LEVELS } from '../telemetry/log.js';
+import { describeIssues } from '../api/issues.js';
 
 const flag = z
   .enum(['true', 'false', '1', '0', ''])
@@ -84,7 +85,7 @@ export type Config = z.infer<typeof configSchema>;
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = configSchema.safeParse(env);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    const problems = describeIssues(parsed.error);
     throw new Error(`invalid configuration: ${problems}`);
   }
   return parsed.data;

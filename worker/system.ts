@@ -47,7 +47,7 @@ export interface SystemOptions {
   stagesPerNamespace?: number;
   /** How often a waiting activation asks its Stage's lock again (tests shorten it). */
   lockAskAgainSeconds?: number;
-  /** How long an activation waits for another holder's Stage Lease before it fails (default LEASE_WAIT_SECONDS, stage-lock/client.ts). */
+  /** How long an activation waits for another holder's Stage Lease before it fails (default LEASE_WAIT_SECONDS, workflows/policies.ts). */
   leaseWaitSeconds?: number;
   /** How long a burst's newest waits for the rest of its burst at most, and the quiet that ends it sooner (decisions/supersede.ts; tests lengthen them). */
   burstSettleMs?: number;

@@ -49,7 +49,7 @@ export interface RunOptions {
   queueSuffix?: string;
   /** How often a waiting activation asks its Stage's lock again (default 120 s; tests shorten it). */
   lockAskAgainSeconds?: number;
-  /** How long an activation waits for another holder's Stage Lease before it fails (default LEASE_WAIT_SECONDS, stage-lock/client.ts). */
+  /** How long an activation waits for another holder's Stage Lease before it fails (default LEASE_WAIT_SECONDS, workflows/policies.ts). */
   leaseWaitSeconds?: number;
 }
 

@@ -2,7 +2,7 @@
  * Running the tasks of one plan step: an ActivationExecution per task, the executor's activity on its
  * own task queue with the registration's timeout, and the execution's status along the way.
  */
-import { ActivityCancellationType, CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, TimeoutFailure } from '@temporalio/workflow';
+import { CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, TimeoutFailure } from '@temporalio/workflow';
 import type { ActivationActivities, PlannedTask } from '../activities/core.js';
 import type { TaskOutcome } from '../decisions/activation.js';
 import type { ExecutorActivities } from '../activities/execute-task.js';
@@ -15,18 +15,10 @@ import { applyAssignment, weightOf } from '../decisions/traffic.js';
 import { executionName } from '../shared/names.js';
 import { executorTaskQueue } from '../shared/task-queues.js';
 import { causeOf, messageOf } from './failures.js';
+import { executorTask, externalExecution, KUBERNETES_BOOKKEEPING } from './policies.js';
 
-/**
- * Kubernetes bookkeeping (reads, creates, status writes) takes milliseconds: local activities run
- * it inside the workflow task instead of a round trip through a task queue each. Retries are
- * bounded (about a minute and a half: an apiserver restart fits, a dead apiserver fails the
- * activation instead of wedging it); a permanent refusal is not retried at all.
- */
-export const k8sActivities = proxyLocalActivities<ActivationActivities>({
-  startToCloseTimeout: '30 seconds',
-  scheduleToCloseTimeout: '3 minutes',
-  retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', maximumAttempts: 25 },
-});
+/** Kubernetes bookkeeping as local activities (workflows/policies.ts). */
+export const k8sActivities = proxyLocalActivities<ActivationActivities>(KUBERNETES_BOOKKEEPING);
 
 export interface TaskContext {
   ref: ActivationRef;
@@ -141,29 +133,21 @@ export async function runTask(
     let message: string;
     if (task.executor === 'External') {
       // The outside controller sets InProgress itself; we wait for its final phase.
-      const { awaitExternalExecution } = proxyActivities<ActivationActivities>({
-        scheduleToCloseTimeout: `${task.timeoutSeconds} seconds`,
-        heartbeatTimeout: '10 seconds',
-        retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
-        cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-        summary: `wait for the ${task.type} controller to finish ${name}`,
-      });
+      const { awaitExternalExecution } = proxyActivities<ActivationActivities>(
+        externalExecution({ timeoutSeconds: task.timeoutSeconds, summary: `wait for the ${task.type} controller to finish ${name}` }),
+      );
       const result = await awaitExternalExecution(ns, name);
       if (result.phase !== 'Succeeded') return { registration: task.registration, execution: name, ok: false, message: result.message || 'the external executor reported Error' };
       return { registration: task.registration, execution: name, ok: true, message: result.message };
     }
-    const { executeTask } = proxyActivities<ExecutorActivities>({
-      taskQueue: executorTaskQueue(task.type) + (ctx.queueSuffix ?? ''),
-      // The registration's timeout bounds the whole execution, retries included.
-      scheduleToCloseTimeout: `${task.timeoutSeconds} seconds`,
-      startToCloseTimeout: `${task.timeoutSeconds} seconds`,
-      heartbeatTimeout: `${heartbeatSecondsOf(task)} seconds`,
-      retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
-      // Every execution reaches a final state before the activation does (ADR-0012): a cancelled
-      // executor has stopped before the Stage is handed to anyone else.
-      cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-      summary: `${action} ${task.registration} (${task.type}) for ${ctx.ref.name}`,
-    });
+    const { executeTask } = proxyActivities<ExecutorActivities>(
+      executorTask({
+        taskQueue: executorTaskQueue(task.type) + (ctx.queueSuffix ?? ''),
+        timeoutSeconds: task.timeoutSeconds,
+        heartbeatSeconds: heartbeatSecondsOf(task),
+        summary: `${action} ${task.registration} (${task.type}) for ${ctx.ref.name}`,
+      }),
+    );
     const input: TaskInput = {
       execution: { namespace: ns, name },
       action,

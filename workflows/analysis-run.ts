@@ -9,12 +9,9 @@ import type { ActivationActivities } from '../activities/core.js';
 import type { StageRef } from '../activities/measure.js';
 import { measured, measurementVerdict, type AnalysisRules, type AnalysisRun, type Measured } from '../decisions/analysis.js';
 import { kubeTime as now } from '../shared/format.js';
+import { MEASUREMENT } from './policies.js';
 
-const { measure } = proxyLocalActivities<ActivationActivities>({
-  startToCloseTimeout: '20 seconds',
-  retry: { initialInterval: '1 second', maximumAttempts: 3 },
-  summary: 'measure (Prometheus query)',
-});
+const { measure } = proxyLocalActivities<ActivationActivities>(MEASUREMENT);
 
 export interface AnalysisHooks {
   /** Said after every measurement (the status, the Events). */

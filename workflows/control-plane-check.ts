@@ -4,12 +4,9 @@
  */
 import { proxyActivities, setCurrentDetails } from '@temporalio/workflow';
 import type { ControlPlaneActivities, ControlPlaneReport } from '../activities/control-plane.js';
+import { CONTROL_PLANE_CHECK } from './policies.js';
 
-const { inspectControlPlane } = proxyActivities<ControlPlaneActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { maximumAttempts: 5 },
-  summary: 'read the Kubernetes version and the served konfidence kinds',
-});
+const { inspectControlPlane } = proxyActivities<ControlPlaneActivities>(CONTROL_PLANE_CHECK);
 
 export async function controlPlaneCheck(): Promise<ControlPlaneReport> {
   const report = await inspectControlPlane();

@@ -34,6 +34,7 @@ import type { ActionRequest } from '../shared/activation.js';
 import type { ActivationRequests } from './activation-requests.js';
 import { runAnalysis } from './analysis-run.js';
 import { causeOf, messageOf } from './failures.js';
+import { httpCheck } from './policies.js';
 
 /** What the progression needs of the activation's run. */
 export interface ProgressionHost {
@@ -67,12 +68,7 @@ export interface ProgressionHost {
   readonly webhookBody: (step: number, stepName: string | undefined, weight: number) => WebhookBody;
 }
 
-const webhookOf = (timeoutSeconds: number, retries: number) =>
-  proxyLocalActivities<ActivationActivities>({
-    startToCloseTimeout: `${timeoutSeconds} seconds`,
-    retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: retries + 1 },
-    summary: 'HTTP check',
-  }).callWebhook;
+const webhookOf = (timeoutSeconds: number, retries: number) => proxyLocalActivities<ActivationActivities>(httpCheck(timeoutSeconds, retries)).callWebhook;
 
 /** What an answer at a gate ends it with, and how the log and the messages say it. */
 const ANSWERED = {

@@ -16,7 +16,7 @@ export interface ActivationControllerOptions {
   checkIntervalMs?: number;
   /** Passed to the workflows: how often a waiting activation asks its Stage's lock again. */
   lockAskAgainSeconds?: number;
-  /** How long an activation waits for another holder's Stage Lease before it fails (default LEASE_WAIT_SECONDS, stage-lock/client.ts). */
+  /** How long an activation waits for another holder's Stage Lease before it fails (default LEASE_WAIT_SECONDS, workflows/policies.ts). */
   leaseWaitSeconds?: number;
   systemNamespace?: string;
   log?: LogFn;

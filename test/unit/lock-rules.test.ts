@@ -3,7 +3,8 @@
  * servers, no Temporal; test/unit/stage-lock.test.ts runs the loop around them.
  */
 import type { LockRequest, LockState } from '../../stage-lock/contract.js';
-import { EXPECT_MS, grantable, idle, initialState, kept, newer, step, type Candidate, type LockEvent, type LockNotice, type RuleState } from '../../stage-lock/rules.js';
+import { newer, type Candidate } from '../../decisions/newer.js';
+import { EXPECT_MS, grantable, idle, initialState, kept, step, type LockEvent, type LockNotice, type RuleState } from '../../stage-lock/rules.js';
 
 const req = (id: string, revision: number): LockRequest => ({ requester: id, revision, activation: `ns/${id}` });
 const ask = (id: string, revision: number): LockEvent => ({ type: 'request', request: req(id, revision), by: 'signal' });

@@ -4,7 +4,7 @@
  * the Stage (`StageLeaseRenewFailed` once per failing spell, `StageLeaseRenewed`, `StageLeaseLost`)
  * and when it stops renewing. The renewal period is a third of the duration: 30 ms here.
  */
-import { leaseAttempts } from '../../stage-lock/client.js';
+import { leaseAttempts } from '../../workflows/policies.js';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { leaseActivities } from '../../activities/lease.js';

@@ -2,6 +2,7 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { kubectl } from './support/cluster.js';
 import { temporalClient } from './support/temporal.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -43,5 +44,15 @@ describe('quick start', () => {
       await close();
     }
     expect((await fetch(link)).status).toBe(200);
+  });
+
+  it('run again right after the sample namespace was deleted, it waits for the namespace to go, then runs the sample afresh', async () => {
+    await kubectl('delete', 'namespace', 'konfidence-sample', '--wait=false');
+    const { stdout } = await promisify(execFile)('npx', ['tsx', 'scripts/start.ts', '--once'], { cwd: root, env: { ...process.env, KONFIDENCE_WATCH_NAMESPACES: 'konfidence-sample' } });
+    expect(stdout).toContain('namespace konfidence-sample is being deleted: waiting for it to go');
+    // A new Stage: it starts out serving shop-1 again, and the canary moves it to shop-2.
+    expect(stdout).toMatch(/0\. Stage shop serves shop-1 /);
+    expect(stdout).toMatch(/sample activation Succeeded: Stage shop now serves shop-2 \(was shop-1\)/);
+    expect(stdout).not.toContain('HTTP-Code');
   });
 });

@@ -13,7 +13,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { API_VERSION } from '../../api/group.js';
-import { k8s } from '../../k8s/client.js';
+import { apiMessage, k8s } from '../../k8s/client.js';
 import type { CustomObject } from '../../k8s/custom-objects.js';
 import { loopbackService } from './loopback-service.js';
 import { KindCache } from '../../k8s/kind-cache.js';
@@ -121,7 +121,7 @@ export class LocalApps {
     const next = before
       .catch(() => undefined)
       .then(() => (type === 'DELETED' ? this.undeploy(key, sv.metadata.uid) : this.deploy(key, sv)))
-      .catch((err: unknown) => this.log(`StageVersion ${key}: ${(err as Error).message}`))
+      .catch((err: unknown) => this.log(`StageVersion ${key}: ${apiMessage(err)}`))
       .finally(() => {
         if (this.pending.get(key) === next) this.pending.delete(key);
       });
@@ -133,7 +133,8 @@ export class LocalApps {
     const existing = this.running.get(key);
     if (existing && existing.uid === sv.metadata.uid) return;
     if (existing) await this.undeploy(key, existing.uid); // re-created under the same name
-    if (!backend?.service || this.stopped) return;
+    // One being deleted is not deployed again (its namespace may be going: nothing new is let in).
+    if (!backend?.service || this.stopped || sv.metadata.deletionTimestamp) return;
     const namespace = sv.metadata.namespace!;
     const port = backend.port ?? DEFAULT_PORT;
     // Owned by the StageVersion, so that it goes with it.

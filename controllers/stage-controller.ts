@@ -15,7 +15,7 @@ import { isRoute, relevantState, routeKeyOf, slim } from './stage-cache.js';
 import { RouteReaders } from './route-readers.js';
 import { freshReads, planNamespace, type Observed, type Plan } from '../decisions/stage.js';
 import { builtInRouteKinds } from '../executors/index.js';
-import type { RouteKind } from '../executors/routes.js';
+import type { RouteKind } from '../executors/types.js';
 import { apiMessage, apiStatus, k8s } from '../k8s/client.js';
 import { CustomObjects, pluralOf, type CustomObject } from '../k8s/custom-objects.js';
 import { KindCache } from '../k8s/kind-cache.js';

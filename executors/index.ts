@@ -1,7 +1,7 @@
 /** The executor types that ship with konfidence-activation. */
 import { gatewayApiExecutor } from './gateway-api/index.js';
 import { istioExecutor } from './istio/index.js';
-import type { RouteKind } from './routes.js';
+import type { RouteKind } from './types.js';
 import type { Executor } from './types.js';
 
 export const builtInExecutors: readonly Executor<any>[] = [gatewayApiExecutor, istioExecutor];

@@ -4,13 +4,14 @@
  * their whole reference. A provider says how to find the rules and how to read and write one entry;
  * this file observes, assigns, verifies and restores the same way for every provider.
  */
-import { readRoute, updateRoutes, type RouteKind } from './routes.js';
+import { readRoute, updateRoutes } from './routes.js';
 import {
   ExecutorError,
   refuseAmbiguous,
   replaceManaged,
   type Executor,
   type ExecutorContext,
+  type RouteKind,
   type RuleRecord,
   type StageVersionInfo,
   type TaskInput,

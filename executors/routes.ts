@@ -1,13 +1,6 @@
 /** Read-modify-write of routing objects with optimistic concurrency (resourceVersion) and retries. */
 import { apiMessage, apiStatus, k8s } from '../k8s/client.js';
-import { ExecutorError, type ExecutorContext } from './types.js';
-
-export interface RouteKind {
-  group: string;
-  version: string;
-  plural: string;
-  kind: string;
-}
+import { ExecutorError, type ExecutorContext, type RouteKind } from './types.js';
 
 export type Route = { metadata: { name: string; namespace: string; resourceVersion?: string }; spec: any };
 

@@ -7,7 +7,14 @@ import type { z } from 'zod';
 import type { k8s } from '../k8s/client.js';
 import type { RouteRef, RuleRecord, TrafficAssignment } from '../api/activation-execution.js';
 import type { StageVersionInfo } from '../api/stage-version.js';
-import type { RouteKind } from './routes.js';
+
+/** A kind of routing object an executor writes (an HTTPRoute, a VirtualService): its API coordinates. */
+export interface RouteKind {
+  group: string;
+  version: string;
+  plural: string;
+  kind: string;
+}
 
 // The domain types an executor sees, defined with the API's kinds.
 export type { RouteRef, RuleRecord, StageVersionInfo, TrafficAssignment };

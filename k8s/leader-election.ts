@@ -309,6 +309,11 @@ export class LeaderGate {
     private readonly serves?: (namespace: string) => boolean,
   ) {}
 
+  /** Whether this replica saw itself acting at its last look (every 200 ms): acting after a standby is a takeover. */
+  get seenActing(): boolean {
+    return this.wasLeader;
+  }
+
   /** Standalone, or leader right now. */
   acting(): boolean {
     return !this.leadership || this.leadership.isLeader();

@@ -44,17 +44,16 @@ it('a deletion seen as a standby is handed to its workflow once the watcher lead
   const workflowId = activationWorkflowId({ namespace: s.ns, name: 'shop-to-3', uid: waiting.metadata.uid! });
   expect(await status(workflowId)).toBe('RUNNING');
 
-  // What the watcher knows of its leadership is private: no API says it. It looks every 200 ms;
-  // once it has seen itself a standby, a later lead is a takeover.
-  const watcher = s.watcher as unknown as { cache: Map<string, unknown>; standbyDeletions: Map<string, number>; informers: { gate: { wasLeader: boolean } } };
+  // The watcher looks at its leadership every 200 ms; once it has seen itself a standby, a later
+  // lead is a takeover.
   leadership.leading = false;
-  await pollUntil(() => !watcher.informers.gate.wasLeader, 30_000, 'the watcher to see itself a standby');
+  await pollUntil(() => !s.watcher.standing().seenActing, 30_000, 'the watcher to see itself a standby');
   await s.objects.delete('VectorActivation', s.ns, 'shop-to-3');
   await pollUntil(async () => !(await s.objects.get('VectorActivation', s.ns, 'shop-to-3')), 30_000, 'shop-to-3 to be gone');
   // The standby's watch delivers the deletion (it keeps its caches warm): it is seen and kept for
   // later, in the same step that drops the object from its cache.
-  await pollUntil(() => !watcher.cache.has(waiting.metadata.uid!), 30_000, 'the standby to see the deletion');
-  expect(watcher.standbyDeletions.has(workflowId)).toBe(true);
+  await pollUntil(() => !s.watcher.standing().holds(waiting.metadata.uid!), 30_000, 'the standby to see the deletion');
+  expect(s.watcher.standing().keepsDeletion(workflowId)).toBe(true);
 
   const ledAt = Date.now();
   leadership.leading = true;

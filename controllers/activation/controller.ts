@@ -66,6 +66,19 @@ export class ActivationController {
   private sweeping = false;
   private lastSweep: number | undefined;
 
+  /**
+   * What the controller holds right now, read-only (for tools and tests): whether it last saw itself
+   * acting, whether an activation (by uid) is in its cache, and whether a deletion it saw as a
+   * standby waits (by workflow id) to be handed over at a takeover.
+   */
+  standing(): { seenActing: boolean; holds(uid: string): boolean; keepsDeletion(workflowId: string): boolean } {
+    return {
+      seenActing: this.informers.gate.seenActing,
+      holds: (uid) => this.cache.has(uid),
+      keepsDeletion: (workflowId) => this.standbyDeletions.has(workflowId),
+    };
+  }
+
   constructor(private readonly o: ActivationControllerOptions) {
     this.log = o.log ?? componentLogger('watcher').fn();
     this.informers = new NamespacedInformers({

@@ -8,8 +8,8 @@
  * waits, bounded.
  */
 import { k8s, apiStatus } from '../../k8s/client.js';
-import { readRoute, type RouteKind } from '../routes.js';
-import { ExecutorError, type ExecutorContext } from '../types.js';
+import { readRoute } from '../routes.js';
+import { ExecutorError, type ExecutorContext, type RouteKind } from '../types.js';
 
 const GROUP = 'gateway.networking.k8s.io';
 /** How long the implementation has to report on the generation written. */

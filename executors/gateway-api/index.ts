@@ -8,8 +8,7 @@
  */
 import { managedRules, type Provider } from '../managed-rules.js';
 import { implementationVerdict } from './acceptance.js';
-import type { RouteKind } from '../routes.js';
-import { distinct, ExecutorError, renderPattern, type Executor, type StageVersionInfo, type TaskInput } from '../types.js';
+import { distinct, ExecutorError, renderPattern, type Executor, type StageVersionInfo, type TaskInput, type RouteKind } from '../types.js';
 import { gatewayApiConfig, type GatewayApiConfig } from './config.js';
 
 const HTTPROUTE: RouteKind = { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'httproutes', kind: 'HTTPRoute' };

@@ -7,8 +7,7 @@
  * to a destination it does not manage is refused before any change (docs/activation.md, "Adopting").
  */
 import { managedRules, type Provider } from '../managed-rules.js';
-import type { RouteKind } from '../routes.js';
-import { distinct, ExecutorError, renderPattern, type Executor, type StageVersionInfo, type TaskInput } from '../types.js';
+import { distinct, ExecutorError, renderPattern, type Executor, type StageVersionInfo, type TaskInput, type RouteKind } from '../types.js';
 import { istioConfig, type IstioConfig } from './config.js';
 
 const VIRTUALSERVICE: RouteKind = { group: 'networking.istio.io', version: 'v1', plural: 'virtualservices', kind: 'VirtualService' };

@@ -6,7 +6,8 @@
  */
 import { isRoute, relevantState, slim } from '../../controllers/stage-cache.js';
 import { builtInRouteKinds } from '../../executors/index.js';
-import { readRoute, routeKey, type RouteKind } from '../../executors/routes.js';
+import { readRoute, routeKey } from '../../executors/routes.js';
+import type { RouteKind } from '../../executors/types.js';
 import type { ExecutorContext } from '../../executors/types.js';
 import type { CustomObject } from '../../k8s/custom-objects.js';
 

@@ -1,7 +1,9 @@
 /** The README's first command: `npm start` prints what a newcomer needs and its workflow completes. */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { pollUntil } from '../scripts/env/process.js';
 import { kubectl } from './support/cluster.js';
 import { temporalClient } from './support/temporal.js';
 
@@ -47,12 +49,30 @@ describe('quick start', () => {
   });
 
   it('run again right after the sample namespace was deleted, it waits for the namespace to go, then runs the sample afresh', async () => {
+    // A finalizer of the test's own keeps the namespace terminating until npm start says it waits
+    // (without it, the namespace may be gone before the sample looks: nothing to wait for).
+    const hold = 'test.konfidence.cloud/hold';
+    await kubectl('create', 'configmap', 'hold', '-n', 'konfidence-sample');
+    await kubectl('patch', 'configmap', 'hold', '-n', 'konfidence-sample', '--type=merge', '-p', JSON.stringify({ metadata: { finalizers: [hold] } }));
     await kubectl('delete', 'namespace', 'konfidence-sample', '--wait=false');
-    const { stdout } = await promisify(execFile)('npx', ['tsx', 'scripts/start.ts', '--once'], { cwd: root, env: { ...process.env, KONFIDENCE_WATCH_NAMESPACES: 'konfidence-sample' } });
-    expect(stdout).toContain('namespace konfidence-sample is being deleted: waiting for it to go');
+    const release = () => kubectl('patch', 'configmap', 'hold', '-n', 'konfidence-sample', '--type=merge', '-p', JSON.stringify({ metadata: { finalizers: null } })).catch(() => undefined);
+    // Its own process group: npx, tsx and the system go together if the test gives up.
+    const child = spawn('npx', ['tsx', 'scripts/start.ts', '--once'], { cwd: root, env: { ...process.env, KONFIDENCE_WATCH_NAMESPACES: 'konfidence-sample' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let stdout = '';
+    child.stdout!.on('data', (d) => (stdout += String(d)));
+    const exited = once(child, 'exit');
+    try {
+      await pollUntil(() => stdout.includes('namespace konfidence-sample is being deleted: waiting for it to go') || undefined, 60_000, `npm start to wait for the namespace (said: ${stdout.slice(-500)})`, 100);
+      await release();
+      const [code] = await exited;
+      expect(code).toBe(0);
+    } finally {
+      await release();
+      if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
+    }
     // A new Stage: it starts out serving shop-1 again, and the canary moves it to shop-2.
     expect(stdout).toMatch(/0\. Stage shop serves shop-1 /);
     expect(stdout).toMatch(/sample activation Succeeded: Stage shop now serves shop-2 \(was shop-1\)/);
     expect(stdout).not.toContain('HTTP-Code');
-  });
+  }, 240_000);
 });

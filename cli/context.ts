@@ -122,6 +122,11 @@ export class Context {
     return items.map((o) => this.parse(stageResource, 'Stage', o)).filter((s) => s !== undefined);
   }
 
+  async stageVersions() {
+    const items = await this.objects.list('StageVersion', this.namespace);
+    return items.map((o) => this.parse(stageVersionResource, 'StageVersion', o)).filter((sv) => sv !== undefined);
+  }
+
   async stageVersion(name: string) {
     const o = await this.objects.get('StageVersion', this.namespace, name);
     return o ? this.parse(stageVersionResource, 'StageVersion', o) : undefined;

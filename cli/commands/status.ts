@@ -74,10 +74,13 @@ async function withLiveProgress(ctx: Context, views: StageStatusView[], activati
  * answer, leaves the measurement out (the recorded weights stand alone).
  */
 async function withMeasuredShares(ctx: Context, views: StageStatusView[], prometheus: string): Promise<StageStatusView[]> {
+  if (!views.some((v) => v.traffic?.some((t) => t.kind === 'HTTPRoute'))) return views;
   const { requestRateQuery } = await import('../../decisions/data-plane-metrics.js');
+  // One list of the namespace's StageVersions for every rule, not a read per StageVersion per rule.
+  const backends = new Map((await ctx.stageVersions()).map((sv) => [sv.metadata.name!, sv.spec.backend]));
   /** Requests a second at the gateway; null when the StageVersion names no Service to measure. */
   const rate = async (stageVersion: string): Promise<number | null> => {
-    const backend = (await ctx.stageVersion(stageVersion))?.spec.backend;
+    const backend = backends.get(stageVersion);
     if (!backend) return null;
     const url = new URL('api/v1/query', prometheus.endsWith('/') ? prometheus : `${prometheus}/`);
     url.searchParams.set('query', requestRateQuery('traefik', { namespace: ctx.namespace, service: backend.service, ...(backend.port ? { port: backend.port } : {}) }, MEASURE_WINDOW_SECONDS));

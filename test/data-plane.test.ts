@@ -317,7 +317,7 @@ describe('nothing is let go while the gateway still sends it requests: the old v
    * own status writes after each change can start the throttle again, so a change may wait two of
    * them. The drain that protects the old version must outlast that.
    */
-  const LATE_SECONDS = 6;
+  const LATE_SECONDS = 10;
   let slow: SlowGateway;
   beforeAll(async () => {
     slow = await startSlowGateway(s, LATE_SECONDS);

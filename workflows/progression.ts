@@ -31,7 +31,7 @@ import {
 } from '../decisions/progression.js';
 import { kubeTime } from '../shared/format.js';
 import type { ActionRequest } from '../shared/activation.js';
-import type { ActivationRequests } from './activation-requests.js';
+import type { ActivationRequests } from './activation/requests.js';
 import { runAnalysis } from './analysis-run.js';
 import { causeOf, messageOf } from './failures.js';
 import { httpCheck } from './policies.js';
@@ -102,7 +102,7 @@ export class Progression {
   ) {
     this.weight = 0;
     this.report = { step: 0, steps: spec.steps.length, weight: 0 };
-    host.requests.progression = () => this.view();
+    host.requests.followProgression(() => this.view());
   }
 
   /** Where the progression is, for the answers' validators. */
@@ -136,7 +136,7 @@ export class Progression {
 
   /** Whether something stops a wait or an analysis: an answer, a cancel, a newer activation, a failed background run. */
   private interrupted(): boolean {
-    return this.host.requests.answer !== undefined || this.host.requests.cancelled || this.host.newerWaiting() !== undefined || this.abortingBackground();
+    return this.host.requests.answerWaiting || this.host.requests.cancelled || this.host.newerWaiting() !== undefined || this.abortingBackground();
   }
 
   private async steps(): Promise<Stop | undefined> {

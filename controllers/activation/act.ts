@@ -21,7 +21,7 @@ import { releaseLockSignal, stageLockWorkflowId } from '../../stage-lock/contrac
 import { refOf, workflowIdOf, type CachedActivation } from '../../shared/cached-activation.js';
 import { forEachLimited } from '../../shared/pool.js';
 import type { LogFn } from '../../telemetry/log.js';
-import { vectorActivation, type ActivationOptions } from '../../workflows/activation.js';
+import { vectorActivation, type ActivationOptions } from '../../workflows/activation/workflow.js';
 import { readCoreRollout } from '../../worker/core-rollout.js';
 import { closeOutActivation } from './close-out.js';
 import type { Memory } from './memory.js';

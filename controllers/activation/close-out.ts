@@ -1,7 +1,7 @@
 /**
  * Bringing the objects back to truth in the activation controller's own process, when an
  * activation's workflow closed without finishing it and its close-out run
- * (workflows/activation-run.ts, closeOut) closed too, or could not be started: its unfinished
+ * (workflows/activation/close-out.ts) closed too, or could not be started: its unfinished
  * executions end (Error, reason Cancelled), the activation usage goes unless one of its tasks may
  * have sent its StageVersion traffic, the StageVersion mark goes, the Stage's Lease is released,
  * the VectorActivation gets its final status (Failed, saying why; k8s/activation-store.ts), and the

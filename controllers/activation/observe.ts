@@ -8,7 +8,7 @@ import type { CustomObjects } from '../../k8s/custom-objects.js';
 import { NAMESPACE_LIMIT_REASON } from '../../decisions/fair-share.js';
 import type { CachedActivation } from '../../shared/cached-activation.js';
 import type { WatchedActivation } from '../../telemetry/metrics.js';
-import { vectorActivation } from '../../workflows/activation.js';
+import { vectorActivation } from '../../workflows/activation/workflow.js';
 import type { PassSnapshot } from './plan.js';
 import type { CachedStage } from './plan-object.js';
 

@@ -16,7 +16,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { pollUntil } from '../../scripts/env/process.js';
 import { activationWorkflowId, cancelSignal, cancelUpdate, retryUpdate, stageDeletedSignal, type ActivationRef } from '../../shared/activation.js';
 import { lockStateQuery, stageLockWorkflowId, type LockState } from '../../stage-lock/contract.js';
-import { vectorActivation, type ActivationOptions } from '../../workflows/activation.js';
+import { vectorActivation, type ActivationOptions } from '../../workflows/activation/workflow.js';
 import { FakeCluster, type FakeActivationStatus } from './support/fake-cluster.js';
 import { finishSignal, lockRequester } from './support/lock-workflows.js';
 import { startFakeWorkers, type FakeWorkers } from './support/fake-workers.js';
@@ -65,7 +65,12 @@ afterEach(async () => {
       continue;
     }
     await pollUntil(async () => ((await handle.describe()).raw.pendingActivities ?? []).length === 0, 5_000, `${handle.workflowId} to have no running activity`, 50).catch(() => undefined);
-    await handle.signal(cancelSignal, { deleted: true, reason: 'test over' });
+    // A run that ends by itself (its Stage gone, say) may close while its last activities finish.
+    const closedMeanwhile = await handle.signal(cancelSignal, { deleted: true, reason: 'test over' }).then(
+      () => false,
+      async (err: unknown) => !(await isOpen(handle)) || Promise.reject(err),
+    );
+    if (closedMeanwhile) continue;
     await pollUntil(async () => !(await isOpen(handle)), 10_000, `${handle.workflowId} to close after the test`, 50).catch(() => handle.terminate('test over'));
   }
 });

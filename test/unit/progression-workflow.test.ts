@@ -12,7 +12,7 @@ import type { AnalysisRules } from '../../decisions/analysis.js';
 import type { ProgressionSpec } from '../../decisions/progression.js';
 import { pollUntil } from '../../scripts/env/process.js';
 import { abortUpdate, activationWorkflowId, approveUpdate, cancelSignal, promoteUpdate, retryUpdate, stageDeletedSignal, type ActivationRef } from '../../shared/activation.js';
-import { vectorActivation, type ActivationOptions } from '../../workflows/activation.js';
+import { vectorActivation, type ActivationOptions } from '../../workflows/activation/workflow.js';
 import { FakeCluster } from './support/fake-cluster.js';
 import { startFakeWorkers, type FakeWorkers } from './support/fake-workers.js';
 

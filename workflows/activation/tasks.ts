@@ -2,23 +2,22 @@
  * Running the tasks of one plan step: an ActivationExecution per task, the executor's activity on its
  * own task queue with the registration's timeout, and the execution's status along the way.
  */
-import { CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, TimeoutFailure } from '@temporalio/workflow';
-import type { ActivationActivities, PlannedTask } from '../activities/core.js';
-import type { TaskOutcome } from '../decisions/activation.js';
-import type { ExecutorActivities } from '../activities/execute-task.js';
-import type { TaskInput } from '../executors/types.js';
-import type { StageVersionInfo } from '../api/stage-version.js';
-import type { TrafficAssignment } from '../api/activation-execution.js';
-import type { ActivationRef } from '../shared/activation.js';
-import { kubeTime as now } from '../shared/format.js';
-import { applyAssignment, weightOf } from '../decisions/traffic.js';
-import { executionName } from '../shared/names.js';
-import { executorTaskQueue } from '../shared/task-queues.js';
-import { causeOf, messageOf } from './failures.js';
-import { executorTask, externalExecution, KUBERNETES_BOOKKEEPING } from './policies.js';
+import { CancellationScope, isCancellation, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
+import type { ActivationActivities, PlannedTask } from '../../activities/core.js';
+import type { TaskOutcome } from '../../decisions/activation.js';
+import type { ExecutorActivities } from '../../activities/execute-task.js';
+import type { TaskInput } from '../../executors/types.js';
+import type { StageVersionInfo } from '../../api/stage-version.js';
+import type { TrafficAssignment } from '../../api/activation-execution.js';
+import type { ActivationRef } from '../../shared/activation.js';
+import { kubeTime as now } from '../../shared/format.js';
+import { applyAssignment, weightOf } from '../../decisions/traffic.js';
+import { executionName } from '../../shared/names.js';
+import { executorTaskQueue } from '../../shared/task-queues.js';
+import { causeOf, messageOf } from '../failures.js';
+import { executorTask, externalExecution } from '../policies.js';
+import { bookkeeping } from './bookkeeping-activities.js';
 
-/** Kubernetes bookkeeping as local activities (workflows/policies.ts). */
-export const k8sActivities = proxyLocalActivities<ActivationActivities>(KUBERNETES_BOOKKEEPING);
 
 export interface TaskContext {
   ref: ActivationRef;
@@ -96,12 +95,12 @@ export async function runTask(
   /** Records the execution Error with why `err` ended it, and says why. */
   const recordError = async (err: unknown) => {
     const { reason, message } = failureOf(err, task);
-    await record(() => k8sActivities.writeExecutionStatus(ns, name, { phase: 'Error', reason, message, completionTime: now(), ...owned }));
+    await record(() => bookkeeping.writeExecutionStatus(ns, name, { phase: 'Error', reason, message, completionTime: now(), ...owned }));
     return message;
   };
   try {
     await record(() =>
-      k8sActivities.createExecution({
+      bookkeeping.createExecution({
         name,
         activation: ctx.ref,
         registration: task.registration,
@@ -164,7 +163,7 @@ export async function runTask(
       crossNamespaceAllowed: task.crossNamespaceAllowed,
     };
     message = (await executeTask(input)).message;
-    const written = record(() => k8sActivities.writeExecutionStatus(ns, name, { phase: 'Succeeded', message, completionTime: now(), ...owned }));
+    const written = record(() => bookkeeping.writeExecutionStatus(ns, name, { phase: 'Succeeded', message, completionTime: now(), ...owned }));
     // The outcome is known: the next step need not wait for the record of it (one status write
     // fewer on the activation's path per step).
     if (beside) {

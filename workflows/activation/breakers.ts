@@ -4,10 +4,10 @@
  * and ask again, until admitted or `stop()` (a cancel) is true. The Stage stays held meanwhile.
  */
 import { condition } from '@temporalio/workflow';
-import type { Admission } from '../activities/core.js';
-import { askAgainSeconds } from '../decisions/breaker.js';
-import type { ActivationRef } from '../shared/activation.js';
-import { k8sActivities as k8s } from './activation-tasks.js';
+import type { Admission } from '../../activities/core.js';
+import { askAgainSeconds } from '../../decisions/breaker.js';
+import type { ActivationRef } from '../../shared/activation.js';
+import { bookkeeping } from './bookkeeping-activities.js';
 
 /** A waiting activation asks again at least this often: a breaker closed by hand is noticed soon. */
 export const BREAKER_ASK_AGAIN_SECONDS = 30;
@@ -25,7 +25,7 @@ export async function passBreakers(
 ): Promise<GateOutcome> {
   let told = '';
   for (;;) {
-    const answer = await k8s.admitActivation(ref, attempt, step, firstChange);
+    const answer = await bookkeeping.admitActivation(ref, attempt, step, firstChange);
     if (answer.admitted) return answer;
     // One status write per change of what the activation waits for, not one per ask.
     if (told !== `${answer.reason}: ${answer.message}`) {

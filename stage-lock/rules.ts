@@ -28,8 +28,8 @@ const SUPERSEDED_MEMORY = 256;
  * everything it holds. An expectation still standing came after the first in line whenever their
  * revisions are equal, since a request heard after it, of no lower revision, ends it (`request`).
  */
-const later = (r: LockRequest): Candidate => ({ revision: r.revision, came: 1 });
-const earlier = (r: LockRequest): Candidate => ({ revision: r.revision, came: 0 });
+const later = (request: LockRequest): Candidate => ({ revision: request.revision, came: 1 });
+const earlier = (request: LockRequest): Candidate => ({ revision: request.revision, came: 0 });
 
 /** The lock's state: what it keeps across continue-as-new, and what one run remembers besides. */
 export interface RuleState extends LockState {
@@ -105,17 +105,17 @@ export function idle(state: LockState, now: number): boolean {
 }
 
 export function step(state: RuleState, event: LockEvent, now: number): { state: RuleState; notices: LockNotice[] } {
-  const s: RuleState = { ...state, waiting: [...state.waiting] };
-  if (state.expected && !expectation(state, now)) delete s.expected;
+  const next: RuleState = { ...state, waiting: [...state.waiting] };
+  if (state.expected && !expectation(state, now)) delete next.expected;
   const notices: LockNotice[] = [];
   switch (event.type) {
     case 'expect':
-      expect(s, event.request, now);
+      expect(next, event.request, now);
       break;
     case 'request': {
       const req = event.request;
-      const queuedBefore = s.waiting.some((w) => w.requester === req.requester);
-      const own = request(s, req, notices);
+      const queuedBefore = next.waiting.some((waiter) => waiter.requester === req.requester);
+      const own = request(next, req, notices);
       if (event.by === 'signal') {
         if (own) notices.push(own);
         break;
@@ -123,8 +123,8 @@ export function step(state: RuleState, event: LockEvent, now: number): { state: 
       let answer: LockAnswer = !own ? { outcome: 'queued' } : own.type === 'granted' ? { outcome: 'granted' } : { outcome: 'superseded', by: own.by.activation, revision: own.by.revision };
       // As an Update a free Stage is granted in the answer: the loop would grant it next anyway,
       // one signal round trip later.
-      if (grantable(s, now) && s.waiting[0]?.requester === req.requester) {
-        grantNext(s);
+      if (grantable(next, now) && next.waiting[0]?.requester === req.requester) {
+        grantNext(next);
         // Queued already by its signal: the requester asked by Update, had no answer in time (a
         // busy worker), and asked by signal; it may not hear this answer, so a grant goes by signal too.
         if (queuedBefore) notices.push({ type: 'granted', to: req.requester });
@@ -138,9 +138,9 @@ export function step(state: RuleState, event: LockEvent, now: number): { state: 
       if (event.by === 'signal') {
         // A releaser whose Update was answered but who did not hear it (its wait ran out) releases
         // again by signal: the new holder may never have been told, so the lock tells it.
-        const holder = toldBy(s, requester);
+        const holder = toldBy(next, requester);
         if (holder) notices.push({ type: 'granted', to: holder });
-        release(s, requester);
+        release(next, requester);
         break;
       }
       // The holder's release: the Stage goes to the next in line inside the Update, and the answer
@@ -148,84 +148,84 @@ export function step(state: RuleState, event: LockEvent, now: number): { state: 
       // it answers the same, while that one holds the Stage. One that holds nothing (it let go by
       // signal already, or was only waiting) grants nothing here: the loop's turn grants, and
       // tells, as after a signal.
-      const held = s.holder?.requester === requester;
-      release(s, requester);
-      if (held && grantable(s, now)) s.handedOn = { by: requester, to: grantNext(s).requester };
-      const granted = toldBy(s, requester);
+      const held = next.holder?.requester === requester;
+      release(next, requester);
+      if (held && grantable(next, now)) next.handedOn = { by: requester, to: grantNext(next).requester };
+      const granted = toldBy(next, requester);
       notices.push({ type: 'released', answer: granted ? { granted } : {} });
       break;
     }
     case 'closed':
       // Only the Stage is taken back: a closed waiter is dropped when a grant to it fails.
-      if (s.holder?.requester === event.requester) {
-        notices.push({ type: 'takenBack', holder: s.holder });
-        s.holder = undefined;
+      if (next.holder?.requester === event.requester) {
+        notices.push({ type: 'takenBack', holder: next.holder });
+        next.holder = undefined;
       }
       break;
     case 'tick':
-      if (grantable(s, now)) notices.push({ type: 'granted', to: grantNext(s).requester });
+      if (grantable(next, now)) notices.push({ type: 'granted', to: grantNext(next).requester });
       break;
   }
-  return { state: s, notices };
+  return { state: next, notices };
 }
 
-function expect(s: RuleState, req: LockRequest, now: number): void {
-  if (s.holder?.requester === req.requester || s.waiting.some((w) => w.requester === req.requester) || supersederOf(s, req.requester)) return;
+function expect(state: RuleState, req: LockRequest, now: number): void {
+  if (state.holder?.requester === req.requester || state.waiting.some((waiter) => waiter.requester === req.requester) || supersederOf(state, req.requester)) return;
   // Told again (a new leader, a restart): the wait keeps its end, so it is bounded by EXPECT_MS.
-  if (s.expected && (s.expected.requester === req.requester || !newer(later(req), earlier(s.expected)))) return;
-  s.expected = { ...req, until: now + EXPECT_MS };
+  if (state.expected && (state.expected.requester === req.requester || !newer(later(req), earlier(state.expected)))) return;
+  state.expected = { ...req, until: now + EXPECT_MS };
 }
 
 /** Queues a request; returns what the requester itself is to be told, and adds what others are. */
-function request(s: RuleState, req: LockRequest, notices: LockNotice[]): Told | undefined {
+function request(state: RuleState, req: LockRequest, notices: LockNotice[]): Told | undefined {
   // The expected request came: the usual rules decide from here.
-  if (s.expected?.requester === req.requester) delete s.expected;
+  if (state.expected?.requester === req.requester) delete state.expected;
   // The requester asked again (its activity was retried): confirm, do not queue it twice.
-  if (s.holder?.requester === req.requester) return { type: 'granted', to: req.requester };
-  if (s.waiting.some((w) => w.requester === req.requester)) return undefined;
-  const winner = supersederOf(s, req.requester) ?? s.waiting.find((w) => newer(earlier(w), later(req)));
-  if (winner) return supersede(s, req, winner);
-  for (const older of s.waiting) notices.push(supersede(s, older, req));
-  s.waiting = [req];
+  if (state.holder?.requester === req.requester) return { type: 'granted', to: req.requester };
+  if (state.waiting.some((waiter) => waiter.requester === req.requester)) return undefined;
+  const winner = supersederOf(state, req.requester) ?? state.waiting.find((waiter) => newer(earlier(waiter), later(req)));
+  if (winner) return supersede(state, req, winner);
+  for (const older of state.waiting) notices.push(supersede(state, older, req));
+  state.waiting = [req];
   // The holder is told, once, that a newer StageVersion waits: a progressive activation waiting at
   // a gate then gives the Stage up instead of holding it for days against a fix. The revision alone
   // decides here: a second activation of the same StageVersion brings no fix.
-  if (s.holder && newerRevision(req.revision, s.holder.revision) && s.toldNewer !== s.holder.requester) {
-    s.toldNewer = s.holder.requester;
-    notices.push({ type: 'newerWaits', to: s.holder.requester, newer: req });
+  if (state.holder && newerRevision(req.revision, state.holder.revision) && state.toldNewer !== state.holder.requester) {
+    state.toldNewer = state.holder.requester;
+    notices.push({ type: 'newerWaits', to: state.holder.requester, newer: req });
   }
   // Queued, and newer than the one expected: no older request is left to hold back.
-  if (s.expected && newer(later(req), earlier(s.expected))) delete s.expected;
+  if (state.expected && newer(later(req), earlier(state.expected))) delete state.expected;
   return undefined;
 }
 
-function release(s: RuleState, requester: string): void {
-  if (s.holder?.requester === requester) {
-    s.holder = undefined;
-    if (s.handedOn?.to === requester) delete s.handedOn;
+function release(state: RuleState, requester: string): void {
+  if (state.holder?.requester === requester) {
+    state.holder = undefined;
+    if (state.handedOn?.to === requester) delete state.handedOn;
     // Holding again (its retry) it is told of a newer request again.
-    if (s.toldNewer === requester) delete s.toldNewer;
+    if (state.toldNewer === requester) delete state.toldNewer;
   }
-  s.waiting = s.waiting.filter((w) => w.requester !== requester);
+  state.waiting = state.waiting.filter((waiter) => waiter.requester !== requester);
 }
 
 /** The holder `releaser` was (or is to be) told of by Update, while that one still holds the Stage. */
-function toldBy(s: LockState, releaser: string): string | undefined {
-  const handed = s.handedOn;
-  return handed?.by === releaser && handed.to === s.holder?.requester ? handed.to : undefined;
+function toldBy(state: LockState, releaser: string): string | undefined {
+  const handed = state.handedOn;
+  return handed?.by === releaser && handed.to === state.holder?.requester ? handed.to : undefined;
 }
 
-function supersede(s: RuleState, loser: LockRequest, by: LockRequest): Told {
-  s.superseded = [...s.superseded.filter(([r]) => r !== loser.requester), [loser.requester, by] as const].slice(-SUPERSEDED_MEMORY);
+function supersede(state: RuleState, loser: LockRequest, by: LockRequest): Told {
+  state.superseded = [...state.superseded.filter(([requesterName]) => requesterName !== loser.requester), [loser.requester, by] as const].slice(-SUPERSEDED_MEMORY);
   return { type: 'superseded', to: loser.requester, by };
 }
 
-function supersederOf(s: RuleState, requester: string): LockRequest | undefined {
-  return s.superseded.find(([r]) => r === requester)?.[1];
+function supersederOf(state: RuleState, requester: string): LockRequest | undefined {
+  return state.superseded.find(([requesterName]) => requesterName === requester)?.[1];
 }
 
 /** The Stage to the first in line (there is one, and no holder). */
-function grantNext(s: RuleState): LockRequest {
-  s.holder = s.waiting.shift()!;
-  return s.holder;
+function grantNext(state: RuleState): LockRequest {
+  state.holder = state.waiting.shift()!;
+  return state.holder;
 }

@@ -184,7 +184,7 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
     const expected = expectation(state, Date.now());
     const untilCheck = contended && !checking ? Math.max(nextCheck - Date.now(), 1) : undefined;
     const untilExpected = expected ? Math.max(expected.until - Date.now(), 1) : undefined;
-    const timeouts = [untilCheck, untilExpected].filter((t) => t !== undefined);
+    const timeouts = [untilCheck, untilExpected].filter((wait) => wait !== undefined);
     const timeout = timeouts.length > 0 ? Math.min(...timeouts) : undefined;
     const waiters = state.waiting.length;
     const wake = () =>

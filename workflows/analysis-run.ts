@@ -27,22 +27,22 @@ export interface AnalysisHooks {
  * Runs `a` from `run` (its query filled in) until it ends (Successful, Failed, Inconclusive, Error),
  * or until `stop()`: then it is returned Running, for the caller to say how it ended.
  */
-export async function runAnalysis(a: AnalysisRules, run: AnalysisRun, hooks: AnalysisHooks): Promise<AnalysisRun> {
+export async function runAnalysis(rules: AnalysisRules, run: AnalysisRun, hooks: AnalysisHooks): Promise<AnalysisRun> {
   // Ended before it began (its query could not be made): nothing to measure.
   if (run.phase !== 'Running') return run;
-  if (a.initialDelaySeconds && (await condition(hooks.stop, `${a.initialDelaySeconds} seconds`))) return run;
+  if (rules.initialDelaySeconds && (await condition(hooks.stop, `${rules.initialDelaySeconds} seconds`))) return run;
   for (;;) {
     if (hooks.stop()) return run;
-    const { stageLost, ...result } = await measure(a.address, run.query ?? a.query ?? '', hooks.stage);
+    const { stageLost, ...result } = await measure(rules.address, run.query ?? rules.query ?? '', hooks.stage);
     // Heard before the verdict is said: stop() then says so, and the run ends as its Stage went.
     if (stageLost) hooks.stageLost?.(stageLost);
-    const said = { time: now(), verdict: measurementVerdict(a, result) };
+    const said = { time: now(), verdict: measurementVerdict(rules, result) };
     // A value the status can hold (JSON has no infinities), else what was measured, in words.
-    const m: Measured =
+    const measurement: Measured =
       'value' in result ? (Number.isFinite(result.value) ? { ...said, value: result.value } : { ...said, message: String(result.value) }) : { ...said, message: 'error' in result ? result.error : result.noData };
-    run = measured(a, run, m, 'error' in result && result.permanent === true);
+    run = measured(rules, run, measurement, 'error' in result && result.permanent === true);
     await hooks.measured(run);
     if (run.phase !== 'Running') return run;
-    if (await condition(hooks.stop, `${a.intervalSeconds} seconds`)) return run;
+    if (await condition(hooks.stop, `${rules.intervalSeconds} seconds`)) return run;
   }
 }

@@ -24,23 +24,23 @@ export const KUBERNETES_BOOKKEEPING: LocalActivityOptions = {
  * state before the activation does (ADR-0012): a cancelled executor has stopped before the Stage is
  * handed to anyone else.
  */
-export const executorTask = (o: { taskQueue: string; timeoutSeconds: number; heartbeatSeconds: number; summary: string }): ActivityOptions => ({
-  taskQueue: o.taskQueue,
-  scheduleToCloseTimeout: `${o.timeoutSeconds} seconds`,
-  startToCloseTimeout: `${o.timeoutSeconds} seconds`,
-  heartbeatTimeout: `${o.heartbeatSeconds} seconds`,
+export const executorTask = (task: { taskQueue: string; timeoutSeconds: number; heartbeatSeconds: number; summary: string }): ActivityOptions => ({
+  taskQueue: task.taskQueue,
+  scheduleToCloseTimeout: `${task.timeoutSeconds} seconds`,
+  startToCloseTimeout: `${task.timeoutSeconds} seconds`,
+  heartbeatTimeout: `${task.heartbeatSeconds} seconds`,
   retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  summary: o.summary,
+  summary: task.summary,
 });
 
 /** Waiting for an outside controller's execution: within the registration's timeout, heartbeating. */
-export const externalExecution = (o: { timeoutSeconds: number; summary: string }): ActivityOptions => ({
-  scheduleToCloseTimeout: `${o.timeoutSeconds} seconds`,
+export const externalExecution = (wait: { timeoutSeconds: number; summary: string }): ActivityOptions => ({
+  scheduleToCloseTimeout: `${wait.timeoutSeconds} seconds`,
   heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  summary: o.summary,
+  summary: wait.summary,
 });
 
 /**

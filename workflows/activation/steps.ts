@@ -165,7 +165,7 @@ export class StepRunner {
           Promise.all(done.map((ran) => runTask(ctx, i, step.name, planned(ran.registration), 'Revert', undefined, ran.execution))),
         );
         ok &&= outcomes.every((outcome) => outcome.ok);
-        for (const outcome of outcomes.filter((x) => !x.ok)) reporter.noteError(`revert of ${outcome.registration}: ${outcome.message}`);
+        for (const outcome of outcomes.filter((result) => !result.ok)) reporter.noteError(`revert of ${outcome.registration}: ${outcome.message}`);
       }
       // The step that failed stays Failed, put back or not: it is the one the status names.
       if ((done.length > 0 || lost.length > 0) && stepProgress.phase !== 'Failed') stepProgress.phase = ok ? 'Reverted' : 'Failed';

@@ -68,8 +68,8 @@ export type { TaskOutcome };
 export type Recording = Promise<{ execution: string; error?: unknown }>;
 
 /** What the activation says of a Recording that failed (its firstError). */
-export const unrecordedMessage = (r: { execution: string; error?: unknown }) =>
-  `the final status of ActivationExecution ${r.execution} could not be written: ${messageOf(r.error)}`;
+export const unrecordedMessage = (recording: { execution: string; error?: unknown }) =>
+  `the final status of ActivationExecution ${recording.execution} could not be written: ${messageOf(recording.error)}`;
 
 /**
  * Runs one task: its ActivationExecution, the executor, the execution's final status. `beside`:

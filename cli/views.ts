@@ -7,6 +7,7 @@ import type { VectorActivationResource } from '../api/vector-activation.js';
 import { isFinal } from '../decisions/activation.js';
 import type { ActivationProgress } from '../shared/activation.js';
 import { between, formatDuration, formatTable, formatTime } from './table.js';
+import { approvable } from '../decisions/step-kinds/index.js';
 
 type Activation = VectorActivationResource;
 
@@ -204,7 +205,7 @@ function renderProgression(name: string, namespace: string, stageVersion: string
   if (p.gate) {
     const until = p.gate.until ? `, until ${p.gate.until}` : '';
     lines.push(`      waiting:  ${p.gate.type} for ${formatDuration(between(p.gate.since, now) ?? 0)}${until}: ${p.gate.message}`);
-    if (['Pause', 'Approval', 'Inconclusive'].includes(p.gate.type)) lines.push(`      approve:  konfidence approve ${name} -n ${namespace}   (or promote, abort)`);
+    if (approvable(p.gate.type)) lines.push(`      approve:  konfidence approve ${name} -n ${namespace}   (or promote, abort)`);
   }
   for (const a of p.analyses) lines.push(`      analysis ${a.name}: ${a.phase}${a.values.length ? ` (${a.values.join(', ')})` : ''}`);
   if (p.last) lines.push(`      last answer: ${p.last.action}${p.last.by ? ` by ${p.last.by}` : ''} at ${p.last.time}`);

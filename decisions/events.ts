@@ -7,6 +7,7 @@
  */
 import { executionName } from '../shared/names.js';
 import type { ProgressionReport, StepProgress } from './activation.js';
+import { gateEvent } from './step-kinds/index.js';
 
 export type EventKind = 'VectorActivation' | 'Stage' | 'StageVersion';
 
@@ -187,7 +188,7 @@ export function progressionEvents(a: ActivationFacts, before: ProgressionReport 
   if (after.weight !== (before?.weight ?? 0)) out.push(ev('Normal', 'WeightSet', 'SetWeight', `StageVersion ${a.stageVersion} receives ${after.weight} % of Stage ${a.stage}'s traffic`));
   const gate = after.gate;
   if (gate && (gate.type !== before?.gate?.type || gate.since !== before.gate.since)) {
-    out.push(ev('Normal', gate.type === 'Inconclusive' ? 'AnalysisInconclusive' : `WaitingFor${gate.type}`, 'Wait', `${gate.message}${gate.until ? ` (until ${gate.until})` : ''}`));
+    out.push(ev('Normal', gateEvent(gate.type), 'Wait', `${gate.message}${gate.until ? ` (until ${gate.until})` : ''}`));
   }
   for (const run of after.analysisRuns ?? []) {
     if (run.phase === 'Running' || run.phase === 'Inconclusive') continue;

@@ -1,35 +1,20 @@
 /**
- * What a progressive activation decides, as pure functions: what each progression step is, which
- * gate it waits at and until when, what an answer (approve, promote, abort) or a time-out does
+ * What a progressive activation decides, as pure functions: what each progression step is (its
+ * kind's rules: decisions/step-kinds/), which gate it waits at and until when, what an answer (approve, promote, abort) or a time-out does
  * there, whether an answer is accepted at all, which weights an abort goes down through, and which
  * background analyses run at a step. The workflow (workflows/progression.ts) observes, asks these
  * and acts; tables test every rule (test/unit/progression-decisions.test.ts).
  */
 // Types only from the schema module: erased when compiled, so workflow code loads no zod.
 import type { ProgressionSpec, ProgressionStep } from '../api/progression.js';
-import { APPROVAL_TIMEOUT_SECONDS, INCONCLUSIVE_TIMEOUT_SECONDS, ONE_STEP_KIND_MESSAGE, type GateType } from '../api/progression-defaults.js';
+import { INCONCLUSIVE_TIMEOUT_SECONDS, type GateType } from '../api/progression-defaults.js';
+import { GATES, gateReason, stepKind, type StepKind } from './step-kinds/index.js';
 
-export type { GateType, ProgressionSpec };
+export type { GateType, ProgressionSpec, StepKind };
+export { gateReason, stepKind };
 export type ProgressionAction = 'approve' | 'promote' | 'abort';
 /** A progression step as the plan has it, defaults applied (api/progression.ts progressionStep). */
 export type ProgressionStepSpec = ProgressionStep;
-
-/** What one step does. */
-export type StepKind =
-  | { kind: 'weight'; weight: number }
-  | { kind: 'pause'; seconds: number }
-  | { kind: 'approval'; seconds: number; onTimeout: 'Abort' | 'Continue' }
-  | { kind: 'analysis'; analysis: string }
-  | { kind: 'webhook'; url: string; timeoutSeconds: number; retries: number };
-
-export function stepKind(s: ProgressionStepSpec): StepKind {
-  if (s.setWeight !== undefined) return { kind: 'weight', weight: s.setWeight };
-  if (s.pause?.durationSeconds !== undefined) return { kind: 'pause', seconds: s.pause.durationSeconds };
-  if (s.pause) return { kind: 'approval', seconds: s.pause.timeoutSeconds ?? APPROVAL_TIMEOUT_SECONDS, onTimeout: s.pause.onTimeout ?? 'Abort' };
-  if (s.analysis) return { kind: 'analysis', analysis: s.analysis.name };
-  if (s.webhook) return { kind: 'webhook', ...s.webhook };
-  throw new Error(ONE_STEP_KIND_MESSAGE);
-}
 
 /** "step 3/7 (canary-50)", as messages name a step. */
 export function stepLabel(p: ProgressionSpec, i: number): string {
@@ -128,8 +113,9 @@ export function answerProgression(action: ProgressionAction, v: ProgressionView)
   if (action === 'abort') return { accepted: true };
   if (v.ending === 'switching') return refused('the progression is done: the switch to 100 % runs');
   if (action === 'promote') return { accepted: true };
-  if (v.gate === 'Pause' || v.gate === 'Approval' || v.gate === 'Inconclusive') return { accepted: true };
-  return refused(v.gate ? `the activation runs an ${v.gate === 'Analysis' ? 'analysis' : 'HTTP check'}, which decides by itself; promote skips it` : 'nothing waits for an approval now');
+  if (!v.gate) return refused('nothing waits for an approval now');
+  const gate = GATES[v.gate];
+  return gate.approvable ? { accepted: true } : refused(`the activation runs ${gate.runs}, which decides by itself; promote skips it`);
 }
 
 // --- weights -------------------------------------------------------------------------------
@@ -169,12 +155,6 @@ export const STRETCH_MARGIN_SECONDS = 300;
  */
 export function leaseSecondsOver(waitMs: number): number {
   return Math.max(Math.ceil(waitMs / 1000), 0) + STRETCH_MARGIN_SECONDS;
-}
-
-/** The status reason while an activation waits at a gate of `type`. */
-export function gateReason(type: GateType): string {
-  const reasons: Record<GateType, string> = { Pause: 'Paused', Approval: 'WaitingForApproval', Inconclusive: 'Inconclusive', Analysis: 'Analyzing', Webhook: 'CallingWebhook' };
-  return reasons[type];
 }
 
 /** 90 → "90s", 3600 → "1h", 259200 → "3d". */

@@ -9,7 +9,7 @@ import type { ResolvedPlan } from '../../activities/core.js';
 import { initialProgress, lastRanStep, orderVerdict, stepsToRun, stoppedEnding, type Ending } from '../../decisions/activation.js';
 import { SUPERSEDED_REASON } from '../../decisions/supersede.js';
 import { stageLossOf } from '../failures.js';
-import type { Progression } from '../progression.js';
+import type { Progression } from '../progression/progression.js';
 import { bookkeeping } from './bookkeeping-activities.js';
 import { BREAKER_ASK_AGAIN_SECONDS, passBreakers } from './breakers.js';
 import { progressionOf } from './progression-host.js';

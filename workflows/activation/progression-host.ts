@@ -6,7 +6,7 @@
 import type { ResolvedPlan } from '../../activities/core.js';
 import type { StageVersionInfo } from '../../api/stage-version.js';
 import { lastRanStep } from '../../decisions/activation.js';
-import { Progression, type ProgressionHost } from '../progression.js';
+import { Progression, type ProgressionHost } from '../progression/progression.js';
 import type { GateOutcome } from './breakers.js';
 import type { ActivationRun } from './run.js';
 import { ranExecutions } from './steps.js';

@@ -5,11 +5,11 @@
  * input, never a reason to retry.
  */
 import { condition, proxyLocalActivities } from '@temporalio/workflow';
-import type { ActivationActivities } from '../activities/core.js';
-import type { StageRef } from '../activities/measure.js';
-import { measured, measurementVerdict, type AnalysisRules, type AnalysisRun, type Measured } from '../decisions/analysis.js';
-import { kubeTime as now } from '../shared/format.js';
-import { MEASUREMENT } from './policies.js';
+import type { ActivationActivities } from '../../activities/core.js';
+import type { StageRef } from '../../activities/measure.js';
+import { measured, measurementVerdict, type AnalysisRules, type AnalysisRun, type Measured } from '../../decisions/analysis.js';
+import { kubeTime as now } from '../../shared/format.js';
+import { MEASUREMENT } from '../policies.js';
 
 const { measure } = proxyLocalActivities<ActivationActivities>(MEASUREMENT);
 

@@ -26,7 +26,7 @@ export interface ApiKind {
 }
 
 /** A kind's whole name: two groups may each have a kind of the same name (an HTTPRoute of another API). */
-const kindKey = (k: Pick<ApiKind, 'group' | 'kind'>) => `${k.kind}.${k.group}`;
+const kindKey = (apiKind: Pick<ApiKind, 'group' | 'kind'>) => `${apiKind.kind}.${apiKind.group}`;
 
 /** The caches of one namespace ('' for all namespaces). */
 interface NamespaceCaches {
@@ -53,11 +53,11 @@ export interface NamespacedInformersOptions {
   sharded?: boolean;
   /** Sharded: the namespace every shard writes in, whatever it serves. */
   systemNamespace?: string;
-  onChange: (type: 'ADDED' | 'MODIFIED' | 'DELETED', o: CustomObject) => void;
+  onChange: (type: 'ADDED' | 'MODIFIED' | 'DELETED', object: CustomObject) => void;
   onListed?: () => void;
   /** A namespace no longer watched: what the controller derived from its objects goes too. */
   onForget?: (namespace: string) => void;
-  slim?: (o: CustomObject) => void;
+  slim?: (object: CustomObject) => void;
   log: LogFn;
 }
 
@@ -73,14 +73,14 @@ export class NamespacedInformers {
   /** By optional kind, the refusal of its list said last: said once, not once per namespace. */
   private readonly refusals = new Map<string, string>();
 
-  constructor(private readonly o: NamespacedInformersOptions) {
-    this.gate = new LeaderGate(o.leadership, o.sharded ? (ns) => ns === o.systemNamespace || this.serving.has(ns) : undefined);
-    if (o.namespaces || o.sharded) this.watching = new Set(o.namespaces ?? []);
+  constructor(private readonly options: NamespacedInformersOptions) {
+    this.gate = new LeaderGate(options.leadership, options.sharded ? (ns) => ns === options.systemNamespace || this.serving.has(ns) : undefined);
+    if (options.namespaces || options.sharded) this.watching = new Set(options.namespaces ?? []);
   }
 
   async start(): Promise<void> {
-    if (this.o.sharded) await this.setNamespaces(new Set(this.o.namespaces ?? []));
-    else await Promise.all((this.o.namespaces ?? [undefined]).map((ns) => this.cacheNamespace(ns)));
+    if (this.options.sharded) await this.setNamespaces(new Set(this.options.namespaces ?? []));
+    else await Promise.all((this.options.namespaces ?? [undefined]).map((ns) => this.cacheNamespace(ns)));
     this.synced = true;
   }
 
@@ -91,7 +91,7 @@ export class NamespacedInformers {
 
   /** True once every cache of `kinds` has listed, and while the last list of each succeeded (readiness). */
   isSynced(): boolean {
-    return this.synced && !this.stopped && [...this.caches.values()].every((c) => c.kinds.every((k) => k.listed));
+    return this.synced && !this.stopped && [...this.caches.values()].every((caches) => caches.kinds.every((cache) => cache.listed));
   }
 
   /**
@@ -115,14 +115,14 @@ export class NamespacedInformers {
   private readonly retries = new Map<string, number>();
 
   private async retryRefused(): Promise<void> {
-    for (const kind of this.o.optionalKinds ?? []) {
-      const refused = [...this.caches.values()].flatMap((c) => c.optional.get(kindKey(kind)) ?? []).filter((c) => c.refused);
+    for (const kind of this.options.optionalKinds ?? []) {
+      const refused = [...this.caches.values()].flatMap((caches) => caches.optional.get(kindKey(kind)) ?? []).filter((cache) => cache.refused);
       if (refused.length === 0) continue;
       const n = this.retries.get(kindKey(kind)) ?? 0;
       this.retries.set(kindKey(kind), n + 1);
       const first = refused[n % refused.length]!;
       await first.resume();
-      if (first.listed) await forEachLimited(refused.filter((c) => c !== first), LIST_PARALLEL, (c) => c.resume());
+      if (first.listed) await forEachLimited(refused.filter((cache) => cache !== first), LIST_PARALLEL, (cache) => cache.resume());
     }
   }
 
@@ -133,7 +133,7 @@ export class NamespacedInformers {
       this.caches.delete(ns);
       this.watching!.delete(ns);
       await stopAll(caches);
-      this.o.onForget?.(ns);
+      this.options.onForget?.(ns);
     }
     const added = [...namespaces].filter((ns) => !this.caches.has(ns));
     for (const ns of added) this.watching!.add(ns);
@@ -147,24 +147,24 @@ export class NamespacedInformers {
   private async cacheNamespace(namespace: string | undefined): Promise<void> {
     const cache = (kind: { plural: string; group?: string; version?: string }, optional?: ApiKind) =>
       new KindCache({
-        kubeConfig: this.o.kubeConfig,
+        kubeConfig: this.options.kubeConfig,
         ...kind,
         ...(namespace ? { namespace } : {}),
-        onChange: this.o.onChange,
+        onChange: this.options.onChange,
         onListed: () => {
           if (optional) this.refusals.delete(kindKey(optional));
-          this.o.onListed?.();
+          this.options.onListed?.();
         },
-        ...(this.o.slim ? { slim: this.o.slim } : {}),
+        ...(this.options.slim ? { slim: this.options.slim } : {}),
         ...(optional ? { onRefused: (refusal: string, status: number) => this.refused(optional, refusal, status) } : {}),
-        log: this.o.log,
+        log: this.options.log,
       });
     const caches: NamespaceCaches = {
-      kinds: this.o.kinds.map((kind) => cache({ plural: pluralOf(kind) })),
-      optional: new Map((this.o.optionalKinds ?? []).map((k) => [kindKey(k), cache({ group: k.group, version: k.version, plural: k.plural }, k)])),
+      kinds: this.options.kinds.map((kind) => cache({ plural: pluralOf(kind) })),
+      optional: new Map((this.options.optionalKinds ?? []).map((apiKind) => [kindKey(apiKind), cache({ group: apiKind.group, version: apiKind.version, plural: apiKind.plural }, apiKind)])),
     };
     this.caches.set(namespace ?? '', caches);
-    await Promise.all([...caches.kinds, ...caches.optional.values()].map((c) => c.start()));
+    await Promise.all([...caches.kinds, ...caches.optional.values()].map((cache) => cache.start()));
     if (this.caches.get(namespace ?? '') !== caches) await stopAll(caches); // dropped meanwhile
   }
 
@@ -172,7 +172,7 @@ export class NamespacedInformers {
   private refused(kind: ApiKind, refusal: string, status: number): void {
     if (this.refusals.get(kindKey(kind)) === refusal) return;
     this.refusals.set(kindKey(kind), refusal);
-    this.o.log(`${kind.plural}.${kind.group} is not cached: ${refusal}; its list is tried again later`, { level: status === 404 ? 'info' : 'warn' });
+    this.options.log(`${kind.plural}.${kind.group} is not cached: ${refusal}; its list is tried again later`, { level: status === 404 ? 'info' : 'warn' });
   }
 
   /** Sharded: the shard serves these namespaces from now on. */
@@ -187,7 +187,7 @@ export class NamespacedInformers {
 
   /** Standalone, or the shard serves the namespace now. */
   serves(namespace: string): boolean {
-    return !this.o.sharded || this.serving.has(namespace);
+    return !this.options.sharded || this.serving.has(namespace);
   }
 
   /** Leading (or standalone), and serving the namespace. */
@@ -207,7 +207,7 @@ export class NamespacedInformers {
 
   /** Whether every cache of `kinds` a pass in the namespace reads has listed once. */
   listed(namespace: string): boolean {
-    return this.cachesOf(namespace)?.kinds.every((c) => c.synced) ?? false;
+    return this.cachesOf(namespace)?.kinds.every((cache) => cache.synced) ?? false;
   }
 
   /** The cached objects of the kind at `index` (of `kinds`) in the namespace. */
@@ -231,8 +231,8 @@ export class NamespacedInformers {
 
   /** A KubeConfig whose writes the gate fences. */
   kubeConfig(): k8s.KubeConfig {
-    return this.gate.kubeConfig(this.o.kubeConfig);
+    return this.gate.kubeConfig(this.options.kubeConfig);
   }
 }
 
-const stopAll = (caches: NamespaceCaches) => Promise.all([...caches.kinds, ...caches.optional.values()].map((c) => c.stop()));
+const stopAll = (caches: NamespaceCaches) => Promise.all([...caches.kinds, ...caches.optional.values()].map((cache) => cache.stop()));

@@ -12,37 +12,37 @@ import { routeKey } from '../executors/routes.js';
 import type { CustomObject } from '../k8s/custom-objects.js';
 
 /** An object's API group, from its apiVersion ('' for the core group's `v1`). */
-const groupOf = (o: CustomObject) => (o.apiVersion?.includes('/') ? o.apiVersion.split('/')[0]! : '');
+const groupOf = (object: CustomObject) => (object.apiVersion?.includes('/') ? object.apiVersion.split('/')[0]! : '');
 
 /** Whether the object is a route of a kind a built-in executor manages. */
-export function isRoute(o: CustomObject): boolean {
-  return builtInRouteKinds.some((k) => k.kind === o.kind && k.group === groupOf(o));
+export function isRoute(object: CustomObject): boolean {
+  return builtInRouteKinds.some((routeKind) => routeKind.kind === object.kind && routeKind.group === groupOf(object));
 }
 
 /** A watched route's key, as executors/routes.ts keys a read of it. */
-export const routeKeyOf = (o: CustomObject) => routeKey({ group: groupOf(o), kind: o.kind }, o.metadata.namespace!, o.metadata.name);
+export const routeKeyOf = (object: CustomObject) => routeKey({ group: groupOf(object), kind: object.kind }, object.metadata.namespace!, object.metadata.name);
 
 /**
  * What a pass reads of an object; for Stages and usages only what others write (not status), for a
  * route its spec (a digest: every route of the watched namespaces is remembered).
  */
-export function relevantState(o: CustomObject): string {
-  if (isRoute(o)) return createHash('sha1').update(JSON.stringify(o.spec ?? null)).digest('base64');
-  const m = o.metadata;
-  const meta = { generation: m.generation, deleting: m.deletionTimestamp, labels: m.labels, finalizers: m.finalizers };
-  switch (o.kind) {
+export function relevantState(object: CustomObject): string {
+  if (isRoute(object)) return createHash('sha1').update(JSON.stringify(object.spec ?? null)).digest('base64');
+  const { generation, deletionTimestamp: deleting, labels, finalizers } = object.metadata;
+  const meta = { generation, deleting, labels, finalizers };
+  switch (object.kind) {
     case 'VectorActivation':
       // decisions/stage.ts reads an activation's phase only as unfinished or which final one: the
       // steps in between (held, Pending, Waiting, InProgress) cost no pass, nor does its close-out
       // finalizer coming and going.
-      return JSON.stringify({ ...meta, finalizers: undefined, phase: isFinal(o.status?.phase) ? o.status.phase : 'unfinished' });
+      return JSON.stringify({ ...meta, finalizers: undefined, phase: isFinal(object.status?.phase) ? object.status.phase : 'unfinished' });
     case 'StageVersion':
       // The marks decide cleanup and protection; metadata changes leave the generation as it is.
       return JSON.stringify({
         ...meta,
-        ready: isReady(o as unknown as StageVersionResource),
-        serving: m.annotations?.[ANNOTATION_SERVING],
-        activatedBy: m.annotations?.[ANNOTATION_ACTIVATED_BY],
+        ready: isReady(object as unknown as StageVersionResource),
+        serving: object.metadata.annotations?.[ANNOTATION_SERVING],
+        activatedBy: object.metadata.annotations?.[ANNOTATION_ACTIVATED_BY],
       });
     default:
       return JSON.stringify(meta);
@@ -56,17 +56,17 @@ export function relevantState(o: CustomObject): string {
  * whole object) would be most of the memory; a route's status (a Gateway's conditions per parent)
  * and annotations are not read.
  */
-export function slim(o: CustomObject): void {
-  if (isRoute(o)) {
-    const { name, namespace, uid, resourceVersion } = o.metadata;
-    o.metadata = { name, namespace, uid, resourceVersion };
-    if (o.status !== undefined) o.status = undefined;
+export function slim(object: CustomObject): void {
+  if (isRoute(object)) {
+    const { name, namespace, uid, resourceVersion } = object.metadata;
+    object.metadata = { name, namespace, uid, resourceVersion };
+    if (object.status !== undefined) object.status = undefined;
     return;
   }
-  if (o.kind !== 'VectorActivation') return;
-  const { name, namespace, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, labels, finalizers } = o.metadata;
-  o.metadata = { name, namespace, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, labels, finalizers };
+  if (object.kind !== 'VectorActivation') return;
+  const { name, namespace, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, labels, finalizers } = object.metadata;
+  object.metadata = { name, namespace, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, labels, finalizers };
   // The plan names the routes its traffic goes through (controllers/stage-traffic.ts).
-  o.spec = { stage: o.spec?.stage, stageVersion: o.spec?.stageVersion, ...(o.spec?.executionPlan ? { executionPlan: o.spec.executionPlan } : {}) };
-  if (o.status) o.status = { phase: o.status.phase, message: o.status.message };
+  object.spec = { stage: object.spec?.stage, stageVersion: object.spec?.stageVersion, ...(object.spec?.executionPlan ? { executionPlan: object.spec.executionPlan } : {}) };
+  if (object.status) object.status = { phase: object.status.phase, message: object.status.message };
 }

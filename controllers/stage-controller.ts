@@ -13,7 +13,7 @@ import { observeTraffic } from './stage-traffic.js';
 import { WrittenStatuses } from './written-statuses.js';
 import { isRoute, relevantState, routeKeyOf, slim } from './stage-cache.js';
 import { RouteReaders } from './route-readers.js';
-import { freshReads, planNamespace, type Observed, type Plan } from '../decisions/stage.js';
+import { freshReads, decideNamespace, type Observed, type NamespaceDecision } from '../decisions/stage.js';
 import { builtInRouteKinds } from '../executors/index.js';
 import type { RouteKind } from '../executors/types.js';
 import { apiMessage, apiStatus, k8s } from '../k8s/client.js';
@@ -95,18 +95,18 @@ export class StageController {
   private registrations?: KindCache;
   private plans?: KindCache;
 
-  constructor(private readonly o: StageControllerOptions) {
-    this.log = o.log ?? componentLogger('stage-controller').fn();
+  constructor(private readonly settings: StageControllerOptions) {
+    this.log = settings.log ?? componentLogger('stage-controller').fn();
     this.informers = new NamespacedInformers({
-      kubeConfig: o.kubeConfig,
+      kubeConfig: settings.kubeConfig,
       kinds: KINDS,
       // A route kind whose CRD is not installed is not cached: its routes are read with a GET, and
       // its list is tried again on the resync.
       optionalKinds: builtInRouteKinds,
-      ...(o.namespaces ? { namespaces: o.namespaces } : {}),
-      ...(o.leadership ? { leadership: o.leadership } : {}),
-      ...(o.sharded ? { sharded: true } : {}),
-      systemNamespace: o.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE,
+      ...(settings.namespaces ? { namespaces: settings.namespaces } : {}),
+      ...(settings.leadership ? { leadership: settings.leadership } : {}),
+      ...(settings.sharded ? { sharded: true } : {}),
+      systemNamespace: settings.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE,
       onChange: (type, obj) => this.observe(type, obj),
       onListed: () => this.wake(),
       onForget: (ns) => {
@@ -150,7 +150,7 @@ export class StageController {
     this.startedAt = Date.now();
     // A registration or plan that changes changes which routes every Stage's traffic is read from.
     const system = (kind: string) =>
-      new KindCache({ kubeConfig: this.o.kubeConfig, plural: pluralOf(kind), namespace: this.o.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE, onChange: () => void this.resyncAll(), log: this.log });
+      new KindCache({ kubeConfig: this.settings.kubeConfig, plural: pluralOf(kind), namespace: this.settings.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE, onChange: () => void this.resyncAll(), log: this.log });
     this.registrations = system('ActivationTaskRegistration');
     this.plans = system('ActivationExecutionPlan');
     await Promise.all([this.registrations.start(), this.plans.start()]);
@@ -158,7 +158,7 @@ export class StageController {
     this.timer = setInterval(() => {
       void this.informers.retryOptional();
       void this.resyncAll();
-    }, this.o.resyncMs ?? RESYNC_MS);
+    }, this.settings.resyncMs ?? RESYNC_MS);
     this.gate.start((identity) => {
       if (this.stopped) return;
       this.log(`${identity} leads: reconciling every namespace`);
@@ -173,7 +173,7 @@ export class StageController {
     this.stopped = true;
     clearInterval(this.timer);
     this.gate.stop();
-    await Promise.all([this.informers.stop(), ...[this.registrations, this.plans].filter((c) => c !== undefined).map((c) => c.stop())]);
+    await Promise.all([this.informers.stop(), ...[this.registrations, this.plans].filter((cache) => cache !== undefined).map((cache) => cache.stop())]);
     this.wake();
     await this.loop;
   }
@@ -184,16 +184,16 @@ export class StageController {
    * not cost a pass: with four list calls each, they slowed activations running beside the
    * controller.
    */
-  private observe(type: string, o: CustomObject): void {
-    const key = `${o.kind}/${o.metadata.uid}`;
-    const seen = relevantState(o);
+  private observe(type: string, changed: CustomObject): void {
+    const key = `${changed.kind}/${changed.metadata.uid}`;
+    const seen = relevantState(changed);
     if (type === 'DELETED') this.seen.delete(key);
     else if (this.seen.get(key)?.state === seen) return;
-    else this.seen.set(key, { ns: o.metadata.namespace!, state: seen });
-    if (type !== 'DELETED') observeEventLag('stage-controller', o.kind, o, this.startedAt);
-    const delay = isRoute(o) ? ROUTE_PASS_DELAY_MS : 0;
-    this.enqueue(o.metadata.namespace!, delay);
-    if (isRoute(o)) for (const ns of this.routeReaders.of(routeKeyOf(o))) this.enqueue(ns, delay);
+    else this.seen.set(key, { ns: changed.metadata.namespace!, state: seen });
+    if (type !== 'DELETED') observeEventLag('stage-controller', changed.kind, changed, this.startedAt);
+    const delay = isRoute(changed) ? ROUTE_PASS_DELAY_MS : 0;
+    this.enqueue(changed.metadata.namespace!, delay);
+    if (isRoute(changed)) for (const ns of this.routeReaders.of(routeKeyOf(changed))) this.enqueue(ns, delay);
   }
 
   /** Marks a namespace for a pass, at once or in `delayMs` (tests and other components may call it too). */
@@ -261,15 +261,15 @@ export class StageController {
 
   /** One pass over a namespace: observe, plan, act. */
   async reconcile(ns: string): Promise<void> {
-    const options = { ...(this.o.systemNamespace ? { systemNamespace: this.o.systemNamespace } : {}), ...(this.o.shard ? { shard: this.o.shard } : {}) };
-    const withTraffic = (o: Observed, traffic: Observed['traffic']): Observed => (traffic ? { ...o, traffic } : o);
+    const options = { ...(this.settings.systemNamespace ? { systemNamespace: this.settings.systemNamespace } : {}), ...(this.settings.shard ? { shard: this.settings.shard } : {}) };
+    const withTraffic = (observed: Observed, traffic: Observed['traffic']): Observed => (traffic ? { ...observed, traffic } : observed);
     // What the routes hold comes from their caches too: a change to a route's spec (a person's
     // edit, an executor's write) marks the namespace like any other change, so a pass that read a
     // route a moment before it changed is followed by one that reads it changed.
     let observed = this.observeNamespace(ns);
     let traffic = await this.observeTraffic(ns, observed);
     observed = withTraffic(observed, traffic);
-    let plan = planNamespace(observed, new Date(), options);
+    let plan = decideNamespace(observed, new Date(), options);
     // What the next pass cannot take back is decided on fresh reads (decisions/stage.ts
     // freshReads): the caches of different kinds may lag one another by a moment (a Stage's status
     // ahead of its new StageVersion, a usage not cached yet), and the routes' caches the routes.
@@ -284,7 +284,7 @@ export class StageController {
         observed = withTraffic(observed, traffic);
         fresh.routes = true;
       }
-      plan = planNamespace(observed, new Date(), options);
+      plan = decideNamespace(observed, new Date(), options);
     }
     // A drain ends with no change to announce it: the namespace is passed again then.
     if (plan.wakeAt !== undefined) this.enqueue(ns, Math.max(plan.wakeAt - Date.now(), 0));
@@ -299,7 +299,7 @@ export class StageController {
     const [stages, stageVersions, usages, activations] = KINDS.map((kind, i) => {
       const cached = this.informers.list(namespace, i);
       this.written.prune(kind, namespace, cached);
-      return cached.map((o) => this.written.view(kind, o));
+      return cached.map((object) => this.written.view(kind, object));
     });
     return { namespace, stages, stageVersions, usages, activations } as unknown as Observed;
   }
@@ -309,8 +309,8 @@ export class StageController {
    * cached. A route is read from its cache unless `fresh` (or not cached: another namespace not
    * watched, a kind not listed), else from the apiserver.
    */
-  private async observeTraffic(ns: string, observed: Observed, o: { fresh?: boolean } = {}): Promise<Observed['traffic']> {
-    const system = this.o.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE;
+  private async observeTraffic(ns: string, observed: Observed, how: { fresh?: boolean } = {}): Promise<Observed['traffic']> {
+    const system = this.settings.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE;
     const registrations = this.registrations?.list(system) ?? [];
     const stages = observed.stages.filter((st) => !st.metadata.deletionTimestamp);
     // Registrations or plans not listed now (start-up, a re-list after a watch ended): what the
@@ -329,7 +329,7 @@ export class StageController {
       }
     })();
     const traffic = await observeTraffic(
-      { kubeConfig: this.gate.kubeConfig(this.o.kubeConfig), routes, ...(o.fresh ? {} : { cachedRoute }) },
+      { kubeConfig: this.gate.kubeConfig(this.settings.kubeConfig), routes, ...(how.fresh ? {} : { cachedRoute }) },
       ns,
       stages,
       observed.stageVersions,
@@ -348,14 +348,14 @@ export class StageController {
   }
 
   /** The Events of an object this controller created (docs/events.md); best effort, in the background. */
-  private recordCreated(ns: string, o: CustomObject): void {
-    const stageUid = o.metadata.ownerReferences?.find((r) => r.kind === 'Stage')?.uid;
+  private recordCreated(ns: string, created: CustomObject): void {
+    const stageUid = created.metadata.ownerReferences?.find((owner) => owner.kind === 'Stage')?.uid;
     let events: EventSpec[] = [];
-    if (o.kind === 'StageVersion') events = stageVersionCreatedEvents({ name: o.metadata.name, stage: o.spec.stage, revision: o.spec.revision, vector: o.spec.vector });
-    if (o.kind === 'VectorActivation') events = activationCreatedEvents({ name: o.metadata.name, stage: o.spec.stage, stageVersion: o.spec.stageVersion });
-    const stage = o.spec?.stage as string | undefined;
+    if (created.kind === 'StageVersion') events = stageVersionCreatedEvents({ name: created.metadata.name, stage: created.spec.stage, revision: created.spec.revision, vector: created.spec.vector });
+    if (created.kind === 'VectorActivation') events = activationCreatedEvents({ name: created.metadata.name, stage: created.spec.stage, stageVersion: created.spec.stageVersion });
+    const stage = created.spec?.stage as string | undefined;
     // Only a create that made the object says so: no look-up for a repeat is needed.
-    sendEvents(this.event, ns, events, { ...(stage ? { [`Stage/${stage}`]: stageUid } : {}), [`${o.kind}/${o.metadata.name}`]: o.metadata.uid }, this.log, { once: true });
+    sendEvents(this.event, ns, events, { ...(stage ? { [`Stage/${stage}`]: stageUid } : {}), [`${created.kind}/${created.metadata.name}`]: created.metadata.uid }, this.log, { once: true });
   }
 
   /** A pass in a second, for a change no watch event will announce. */
@@ -364,64 +364,64 @@ export class StageController {
   }
 
   /** Performs a plan in its order; every action is safe to repeat, status writes come last. */
-  private async act(ns: string, plan: Plan, observed: Observed): Promise<void> {
+  private async act(ns: string, plan: NamespaceDecision, observed: Observed): Promise<void> {
     /** The resourceVersion this pass's metadata writes left, by kind/name: a status written after is noted over it. */
     const patched = new Map<string, string>();
-    for (const p of plan.metadata) {
-      this.gate.fence(`patching ${p.kind} ${ns}/${p.name}`, ns);
-      this.log(p.why, { namespace: ns });
+    for (const metadataPatch of plan.metadata) {
+      this.gate.fence(`patching ${metadataPatch.kind} ${ns}/${metadataPatch.name}`, ns);
+      this.log(metadataPatch.why, { namespace: ns });
       try {
-        const written = await this.objects.mergeMetadataOf(p.kind, ns, p.name, { ...p.metadata, ...(p.resourceVersion ? { resourceVersion: p.resourceVersion } : {}) });
-        if (written?.metadata.resourceVersion) patched.set(`${p.kind}/${p.name}`, written.metadata.resourceVersion);
+        const written = await this.objects.mergeMetadataOf(metadataPatch.kind, ns, metadataPatch.name, { ...metadataPatch.metadata, ...(metadataPatch.resourceVersion ? { resourceVersion: metadataPatch.resourceVersion } : {}) });
+        if (written?.metadata.resourceVersion) patched.set(`${metadataPatch.kind}/${metadataPatch.name}`, written.metadata.resourceVersion);
       } catch (err) {
         if (apiStatus(err) !== 409) throw err;
         // Changed since the read, maybe by a status write that marks no pass: decide again soon.
         this.passAgainSoon(ns);
       }
     }
-    for (const c of plan.creates) {
-      this.gate.fence(`creating ${c.object.kind} ${ns}/${c.object.metadata.name}`, ns);
-      this.log(c.why, { namespace: ns });
-      const { object, created } = await this.objects.create(c.object as CustomObject);
+    for (const creation of plan.creates) {
+      this.gate.fence(`creating ${creation.object.kind} ${ns}/${creation.object.metadata.name}`, ns);
+      this.log(creation.why, { namespace: ns });
+      const { object, created } = await this.objects.create(creation.object as CustomObject);
       if (created) {
         // Said once, when done: a resync or a restarted controller finds it done and says nothing.
         this.recordCreated(ns, object);
       }
-      else if (c.object.kind === 'StageVersion') {
+      else if (creation.object.kind === 'StageVersion') {
         // A StageVersion the cache does not hold yet: its watch event brings a pass that sees it,
         // and decides again before pointing a usage at it.
-        this.log(`StageVersion ${ns}/${c.object.metadata.name} exists already; planning again once it is cached`, { namespace: ns });
+        this.log(`StageVersion ${ns}/${creation.object.metadata.name} exists already; planning again once it is cached`, { namespace: ns });
         this.passAgainSoon(ns);
         return;
-      } else this.log(`${c.object.kind} ${ns}/${c.object.metadata.name} exists already`, { namespace: ns });
+      } else this.log(`${creation.object.kind} ${ns}/${creation.object.metadata.name} exists already`, { namespace: ns });
     }
-    for (const p of plan.specs) {
-      this.gate.fence(`patching ${p.kind} ${ns}/${p.name}`, ns);
-      this.log(p.why, { namespace: ns });
-      await this.objects.mergeSpec(p.kind, ns, p.name, p.spec);
+    for (const specPatch of plan.specs) {
+      this.gate.fence(`patching ${specPatch.kind} ${ns}/${specPatch.name}`, ns);
+      this.log(specPatch.why, { namespace: ns });
+      await this.objects.mergeSpec(specPatch.kind, ns, specPatch.name, specPatch.spec);
     }
-    for (const d of plan.deletes) {
-      this.gate.fence(`deleting ${d.kind} ${ns}/${d.name}`, ns);
-      this.log(d.why, { namespace: ns });
+    for (const deletion of plan.deletes) {
+      this.gate.fence(`deleting ${deletion.kind} ${ns}/${deletion.name}`, ns);
+      this.log(deletion.why, { namespace: ns });
       try {
-        await this.objects.delete(d.kind, ns, d.name, d.uid);
-        const stage = observed.stageVersions.find((sv) => sv.metadata.name === d.name)?.spec.stage;
+        await this.objects.delete(deletion.kind, ns, deletion.name, deletion.uid);
+        const stage = observed.stageVersions.find((sv) => sv.metadata.name === deletion.name)?.spec.stage;
         const stageUid = observed.stages.find((st) => st.metadata.name === stage)?.metadata.uid;
-        if (stage) sendEvents(this.event, ns, cleanedUpEvents({ name: d.name, stage }, d.why), { [`StageVersion/${d.name}`]: d.uid, [`Stage/${stage}`]: stageUid }, this.log);
+        if (stage) sendEvents(this.event, ns, cleanedUpEvents({ name: deletion.name, stage }, deletion.why), { [`StageVersion/${deletion.name}`]: deletion.uid, [`Stage/${stage}`]: stageUid }, this.log);
       } catch (err) {
         // Refused by the admission policy (an activation marked it since the read): decide again later.
         if (apiStatus(err) !== 403 && apiStatus(err) !== 422) throw err;
-        this.log(`deleting ${d.kind} ${ns}/${d.name} was refused: ${apiMessage(err)}`, { level: 'warn', namespace: ns });
+        this.log(`deleting ${deletion.kind} ${ns}/${deletion.name} was refused: ${apiMessage(err)}`, { level: 'warn', namespace: ns });
       }
     }
     // Status alone never needs another pass.
     const objectsOf = { Stage: observed.stages, StageVersion: observed.stageVersions, StageVersionUsage: observed.usages };
-    for (const s of plan.statuses) {
-      this.gate.fence(`the status of ${s.kind} ${ns}/${s.name}`, ns);
-      await this.objects.patchStatus(s.kind, ns, s.name, s.patch);
-      const over = (objectsOf[s.kind] as { metadata: { name?: string; resourceVersion?: string } }[]).find((o) => o.metadata.name === s.name);
-      const after = patched.get(`${s.kind}/${s.name}`);
-      if (over) this.written.note(s.kind, after ? { metadata: { ...over.metadata, resourceVersion: after } } : over, s.patch);
+    for (const statusPatch of plan.statuses) {
+      this.gate.fence(`the status of ${statusPatch.kind} ${ns}/${statusPatch.name}`, ns);
+      await this.objects.patchStatus(statusPatch.kind, ns, statusPatch.name, statusPatch.patch);
+      const over = (objectsOf[statusPatch.kind] as { metadata: { name?: string; resourceVersion?: string } }[]).find((cached) => cached.metadata.name === statusPatch.name);
+      const after = patched.get(`${statusPatch.kind}/${statusPatch.name}`);
+      if (over) this.written.note(statusPatch.kind, after ? { metadata: { ...over.metadata, resourceVersion: after } } : over, statusPatch.patch);
     }
   }
 }

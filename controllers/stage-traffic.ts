@@ -93,23 +93,23 @@ export async function observeTraffic(
     const tasks = new Set<string>();
     // No activation (yet, or they were deleted) names a plan: any registration may hold its
     // traffic, so all of them are read (a rule that sends this Stage nothing is left out below).
-    if (names.size === 0) for (const r of registrations) tasks.add(r.metadata.name!);
+    if (names.size === 0) for (const resource of registrations) tasks.add(resource.metadata.name!);
     for (const name of names) {
-      const plan = plans.find((p) => p.metadata.name === name);
-      if (plan) for (const step of plan.spec.steps) for (const t of step.tasks) tasks.add(t);
+      const plan = plans.find((resource) => resource.metadata.name === name);
+      if (plan) for (const step of plan.spec.steps) for (const task of step.tasks) tasks.add(task);
       // No such plan here (no default plan: every registration runs; a named one not cached yet,
       // or deleted since it ran): which registrations hold the traffic is not known, so all are read;
       // for a plan named a moment ago that may still miss a registration not cached yet.
       else {
-        for (const r of registrations) tasks.add(r.metadata.name!);
+        for (const resource of registrations) tasks.add(resource.metadata.name!);
         if (recent.has(name)) planUnknown = true;
       }
     }
     // A task that is no registration cached here (not seen yet, or deleted) may have rules that
     // send traffic: the Stage's traffic is then not known whole.
-    const known = new Set(registrations.map((r) => r.metadata.name!));
-    const complete = !planUnknown && ![...tasks].some((t) => unreadable.has(t) || !known.has(t));
-    return { tasks: readable.filter((r) => tasks.has(r.name)), reported: [...external].filter((r) => tasks.has(r)), complete };
+    const known = new Set(registrations.map((resource) => resource.metadata.name!));
+    const complete = !planUnknown && ![...tasks].some((task) => unreadable.has(task) || !known.has(task));
+    return { tasks: readable.filter((registration) => tasks.has(registration.name)), reported: [...external].filter((task) => tasks.has(task)), complete };
   };
   /** The executions of an External registration in the namespace, listed once a pass (a client only if there is one). */
   let objects: CustomObjects | undefined;
@@ -130,19 +130,19 @@ export async function observeTraffic(
       out.set(name, { rules: [], complete });
       continue;
     }
-    const own = new Set(versions.map((v) => v.name));
+    const own = new Set(versions.map((stageVersion) => stageVersion.name));
     const input: TaskInput = { execution: { namespace, name: '' }, action: 'Apply', namespace, stage: name, stageVersion: versions[0]!, stageVersions: versions, config: {} };
     let rules: TrafficRule[] | undefined = [];
-    const add = (r: TrafficRule) => {
+    const add = (trafficRule: TrafficRule) => {
       // A rule that sends nothing to this Stage's StageVersions is another Stage's, or nobody's yet.
-      if (!Object.keys(r.weights).some((k) => own.has(k))) return;
+      if (!Object.keys(trafficRule.weights).some((version) => own.has(version))) return;
       // Two registrations (of two plans) may manage the same rule: it is one rule.
-      if (rules?.some((x) => x.route.group === r.route.group && x.route.kind === r.route.kind && x.route.namespace === r.route.namespace && x.route.name === r.route.name && x.rule === r.rule)) return;
-      rules?.push(r);
+      if (rules?.some((trafficRule) => trafficRule.route.group === trafficRule.route.group && trafficRule.route.kind === trafficRule.route.kind && trafficRule.route.namespace === trafficRule.route.namespace && trafficRule.route.name === trafficRule.route.name && trafficRule.rule === trafficRule.rule)) return;
+      rules?.push(trafficRule);
     };
     for (const { executor, config } of tasks) {
       try {
-        for (const r of await executor.observe({ ...input, config }, config, ctx, { lenient: true })) add({ route: r.route, rule: r.index, ...(r.name ? { name: r.name } : {}), weights: percentOf(r.traffic) });
+        for (const observedRule of await executor.observe({ ...input, config }, config, ctx, { lenient: true })) add({ route: observedRule.route, rule: observedRule.index, ...(observedRule.name ? { name: observedRule.name } : {}), weights: percentOf(observedRule.traffic) });
       } catch (err) {
         if (!absent(err)) rules = undefined;
       }
@@ -151,7 +151,7 @@ export async function observeTraffic(
     const reports: ReportedExecution[] = [];
     for (const registration of reported) {
       try {
-        const ofStage = (await executionsOf(registration)).filter((e) => e.spec?.stage === name && e.spec?.registration === registration);
+        const ofStage = (await executionsOf(registration)).filter((object) => object.spec?.stage === name && object.spec?.registration === registration);
         // Never run for this Stage: what its rules hold is not known here.
         if (ofStage.length === 0) complete = false;
         reports.push(...ofStage.map(reportedExecution));
@@ -160,7 +160,7 @@ export async function observeTraffic(
       }
     }
     const told = reports.length > 0 ? reportedRules(reports) : [];
-    if (told) for (const r of told) add(r);
+    if (told) for (const rule of told) add(rule);
     else complete = false;
     out.set(name, rules && { rules, complete });
   }
@@ -168,14 +168,14 @@ export async function observeTraffic(
 }
 
 /** The parts of an ActivationExecution that say what its External executor did. */
-function reportedExecution(e: CustomObject): ReportedExecution {
+function reportedExecution(object: CustomObject): ReportedExecution {
   return {
-    name: e.metadata.name,
-    created: e.metadata.creationTimestamp ?? '',
-    action: e.spec?.action === 'Revert' ? 'Revert' : 'Apply',
-    ...(e.spec?.assignment ? { assignment: e.spec.assignment } : {}),
-    ...(e.spec?.revertOf ? { revertOf: e.spec.revertOf } : {}),
-    ...(e.status?.phase ? { phase: e.status.phase } : {}),
-    ...(e.status?.record?.rules ? { record: e.status.record.rules } : {}),
+    name: object.metadata.name,
+    created: object.metadata.creationTimestamp ?? '',
+    action: object.spec?.action === 'Revert' ? 'Revert' : 'Apply',
+    ...(object.spec?.assignment ? { assignment: object.spec.assignment } : {}),
+    ...(object.spec?.revertOf ? { revertOf: object.spec.revertOf } : {}),
+    ...(object.status?.phase ? { phase: object.status.phase } : {}),
+    ...(object.status?.record?.rules ? { record: object.status.record.rules } : {}),
   };
 }

@@ -19,36 +19,36 @@ interface Cached {
   status?: Record<string, unknown>;
 }
 
-const keyOf = (kind: string, o: Cached) => `${kind}/${o.metadata.namespace}/${o.metadata.name}`;
+const keyOf = (kind: string, cached: Cached) => `${kind}/${cached.metadata.namespace}/${cached.metadata.name}`;
 
 export class WrittenStatuses {
   private readonly written = new Map<string, Written>();
 
   /** Notes a status written (after the write went through) over `o` as it was observed. */
-  note(kind: string, o: Cached, patch: Record<string, unknown>): void {
-    const over = o.metadata.resourceVersion;
+  note(kind: string, cached: Cached, patch: Record<string, unknown>): void {
+    const over = cached.metadata.resourceVersion;
     if (!over) return;
-    const key = keyOf(kind, o);
+    const key = keyOf(kind, cached);
     // A second write over the same cached object: the view it was planned on held the first.
     const before = this.written.get(key);
     this.written.set(key, { over, patch: before?.over === over ? { ...before.patch, ...patch } : patch });
   }
 
   /** `o` as the controller last wrote it, while the cache holds it as it was before that write. */
-  view<T extends Cached>(kind: string, o: T): T {
-    const key = keyOf(kind, o);
-    const w = this.written.get(key);
-    if (!w) return o;
-    if (w.over !== o.metadata.resourceVersion) {
+  view<T extends Cached>(kind: string, item: T): T {
+    const key = keyOf(kind, item);
+    const entry = this.written.get(key);
+    if (!entry) return item;
+    if (entry.over !== item.metadata.resourceVersion) {
       this.written.delete(key);
-      return o;
+      return item;
     }
-    const status: Record<string, unknown> = { ...o.status };
-    for (const [field, value] of Object.entries(w.patch)) {
+    const status: Record<string, unknown> = { ...item.status };
+    for (const [field, value] of Object.entries(entry.patch)) {
       if (value === null) delete status[field];
       else status[field] = value;
     }
-    return { ...o, status };
+    return { ...item, status };
   }
 
   /** Forgets every note of a namespace (no longer served). */
@@ -58,7 +58,7 @@ export class WrittenStatuses {
 
   /** Forgets the notes of a namespace's objects of `kind` that are not among `seen` (deleted since). */
   prune(kind: string, namespace: string, seen: readonly Cached[]): void {
-    const live = new Set(seen.map((o) => keyOf(kind, o)));
+    const live = new Set(seen.map((cached) => keyOf(kind, cached)));
     for (const key of this.written.keys()) if (key.startsWith(`${kind}/${namespace}/`) && !live.has(key)) this.written.delete(key);
   }
 }

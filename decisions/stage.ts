@@ -2,7 +2,7 @@
  * What the Stage controller decides (ADR-0013, ADR-0012 step 1), as pure functions: given what one
  * pass read of a namespace, the objects to create, the metadata and spec patches, the deletes, and
  * the status patch of each object whose status should change. No I/O and no clock: the controller
- * (controllers/stage-controller.ts) lists, calls planNamespace, acts, so every rule is tested as a
+ * (controllers/stage-controller.ts) lists, calls decideNamespace, acts, so every rule is tested as a
  * table row (test/unit/stage-plan.test.ts) without a cluster.
  */
 import {
@@ -92,7 +92,7 @@ export interface StatusPatch {
 }
 
 /** What the plan needs to know of the controller that runs it. */
-export interface PlanOptions {
+export interface DecisionOptions {
   /**
    * The system namespace (KONFIDENCE_SYSTEM_NAMESPACE), where the Stage controller's
    * ControllerStatus lives; each Stage's status.controllerStatus points there. Default
@@ -104,7 +104,7 @@ export interface PlanOptions {
 }
 
 /** Act in this order: protection first, a StageVersion exists before a usage points at it. */
-export interface Plan {
+export interface NamespaceDecision {
   metadata: MetadataPatch[];
   creates: Create[];
   specs: SpecPatch[];
@@ -157,7 +157,7 @@ export interface Draining {
 }
 
 /** The serving marks to set or clear, the drains still running, and when the next one ends (epoch ms). */
-export interface MarksPlan {
+export interface MarksDecision {
   patches: MetadataPatch[];
   draining: Draining[];
   wakeAt?: number;
@@ -177,7 +177,7 @@ export interface MarksPlan {
  * is not the active one and no activation of the Stage is unfinished: a rule this controller cannot
  * read may still send it traffic, and a running activation may send it traffic again.
  */
-export function servingMarks(stage: Stage, svs: StageVersion[], traffic: ObservedTraffic | undefined, active: string | undefined, activations: Activation[], now: Date): MarksPlan {
+export function servingMarks(stage: Stage, svs: StageVersion[], traffic: ObservedTraffic | undefined, active: string | undefined, activations: Activation[], now: Date): MarksDecision {
   const name = nameOf(stage);
   const before = stage.status?.draining ?? [];
   if (!traffic) return { patches: [], draining: [...before] };
@@ -188,7 +188,7 @@ export function servingMarks(stage: Stage, svs: StageVersion[], traffic: Observe
   // Known whole: every registration's rules were read (a Stage whose registrations manage no route
   // has none; its versions but the active one then get no traffic we know of, and drain too).
   const known = traffic.complete;
-  const out: MarksPlan = { patches: [], draining: [] };
+  const out: MarksDecision = { patches: [], draining: [] };
   for (const sv of svs.filter((x) => x.spec.stage === name)) {
     const version = nameOf(sv);
     const mark = sv.metadata.annotations?.[ANNOTATION_SERVING];
@@ -452,9 +452,9 @@ export function statusPatch(observed: Record<string, unknown> | undefined, desir
 }
 
 /** Everything one pass over a namespace should do. */
-export function planNamespace(o: Observed, now: Date, options: PlanOptions = {}): Plan {
+export function decideNamespace(o: Observed, now: Date, options: DecisionOptions = {}): NamespaceDecision {
   const systemNamespace = options.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE;
-  const plan: Plan = { metadata: [], creates: [], specs: [], deletes: [], statuses: [] };
+  const plan: NamespaceDecision = { metadata: [], creates: [], specs: [], deletes: [], statuses: [] };
   const status = (kind: StatusPatch['kind'], name: string, observed: object | undefined, desired: Record<string, unknown>) => {
     const patch = statusPatch(observed as Record<string, unknown> | undefined, desired);
     if (patch) plan.statuses.push({ kind, name, patch });
@@ -531,7 +531,7 @@ export function planNamespace(o: Observed, now: Date, options: PlanOptions = {})
  * letting its deletion finish (the in-use finalizer removed), clearing its serving mark (after
  * which anyone may delete it).
  */
-export function freshReads(plan: Plan): { objects: boolean; routes: boolean } {
+export function freshReads(plan: NamespaceDecision): { objects: boolean; routes: boolean } {
   const releases = plan.metadata.some(
     (p) => (p.metadata.finalizers && !p.metadata.finalizers.includes(FINALIZER_IN_USE)) || p.metadata.annotations?.[ANNOTATION_SERVING] === null,
   );

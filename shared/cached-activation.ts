@@ -2,7 +2,7 @@
  * A VectorActivation as the activation controller caches and decides on it
  * (controllers/activation/): its identity, its Stage and StageVersion, and the parts of its status
  * that say whether a workflow runs it and which requests were answered. Plain data: the pure plan
- * (controllers/activation/plan.ts) reads it, and the informer slims every cached object down to it.
+ * (controllers/activation/decide-pass.ts) reads it, and the informer slims every cached object down to it.
  */
 import type { AnnotationRequest } from '../decisions/watcher.js';
 import { activationWorkflowId, type ActivationRef } from './activation.js';

@@ -24,14 +24,14 @@ import type { LogFn } from '../../telemetry/log.js';
 import { vectorActivation, type ActivationOptions } from '../../workflows/activation/workflow.js';
 import { readCoreRollout } from '../../worker/core-rollout.js';
 import { closeOutActivation } from './close-out.js';
-import type { Memory } from './memory.js';
+import type { PassStates } from './pass-states.js';
 import { latestRun } from './observe.js';
-import type { PassPlan } from './plan.js';
+import type { PassDecision } from './decide-pass.js';
 
 /** How many of a burst's superseded activations are ended Skipped at a time. */
 const SKIPS_AT_ONCE = 4;
 
-export interface ActOptions {
+export interface ActionOptions {
   client: Client;
   taskQueue: string;
   /** Unfenced: reads only (the canary rollout). */
@@ -44,23 +44,23 @@ export interface ActOptions {
   gate: LeaderGate;
   /** Through the gate's KubeConfig: every write fenced. */
   deps: CoreDeps;
-  memory: Memory;
+  memory: PassStates;
   log: LogFn;
   /** Asks for the namespace's pass (controller.ts): the only path that starts a workflow. */
   pass: (namespace: string) => void;
 }
 
 /** Writes in flight per namespace: a drop, and a stop, wait for them. */
-export class Tracker {
+export class InFlightWork {
   private readonly pending = new Map<string, Set<Promise<unknown>>>();
 
   run<T>(namespace: string, work: () => Promise<T>): Promise<T> {
     const set = this.pending.get(namespace) ?? new Set();
     this.pending.set(namespace, set);
-    const p = work();
-    set.add(p);
-    void p.finally(() => set.delete(p)).catch(() => undefined);
-    return p;
+    const running = work();
+    set.add(running);
+    void running.finally(() => set.delete(running)).catch(() => undefined);
+    return running;
   }
 
   async settled(namespaces?: readonly string[]): Promise<void> {
@@ -75,33 +75,33 @@ const ROLLOUT_REUSE_MS = 1_000;
 /** What a deleted activation's workflow is told. */
 const DELETED = { token: 'deleted', reason: 'the VectorActivation was deleted', deleted: true };
 
-export class Acts {
-  readonly tracker = new Tracker();
+export class ActivationActions {
+  readonly work = new InFlightWork();
 
-  constructor(readonly o: ActOptions) {}
+  constructor(readonly options: ActionOptions) {}
 
   /** Fields that say which activation a record is about. */
-  about(o: CachedActivation) {
-    const ref = refOf(o);
-    return { namespace: ref.namespace, activation: ref.name, ...(o.spec?.stage ? { stage: o.spec.stage } : {}), workflowId: activationWorkflowId(ref) };
+  about(cachedActivation: CachedActivation) {
+    const ref = refOf(cachedActivation);
+    return { namespace: ref.namespace, activation: ref.name, ...(cachedActivation.spec?.stage ? { stage: cachedActivation.spec.stage } : {}), workflowId: activationWorkflowId(ref) };
   }
 
   /** Carries out a pass's plan: expectations and skips in the background, then the starts, then the holds. */
-  async pass(namespace: string, plan: PassPlan): Promise<void> {
-    const attempt = (o: CachedActivation, what: string, work: () => Promise<unknown>) =>
+  async pass(namespace: string, plan: PassDecision): Promise<void> {
+    const attempt = (activation: CachedActivation, what: string, work: () => Promise<unknown>) =>
       Promise.resolve()
         .then(work)
-        .catch((err: unknown) => err instanceof NotLeaderError || this.o.log(`VectorActivation ${namespace}/${o.metadata!.name}: ${what}: ${apiMessage(err)}`, { level: 'warn', ...this.about(o) }));
-    for (const w of plan.expectations) void this.tracker.run(namespace, () => this.expect(namespace, w));
-    const start = (o: CachedActivation) => attempt(o, 'start', () => this.ensure(o));
+        .catch((err: unknown) => err instanceof NotLeaderError || this.options.log(`VectorActivation ${namespace}/${activation.metadata!.name}: ${what}: ${apiMessage(err)}`, { level: 'warn', ...this.about(activation) }));
+    for (const superseder of plan.expectations) void this.work.run(namespace, () => this.expect(namespace, superseder));
+    const start = (activation: CachedActivation) => attempt(activation, 'start', () => this.ensure(activation));
     // A loser that could not be ended starts, and the Stage's lock supersedes it. The pass does not
     // wait for the skips: a burst's newest held for the rest of its burst starts when its time comes.
-    if (plan.skips.length > 0) void this.tracker.run(namespace, () => this.skip(namespace, plan.skips).then((unended) => Promise.all(unended.map(start))));
+    if (plan.skips.length > 0) void this.work.run(namespace, () => this.skip(namespace, plan.skips).then((unended) => Promise.all(unended.map(start))));
     await Promise.all(plan.starts.map(start));
-    for (const o of plan.holds) {
-      await attempt(o, 'marking it held', () => {
-        this.o.gate.fence(`holding ${namespace}/${o.metadata!.name}`, namespace);
-        return holdActivation(this.o.deps, refOf(o), plan.heldMessage);
+    for (const activation of plan.holds) {
+      await attempt(activation, 'marking it held', () => {
+        this.options.gate.fence(`holding ${namespace}/${activation.metadata!.name}`, namespace);
+        return holdActivation(this.options.deps, refOf(activation), plan.heldMessage);
       });
     }
   }
@@ -112,10 +112,10 @@ export class Acts {
    * activations together), so a canary set a moment ago applies to the next activations.
    */
   private rollout(): ReturnType<typeof readCoreRollout> | Promise<undefined> {
-    if (!this.o.systemNamespace) return Promise.resolve(undefined);
+    if (!this.options.systemNamespace) return Promise.resolve(undefined);
     const now = performance.now();
     if (!this.rolloutRead || now - this.rolloutRead.at > ROLLOUT_REUSE_MS) {
-      const read = readCoreRollout(this.o.kubeConfig, this.o.systemNamespace);
+      const read = readCoreRollout(this.options.kubeConfig, this.options.systemNamespace);
       this.rolloutRead = { at: now, read };
       read.catch(() => (this.rolloutRead = undefined)); // a failed read is not reused
     }
@@ -123,78 +123,78 @@ export class Acts {
   }
   private rolloutRead?: { at: number; read: ReturnType<typeof readCoreRollout> };
 
-  async startWorkflow(o: CachedActivation, extra: Partial<ActivationOptions>, reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE', memo?: Record<string, unknown>) {
-    const ref = refOf(o);
+  async startWorkflow(cachedActivation: CachedActivation, extra: Partial<ActivationOptions>, reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE', memo?: Record<string, unknown>) {
+    const ref = refOf(cachedActivation);
     const pinnedTo = pinnedVersion(await this.rollout(), ref.namespace);
-    this.o.gate.fence(`starting the workflow of ${ref.namespace}/${ref.name}`, ref.namespace);
-    return this.o.client.workflow.start(vectorActivation, {
+    this.options.gate.fence(`starting the workflow of ${ref.namespace}/${ref.name}`, ref.namespace);
+    return this.options.client.workflow.start(vectorActivation, {
       ...(pinnedTo ? { versioningOverride: { pinnedTo } } : {}),
       workflowId: activationWorkflowId(ref),
-      taskQueue: this.o.taskQueue,
+      taskQueue: this.options.taskQueue,
       args: [
         ref,
         {
-          ...(this.o.uiUrl ? { uiUrl: this.o.uiUrl } : {}),
-          ...(this.o.queueSuffix ? { queueSuffix: this.o.queueSuffix } : {}),
-          ...(this.o.lockAskAgainSeconds ? { lockAskAgainSeconds: this.o.lockAskAgainSeconds } : {}),
-          ...(this.o.leaseWaitSeconds ? { leaseWaitSeconds: this.o.leaseWaitSeconds } : {}),
+          ...(this.options.uiUrl ? { uiUrl: this.options.uiUrl } : {}),
+          ...(this.options.queueSuffix ? { queueSuffix: this.options.queueSuffix } : {}),
+          ...(this.options.lockAskAgainSeconds ? { lockAskAgainSeconds: this.options.lockAskAgainSeconds } : {}),
+          ...(this.options.leaseWaitSeconds ? { leaseWaitSeconds: this.options.leaseWaitSeconds } : {}),
           ...extra,
         },
       ],
       // A repeated event, a resync or a restarted controller finds the running workflow.
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: reuse,
-      staticSummary: `Activate ${o.spec?.stageVersion} on Stage ${ref.namespace}/${o.spec?.stage}`,
+      staticSummary: `Activate ${cachedActivation.spec?.stageVersion} on Stage ${ref.namespace}/${cachedActivation.spec?.stage}`,
       staticDetails: `VectorActivation ${ref.namespace}/${ref.name} (uid ${ref.uid})`,
       ...(memo ? { memo } : {}),
     });
   }
 
   /** Starts the workflow of an unfinished object, or finds it running, or closes the object out. */
-  async ensure(o: CachedActivation): Promise<void> {
-    const ns = o.metadata!.namespace!;
-    const workflowId = workflowIdOf(o);
-    if (this.o.memory.of(ns).running.has(workflowId)) return;
+  async ensure(cachedActivation: CachedActivation): Promise<void> {
+    const ns = cachedActivation.metadata!.namespace!;
+    const workflowId = workflowIdOf(cachedActivation);
+    if (this.options.memory.of(ns).running.has(workflowId)) return;
     try {
-      await this.startWorkflow(o, {}, 'REJECT_DUPLICATE');
-      this.o.memory.running(ns, workflowId, true);
+      await this.startWorkflow(cachedActivation, {}, 'REJECT_DUPLICATE');
+      this.options.memory.running(ns, workflowId, true);
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      await this.checkClosed(o); // a closed run exists, yet the object is unfinished
+      await this.checkClosed(cachedActivation); // a closed run exists, yet the object is unfinished
     }
   }
 
   /** Looks at the workflow of an unfinished object: gone, it is started again; closed, the object is closed out. */
-  async checkClosed(o: CachedActivation): Promise<void> {
-    const ns = o.metadata!.namespace!;
-    const workflowId = workflowIdOf(o);
-    const run = await latestRun(this.o.client, workflowId);
+  async checkClosed(cachedActivation: CachedActivation): Promise<void> {
+    const ns = cachedActivation.metadata!.namespace!;
+    const workflowId = workflowIdOf(cachedActivation);
+    const run = await latestRun(this.options.client, workflowId);
     if (run === undefined) {
-      this.o.memory.running(ns, workflowId, false);
-      return this.ensure(o); // gone (retention, deleted): an unfinished object gets a workflow
+      this.options.memory.running(ns, workflowId, false);
+      return this.ensure(cachedActivation); // gone (retention, deleted): an unfinished object gets a workflow
     }
     if (run.status === 'RUNNING' || run.status === 'CONTINUED_AS_NEW') {
-      this.o.memory.running(ns, workflowId, true);
+      this.options.memory.running(ns, workflowId, true);
       return;
     }
-    this.o.memory.running(ns, workflowId, false);
-    return this.closeOut(o, run);
+    this.options.memory.running(ns, workflowId, false);
+    return this.closeOut(cachedActivation, run);
   }
 
   /**
    * Deleted with the close-out finalizer: a running workflow is told (it stops, reverts under
    * Revert, and takes the finalizer away as it ends); one that closed is closed out.
    */
-  async deleting(o: CachedActivation): Promise<void> {
-    const ref = refOf(o);
-    const workflowId = workflowIdOf(o);
-    const run = await latestRun(this.o.client, workflowId);
+  async deleting(cachedActivation: CachedActivation): Promise<void> {
+    const ref = refOf(cachedActivation);
+    const workflowId = workflowIdOf(cachedActivation);
+    const run = await latestRun(this.options.client, workflowId);
     if (run?.status === 'RUNNING') {
-      this.o.gate.fence(`handing the deletion of ${ref.namespace}/${ref.name} to its workflow`, ref.namespace);
-      await this.o.client.workflow.getHandle(workflowId).signal(cancelSignal, DELETED);
+      this.options.gate.fence(`handing the deletion of ${ref.namespace}/${ref.name} to its workflow`, ref.namespace);
+      await this.options.client.workflow.getHandle(workflowId).signal(cancelSignal, DELETED);
       return;
     }
-    return this.closeOut(o, run);
+    return this.closeOut(cachedActivation, run);
   }
 
   /**
@@ -203,8 +203,8 @@ export class Acts {
    * could not be asked (the caller tries again).
    */
   signalStageDeleted(workflowId: string, notice: StageDeletion): Promise<boolean> {
-    return this.tracker.run(notice.namespace, () =>
-      this.o.client.workflow
+    return this.work.run(notice.namespace, () =>
+      this.options.client.workflow
         .getHandle(workflowId)
         .signal(stageDeletedSignal, notice)
         .then(
@@ -216,7 +216,7 @@ export class Acts {
 
   /** Tells a deleted activation's workflow; one that closed or is gone ignores it. */
   signalDeleted(workflowId: string): Promise<unknown> {
-    return this.o.client.workflow
+    return this.options.client.workflow
       .getHandle(workflowId)
       .signal(cancelSignal, DELETED)
       .catch(() => undefined);
@@ -227,23 +227,23 @@ export class Acts {
    * workflow puts back what it changed (ActivationRun.closeOut). Finished already, or its
    * close-out run closed too: the controller lets everything go itself, reverting nothing.
    */
-  async closeOut(o: CachedActivation, run: { status: string; closeOut: boolean } | undefined): Promise<void> {
-    const ref = refOf(o);
-    const workflowId = workflowIdOf(o);
-    if (!isFinal(o.status?.phase) && !run?.closeOut) {
+  async closeOut(cachedActivation: CachedActivation, run: { status: string; closeOut: boolean } | undefined): Promise<void> {
+    const ref = refOf(cachedActivation);
+    const workflowId = workflowIdOf(cachedActivation);
+    if (!isFinal(cachedActivation.status?.phase) && !run?.closeOut) {
       const why = closedWorkflow(run?.status ?? 'NOT_FOUND', workflowId);
-      await this.startWorkflow(o, { resume: 'close-out', closeOut: why }, 'ALLOW_DUPLICATE', { closeOut: true });
-      this.o.memory.running(ref.namespace, workflowId, true);
-      this.o.log(`VectorActivation ${ref.namespace}/${ref.name}: ${why.message}; its close-out run started`, this.about(o));
+      await this.startWorkflow(cachedActivation, { resume: 'close-out', closeOut: why }, 'ALLOW_DUPLICATE', { closeOut: true });
+      this.options.memory.running(ref.namespace, workflowId, true);
+      this.options.log(`VectorActivation ${ref.namespace}/${ref.name}: ${why.message}; its close-out run started`, this.about(cachedActivation));
       return;
     }
-    this.o.gate.fence(`closing out ${ref.namespace}/${ref.name}`, ref.namespace);
-    if (await closeOutActivation(this.o.deps, ref, closedWorkflowEnding(run?.status ?? 'NOT_FOUND', workflowId))) {
-      this.o.log(`VectorActivation ${ref.namespace}/${ref.name}: workflow ${run?.status.toLowerCase() ?? 'gone'}; closed out`, this.about(o));
+    this.options.gate.fence(`closing out ${ref.namespace}/${ref.name}`, ref.namespace);
+    if (await closeOutActivation(this.options.deps, ref, closedWorkflowEnding(run?.status ?? 'NOT_FOUND', workflowId))) {
+      this.options.log(`VectorActivation ${ref.namespace}/${ref.name}: workflow ${run?.status.toLowerCase() ?? 'gone'}; closed out`, this.about(cachedActivation));
       // Free the Stage now rather than at the lock's next holder check.
-      this.o.gate.fence(`releasing the lock of Stage ${ref.namespace}/${o.spec!.stage}`, ref.namespace);
-      await this.o.client.workflow
-        .getHandle(stageLockWorkflowId(ref.namespace, o.spec!.stage!))
+      this.options.gate.fence(`releasing the lock of Stage ${ref.namespace}/${cachedActivation.spec!.stage}`, ref.namespace);
+      await this.options.client.workflow
+        .getHandle(stageLockWorkflowId(ref.namespace, cachedActivation.spec!.stage!))
         .signal(releaseLockSignal, { requester: workflowId })
         .catch(() => undefined);
     }
@@ -254,37 +254,37 @@ export class Acts {
    * the burst was seen whole then waits at the lock to be superseded by it, instead of taking the
    * free Stage and running first (bench/burst). Without it (the signal failed) that one runs first.
    */
-  private async expect(namespace: string, w: Superseder): Promise<void> {
-    const activation = `${namespace}/${w.name}`;
+  private async expect(namespace: string, superseder: Superseder): Promise<void> {
+    const activation = `${namespace}/${superseder.name}`;
     try {
-      this.o.gate.fence(`expecting ${activation} at its Stage's lock`, namespace);
-      await expectStageLock(this.o.client, this.o.taskQueue, namespace, w.stage, { requester: activationWorkflowId({ namespace, name: w.name, uid: w.uid }), revision: w.revision, activation });
+      this.options.gate.fence(`expecting ${activation} at its Stage's lock`, namespace);
+      await expectStageLock(this.options.client, this.options.taskQueue, namespace, superseder.stage, { requester: activationWorkflowId({ namespace, name: superseder.name, uid: superseder.uid }), revision: superseder.revision, activation });
     } catch (err) {
-      if (err instanceof NotLeaderError) this.o.memory.unexpect(namespace, w.uid);
-      else this.o.log(`telling the lock of ${namespace}/${w.stage} to expect ${w.name}: ${apiMessage(err)}`, { level: 'warn', namespace, activation: w.name, stage: w.stage });
+      if (err instanceof NotLeaderError) this.options.memory.unexpect(namespace, superseder.uid);
+      else this.options.log(`telling the lock of ${namespace}/${superseder.stage} to expect ${superseder.name}: ${apiMessage(err)}`, { level: 'warn', namespace, activation: superseder.name, stage: superseder.stage });
     }
   }
 
   /** Ends a burst's losers Skipped, a few at a time; returns those it did not end (they start). */
-  private async skip(namespace: string, skips: PassPlan['skips']): Promise<CachedActivation[]> {
+  private async skip(namespace: string, skips: PassDecision['skips']): Promise<CachedActivation[]> {
     const unended: CachedActivation[] = [];
     // A few at a time: all of a burst's skips at once (a read, a status write and an Event each)
     // would queue the Stage's running activation behind them at the apiserver (bench/burst).
-    await forEachLimited(skips, SKIPS_AT_ONCE, async ({ activation: o, by }) => {
-      const ref = refOf(o);
+    await forEachLimited(skips, SKIPS_AT_ONCE, async ({ activation: cachedActivation, by }) => {
+      const ref = refOf(cachedActivation);
       try {
         // A previous leader may have started it, and its workflow not written a status yet.
-        if ((await latestRun(this.o.client, workflowIdOf(o))) === undefined) {
-          this.o.gate.fence(`superseding ${namespace}/${ref.name}`, namespace);
+        if ((await latestRun(this.options.client, workflowIdOf(cachedActivation))) === undefined) {
+          this.options.gate.fence(`superseding ${namespace}/${ref.name}`, namespace);
           // Ended: it stays among those being skipped until the watch brings the write back (a
           // stale event may come first), so that no pass starts it meanwhile.
-          if (await skipBeforeStart(this.o.deps, ref, supersededMessage(namespace, by), o as CustomObject)) return;
+          if (await skipBeforeStart(this.options.deps, ref, supersededMessage(namespace, by), cachedActivation as CustomObject)) return;
         }
       } catch (err) {
-        if (!(err instanceof NotLeaderError)) this.o.log(`superseding ${namespace}/${ref.name}: ${apiMessage(err)}; starting it`, { level: 'warn', ...this.about(o) });
+        if (!(err instanceof NotLeaderError)) this.options.log(`superseding ${namespace}/${ref.name}: ${apiMessage(err)}; starting it`, { level: 'warn', ...this.about(cachedActivation) });
       }
-      this.o.memory.skipping(namespace, ref.uid, false);
-      unended.push(o);
+      this.options.memory.skipping(namespace, ref.uid, false);
+      unended.push(cachedActivation);
     });
     return unended;
   }

@@ -3,7 +3,7 @@
  * activation workflow per unfinished object (workflow id from namespace, name and uid) and hand the
  * request annotations to it as Updates; informers on Stages tell the workflows of a Stage that is
  * deleted (or being deleted) at once, which then stop and end StageDeleted. Level-triggered: each
- * event decides for its object (plan-object.ts) and asks for its namespace's pass, which observes
+ * event decides for its object (decide-object.ts) and asks for its namespace's pass, which observes
  * the namespace (observe.ts), plans it (plan.ts: the Stage limit, a burst superseded before it
  * starts, the burst's wait) and acts (act.ts). A resync or a restart simply decides again: a
  * finished object is never started again unless a retry is asked for, and a workflow that closed
@@ -19,11 +19,11 @@ import { stageOf, workflowIdOf, type CachedActivation } from '../../shared/cache
 import { componentLogger, type LogFn } from '../../telemetry/log.js';
 import { addWatchedSource, observeEventLag } from '../../telemetry/metrics.js';
 import { NamespacedInformers } from '../informers.js';
-import { Acts } from './act.js';
-import { Memory } from './memory.js';
+import { ActivationActions } from './act.js';
+import { PassStates } from './pass-states.js';
 import { closedSince, readSupersession, slim, slimStage, snapshot, watched } from './observe.js';
-import { planPass, type PassSnapshot } from './plan.js';
-import { fullSweep, handOver, planDeleted, planObject, planStageEvent, sweepStep, type CachedStage } from './plan-object.js';
+import { decidePass, type PassSnapshot } from './decide-pass.js';
+import { fullSweep, handOver, decideDeleted, decideObject, decideStageEvent, sweepStep, type CachedStage } from './decide-object.js';
 import { carryOut } from './requests.js';
 import type { ActivationControllerOptions } from './options.js';
 
@@ -38,11 +38,11 @@ const STAGE_NOTICE_ATTEMPTS = 5;
 
 export class ActivationController {
   private readonly informers: NamespacedInformers;
-  private readonly acts: Acts;
-  private readonly memory = new Memory();
+  private readonly actions: ActivationActions;
+  private readonly memory = new PassStates();
   /** The latest of every watched object, by uid: what the passes and the sweep read. */
   private readonly cache = new Map<string, CachedActivation>();
-  /** Requests being carried out (plan-object.ts RequestStep keys): a repeated event does not repeat one. */
+  /** Requests being carried out (decide-object.ts RequestStep keys): a repeated event does not repeat one. */
   private readonly inFlight = new Set<string>();
   /** Per namespace, while its pass runs: whether another must follow it. */
   private readonly passes = new Map<string, { again: boolean }>();
@@ -79,16 +79,16 @@ export class ActivationController {
     };
   }
 
-  constructor(private readonly o: ActivationControllerOptions) {
-    this.log = o.log ?? componentLogger('watcher').fn();
+  constructor(private readonly settings: ActivationControllerOptions) {
+    this.log = settings.log ?? componentLogger('watcher').fn();
     this.informers = new NamespacedInformers({
-      kubeConfig: o.kubeConfig,
+      kubeConfig: settings.kubeConfig,
       // STAGE_KIND is the index of 'Stage' here.
       kinds: ['VectorActivation', 'Stage'],
-      ...(o.namespaces ? { namespaces: o.namespaces } : {}),
-      ...(o.leadership ? { leadership: o.leadership } : {}),
-      ...(o.sharded ? { sharded: true } : {}),
-      ...(o.systemNamespace ? { systemNamespace: o.systemNamespace } : {}),
+      ...(settings.namespaces ? { namespaces: settings.namespaces } : {}),
+      ...(settings.leadership ? { leadership: settings.leadership } : {}),
+      ...(settings.sharded ? { sharded: true } : {}),
+      ...(settings.systemNamespace ? { systemNamespace: settings.systemNamespace } : {}),
       onChange: (type, obj) => {
         if (obj.kind === 'Stage') this.stageChanged(type, obj as CachedStage);
         else if (type === 'DELETED') this.deleted(obj as CachedActivation);
@@ -99,10 +99,10 @@ export class ActivationController {
       log: this.log,
     });
     const { gate } = this.informers;
-    this.acts = new Acts({
-      ...o,
+    this.actions = new ActivationActions({
+      ...settings,
       gate,
-      deps: coreDeps(this.informers.kubeConfig(), o.systemNamespace ?? '', this.log),
+      deps: coreDeps(this.informers.kubeConfig(), settings.systemNamespace ?? '', this.log),
       memory: this.memory,
       log: this.log,
       pass: (ns) => this.schedulePass(ns),
@@ -118,7 +118,7 @@ export class ActivationController {
     this.startedAt = Date.now();
     await this.informers.start();
     this.removeWatchedSource = addWatchedSource(() => watched(this.cache.values()));
-    this.timer = setInterval(() => void this.sweep(), this.o.checkIntervalMs ?? 30_000);
+    this.timer = setInterval(() => void this.sweep(), this.settings.checkIntervalMs ?? 30_000);
     this.informers.gate.start((identity) => this.tookOver(identity));
   }
 
@@ -129,7 +129,7 @@ export class ActivationController {
     this.informers.gate.stop();
     await this.informers.stop();
     // Its caller closes the Temporal connection next: no start or Update may still be on its way.
-    await this.acts.tracker.settled();
+    await this.actions.work.settled();
   }
 
   /** Sharded: lists and watches exactly these namespaces. */
@@ -142,20 +142,20 @@ export class ActivationController {
     this.informers.serve(namespaces);
     const added = new Set(namespaces);
     if (this.informers.gate.acting()) this.handDeletionsOver();
-    for (const o of this.cache.values()) if (added.has(o.metadata!.namespace!)) void this.reconcile(o);
+    for (const activation of this.cache.values()) if (added.has(activation.metadata!.namespace!)) void this.reconcile(activation);
   }
 
   /** Sharded: stops acting in these namespaces; resolves once no write there is in flight. */
   async drop(namespaces: readonly string[]): Promise<void> {
     this.informers.unserve(namespaces);
-    await this.acts.tracker.settled(namespaces);
+    await this.actions.work.settled(namespaces);
     // Whoever serves them next asks Temporal again (a start finds a running workflow by its id).
     for (const ns of namespaces) this.memory.dropped(ns);
   }
 
   /** A namespace left: its cache and memory go. */
   private forget(namespace: string): void {
-    for (const [uid, o] of this.cache) if (o.metadata?.namespace === namespace) this.cache.delete(uid);
+    for (const [uid, activation] of this.cache) if (activation.metadata?.namespace === namespace) this.cache.delete(uid);
     this.memory.forget(namespace);
   }
 
@@ -167,7 +167,7 @@ export class ActivationController {
     this.handDeletionsOver();
     this.toldStages.clear();
     this.decideDeletingStages();
-    for (const o of this.cache.values()) void this.reconcile(o);
+    for (const activation of this.cache.values()) void this.reconcile(activation);
     void this.sweep();
   }
 
@@ -176,15 +176,15 @@ export class ActivationController {
     const serves = (ns: string) => this.informers.serves(ns);
     const deletions = handOver(this.standbyDeletions, Date.now(), serves);
     this.standbyDeletions = deletions.keep;
-    for (const [workflowId] of deletions.signal) void this.acts.signalDeleted(workflowId);
+    for (const [workflowId] of deletions.signal) void this.actions.signalDeleted(workflowId);
     const stageDeletions = handOver(this.standbyStageDeletions, Date.now(), serves);
     this.standbyStageDeletions = stageDeletions.keep;
-    for (const [workflowId, { notice }] of stageDeletions.signal) void this.acts.signalStageDeleted(workflowId, notice);
+    for (const [workflowId, { notice }] of stageDeletions.signal) void this.actions.signalStageDeleted(workflowId, notice);
   }
 
   /** A Stage deleted, or being deleted: its unfinished activations' workflows are told, once it worked. */
   private stageChanged(type: 'ADDED' | 'MODIFIED' | 'DELETED', stage: CachedStage): void {
-    const plan = planStageEvent(type, stage, this.cache.values(), this.toldStages);
+    const plan = decideStageEvent(type, stage, this.cache.values(), this.toldStages);
     const uid = stage.metadata?.uid;
     // A Stage gone sends no more events: its telling runs to its end (or its attempts') below.
     if (uid && type === 'DELETED') this.toldStages.delete(uid);
@@ -208,7 +208,7 @@ export class ActivationController {
     let left = [...workflowIds];
     for (let attempt = 1; left.length > 0 && attempt <= STAGE_NOTICE_ATTEMPTS && !this.stopped; attempt++) {
       if (attempt > 1) await new Promise((resolve) => setTimeout(resolve, (attempt - 1) * 1_000).unref());
-      const told = await Promise.all(left.map((workflowId) => this.acts.signalStageDeleted(workflowId, notice)));
+      const told = await Promise.all(left.map((workflowId) => this.actions.signalStageDeleted(workflowId, notice)));
       left = left.filter((_, i) => !told[i]);
     }
     if (left.length > 0 && !this.stopped) this.log(`Stage ${notice.namespace}/${notice.stage} is deleted: ${left.length} workflow(s) could not be told; each finds it before its next route write`, { level: 'warn', namespace: notice.namespace });
@@ -222,43 +222,43 @@ export class ActivationController {
     }
   }
 
-  private observe(o: CachedActivation): void {
-    observeEventLag('watcher', 'VectorActivation', o as Parameters<typeof observeEventLag>[2], this.startedAt);
-    const ns = o.metadata!.namespace!;
-    if (!this.cache.has(o.metadata!.uid!) && !isFinal(o.status?.phase)) this.memory.arrived(ns, stageOf(o), performance.now());
-    this.cache.set(o.metadata!.uid!, o);
-    void this.reconcile(o);
+  private observe(cachedActivation: CachedActivation): void {
+    observeEventLag('watcher', 'VectorActivation', cachedActivation as Parameters<typeof observeEventLag>[2], this.startedAt);
+    const ns = cachedActivation.metadata!.namespace!;
+    if (!this.cache.has(cachedActivation.metadata!.uid!) && !isFinal(cachedActivation.status?.phase)) this.memory.arrived(ns, stageOf(cachedActivation), performance.now());
+    this.cache.set(cachedActivation.metadata!.uid!, cachedActivation);
+    void this.reconcile(cachedActivation);
     // An activation that ended may free a place for a held one.
-    if (this.o.stagesPerNamespace && isFinal(o.status?.phase)) this.schedulePass(ns);
+    if (this.settings.stagesPerNamespace && isFinal(cachedActivation.status?.phase)) this.schedulePass(ns);
   }
 
-  private deleted(o: CachedActivation): void {
-    const ns = o.metadata!.namespace!;
-    this.cache.delete(o.metadata!.uid!);
+  private deleted(cachedActivation: CachedActivation): void {
+    const ns = cachedActivation.metadata!.namespace!;
+    this.cache.delete(cachedActivation.metadata!.uid!);
     const acting = this.informers.acting(ns);
-    if (this.o.stagesPerNamespace && acting) this.schedulePass(ns);
-    this.memory.deleted(ns, o.metadata!.uid!, workflowIdOf(o));
-    const decision = planDeleted(o, acting);
+    if (this.settings.stagesPerNamespace && acting) this.schedulePass(ns);
+    this.memory.deleted(ns, cachedActivation.metadata!.uid!, workflowIdOf(cachedActivation));
+    const decision = decideDeleted(cachedActivation, acting);
     // A standby, or a shard that does not serve the namespace (yet): whoever serves it next hands it over.
-    if (decision === 'later') this.standbyDeletions.set(workflowIdOf(o), { at: Date.now() });
-    if (decision === 'signal') void this.acts.signalDeleted(workflowIdOf(o));
+    if (decision === 'later') this.standbyDeletions.set(workflowIdOf(cachedActivation), { at: Date.now() });
+    if (decision === 'signal') void this.actions.signalDeleted(workflowIdOf(cachedActivation));
   }
 
-  /** Acts on what plan-object.ts says for the object; safe to call any number of times. */
-  private async reconcile(o: CachedActivation): Promise<void> {
-    const ns = o.metadata!.namespace!;
+  /** Acts on what decide-object.ts says for the object; safe to call any number of times. */
+  private async reconcile(cachedActivation: CachedActivation): Promise<void> {
+    const ns = cachedActivation.metadata!.namespace!;
     if (!this.informers.acting(ns)) return; // a standby only keeps its cache; it decides again when it takes over
-    return this.acts.tracker.run(ns, async () => {
-      const plan = planObject(o, this.memory.of(ns).running);
+    return this.actions.work.run(ns, async () => {
+      const plan = decideObject(cachedActivation, this.memory.of(ns).running);
       if (plan.pass) this.schedulePass(ns);
       for (const step of plan.requests) {
         if (this.inFlight.has(step.key)) continue;
         this.inFlight.add(step.key);
         try {
-          await carryOut(this.acts, o, step);
+          await carryOut(this.actions, cachedActivation, step);
         } catch (err) {
           // Deposed between the decision and a write: the new leader decides again.
-          if (!(err instanceof NotLeaderError)) this.log(`VectorActivation ${ns}/${o.metadata!.name}: ${apiMessage(err)}`, { level: 'warn', ...this.acts.about(o) });
+          if (!(err instanceof NotLeaderError)) this.log(`VectorActivation ${ns}/${cachedActivation.metadata!.name}: ${apiMessage(err)}`, { level: 'warn', ...this.actions.about(cachedActivation) });
         } finally {
           this.inFlight.delete(step.key);
         }
@@ -275,7 +275,7 @@ export class ActivationController {
     }
     const state = { again: true };
     this.passes.set(namespace, state);
-    void this.acts.tracker.run(namespace, async () => {
+    void this.actions.work.run(namespace, async () => {
       try {
         // Events that arrive together (an initial list, one read of the watch stream) go into one
         // pass: a burst seen whole supersedes its older activations before they start.
@@ -293,23 +293,23 @@ export class ActivationController {
   /** One pass over a namespace: observe, plan, act. */
   private async pass(namespace: string): Promise<void> {
     let snap: PassSnapshot = snapshot(this.cache.values(), namespace, performance.now(), {
-      ...(this.o.stagesPerNamespace ? { limit: this.o.stagesPerNamespace } : {}),
-      settleMs: this.o.burstSettleMs ?? BURST_SETTLE_MS,
-      quietMs: this.o.burstQuietMs ?? BURST_QUIET_MS,
+      ...(this.settings.stagesPerNamespace ? { limit: this.settings.stagesPerNamespace } : {}),
+      settleMs: this.settings.burstSettleMs ?? BURST_SETTLE_MS,
+      quietMs: this.settings.burstQuietMs ?? BURST_QUIET_MS,
     });
-    let plan = planPass(snap, this.memory.of(namespace), performance.now());
+    let plan = decidePass(snap, this.memory.of(namespace), performance.now());
     if (plan.read.length > 0) {
       // A burst: its Stages and StageVersions tell the losers. Unreadable, everything starts and the lock supersedes.
-      const supersession = await readSupersession(this.acts.o.deps.objects, namespace, plan.read).catch((err: unknown) => {
+      const supersession = await readSupersession(this.actions.options.deps.objects, namespace, plan.read).catch((err: unknown) => {
         this.log(`superseding a burst in ${namespace}: ${apiMessage(err)}; starting every activation`, { level: 'warn', namespace });
         return 'unreadable' as const;
       });
       snap = { ...snap, supersession };
-      plan = planPass(snap, this.memory.of(namespace), performance.now());
+      plan = decidePass(snap, this.memory.of(namespace), performance.now());
     }
     this.memory.apply(namespace, plan.memory);
     if (plan.wakeAt !== undefined) setTimeout(() => this.schedulePass(namespace), Math.max(plan.wakeAt - performance.now(), 0) + 1).unref();
-    await this.acts.pass(namespace, plan);
+    await this.actions.pass(namespace, plan);
   }
 
   /**
@@ -332,16 +332,16 @@ export class ActivationController {
     this.lastSweep = Date.now();
     const full = fullSweep(this.sweeps++, since);
     // undefined: every workflow is looked at (a full sweep, or the query failed).
-    const closed = full ? undefined : await closedSince(this.o.client, since! - CLOSED_LOOKBACK_MS).catch(() => undefined);
-    for (const o of this.cache.values()) {
+    const closed = full ? undefined : await closedSince(this.settings.client, since! - CLOSED_LOOKBACK_MS).catch(() => undefined);
+    for (const activation of this.cache.values()) {
       if (this.stopped || !this.informers.gate.acting()) return;
-      const ns = o.metadata!.namespace!;
+      const ns = activation.metadata!.namespace!;
       if (!this.informers.acting(ns)) continue;
-      const step = sweepStep(o, this.memory.of(ns).running, closed);
-      if (step === 'reconcile') void this.reconcile(o);
+      const step = sweepStep(activation, this.memory.of(ns).running, closed);
+      if (step === 'reconcile') void this.reconcile(activation);
       if (step === 'pass') this.schedulePass(ns);
       if (step !== 'check') continue;
-      await this.acts.tracker.run(ns, () => this.acts.checkClosed(o)).catch((err: unknown) => err instanceof NotLeaderError || this.log(`check of ${ns}/${o.metadata?.name}: ${apiMessage(err)}`, { level: 'warn', ...this.acts.about(o) }));
+      await this.actions.work.run(ns, () => this.actions.checkClosed(activation)).catch((err: unknown) => err instanceof NotLeaderError || this.log(`check of ${ns}/${activation.metadata?.name}: ${apiMessage(err)}`, { level: 'warn', ...this.actions.about(activation) }));
     }
   }
 }

@@ -9,33 +9,33 @@ import { NAMESPACE_LIMIT_REASON } from '../../decisions/fair-share.js';
 import type { CachedActivation } from '../../shared/cached-activation.js';
 import type { WatchedActivation } from '../../telemetry/metrics.js';
 import { vectorActivation } from '../../workflows/activation/workflow.js';
-import type { PassSnapshot } from './plan.js';
-import type { CachedStage } from './plan-object.js';
+import type { PassSnapshot } from './decide-pass.js';
+import type { CachedStage } from './decide-object.js';
 
 /**
  * What the controller keeps of an activation's status, in place (its informer and the uid cache
  * hold the same object): what CachedActivation declares. With 10,000 activations cached, steps and
  * conditions were most of the heap after managedFields, which KindCache drops (bench/shards.ts).
  */
-export function slim(o: CachedActivation): void {
-  if (!o.status) return;
-  const { phase, reason, message, workflowId, requests, progression: p } = o.status;
-  const progression = p ? { weight: p.weight, ...(p.gate?.type ? { gate: { type: p.gate.type } } : {}) } : undefined;
-  o.status = Object.fromEntries(Object.entries({ phase, reason, message, workflowId, requests, progression }).filter(([, v]) => v !== undefined));
+export function slim(activation: CachedActivation): void {
+  if (!activation.status) return;
+  const { phase, reason, message, workflowId, requests, progression: progressionReport } = activation.status;
+  const progression = progressionReport ? { weight: progressionReport.weight, ...(progressionReport.gate?.type ? { gate: { type: progressionReport.gate.type } } : {}) } : undefined;
+  activation.status = Object.fromEntries(Object.entries({ phase, reason, message, workflowId, requests, progression }).filter(([, value]) => value !== undefined));
 }
 
 /** What the controller keeps of a Stage, in place: which one it is, and whether it is being deleted. */
-export function slimStage(o: CachedStage & { spec?: unknown; status?: unknown }): void {
-  const { name, namespace, uid, resourceVersion, deletionTimestamp } = o.metadata ?? {};
-  o.metadata = { name, namespace, uid, resourceVersion, ...(deletionTimestamp ? { deletionTimestamp } : {}) };
-  if (o.spec !== undefined) o.spec = undefined;
-  if (o.status !== undefined) o.status = undefined;
+export function slimStage(cached: CachedStage & { spec?: unknown; status?: unknown }): void {
+  const { name, namespace, uid, resourceVersion, deletionTimestamp } = cached.metadata ?? {};
+  cached.metadata = { name, namespace, uid, resourceVersion, ...(deletionTimestamp ? { deletionTimestamp } : {}) };
+  if (cached.spec !== undefined) cached.spec = undefined;
+  if (cached.status !== undefined) cached.status = undefined;
 }
 
 /** The namespace's cached activations, for a pass beginning now. */
-export function snapshot(cache: Iterable<CachedActivation>, namespace: string, seenAt: number, o: { limit?: number; settleMs: number; quietMs: number }): PassSnapshot {
-  const activations = [...cache].filter((a) => a.metadata!.namespace === namespace);
-  return { namespace, activations, seenAt, ...(o.limit ? { limit: o.limit } : {}), settleMs: o.settleMs, quietMs: o.quietMs };
+export function snapshot(cache: Iterable<CachedActivation>, namespace: string, seenAt: number, options: { limit?: number; settleMs: number; quietMs: number }): PassSnapshot {
+  const activations = [...cache].filter((activation) => activation.metadata!.namespace === namespace);
+  return { namespace, activations, seenAt, ...(options.limit ? { limit: options.limit } : {}), settleMs: options.settleMs, quietMs: options.quietMs };
 }
 
 /** A burst's crowded Stages (those that exist, not being deleted) and the namespace's StageVersions. */
@@ -50,8 +50,8 @@ export async function readSupersession(objects: CustomObjects, namespace: string
 /** The workflow's latest run: its status, and whether it was a close-out run; undefined when Temporal has none. */
 export async function latestRun(client: Client, workflowId: string): Promise<{ status: string; closeOut: boolean } | undefined> {
   try {
-    const d = await client.workflow.getHandle(workflowId).describe();
-    return { status: d.status.name, closeOut: d.memo?.closeOut === true };
+    const description = await client.workflow.getHandle(workflowId).describe();
+    return { status: description.status.name, closeOut: description.memo?.closeOut === true };
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return undefined;
     throw err;
@@ -62,17 +62,17 @@ export async function latestRun(client: Client, workflowId: string): Promise<{ s
 export async function closedSince(client: Client, ms: number): Promise<Set<string>> {
   const ids = new Set<string>();
   const query = `WorkflowType = '${vectorActivation.name}' AND ExecutionStatus != 'Running' AND CloseTime > '${new Date(ms).toISOString()}'`;
-  for await (const w of client.workflow.list({ query })) ids.add(w.workflowId);
+  for await (const execution of client.workflow.list({ query })) ids.add(execution.workflowId);
   return ids;
 }
 
 /** What the metrics show of the cache: the Waiting activations, and the weight and gate of the progressing ones. */
 export function* watched(cache: Iterable<CachedActivation>): Iterable<WatchedActivation> {
-  for (const o of cache) {
-    if (!o.spec?.stage) continue;
-    const where = { namespace: o.metadata!.namespace!, stage: o.spec.stage };
-    if (o.status?.phase === 'Waiting' && o.status.reason !== NAMESPACE_LIMIT_REASON) yield where;
-    const p = o.status?.progression;
-    if (o.status?.phase === 'InProgress' && p?.weight !== undefined) yield { ...where, weight: p.weight, ...(p.gate?.type ? { gate: p.gate.type } : {}) };
+  for (const activation of cache) {
+    if (!activation.spec?.stage) continue;
+    const where = { namespace: activation.metadata!.namespace!, stage: activation.spec.stage };
+    if (activation.status?.phase === 'Waiting' && activation.status.reason !== NAMESPACE_LIMIT_REASON) yield where;
+    const report = activation.status?.progression;
+    if (activation.status?.phase === 'InProgress' && report?.weight !== undefined) yield { ...where, weight: report.weight, ...(report.gate?.type ? { gate: report.gate.type } : {}) };
   }
 }

@@ -1,5 +1,5 @@
 /**
- * Carrying out a request annotation (plan-object.ts RequestStep): relayed to a running workflow as
+ * Carrying out a request annotation (decide-object.ts RequestStep): relayed to a running workflow as
  * an Update, answered without Temporal when the phase refuses it, answered before the start when no
  * workflow runs (a cancel ends the activation where it waits), and a deletion handed over. The
  * answer goes into status.requests and an Event (k8s/activation-store.ts answerRequest).
@@ -9,34 +9,34 @@ import { beforeStartAnswer, type AnnotationRequest, type WatcherAction } from '.
 import { answerRequest, cancelBeforeStart, type RequestAnswer } from '../../k8s/activation-store.js';
 import { abortUpdate, approveUpdate, cancelUpdate, promoteUpdate, retryUpdate, type ActivationRef } from '../../shared/activation.js';
 import { refOf, workflowIdOf, type CachedActivation } from '../../shared/cached-activation.js';
-import type { Acts } from './act.js';
+import type { ActivationActions } from './act.js';
 import { latestRun } from './observe.js';
-import type { RequestStep } from './plan-object.js';
+import type { RequestStep } from './decide-object.js';
 
 const UPDATES = { cancel: cancelUpdate, retry: retryUpdate, approve: approveUpdate, promote: promoteUpdate, abort: abortUpdate };
 
-export async function carryOut(acts: Acts, o: CachedActivation, step: RequestStep): Promise<void> {
+export async function carryOut(actions: ActivationActions, activation: CachedActivation, step: RequestStep): Promise<void> {
   const action = step.action;
-  if (step.beforeStart && action.kind === 'relay') return beforeStart(acts, o, action);
-  if (action.kind === 'deleted') return acts.deleting(o);
-  const ref = refOf(o);
-  if (action.kind === 'refuse') return answer(acts, ref, { action: action.action, token: action.token, outcome: 'Refused', message: action.message, ...by(action) });
-  return relay(acts, o, action);
+  if (step.beforeStart && action.kind === 'relay') return beforeStart(actions, activation, action);
+  if (action.kind === 'deleted') return actions.deleting(activation);
+  const ref = refOf(activation);
+  if (action.kind === 'refuse') return answer(actions, ref, { action: action.action, token: action.token, outcome: 'Refused', message: action.message, ...by(action) });
+  return relay(actions, activation, action);
 }
 
-const by = (a: { by?: string }) => (a.by ? { by: a.by } : {});
+const by = (request: { by?: string }) => (request.by ? { by: request.by } : {});
 
-function answer(acts: Acts, ref: ActivationRef, a: RequestAnswer): Promise<void> {
-  return answerRequest(acts.o.deps, ref, a, () => acts.o.gate.fence(`answering ${a.token} on ${ref.namespace}/${ref.name}`, ref.namespace));
+function answer(acts: ActivationActions, ref: ActivationRef, requestAnswer: RequestAnswer): Promise<void> {
+  return answerRequest(acts.options.deps, ref, requestAnswer, () => acts.options.gate.fence(`answering ${requestAnswer.token} on ${ref.namespace}/${ref.name}`, ref.namespace));
 }
 
 /** Hands the request to the workflow as an Update; a closed workflow gets a retry in a new run, or a refusal. */
-async function relay(acts: Acts, o: CachedActivation, action: Extract<WatcherAction, { kind: 'relay' }>): Promise<void> {
-  const ref = refOf(o);
+async function relay(acts: ActivationActions, cachedActivation: CachedActivation, action: Extract<WatcherAction, { kind: 'relay' }>): Promise<void> {
+  const ref = refOf(cachedActivation);
   const reply = (outcome: RequestAnswer['outcome'], message: string, who = by(action)) => answer(acts, ref, { action: action.action, token: action.token, outcome, message, ...who });
   try {
-    acts.o.gate.fence(`the ${action.action} Update of ${ref.namespace}/${ref.name}`, ref.namespace);
-    const handle = acts.o.client.workflow.getHandle(workflowIdOf(o));
+    acts.options.gate.fence(`the ${action.action} Update of ${ref.namespace}/${ref.name}`, ref.namespace);
+    const handle = acts.options.client.workflow.getHandle(workflowIdOf(cachedActivation));
     const result = await handle.executeUpdate(UPDATES[action.action], { args: [{ token: action.token, reason: `annotation ${action.token.split('=')[0]}`, ...by(action) }] });
     return await reply('Accepted', result.message);
   } catch (err) {
@@ -44,14 +44,14 @@ async function relay(acts: Acts, o: CachedActivation, action: Extract<WatcherAct
     if (!(err instanceof WorkflowNotFoundError)) throw err;
   }
   if (action.action !== 'cancel' && action.action !== 'retry') {
-    return reply('Refused', `refused: the activation is ${o.status?.phase} and its workflow has closed; nothing waits`);
+    return reply('Refused', `refused: the activation is ${cachedActivation.status?.phase} and its workflow has closed; nothing waits`);
   }
   // The workflow has closed (its retry window passed, or retention dropped it).
   if (action.action === 'retry') {
-    await acts.startWorkflow(o, { resume: 'retry' }, 'ALLOW_DUPLICATE');
+    await acts.startWorkflow(cachedActivation, { resume: 'retry' }, 'ALLOW_DUPLICATE');
     return reply('Accepted', 'retry started in a new workflow run (the previous run had closed)', {});
   }
-  return reply('Refused', `refused: the activation is ${o.status?.phase} and its workflow has closed; nothing to cancel`, {});
+  return reply('Refused', `refused: the activation is ${cachedActivation.status?.phase} and its workflow has closed; nothing to cancel`, {});
 }
 
 /**
@@ -59,20 +59,20 @@ async function relay(acts: Acts, o: CachedActivation, action: Extract<WatcherAct
  * the conditional write finds it started meanwhile, its workflow gets the request at the next
  * reconcile); anything else is refused.
  */
-async function beforeStart(acts: Acts, o: CachedActivation, action: { action: AnnotationRequest; token: string; by?: string }): Promise<void> {
-  const ref = refOf(o);
+async function beforeStart(acts: ActivationActions, activation: CachedActivation, action: { action: AnnotationRequest; token: string; by?: string }): Promise<void> {
+  const ref = refOf(activation);
   const result = beforeStartAnswer(action.action);
   if ('refused' in result) return answer(acts, ref, { action: action.action, token: action.token, outcome: 'Refused', message: result.refused, ...by(action) });
   // As a burst's loser is skipped: no pass starts it meanwhile, and one a pass (or a leader
   // before) started, whose workflow has not written a status yet, is not ended under it.
-  const { memory } = acts.o;
+  const { memory } = acts.options;
   memory.skipping(ref.namespace, ref.uid, true);
   try {
-    if ((await latestRun(acts.o.client, workflowIdOf(o))) === undefined) {
-      acts.o.gate.fence(`cancelling ${ref.namespace}/${ref.name} before its start`, ref.namespace);
+    if ((await latestRun(acts.options.client, workflowIdOf(activation))) === undefined) {
+      acts.options.gate.fence(`cancelling ${ref.namespace}/${ref.name} before its start`, ref.namespace);
       const message = `cancelled before it started${action.by ? ` by ${action.by}` : ''}: no workflow ran, no route was changed`;
       // Ended: it stays among those being skipped until the watch brings the write back.
-      if (await cancelBeforeStart(acts.o.deps, ref, message)) return await answer(acts, ref, { action: 'cancel', token: action.token, outcome: 'Accepted', message, ...by(action) });
+      if (await cancelBeforeStart(acts.options.deps, ref, message)) return await answer(acts, ref, { action: 'cancel', token: action.token, outcome: 'Accepted', message, ...by(action) });
     }
   } catch (err) {
     memory.skipping(ref.namespace, ref.uid, false);
@@ -80,5 +80,5 @@ async function beforeStart(acts: Acts, o: CachedActivation, action: { action: An
   }
   // Started meanwhile: its workflow gets the request at the next reconcile; not started, its turn comes.
   memory.skipping(ref.namespace, ref.uid, false);
-  acts.o.pass(ref.namespace);
+  acts.options.pass(ref.namespace);
 }

@@ -1,5 +1,5 @@
 /**
- * The activation controller's plan (controllers/activation/plan.ts, plan-object.ts), one table row
+ * The activation controller's plan (controllers/activation/decide-pass.ts, decide-object.ts), one table row
  * per rule: what a namespace's pass starts, supersedes, holds and remembers, with bursts arriving
  * in pieces, the Stage limit, a takeover and a reshard; what one activation's requests ask for;
  * what the sweep looks at. No servers, no Temporal.
@@ -7,10 +7,10 @@
 import { FINALIZER_CLOSE_OUT } from '../../api/group.js';
 import { BURST_QUIET_MS, BURST_SETTLE_MS } from '../../decisions/supersede.js';
 import { NAMESPACE_LIMIT_REASON } from '../../decisions/fair-share.js';
-import { Memory } from '../../controllers/activation/memory.js';
+import { PassStates } from '../../controllers/activation/pass-states.js';
 import { snapshot } from '../../controllers/activation/observe.js';
-import { emptyMemory, planPass, type NamespaceMemory, type PassSnapshot } from '../../controllers/activation/plan.js';
-import { fullSweep, handOver, planDeleted, planObject, planStageEvent, STANDBY_DELETIONS_KEPT_MS, sweepStep } from '../../controllers/activation/plan-object.js';
+import { emptyPassState, decidePass, type NamespacePassState, type PassSnapshot } from '../../controllers/activation/decide-pass.js';
+import { fullSweep, handOver, decideDeleted, decideObject, decideStageEvent, STANDBY_DELETIONS_KEPT_MS, sweepStep } from '../../controllers/activation/decide-object.js';
 import { activationWorkflowId } from '../../shared/activation.js';
 import type { CachedActivation } from '../../shared/cached-activation.js';
 
@@ -53,7 +53,7 @@ function va(name: string, stage: string, at: number, o: Opts = {}): CachedActiva
 }
 const id = (o: CachedActivation) => activationWorkflowId({ namespace: o.metadata!.namespace!, name: o.metadata!.name!, uid: o.metadata!.uid! });
 const snap = (activations: CachedActivation[], o: Partial<PassSnapshot> = {}): PassSnapshot => ({ namespace: NS, activations, seenAt: 1000, settleMs: BURST_SETTLE_MS, quietMs: BURST_QUIET_MS, ...o });
-const mem = (m: Partial<NamespaceMemory> = {}): NamespaceMemory => ({ ...emptyMemory(), ...m });
+const mem = (m: Partial<NamespacePassState> = {}): NamespacePassState => ({ ...emptyPassState(), ...m });
 const names = (os: readonly CachedActivation[]) => os.map((o) => o.metadata!.name).sort();
 /** Stage `s` exists; StageVersion `s-<name>` of revision `r` for each [name, r]. */
 const supersession = (stages: string[], revisions: [string, string, number][]) => ({
@@ -62,21 +62,21 @@ const supersession = (stages: string[], revisions: [string, string, number][]) =
 });
 
 describe('a pass: who starts', () => {
-  it.each<[string, CachedActivation[], Partial<NamespaceMemory>, string[]]>([
+  it.each<[string, CachedActivation[], Partial<NamespacePassState>, string[]]>([
     ['a new activation starts', [va('a', 's1', 1)], {}, ['a']],
     ['an InProgress one whose workflow is known to run is asked again (USE_EXISTING costs no second run)', [va('a', 's1', 1, { phase: 'InProgress', workflowId: true })], {}, ['a']],
     ['a finished one does not', [va('a', 's1', 1, { phase: 'Succeeded' })], {}, []],
     ['a deleting one does not', [va('a', 's1', 1, { deleting: true })], {}, []],
     ['one being ended before its start does not', [va('a', 's1', 1)], { skipping: new Set(['uid-a']) }, []],
   ])('%s', (_n, activations, m, starts) => {
-    const plan = planPass(snap(activations), mem(m), 1000);
+    const plan = decidePass(snap(activations), mem(m), 1000);
     expect(plan.read).toEqual([]);
     expect(names(plan.starts)).toEqual(starts);
   });
 
   it('a takeover: memory empty, the statuses tell what runs; nothing is held or skipped', () => {
     const running = [va('a', 's1', 1, { phase: 'InProgress', workflowId: true }), va('b', 's2', 2, { phase: 'Waiting', workflowId: true }), va('c', 's3', 3, { phase: 'Succeeded' })];
-    const plan = planPass(snap(running, { limit: 1 }), emptyMemory(), 1000);
+    const plan = decidePass(snap(running, { limit: 1 }), emptyPassState(), 1000);
     expect(names(plan.starts)).toEqual(['a', 'b']);
     expect(plan.holds).toEqual([]);
     expect(plan.skips).toEqual([]);
@@ -86,20 +86,20 @@ describe('a pass: who starts', () => {
 describe('a pass: the Stage limit (fair share)', () => {
   it('holds the newer Stages, marking only those not marked yet', () => {
     const as = [va('a', 's1', 1), va('b', 's2', 2), va('c', 's3', 3, { phase: 'Waiting', reason: NAMESPACE_LIMIT_REASON })];
-    const plan = planPass(snap(as, { limit: 1 }), emptyMemory(), 1000);
+    const plan = decidePass(snap(as, { limit: 1 }), emptyPassState(), 1000);
     expect(names(plan.starts)).toEqual(['a']);
     expect(names(plan.holds)).toEqual(['b']);
     expect(plan.heldMessage).toMatch(/^queued: 1 Stage of namespace shop already activate/);
   });
   it('a Stage whose burst is being waited for keeps its place', () => {
     const as = [va('b', 's2', 1), va('a', 's1', 2)];
-    const plan = planPass(snap(as, { limit: 1 }), mem({ lastArrival: new Map([['s1', 990]]), settling: new Map([['s1', { since: 900, until: 1100 }]]) }), 1000);
+    const plan = decidePass(snap(as, { limit: 1 }), mem({ lastArrival: new Map([['s1', 990]]), settling: new Map([['s1', { since: 900, until: 1100 }]]) }), 1000);
     expect(names(plan.holds)).toEqual(['b']);
     expect(names(plan.starts)).toEqual([]); // a is held for the rest of its burst
   });
   it('one namespace\'s pass sees its own activations only: another namespace\'s burst holds nothing here', () => {
     const cache = [va('x1', 's1', 1, { ns: 'other' }), va('x2', 's2', 2, { ns: 'other' }), va('x3', 's3', 3, { ns: 'other' }), va('a', 's9', 4)];
-    const plan = planPass(snapshot(cache, NS, 1000, { limit: 1, settleMs: BURST_SETTLE_MS, quietMs: BURST_QUIET_MS }), emptyMemory(), 1000);
+    const plan = decidePass(snapshot(cache, NS, 1000, { limit: 1, settleMs: BURST_SETTLE_MS, quietMs: BURST_QUIET_MS }), emptyPassState(), 1000);
     expect(names(plan.starts)).toEqual(['a']);
     expect(plan.holds).toEqual([]);
   });
@@ -110,12 +110,12 @@ describe('a pass: a burst arriving in pieces', () => {
   const revisions: [string, string, number][] = [['s1', 'a1', 1], ['s1', 'a2', 2], ['s1', 'a3', 3]];
 
   it('a crowd asks for its Stage and StageVersions first, starting nothing', () => {
-    const plan = planPass(snap(burst), emptyMemory(), 1000);
+    const plan = decidePass(snap(burst), emptyPassState(), 1000);
     expect(plan).toMatchObject({ read: ['s1'], starts: [], skips: [], expectations: [] });
   });
   it('then the newest wins: the others are skipped and remembered, the lock expects the newest, which waits for the quiet', () => {
     const m = mem({ lastArrival: new Map([['s1', 990]]) });
-    const plan = planPass(snap(burst, { supersession: supersession(['s1'], revisions) }), m, 1000);
+    const plan = decidePass(snap(burst, { supersession: supersession(['s1'], revisions) }), m, 1000);
     expect(plan.skips.map((s) => [s.activation.metadata!.name, s.by.name])).toEqual([['a1', 'a3'], ['a2', 'a3']]);
     expect(plan.expectations.map((w) => w.name)).toEqual(['a3']);
     expect(plan.starts).toEqual([]);
@@ -127,7 +127,7 @@ describe('a pass: a burst arriving in pieces', () => {
   it('a newer piece arrives during the wait: it supersedes the earlier newest, which is skipped too; the expectation is not sent twice', () => {
     const later = [...burst.map((o, i) => (i < 2 ? { ...o, status: { phase: 'Skipped' } } : o)), va('a4', 's1', 4)];
     const m = mem({ lastArrival: new Map([['s1', 1040]]), settling: new Map([['s1', { since: 1000, until: 1065 }]]), skipping: new Set(['uid-a1', 'uid-a2']), expectSent: new Set(['uid-a3']) });
-    const plan = planPass(snap(later, { seenAt: 1050, supersession: supersession(['s1'], [...revisions, ['s1', 'a4', 4]]) }), m, 1050);
+    const plan = decidePass(snap(later, { seenAt: 1050, supersession: supersession(['s1'], [...revisions, ['s1', 'a4', 4]]) }), m, 1050);
     expect(plan.skips.map((s) => [s.activation.metadata!.name, s.by.name])).toEqual([['a3', 'a4']]);
     expect(plan.expectations.map((w) => w.name)).toEqual(['a4']);
     expect(plan.starts).toEqual([]);
@@ -139,37 +139,37 @@ describe('a pass: a burst arriving in pieces', () => {
   it('the Stage is quiet: the newest starts, the wait ends', () => {
     const quiet = [va('a4', 's1', 4)];
     const m = mem({ lastArrival: new Map([['s1', 1040]]), settling: new Map([['s1', { since: 1000, until: 1115 }]]), skipping: new Set(['uid-a3']), expectSent: new Set(['uid-a4']) });
-    const plan = planPass(snap(quiet, { seenAt: 1116 }), m, 1116);
+    const plan = decidePass(snap(quiet, { seenAt: 1116 }), m, 1116);
     expect(names(plan.starts)).toEqual(['a4']);
     expect(plan.wakeAt).toBeUndefined();
     expect(plan.memory.settling.size).toBe(0);
   });
   it('a wait never runs past the settle, however long the burst goes on', () => {
     const m = mem({ lastArrival: new Map([['s1', 1240]]), settling: new Map([['s1', { since: 1000, until: 1250 }]]) });
-    const plan = planPass(snap([va('a9', 's1', 9)], { seenAt: 1250 }), m, 1250);
+    const plan = decidePass(snap([va('a9', 's1', 9)], { seenAt: 1250 }), m, 1250);
     expect(names(plan.starts)).toEqual(['a9']);
   });
   it('an arrival the snapshot missed (during the reads) holds its Stage for the next pass', () => {
     const m = mem({ lastArrival: new Map([['s1', 1005]]) });
-    const plan = planPass(snap([va('a1', 's1', 1)], { seenAt: 1000 }), m, 1010);
+    const plan = decidePass(snap([va('a1', 's1', 1)], { seenAt: 1000 }), m, 1010);
     expect(plan.starts).toEqual([]);
     expect(plan.wakeAt).toBe(1005 + BURST_QUIET_MS);
   });
   it('Stage and StageVersions unreadable: every activation starts, and the lock supersedes', () => {
-    const plan = planPass(snap(burst, { supersession: 'unreadable' }), emptyMemory(), 1000);
+    const plan = decidePass(snap(burst, { supersession: 'unreadable' }), emptyPassState(), 1000);
     expect(names(plan.starts)).toEqual(['a1', 'a2', 'a3']);
     expect(plan.skips).toEqual([]);
   });
   it('a burst on a Stage that does not exist: no one supersedes, each workflow says what is wrong', () => {
-    const plan = planPass(snap(burst, { supersession: supersession([], revisions) }), emptyMemory(), 1000);
+    const plan = decidePass(snap(burst, { supersession: supersession([], revisions) }), emptyPassState(), 1000);
     expect(names(plan.starts)).toEqual(['a1', 'a2', 'a3']);
   });
 });
 
 describe('memory: a takeover and a reshard', () => {
   const w = 'vectoractivation/shop/a/uid-a';
-  function remembered(): Memory {
-    const m = new Memory();
+  function remembered(): PassStates {
+    const m = new PassStates();
     m.running(NS, w, true);
     m.arrived(NS, 's1', 5);
     m.apply(NS, { settling: new Map([['s1', { since: 1, until: 9 }]]), skipping: new Set(['uid-b']), expectSent: new Set(['uid-c']) });
@@ -188,8 +188,8 @@ describe('memory: a takeover and a reshard', () => {
   it('a namespace no longer watched is forgotten whole; served again, it starts from the statuses', () => {
     const m = remembered();
     m.forget(NS);
-    expect(m.of(NS)).toEqual(emptyMemory());
-    const plan = planPass(snap([va('a', 's1', 1, { phase: 'InProgress', workflowId: true }), va('b', 's2', 2)]), m.of(NS), 1000);
+    expect(m.of(NS)).toEqual(emptyPassState());
+    const plan = decidePass(snap([va('a', 's1', 1, { phase: 'InProgress', workflowId: true }), va('b', 's2', 2)]), m.of(NS), 1000);
     expect(names(plan.starts)).toEqual(['a', 'b']);
   });
   it('a deletion forgets the activation', () => {
@@ -216,13 +216,13 @@ describe('one activation: requests by annotation', () => {
     ['an answered request is not asked again', va('a', 's1', 1, { phase: 'Failed', annotations: { [RETRY]: '2' }, requests: [{ action: 'retry', token: `${RETRY}=2` }] }), false, [], false],
     ['deleted with the close-out finalizer: the deletion goes to the workflow, or a close-out', va('a', 's1', 1, { phase: 'InProgress', deleting: true, finalizers: [FINALIZER_CLOSE_OUT] }), true, [{ action: { kind: 'deleted' } }], false],
   ])('%s', (_n, o, knownToRun, requests, pass) => {
-    const plan = planObject(o, new Set(knownToRun ? [id(o)] : []));
+    const plan = decideObject(o, new Set(knownToRun ? [id(o)] : []));
     expect(plan.pass).toBe(pass);
     expect(plan.requests).toEqual(requests.map((r) => expect.objectContaining({ ...(r as object), action: expect.objectContaining((r as { action: object }).action) })));
   });
   it('each request has its own key: a new value is a new request', () => {
-    const [one] = planObject(va('a', 's1', 1, { phase: 'Failed', annotations: { [RETRY]: '1' } }), new Set()).requests;
-    const [two] = planObject(va('a', 's1', 1, { phase: 'Failed', annotations: { [RETRY]: '2' } }), new Set()).requests;
+    const [one] = decideObject(va('a', 's1', 1, { phase: 'Failed', annotations: { [RETRY]: '1' } }), new Set()).requests;
+    const [two] = decideObject(va('a', 's1', 1, { phase: 'Failed', annotations: { [RETRY]: '2' } }), new Set()).requests;
     expect(one!.key).not.toBe(two!.key);
   });
 });
@@ -233,7 +233,7 @@ describe('deletions', () => {
     ['a Skipped one: nothing runs', 'Skipped', true, 'nothing'],
     ['an InProgress one, acting: its workflow is told', 'InProgress', true, 'signal'],
     ['an InProgress one, standby or not served: told by whoever acts next', 'InProgress', false, 'later'],
-  ])('%s', (_n, phase, acting, decision) => expect(planDeleted(va('a', 's1', 1, phase ? { phase } : {}), acting)).toBe(decision));
+  ])('%s', (_n, phase, acting, decision) => expect(decideDeleted(va('a', 's1', 1, phase ? { phase } : {}), acting)).toBe(decision));
 
   it('a takeover hands over the recent deletions of the namespaces it serves; old ones go', () => {
     const seen = new Map([['vectoractivation/shop/a/u1', { at: 100 }], ['vectoractivation/other/b/u2', { at: 100 }], ['vectoractivation/shop/c/u3', { at: 0 }]]);
@@ -266,7 +266,7 @@ describe("a Stage's deletion: its unfinished activations are told, once", () => 
     ['gone after it was told while being deleted: not again', 'DELETED', stage(), told('stage-u1'), undefined],
     ['another Stage of that name was told: this one still is', 'DELETED', stage({ uid: 'stage-u2' }), told('stage-u1'), ['a', 'b', 'c']],
   ] as const)('%s', (_n, type, st, toldAlready, told) => {
-    const plan = planStageEvent(type, st, cached, toldAlready);
+    const plan = decideStageEvent(type, st, cached, toldAlready);
     if (told === undefined) return expect(plan).toBeUndefined();
     expect(plan!.notice).toEqual({ namespace: NS, stage: 's1', uid: st.metadata.uid, ...(type === 'DELETED' ? {} : { deleting: true }) });
     expect(plan!.workflowIds).toEqual(told.map((n) => id(cached.find((o) => o.metadata!.name === n)!)));

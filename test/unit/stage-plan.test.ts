@@ -23,7 +23,7 @@ import {
   type StageVersionUsageResource,
   type VectorActivationResource,
 } from '../../api/index.js';
-import { freshReads, planNamespace, statusPatch, type Observed, type Plan, type PlanOptions } from '../../decisions/stage.js';
+import { freshReads, decideNamespace, statusPatch, type Observed, type NamespaceDecision, type DecisionOptions } from '../../decisions/stage.js';
 import { joinName, labelValue } from '../../shared/names.js';
 
 const V = 'landscape.konfidence.cloud/v1alpha1';
@@ -87,11 +87,11 @@ const observed = (o: Partial<Omit<Observed, 'namespace'>>): Observed => ({ names
 
 // Reading a plan.
 // Typed loosely: a row reads the fields of whichever kind it asks for.
-const created = (p: Plan, kind: string): any[] => p.creates.filter((c) => c.object.kind === kind).map((c) => c.object);
-const createdNames = (p: Plan, kind: string) => created(p, kind).map((o) => o.metadata.name);
-const statusOf = (p: Plan, kind: string, name: string) => p.statuses.find((s) => s.kind === kind && s.name === name)?.patch;
-const metadataOf = (p: Plan, name: string) => p.metadata.find((m) => m.name === name);
-const specOf = (p: Plan, name: string) => p.specs.find((s) => s.name === name)?.spec;
+const created = (p: NamespaceDecision, kind: string): any[] => p.creates.filter((c) => c.object.kind === kind).map((c) => c.object);
+const createdNames = (p: NamespaceDecision, kind: string) => created(p, kind).map((o) => o.metadata.name);
+const statusOf = (p: NamespaceDecision, kind: string, name: string) => p.statuses.find((s) => s.kind === kind && s.name === name)?.patch;
+const metadataOf = (p: NamespaceDecision, name: string) => p.metadata.find((m) => m.name === name);
+const specOf = (p: NamespaceDecision, name: string) => p.specs.find((s) => s.name === name)?.spec;
 const condition = (status: any, type: string) => (status?.conditions as Condition[] | undefined)?.find((c) => c.type === type);
 
 /** A Stage `app` serving app-1 (v1), as after its first activation. */
@@ -107,8 +107,8 @@ interface Row {
   rule: string;
   given: Observed;
   /** The controller's options (default: none, so the system namespace is konfidence-system). */
-  options?: PlanOptions;
-  then: (p: Plan) => void;
+  options?: DecisionOptions;
+  then: (p: NamespaceDecision) => void;
 }
 
 /** What the routes hold for Stage `app`: one rule, `weights` percent per StageVersion. */
@@ -571,7 +571,7 @@ const rows: Row[] = [
     rule: 'Stage status: no write when nothing changed; lastTransitionTime kept',
     given: (() => {
       const o = served('v1');
-      const first = statusOf(planNamespace(o, new Date('2029-06-01T00:00:00Z')), 'Stage', 'app');
+      const first = statusOf(decideNamespace(o, new Date('2029-06-01T00:00:00Z')), 'Stage', 'app');
       o.stages[0]!.status = { ...o.stages[0]!.status, ...first } as never;
       return o;
     })(),
@@ -632,7 +632,7 @@ const rows: Row[] = [
 ];
 
 /** Whatever a row plans, every object it creates must be one the apiserver accepts. */
-function expectValidCreates(p: Plan): void {
+function expectValidCreates(p: NamespaceDecision): void {
   const schemas: Record<string, { parse(o: unknown): unknown }> = {
     StageVersion: stageVersionResource,
     StageVersionUsage: stageVersionUsageResource,
@@ -650,7 +650,7 @@ function expectValidCreates(p: Plan): void {
 
 describe('Stage controller plan', () => {
   it.each(rows)('$rule', ({ given, options, then }) => {
-    const plan = planNamespace(given, NOW, options);
+    const plan = decideNamespace(given, NOW, options);
     expectValidCreates(plan);
     then(plan);
     // At most one status write per object.
@@ -659,7 +659,7 @@ describe('Stage controller plan', () => {
   });
 
   it('a 253-character Stage gets a valid StageVersion and target usage on a first pass', () => {
-    const plan = planNamespace(observed({ stages: [stage(LONG, 'v1')] }), NOW);
+    const plan = decideNamespace(observed({ stages: [stage(LONG, 'v1')] }), NOW);
     expectValidCreates(plan);
     expect(createdNames(plan, 'StageVersion')).toEqual([joinName(LONG, 1)]);
     expect(created(plan, 'StageVersion')[0]?.metadata.labels?.[LABEL_STAGE_NAME]).toBe(labelValue(LONG));
@@ -703,7 +703,7 @@ describe('what a pass reads again from the apiserver before it acts (freshReads)
       fresh: { objects: true, routes: true },
     },
   ])('$rule', ({ given, acts, fresh }) => {
-    const plan = planNamespace(given, NOW);
+    const plan = decideNamespace(given, NOW);
     expect([...plan.metadata, ...plan.creates, ...plan.deletes].length > 0).toBe(acts);
     expect(freshReads(plan)).toEqual(fresh);
   });

@@ -7,7 +7,7 @@
  */
 import { ANNOTATION_SERVING, FINALIZER_IN_USE, type StageVersionResource } from '../../api/index.js';
 import type { RuleRecord } from '../../api/activation-execution.js';
-import { planNamespace, type Observed } from '../../decisions/stage.js';
+import { decideNamespace, type Observed } from '../../decisions/stage.js';
 import { applyAssignment, inheritedRecord, percentOf, restoreOrder, type TrafficAssignment } from '../../decisions/traffic.js';
 import type { StepProgress } from '../../decisions/activation.js';
 import { seededRandom } from '../support/random.js';
@@ -131,7 +131,7 @@ it(`keeps every rule at 100 %, reverts exactly and protects every version with a
       activations: [],
       traffic: new Map([['shop', { rules: rules.map((w, r) => ({ route: route(r), rule: 0, weights: percentOf(w) })), complete: true }]]),
     };
-    const plan = planNamespace(observed, new Date(0));
+    const plan = decideNamespace(observed, new Date(0));
     const serving = new Set(rules.flatMap((w) => Object.entries(w).flatMap(([k, v]) => (v > 0 ? [k] : []))));
     for (const sv of serving) {
       expect({ at: where(i, op), deleted: plan.deletes.some((d) => d.name === sv) }).toEqual({ at: where(i, op), deleted: false });

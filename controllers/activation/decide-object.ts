@@ -19,28 +19,28 @@ export interface RequestStep {
   beforeStart: boolean;
 }
 
-export interface ObjectPlan {
+export interface ObjectDecision {
   /** The namespace's pass must run: the activation is unfinished and no workflow is known to run it. */
   pass: boolean;
   requests: RequestStep[];
 }
 
 /** For one activation, from the object alone (decisions/watcher.ts) and the workflows known to run. */
-export function planObject(o: CachedActivation, running: ReadonlySet<string>): ObjectPlan {
+export function decideObject(cachedActivation: CachedActivation, running: ReadonlySet<string>): ObjectDecision {
   const actions = watcherActions({
-    phase: o.status?.phase,
-    deleting: Boolean(o.metadata?.deletionTimestamp),
-    closing: o.metadata?.finalizers?.includes(FINALIZER_CLOSE_OUT) ?? false,
-    annotations: o.metadata?.annotations ?? {},
-    answered: o.status?.requests ?? [],
+    phase: cachedActivation.status?.phase,
+    deleting: Boolean(cachedActivation.metadata?.deletionTimestamp),
+    closing: cachedActivation.metadata?.finalizers?.includes(FINALIZER_CLOSE_OUT) ?? false,
+    annotations: cachedActivation.metadata?.annotations ?? {},
+    answered: cachedActivation.status?.requests ?? [],
   });
-  const id = workflowIdOf(o);
+  const id = workflowIdOf(cachedActivation);
   // The workflow starts only from the namespace's pass (Stage limit, bursts superseded before they
   // start), whatever requests the activation carries.
-  const pass = actions.some((a) => a.kind === 'ensure') && !running.has(id);
-  const notStarted = !isFinal(o.status?.phase) && !running.has(id) && !o.status?.workflowId;
+  const pass = actions.some((action) => action.kind === 'ensure') && !running.has(id);
+  const notStarted = !isFinal(cachedActivation.status?.phase) && !running.has(id) && !cachedActivation.status?.workflowId;
   const requests = actions.flatMap((action): RequestStep[] =>
-    action.kind === 'ensure' ? [] : [{ key: `${o.metadata!.uid}/${action.kind}/${'token' in action ? action.token : ''}`, action, beforeStart: notStarted && action.kind === 'relay' }],
+    action.kind === 'ensure' ? [] : [{ key: `${cachedActivation.metadata!.uid}/${action.kind}/${'token' in action ? action.token : ''}`, action, beforeStart: notStarted && action.kind === 'relay' }],
   );
   return { pass, requests };
 }
@@ -49,8 +49,8 @@ export function planObject(o: CachedActivation, running: ReadonlySet<string>): O
  * A deletion seen by the watch: nothing for a Succeeded or Skipped one (nothing runs); else its
  * workflow is told, now when acting, or by whoever acts in the namespace next.
  */
-export function planDeleted(o: CachedActivation, acting: boolean): 'nothing' | 'signal' | 'later' {
-  if (['Succeeded', 'Skipped'].includes(o.status?.phase ?? '')) return 'nothing';
+export function decideDeleted(activation: CachedActivation, acting: boolean): 'nothing' | 'signal' | 'later' {
+  if (['Succeeded', 'Skipped'].includes(activation.status?.phase ?? '')) return 'nothing';
   return acting ? 'signal' : 'later';
 }
 
@@ -66,7 +66,7 @@ export interface CachedStage {
  * validated that Stage, by uid: an activation of a new Stage of the same name goes on).
  * `told`: the uids of the Stages whose deletion was announced already.
  */
-export function planStageEvent(
+export function decideStageEvent(
   type: 'ADDED' | 'MODIFIED' | 'DELETED',
   stage: CachedStage,
   activations: Iterable<CachedActivation>,
@@ -75,7 +75,7 @@ export function planStageEvent(
   const { namespace, name, uid, deletionTimestamp } = stage.metadata ?? {};
   if (!namespace || !name || !uid || told.has(uid)) return undefined;
   if (type !== 'DELETED' && !deletionTimestamp) return undefined;
-  const workflowIds = [...activations].filter((o) => o.metadata?.namespace === namespace && stageOf(o) === name && !isFinal(o.status?.phase)).map(workflowIdOf);
+  const workflowIds = [...activations].filter((activation) => activation.metadata?.namespace === namespace && stageOf(activation) === name && !isFinal(activation.status?.phase)).map(workflowIdOf);
   return { notice: { namespace, stage: name, uid, ...(type === 'DELETED' ? {} : { deleting: true }) }, workflowIds };
 }
 
@@ -120,11 +120,11 @@ export type SweepStep =
  * What the sweep does for one cached activation in a namespace it acts in. `closed`: the workflows
  * the visibility query found closed since the sweep before; undefined, every one is looked at.
  */
-export function sweepStep(o: CachedActivation, running: ReadonlySet<string>, closed: ReadonlySet<string> | undefined): SweepStep {
-  if (o.metadata?.deletionTimestamp) return o.metadata.finalizers?.includes(FINALIZER_CLOSE_OUT) ? 'reconcile' : 'skip';
-  if (isFinal(o.status?.phase)) return 'skip';
-  const id = workflowIdOf(o);
-  if (!running.has(id) && !o.status?.workflowId) return 'pass';
-  if (closed && o.status?.progression?.gate && !closed.has(id)) return 'skip';
+export function sweepStep(activation: CachedActivation, running: ReadonlySet<string>, closed: ReadonlySet<string> | undefined): SweepStep {
+  if (activation.metadata?.deletionTimestamp) return activation.metadata.finalizers?.includes(FINALIZER_CLOSE_OUT) ? 'reconcile' : 'skip';
+  if (isFinal(activation.status?.phase)) return 'skip';
+  const id = workflowIdOf(activation);
+  if (!running.has(id) && !activation.status?.workflowId) return 'pass';
+  if (closed && activation.status?.progression?.gate && !closed.has(id)) return 'skip';
   return 'check';
 }

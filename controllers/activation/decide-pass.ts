@@ -5,7 +5,7 @@
  * waited for, the losers being skipped, the expectations sent), which workflows start, which
  * activations are superseded before they start, which wait for the Stage limit, which burst
  * winners the Stage's lock is told to expect, when the next pass must run, and what to remember.
- * No I/O and no clock: controller.ts observes, calls planPass, acts (act.ts), so every rule is a
+ * No I/O and no clock: controller.ts observes, calls decidePass, acts (act.ts), so every rule is a
  * table row (test/unit/activation-plan.test.ts).
  *
  * The pass is the only path that starts a workflow: the Stage limit (decisions/fair-share.ts) and a
@@ -36,7 +36,7 @@ export interface PassSnapshot {
 }
 
 /** What the controller remembers of a namespace between passes. */
-export interface NamespaceMemory {
+export interface NamespacePassState {
   /** Workflow ids known to run: a repeated event costs no Temporal call (learnt by act.ts). */
   readonly running: ReadonlySet<string>;
   /** Per Stage, until when its burst's newest waits for the rest (holdBurstWinners). */
@@ -53,13 +53,13 @@ export interface NamespaceMemory {
 }
 
 /** The part of the memory a pass decides; the rest is learnt from what the acts and the watch find. */
-export interface NextMemory {
+export interface NextPassState {
   settling: Map<string, BurstWait>;
   skipping: Set<string>;
   expectSent: Set<string>;
 }
 
-export interface PassPlan {
+export interface PassDecision {
   /** Crowded Stages to read before the burst's losers can be told: plan again with `supersession`. */
   read: string[];
   /** Whose workflow to start, or find running (USE_EXISTING), in this order. */
@@ -73,77 +73,77 @@ export interface PassPlan {
   expectations: Superseder[];
   /** When a pass must run again (a burst's newest is held); undefined: no need. */
   wakeAt?: number;
-  memory: NextMemory;
+  memory: NextPassState;
 }
 
-export function emptyMemory(): NamespaceMemory {
+export function emptyPassState(): NamespacePassState {
   return { running: new Set(), settling: new Map(), lastArrival: new Map(), skipping: new Set(), expectSent: new Set() };
 }
 
-const uidOf = (o: CachedActivation) => o.metadata!.uid!;
+const uidOf = (activation: CachedActivation) => activation.metadata!.uid!;
 
 /** Started: this controller knows its workflow runs, or its status names one (a workflow wrote it). */
-const startedIn = (m: NamespaceMemory) => (o: CachedActivation) => m.running.has(workflowIdOf(o)) || Boolean(o.status?.workflowId);
+const startedIn = (state: NamespacePassState) => (activation: CachedActivation) => state.running.has(workflowIdOf(activation)) || Boolean(activation.status?.workflowId);
 
-export function planPass(s: PassSnapshot, m: NamespaceMemory, now: number): PassPlan {
-  const started = startedIn(m);
-  const unfinished = s.activations.filter((o) => !o.metadata!.deletionTimestamp && !isFinal(o.status?.phase));
+export function decidePass(observed: PassSnapshot, state: NamespacePassState, now: number): PassDecision {
+  const started = startedIn(state);
+  const unfinished = observed.activations.filter((activation) => !activation.metadata!.deletionTimestamp && !isFinal(activation.status?.phase));
   const admitted = fairShare(
-    unfinished.map((o) => ({
-      uid: uidOf(o),
-      name: o.metadata!.name!,
-      stage: stageOf(o),
-      created: createdOf(o),
+    unfinished.map((activation) => ({
+      uid: uidOf(activation),
+      name: activation.metadata!.name!,
+      stage: stageOf(activation),
+      created: createdOf(activation),
       // A burst's newest held for the rest of its burst keeps the place its Stage was admitted to.
-      started: started(o) || m.settling.has(stageOf(o)),
+      started: started(activation) || state.settling.has(stageOf(activation)),
     })),
-    s.limit,
+    observed.limit,
   );
   // Both hold an activation until the snapshot has it final (the watch brought the write back); a
   // deleted one is forgotten as its deletion is seen. One the snapshot lacks may be newer than it.
-  const final = new Set(s.activations.filter((o) => isFinal(o.status?.phase)).map(uidOf));
-  const skipping = new Set([...m.skipping].filter((uid) => !final.has(uid)));
-  const expectSent = new Set([...m.expectSent].filter((uid) => !final.has(uid)));
-  const starting = unfinished.filter((o) => admitted.has(uidOf(o)) && !started(o) && !skipping.has(uidOf(o)));
+  const final = new Set(observed.activations.filter((activation) => isFinal(activation.status?.phase)).map(uidOf));
+  const skipping = new Set([...state.skipping].filter((uid) => !final.has(uid)));
+  const expectSent = new Set([...state.expectSent].filter((uid) => !final.has(uid)));
+  const starting = unfinished.filter((activation) => admitted.has(uidOf(activation)) && !started(activation) && !skipping.has(uidOf(activation)));
   const count = new Map<string, number>();
-  for (const o of starting) count.set(stageOf(o), (count.get(stageOf(o)) ?? 0) + 1);
+  for (const cachedActivation of starting) count.set(stageOf(cachedActivation), (count.get(stageOf(cachedActivation)) ?? 0) + 1);
   const crowded = [...count].filter(([, n]) => n > 1).map(([stage]) => stage);
-  const message = heldMessage(s.namespace, s.limit ?? 0);
-  if (crowded.length > 0 && s.supersession === undefined) {
-    return { read: crowded, starts: [], skips: [], holds: [], heldMessage: message, expectations: [], memory: { settling: new Map(m.settling), skipping, expectSent } };
+  const message = heldMessage(observed.namespace, observed.limit ?? 0);
+  if (crowded.length > 0 && observed.supersession === undefined) {
+    return { read: crowded, starts: [], skips: [], holds: [], heldMessage: message, expectations: [], memory: { settling: new Map(state.settling), skipping, expectSent } };
   }
   // A burst on one Stage: of the activations about to start, only the newest gets a workflow.
   const losers =
-    crowded.length === 0 || s.supersession === undefined || s.supersession === 'unreadable'
+    crowded.length === 0 || observed.supersession === undefined || observed.supersession === 'unreadable'
       ? new Map<string, Superseder>()
       : supersededBeforeStart(
-          starting.map((o) => ({ uid: uidOf(o), name: o.metadata!.name!, stage: stageOf(o), stageVersion: o.spec?.stageVersion ?? '', created: createdOf(o) })),
-          s.supersession.stages,
-          s.supersession.stageVersions,
+          starting.map((activation) => ({ uid: uidOf(activation), name: activation.metadata!.name!, stage: stageOf(activation), stageVersion: activation.spec?.stageVersion ?? '', created: createdOf(activation) })),
+          observed.supersession.stages,
+          observed.supersession.stageVersions,
         );
   // A burst's newest: its lock expects it (an older one started already waits for it there), and
   // it waits a moment for the rest of its burst (decisions/supersede.ts).
-  const winners = new Map([...losers.values()].map((w) => [w.uid, w]));
-  const expectations = [...winners.values()].filter((w) => !expectSent.has(w.uid));
-  for (const w of expectations) expectSent.add(w.uid);
+  const winners = new Map([...losers.values()].map((superseder) => [superseder.uid, superseder]));
+  const expectations = [...winners.values()].filter((superseder) => !expectSent.has(superseder.uid));
+  for (const superseder of expectations) expectSent.add(superseder.uid);
   // A burst's wait is judged at `now`, after the pass's reads, on every arrival up to now: one that
   // came during them (not in the snapshot) makes its Stage wait for the next pass, which sees it.
   const hold = holdBurstWinners(
     starting
-      .filter((o) => !losers.has(uidOf(o)))
-      .map((o) => ({ uid: uidOf(o), stage: stageOf(o), crowd: winners.has(uidOf(o)), missed: (m.lastArrival.get(stageOf(o)) ?? -Infinity) > s.seenAt })),
-    m.lastArrival,
-    m.settling,
+      .filter((activation) => !losers.has(uidOf(activation)))
+      .map((activation) => ({ uid: uidOf(activation), stage: stageOf(activation), crowd: winners.has(uidOf(activation)), missed: (state.lastArrival.get(stageOf(activation)) ?? -Infinity) > observed.seenAt })),
+    state.lastArrival,
+    state.settling,
     now,
-    s.settleMs,
-    s.quietMs,
+    observed.settleMs,
+    observed.quietMs,
   );
   // The winners start while the losers are ended (a burst's newest does not wait for every skip);
   // the losers stay among those being skipped until the watch brings their ending back.
-  const skips = starting.filter((o) => losers.has(uidOf(o))).map((o) => ({ activation: o, by: losers.get(uidOf(o))! }));
+  const skips = starting.filter((activation) => losers.has(uidOf(activation))).map((cachedActivation) => ({ activation: cachedActivation, by: losers.get(uidOf(cachedActivation))! }));
   for (const { activation } of skips) skipping.add(uidOf(activation));
-  const starts = unfinished.filter((o) => admitted.has(uidOf(o)) && !losers.has(uidOf(o)) && !hold.held.has(uidOf(o)) && !skipping.has(uidOf(o)));
-  const holds = unfinished.filter((o) => !admitted.has(uidOf(o)) && !(o.status?.reason === NAMESPACE_LIMIT_REASON && o.status.phase === 'Waiting'));
+  const starts = unfinished.filter((activation) => admitted.has(uidOf(activation)) && !losers.has(uidOf(activation)) && !hold.held.has(uidOf(activation)) && !skipping.has(uidOf(activation)));
+  const holds = unfinished.filter((activation) => !admitted.has(uidOf(activation)) && !(activation.status?.reason === NAMESPACE_LIMIT_REASON && activation.status.phase === 'Waiting'));
   return {
     read: [],
     starts,

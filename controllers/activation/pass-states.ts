@@ -5,7 +5,7 @@
  * leader starts with none of it and decides from the statuses (takeover).
  */
 import type { BurstWait } from '../../decisions/supersede.js';
-import { emptyMemory, type NamespaceMemory, type NextMemory } from './plan.js';
+import { emptyPassState, type NamespacePassState, type NextPassState } from './decide-pass.js';
 
 interface Mutable {
   running: Set<string>;
@@ -15,22 +15,22 @@ interface Mutable {
   expectSent: Set<string>;
 }
 
-export class Memory {
+export class PassStates {
   private readonly byNamespace = new Map<string, Mutable>();
 
   /** What is remembered of a namespace (live: read it where the plan is made). */
-  of(namespace: string): NamespaceMemory {
+  of(namespace: string): NamespacePassState {
     return this.mutable(namespace);
   }
 
   private mutable(namespace: string): Mutable {
-    let m = this.byNamespace.get(namespace);
-    if (!m) this.byNamespace.set(namespace, (m = emptyMemory() as Mutable));
-    return m;
+    let state = this.byNamespace.get(namespace);
+    if (!state) this.byNamespace.set(namespace, (state = emptyPassState() as Mutable));
+    return state;
   }
 
   /** A pass's decisions; applied in the same tick as the plan that made them. */
-  apply(namespace: string, next: NextMemory): void {
+  apply(namespace: string, next: NextPassState): void {
     Object.assign(this.mutable(namespace), next);
   }
 
@@ -56,10 +56,10 @@ export class Memory {
 
   /** An activation deleted: nothing of it is remembered. */
   deleted(namespace: string, uid: string, workflowId: string): void {
-    const m = this.byNamespace.get(namespace);
-    m?.running.delete(workflowId);
-    m?.skipping.delete(uid);
-    m?.expectSent.delete(uid);
+    const state = this.byNamespace.get(namespace);
+    state?.running.delete(workflowId);
+    state?.skipping.delete(uid);
+    state?.expectSent.delete(uid);
   }
 
   /**
@@ -73,9 +73,9 @@ export class Memory {
 
   /** The namespace dropped: whoever serves it next asks Temporal again (a start finds a running workflow by its id). */
   dropped(namespace: string): void {
-    const m = this.byNamespace.get(namespace);
-    m?.running.clear();
-    m?.settling.clear();
+    const state = this.byNamespace.get(namespace);
+    state?.running.clear();
+    state?.settling.clear();
   }
 
   /** The namespace left (no longer watched): its bursts' waits and arrivals go with its cache. */

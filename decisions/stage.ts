@@ -2,7 +2,7 @@
  * What the Stage controller decides (ADR-0013, ADR-0012 step 1), as pure functions: given what one
  * pass read of a namespace, the objects to create, the metadata and spec patches, the deletes, and
  * the status patch of each object whose status should change. No I/O and no clock: the controller
- * (controllers/stage-controller.ts) lists, calls decideNamespace, acts, so every rule is tested as a
+ * (controllers/stage/controller.ts) lists, calls decideNamespace, acts, so every rule is tested as a
  * table row (test/unit/stage-plan.test.ts) without a cluster.
  */
 import {
@@ -53,7 +53,7 @@ export interface Observed {
   usages: Usage[];
   activations: Activation[];
   /**
-   * By Stage, what its managed routes hold (controllers/stage-traffic.ts); undefined for a Stage
+   * By Stage, what its managed routes hold (controllers/stage/traffic.ts); undefined for a Stage
    * whose routes could not be read now. Without the map, no decision looks at the routes.
    */
   traffic?: ReadonlyMap<string, ObservedTraffic | undefined>;

@@ -6,7 +6,7 @@
 import { createActivationActivities } from '../activities/core.js';
 import type { ActivationReport } from '../decisions/activation.js';
 import { knownStatus, statusWrite } from '../decisions/status-write.js';
-import { StageController } from '../controllers/stage-controller.js';
+import { StageController } from '../controllers/stage/controller.js';
 import { k8s } from '../k8s/client.js';
 import { eventRecorder } from '../k8s/events.js';
 import { pollUntil } from '../scripts/env/process.js';

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { SHARDING_CONFIG_NAME } from '../api/sharding-config.js';
 import { controllerRoles } from '../api/controller-status.js';
 import { ActivationController } from '../controllers/activation/controller.js';
-import { StageController } from '../controllers/stage-controller.js';
+import { StageController } from '../controllers/stage/controller.js';
 import { ShardMembership } from '../worker/shards.js';
 import { shardOf } from '../decisions/shards.js';
 import { applyCrds, readCrdFiles } from '../k8s/crds.js';

@@ -24,7 +24,7 @@ import { ShardMembership, type ShardedComponent } from './shards.js';
 import { CORE_TASK_QUEUE, executorTaskQueue } from '../shared/task-queues.js';
 import { loadConfig } from './config.js';
 import { Shutdown } from './shutdown.js';
-import { StageController } from '../controllers/stage-controller.js';
+import { StageController } from '../controllers/stage/controller.js';
 import { startHealthServer, type HealthServer, type ReadinessCheck } from './health.js';
 import { endpointFromEnv, startPublisher, versionFromEnv, type Publisher } from './publisher.js';
 import { componentLogger, logger } from '../telemetry/log.js';

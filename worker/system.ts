@@ -14,7 +14,7 @@ import { CORE_TASK_QUEUE, executorTaskQueue } from '../shared/task-queues.js';
 import { createCoreWorker } from './core-worker.js';
 import { createExecutorWorker } from './executor-worker.js';
 import { ActivationController } from '../controllers/activation/controller.js';
-import { StageController } from '../controllers/stage-controller.js';
+import { StageController } from '../controllers/stage/controller.js';
 import type { LogFn } from '../telemetry/log.js';
 
 export interface SystemOptions {

@@ -25,6 +25,7 @@ import { vectorActivation, type ActivationOptions } from '../../workflows/activa
 import { readCoreRollout } from '../../worker/core-rollout.js';
 import { closeOutActivation } from './close-out.js';
 import type { PassStates } from './pass-states.js';
+import { InFlightWork } from './in-flight.js';
 import { latestRun } from './observe.js';
 import type { PassDecision } from './decide-pass.js';
 
@@ -44,29 +45,10 @@ export interface ActionOptions {
   gate: LeaderGate;
   /** Through the gate's KubeConfig: every write fenced. */
   deps: CoreDeps;
-  memory: PassStates;
+  passStates: PassStates;
   log: LogFn;
   /** Asks for the namespace's pass (controller.ts): the only path that starts a workflow. */
   pass: (namespace: string) => void;
-}
-
-/** Writes in flight per namespace: a drop, and a stop, wait for them. */
-export class InFlightWork {
-  private readonly pending = new Map<string, Set<Promise<unknown>>>();
-
-  run<T>(namespace: string, work: () => Promise<T>): Promise<T> {
-    const set = this.pending.get(namespace) ?? new Set();
-    this.pending.set(namespace, set);
-    const running = work();
-    set.add(running);
-    void running.finally(() => set.delete(running)).catch(() => undefined);
-    return running;
-  }
-
-  async settled(namespaces?: readonly string[]): Promise<void> {
-    const sets = namespaces ? namespaces.map((ns) => this.pending.get(ns) ?? new Set()) : [...this.pending.values()];
-    await Promise.allSettled(sets.flatMap((set) => [...set]));
-  }
 }
 
 /** How long one read of the core rollout serves the starts that follow it. */
@@ -154,10 +136,10 @@ export class ActivationActions {
   async ensure(cachedActivation: CachedActivation): Promise<void> {
     const ns = cachedActivation.metadata!.namespace!;
     const workflowId = workflowIdOf(cachedActivation);
-    if (this.options.memory.of(ns).running.has(workflowId)) return;
+    if (this.options.passStates.of(ns).running.has(workflowId)) return;
     try {
       await this.startWorkflow(cachedActivation, {}, 'REJECT_DUPLICATE');
-      this.options.memory.running(ns, workflowId, true);
+      this.options.passStates.running(ns, workflowId, true);
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
       await this.checkClosed(cachedActivation); // a closed run exists, yet the object is unfinished
@@ -170,14 +152,14 @@ export class ActivationActions {
     const workflowId = workflowIdOf(cachedActivation);
     const run = await latestRun(this.options.client, workflowId);
     if (run === undefined) {
-      this.options.memory.running(ns, workflowId, false);
+      this.options.passStates.running(ns, workflowId, false);
       return this.ensure(cachedActivation); // gone (retention, deleted): an unfinished object gets a workflow
     }
     if (run.status === 'RUNNING' || run.status === 'CONTINUED_AS_NEW') {
-      this.options.memory.running(ns, workflowId, true);
+      this.options.passStates.running(ns, workflowId, true);
       return;
     }
-    this.options.memory.running(ns, workflowId, false);
+    this.options.passStates.running(ns, workflowId, false);
     return this.closeOut(cachedActivation, run);
   }
 
@@ -233,7 +215,7 @@ export class ActivationActions {
     if (!isFinal(cachedActivation.status?.phase) && !run?.closeOut) {
       const why = closedWorkflow(run?.status ?? 'NOT_FOUND', workflowId);
       await this.startWorkflow(cachedActivation, { resume: 'close-out', closeOut: why }, 'ALLOW_DUPLICATE', { closeOut: true });
-      this.options.memory.running(ref.namespace, workflowId, true);
+      this.options.passStates.running(ref.namespace, workflowId, true);
       this.options.log(`VectorActivation ${ref.namespace}/${ref.name}: ${why.message}; its close-out run started`, this.about(cachedActivation));
       return;
     }
@@ -260,7 +242,7 @@ export class ActivationActions {
       this.options.gate.fence(`expecting ${activation} at its Stage's lock`, namespace);
       await expectStageLock(this.options.client, this.options.taskQueue, namespace, superseder.stage, { requester: activationWorkflowId({ namespace, name: superseder.name, uid: superseder.uid }), revision: superseder.revision, activation });
     } catch (err) {
-      if (err instanceof NotLeaderError) this.options.memory.unexpect(namespace, superseder.uid);
+      if (err instanceof NotLeaderError) this.options.passStates.unexpect(namespace, superseder.uid);
       else this.options.log(`telling the lock of ${namespace}/${superseder.stage} to expect ${superseder.name}: ${apiMessage(err)}`, { level: 'warn', namespace, activation: superseder.name, stage: superseder.stage });
     }
   }
@@ -283,7 +265,7 @@ export class ActivationActions {
       } catch (err) {
         if (!(err instanceof NotLeaderError)) this.options.log(`superseding ${namespace}/${ref.name}: ${apiMessage(err)}; starting it`, { level: 'warn', ...this.about(cachedActivation) });
       }
-      this.options.memory.skipping(namespace, ref.uid, false);
+      this.options.passStates.skipping(namespace, ref.uid, false);
       unended.push(cachedActivation);
     });
     return unended;

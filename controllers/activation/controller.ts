@@ -14,57 +14,45 @@ import { isFinal } from '../../decisions/activation.js';
 import { BURST_QUIET_MS, BURST_SETTLE_MS } from '../../decisions/supersede.js';
 import { apiMessage } from '../../k8s/client.js';
 import { NotLeaderError } from '../../k8s/leader-election.js';
-import type { StageDeletion } from '../../shared/activation.js';
 import { stageOf, workflowIdOf, type CachedActivation } from '../../shared/cached-activation.js';
 import { componentLogger, type LogFn } from '../../telemetry/log.js';
 import { addWatchedSource, observeEventLag } from '../../telemetry/metrics.js';
 import { NamespacedInformers } from '../informers.js';
+import { ReconcileLoop } from '../reconcile-loop.js';
 import { ActivationActions } from './act.js';
 import { PassStates } from './pass-states.js';
-import { closedSince, readSupersession, slim, slimStage, snapshot, watched } from './observe.js';
+import { readSupersession, slim, slimStage, snapshot, watched } from './observe.js';
 import { decidePass, type PassSnapshot } from './decide-pass.js';
-import { fullSweep, handOver, decideDeleted, decideObject, decideStageEvent, sweepStep, type CachedStage } from './decide-object.js';
+import { handOver, decideDeleted, decideObject, type CachedStage } from './decide-object.js';
 import { carryOut } from './requests.js';
+import { StageDeletionNotices } from './stage-deletions.js';
+import { ClosedRunSweep } from './sweep.js';
 import type { ActivationControllerOptions } from './options.js';
 
 export type { ActivationControllerOptions };
 
-/** The visibility query looks back this much further than the sweep before: its records may lag. */
-const CLOSED_LOOKBACK_MS = 60_000;
-/** Where the informers' kinds list Stages (the constructor's `kinds`). */
-const STAGE_KIND = 1;
-/** How often a Stage's deletion is signalled to a workflow Temporal could not be asked for, a second more each time. */
-const STAGE_NOTICE_ATTEMPTS = 5;
+/** How long a stop waits for the passes, starts and writes in flight. */
+const STOP_GRACE_MS = 10_000;
 
 export class ActivationController {
   private readonly informers: NamespacedInformers;
   private readonly actions: ActivationActions;
-  private readonly memory = new PassStates();
+  private readonly passStates = new PassStates();
   /** The latest of every watched object, by uid: what the passes and the sweep read. */
   private readonly cache = new Map<string, CachedActivation>();
   /** Requests being carried out (decide-object.ts RequestStep keys): a repeated event does not repeat one. */
   private readonly inFlight = new Set<string>();
-  /** Per namespace, while its pass runs: whether another must follow it. */
-  private readonly passes = new Map<string, { again: boolean }>();
+  /** The namespaces' passes: one at a time per namespace, namespaces side by side. */
+  private readonly passes: ReconcileLoop;
   /** Deletions seen while not acting, by workflow id: the leader may have died before it saw them. */
   private standbyDeletions = new Map<string, { at: number }>();
-  /** Stage deletions seen while not acting, by the workflow id of each activation to tell. */
-  private standbyStageDeletions = new Map<string, { at: number; notice: StageDeletion }>();
-  /**
-   * Uids of the Stages whose deletion their activations were told of (or are being told): a deleting
-   * Stage's every change does not tell them again. A uid leaves it when the telling failed, so the
-   * next change or sweep tells them again; a takeover forgets it all and decides again.
-   */
-  private readonly toldStages = new Set<string>();
+  private readonly stageDeletions: StageDeletionNotices;
   private readonly log: LogFn;
   private startedAt = Date.now();
   private stopped = false;
   private timer?: NodeJS.Timeout;
   private removeWatchedSource?: () => void;
-  /** The sweeps of unfinished activations' workflows: how many, and when the last began. */
-  private sweeps = 0;
-  private sweeping = false;
-  private lastSweep: number | undefined;
+  private readonly sweep: ClosedRunSweep;
 
   /**
    * What the controller holds right now, read-only (for tools and tests): whether it last saw itself
@@ -83,14 +71,14 @@ export class ActivationController {
     this.log = settings.log ?? componentLogger('watcher').fn();
     this.informers = new NamespacedInformers({
       kubeConfig: settings.kubeConfig,
-      // STAGE_KIND is the index of 'Stage' here.
+      // STAGE_KIND (stage-deletions.ts) is the index of 'Stage' here.
       kinds: ['VectorActivation', 'Stage'],
       ...(settings.namespaces ? { namespaces: settings.namespaces } : {}),
       ...(settings.leadership ? { leadership: settings.leadership } : {}),
       ...(settings.sharded ? { sharded: true } : {}),
       ...(settings.systemNamespace ? { systemNamespace: settings.systemNamespace } : {}),
       onChange: (type, obj) => {
-        if (obj.kind === 'Stage') this.stageChanged(type, obj as CachedStage);
+        if (obj.kind === 'Stage') this.stageDeletions.changed(type, obj as CachedStage);
         else if (type === 'DELETED') this.deleted(obj as CachedActivation);
         else this.observe(obj as CachedActivation);
       },
@@ -103,9 +91,39 @@ export class ActivationController {
       ...settings,
       gate,
       deps: coreDeps(this.informers.kubeConfig(), settings.systemNamespace ?? '', this.log),
-      memory: this.memory,
+      passStates: this.passStates,
       log: this.log,
       pass: (ns) => this.schedulePass(ns),
+    });
+    this.sweep = new ClosedRunSweep({
+      client: settings.client,
+      informers: this.informers,
+      actions: this.actions,
+      passStates: this.passStates,
+      activations: () => this.cache.values(),
+      beforeSweep: () => this.stageDeletions.decideDeleting(),
+      reconcile: (activation) => this.reconcile(activation),
+      schedulePass: (ns) => this.schedulePass(ns),
+      stopped: () => this.stopped,
+      log: this.log,
+    });
+    this.stageDeletions = new StageDeletionNotices({
+      informers: this.informers,
+      actions: this.actions,
+      activations: () => this.cache.values(),
+      stopped: () => this.stopped,
+      log: this.log,
+    });
+    // A standby, or a shard that does not serve the namespace (yet), keeps its passes queued: it
+    // decides again for everything when it takes over (tookOver, serve).
+    this.passes = new ReconcileLoop({
+      reconcile: (ns) => this.actions.work.run(ns, () => this.pass(ns)),
+      ready: (ns) => this.informers.acting(ns),
+      failed: (ns, err) => {
+        this.log(`pass in ${ns}: ${apiMessage(err)}`, { level: 'warn', namespace: ns });
+        return 'backoff';
+      },
+      concurrency: Infinity,
     });
   }
 
@@ -118,10 +136,11 @@ export class ActivationController {
     this.startedAt = Date.now();
     await this.informers.start();
     this.removeWatchedSource = addWatchedSource(() => watched(this.cache.values()));
-    this.timer = setInterval(() => void this.sweep(), this.settings.checkIntervalMs ?? 30_000);
+    this.timer = setInterval(() => void this.sweep.run(), this.settings.checkIntervalMs ?? 30_000);
     this.informers.gate.start((identity) => this.tookOver(identity));
   }
 
+  /** Stops watching and deciding; waits for the starts and writes in flight at most STOP_GRACE_MS. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
@@ -129,7 +148,12 @@ export class ActivationController {
     this.informers.gate.stop();
     await this.informers.stop();
     // Its caller closes the Temporal connection next: no start or Update may still be on its way.
-    await this.actions.work.settled();
+    const ended = await this.passes.stop(STOP_GRACE_MS);
+    let timer: NodeJS.Timeout | undefined;
+    const outOfTime = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), STOP_GRACE_MS)));
+    const settled = await Promise.race([this.actions.work.settled().then(() => true), outOfTime]);
+    clearTimeout(timer);
+    if (!ended || !settled) this.log(`stopped with work still in flight after ${STOP_GRACE_MS} ms`, { level: 'warn' });
   }
 
   /** Sharded: lists and watches exactly these namespaces. */
@@ -143,6 +167,7 @@ export class ActivationController {
     const added = new Set(namespaces);
     if (this.informers.gate.acting()) this.handDeletionsOver();
     for (const activation of this.cache.values()) if (added.has(activation.metadata!.namespace!)) void this.reconcile(activation);
+    this.passes.poke();
   }
 
   /** Sharded: stops acting in these namespaces; resolves once no write there is in flight. */
@@ -150,25 +175,25 @@ export class ActivationController {
     this.informers.unserve(namespaces);
     await this.actions.work.settled(namespaces);
     // Whoever serves them next asks Temporal again (a start finds a running workflow by its id).
-    for (const ns of namespaces) this.memory.dropped(ns);
+    for (const ns of namespaces) this.passStates.dropped(ns);
   }
 
   /** A namespace left: its cache and memory go. */
   private forget(namespace: string): void {
     for (const [uid, activation] of this.cache) if (activation.metadata?.namespace === namespace) this.cache.delete(uid);
-    this.memory.forget(namespace);
+    this.passStates.forget(namespace);
   }
 
   /** Level-triggered takeover: forget what the previous term knew and decide again for every cached object. */
   private tookOver(identity: string): void {
     if (this.stopped) return;
     this.log(`${identity} leads: deciding again for ${this.cache.size} cached VectorActivations`);
-    this.memory.takeover();
+    this.passStates.takeover();
     this.handDeletionsOver();
-    this.toldStages.clear();
-    this.decideDeletingStages();
+    this.stageDeletions.takeOver();
     for (const activation of this.cache.values()) void this.reconcile(activation);
-    void this.sweep();
+    this.passes.poke();
+    void this.sweep.run();
   }
 
   /** Deletions seen while not acting, in the namespaces it acts in now, go to their workflows. */
@@ -177,55 +202,13 @@ export class ActivationController {
     const deletions = handOver(this.standbyDeletions, Date.now(), serves);
     this.standbyDeletions = deletions.keep;
     for (const [workflowId] of deletions.signal) void this.actions.signalDeleted(workflowId);
-    const stageDeletions = handOver(this.standbyStageDeletions, Date.now(), serves);
-    this.standbyStageDeletions = stageDeletions.keep;
-    for (const [workflowId, { notice }] of stageDeletions.signal) void this.actions.signalStageDeleted(workflowId, notice);
-  }
-
-  /** A Stage deleted, or being deleted: its unfinished activations' workflows are told, once it worked. */
-  private stageChanged(type: 'ADDED' | 'MODIFIED' | 'DELETED', stage: CachedStage): void {
-    const plan = decideStageEvent(type, stage, this.cache.values(), this.toldStages);
-    const uid = stage.metadata?.uid;
-    // A Stage gone sends no more events: its telling runs to its end (or its attempts') below.
-    if (uid && type === 'DELETED') this.toldStages.delete(uid);
-    if (!plan) return;
-    const { notice, workflowIds } = plan;
-    // A standby, or a shard that does not serve the namespace (yet): whoever serves it next tells them.
-    if (!this.informers.acting(notice.namespace)) {
-      for (const workflowId of workflowIds) this.standbyStageDeletions.set(workflowId, { at: Date.now(), notice });
-      return;
-    }
-    if (workflowIds.length === 0) return;
-    if (uid && type !== 'DELETED') this.toldStages.add(uid);
-    this.log(`Stage ${notice.namespace}/${notice.stage} is ${notice.deleting ? 'being ' : ''}deleted: telling ${workflowIds.length} unfinished activation(s)`, { namespace: notice.namespace, stage: notice.stage });
-    void this.tell(notice, workflowIds).then((told) => {
-      if (!told && uid) this.toldStages.delete(uid);
-    });
-  }
-
-  /** Signals the notice to each workflow, again (a bounded number of times) to those Temporal could not be asked for; true once all were told. */
-  private async tell(notice: StageDeletion, workflowIds: readonly string[]): Promise<boolean> {
-    let left = [...workflowIds];
-    for (let attempt = 1; left.length > 0 && attempt <= STAGE_NOTICE_ATTEMPTS && !this.stopped; attempt++) {
-      if (attempt > 1) await new Promise((resolve) => setTimeout(resolve, (attempt - 1) * 1_000).unref());
-      const told = await Promise.all(left.map((workflowId) => this.actions.signalStageDeleted(workflowId, notice)));
-      left = left.filter((_, i) => !told[i]);
-    }
-    if (left.length > 0 && !this.stopped) this.log(`Stage ${notice.namespace}/${notice.stage} is deleted: ${left.length} workflow(s) could not be told; each finds it before its next route write`, { level: 'warn', namespace: notice.namespace });
-    return left.length === 0;
-  }
-
-  /** Every cached Stage being deleted, decided again (after a takeover, and at each sweep for those not told yet). */
-  private decideDeletingStages(): void {
-    for (const ns of this.informers.namespaces()) {
-      for (const st of this.informers.list(ns, STAGE_KIND) as CachedStage[]) if (st.metadata?.deletionTimestamp) this.stageChanged('MODIFIED', st);
-    }
+    this.stageDeletions.handOver(serves);
   }
 
   private observe(cachedActivation: CachedActivation): void {
     observeEventLag('watcher', 'VectorActivation', cachedActivation as Parameters<typeof observeEventLag>[2], this.startedAt);
     const ns = cachedActivation.metadata!.namespace!;
-    if (!this.cache.has(cachedActivation.metadata!.uid!) && !isFinal(cachedActivation.status?.phase)) this.memory.arrived(ns, stageOf(cachedActivation), performance.now());
+    if (!this.cache.has(cachedActivation.metadata!.uid!) && !isFinal(cachedActivation.status?.phase)) this.passStates.arrived(ns, stageOf(cachedActivation), performance.now());
     this.cache.set(cachedActivation.metadata!.uid!, cachedActivation);
     void this.reconcile(cachedActivation);
     // An activation that ended may free a place for a held one.
@@ -237,7 +220,7 @@ export class ActivationController {
     this.cache.delete(cachedActivation.metadata!.uid!);
     const acting = this.informers.acting(ns);
     if (this.settings.stagesPerNamespace && acting) this.schedulePass(ns);
-    this.memory.deleted(ns, cachedActivation.metadata!.uid!, workflowIdOf(cachedActivation));
+    this.passStates.deleted(ns, cachedActivation.metadata!.uid!, workflowIdOf(cachedActivation));
     const decision = decideDeleted(cachedActivation, acting);
     // A standby, or a shard that does not serve the namespace (yet): whoever serves it next hands it over.
     if (decision === 'later') this.standbyDeletions.set(workflowIdOf(cachedActivation), { at: Date.now() });
@@ -249,7 +232,7 @@ export class ActivationController {
     const ns = cachedActivation.metadata!.namespace!;
     if (!this.informers.acting(ns)) return; // a standby only keeps its cache; it decides again when it takes over
     return this.actions.work.run(ns, async () => {
-      const plan = decideObject(cachedActivation, this.memory.of(ns).running);
+      const plan = decideObject(cachedActivation, this.passStates.of(ns).running);
       if (plan.pass) this.schedulePass(ns);
       for (const step of plan.requests) {
         if (this.inFlight.has(step.key)) continue;
@@ -266,28 +249,13 @@ export class ActivationController {
     });
   }
 
-  /** Runs the namespace's pass (the only path that starts a workflow), or asks the running one to run once more. */
-  private schedulePass(namespace: string): void {
-    const running = this.passes.get(namespace);
-    if (running) {
-      running.again = true;
-      return;
-    }
-    const state = { again: true };
-    this.passes.set(namespace, state);
-    void this.actions.work.run(namespace, async () => {
-      try {
-        // Events that arrive together (an initial list, one read of the watch stream) go into one
-        // pass: a burst seen whole supersedes its older activations before they start.
-        await new Promise((resolve) => setImmediate(resolve));
-        while (state.again && !this.stopped && this.informers.acting(namespace)) {
-          state.again = false;
-          await this.pass(namespace).catch((err: unknown) => this.log(`pass in ${namespace}: ${apiMessage(err)}`, { level: 'warn', namespace }));
-        }
-      } finally {
-        this.passes.delete(namespace);
-      }
-    });
+  /**
+   * Queues the namespace's pass (the only path that starts a workflow); one queued while it runs
+   * follows it. Events that arrive together (an initial list, one read of the watch stream) go into
+   * one pass: a burst seen whole supersedes its older activations before they start.
+   */
+  private schedulePass(namespace: string, delayMs = 0): void {
+    this.passes.enqueue(namespace, delayMs);
   }
 
   /** One pass over a namespace: observe, plan, act. */
@@ -297,7 +265,7 @@ export class ActivationController {
       settleMs: this.settings.burstSettleMs ?? BURST_SETTLE_MS,
       quietMs: this.settings.burstQuietMs ?? BURST_QUIET_MS,
     });
-    let plan = decidePass(snap, this.memory.of(namespace), performance.now());
+    let plan = decidePass(snap, this.passStates.of(namespace), performance.now());
     if (plan.read.length > 0) {
       // A burst: its Stages and StageVersions tell the losers. Unreadable, everything starts and the lock supersedes.
       const supersession = await readSupersession(this.actions.options.deps.objects, namespace, plan.read).catch((err: unknown) => {
@@ -305,43 +273,10 @@ export class ActivationController {
         return 'unreadable' as const;
       });
       snap = { ...snap, supersession };
-      plan = decidePass(snap, this.memory.of(namespace), performance.now());
+      plan = decidePass(snap, this.passStates.of(namespace), performance.now());
     }
-    this.memory.apply(namespace, plan.memory);
-    if (plan.wakeAt !== undefined) setTimeout(() => this.schedulePass(namespace), Math.max(plan.wakeAt - performance.now(), 0) + 1).unref();
+    this.passStates.apply(namespace, plan.nextState);
+    if (plan.wakeAt !== undefined) this.schedulePass(namespace, Math.max(plan.wakeAt - performance.now(), 0) + 1);
     await this.actions.pass(namespace, plan);
-  }
-
-  /**
-   * The periodic sweep: an unfinished object whose workflow closed is closed out. One at a time: a
-   * sweep that outlasts the interval (thousands of describes) is not started again beside itself.
-   */
-  private async sweep(): Promise<void> {
-    if (this.sweeping) return;
-    this.sweeping = true;
-    try {
-      await this.sweepOnce();
-    } finally {
-      this.sweeping = false;
-    }
-  }
-
-  private async sweepOnce(): Promise<void> {
-    if (this.informers.gate.acting()) this.decideDeletingStages();
-    const since = this.lastSweep;
-    this.lastSweep = Date.now();
-    const full = fullSweep(this.sweeps++, since);
-    // undefined: every workflow is looked at (a full sweep, or the query failed).
-    const closed = full ? undefined : await closedSince(this.settings.client, since! - CLOSED_LOOKBACK_MS).catch(() => undefined);
-    for (const activation of this.cache.values()) {
-      if (this.stopped || !this.informers.gate.acting()) return;
-      const ns = activation.metadata!.namespace!;
-      if (!this.informers.acting(ns)) continue;
-      const step = sweepStep(activation, this.memory.of(ns).running, closed);
-      if (step === 'reconcile') void this.reconcile(activation);
-      if (step === 'pass') this.schedulePass(ns);
-      if (step !== 'check') continue;
-      await this.actions.work.run(ns, () => this.actions.checkClosed(activation)).catch((err: unknown) => err instanceof NotLeaderError || this.log(`check of ${ns}/${activation.metadata?.name}: ${apiMessage(err)}`, { level: 'warn', ...this.actions.about(activation) }));
-    }
   }
 }

@@ -73,7 +73,7 @@ export interface PassDecision {
   expectations: Superseder[];
   /** When a pass must run again (a burst's newest is held); undefined: no need. */
   wakeAt?: number;
-  memory: NextPassState;
+  nextState: NextPassState;
 }
 
 export function emptyPassState(): NamespacePassState {
@@ -110,7 +110,7 @@ export function decidePass(observed: PassSnapshot, state: NamespacePassState, no
   const crowded = [...count].filter(([, n]) => n > 1).map(([stage]) => stage);
   const message = heldMessage(observed.namespace, observed.limit ?? 0);
   if (crowded.length > 0 && observed.supersession === undefined) {
-    return { read: crowded, starts: [], skips: [], holds: [], heldMessage: message, expectations: [], memory: { settling: new Map(state.settling), skipping, expectSent } };
+    return { read: crowded, starts: [], skips: [], holds: [], heldMessage: message, expectations: [], nextState: { settling: new Map(state.settling), skipping, expectSent } };
   }
   // A burst on one Stage: of the activations about to start, only the newest gets a workflow.
   const losers =
@@ -152,6 +152,6 @@ export function decidePass(observed: PassSnapshot, state: NamespacePassState, no
     heldMessage: message,
     expectations,
     ...(hold.wakeAt !== undefined ? { wakeAt: hold.wakeAt } : {}),
-    memory: { settling: hold.settling, skipping, expectSent },
+    nextState: { settling: hold.settling, skipping, expectSent },
   };
 }

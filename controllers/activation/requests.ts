@@ -26,17 +26,17 @@ export async function carryOut(actions: ActivationActions, activation: CachedAct
 
 const by = (request: { by?: string }) => (request.by ? { by: request.by } : {});
 
-function answer(acts: ActivationActions, ref: ActivationRef, requestAnswer: RequestAnswer): Promise<void> {
-  return answerRequest(acts.options.deps, ref, requestAnswer, () => acts.options.gate.fence(`answering ${requestAnswer.token} on ${ref.namespace}/${ref.name}`, ref.namespace));
+function answer(actions: ActivationActions, ref: ActivationRef, requestAnswer: RequestAnswer): Promise<void> {
+  return answerRequest(actions.options.deps, ref, requestAnswer, () => actions.options.gate.fence(`answering ${requestAnswer.token} on ${ref.namespace}/${ref.name}`, ref.namespace));
 }
 
 /** Hands the request to the workflow as an Update; a closed workflow gets a retry in a new run, or a refusal. */
-async function relay(acts: ActivationActions, cachedActivation: CachedActivation, action: Extract<WatcherAction, { kind: 'relay' }>): Promise<void> {
+async function relay(actions: ActivationActions, cachedActivation: CachedActivation, action: Extract<WatcherAction, { kind: 'relay' }>): Promise<void> {
   const ref = refOf(cachedActivation);
-  const reply = (outcome: RequestAnswer['outcome'], message: string, who = by(action)) => answer(acts, ref, { action: action.action, token: action.token, outcome, message, ...who });
+  const reply = (outcome: RequestAnswer['outcome'], message: string, who = by(action)) => answer(actions, ref, { action: action.action, token: action.token, outcome, message, ...who });
   try {
-    acts.options.gate.fence(`the ${action.action} Update of ${ref.namespace}/${ref.name}`, ref.namespace);
-    const handle = acts.options.client.workflow.getHandle(workflowIdOf(cachedActivation));
+    actions.options.gate.fence(`the ${action.action} Update of ${ref.namespace}/${ref.name}`, ref.namespace);
+    const handle = actions.options.client.workflow.getHandle(workflowIdOf(cachedActivation));
     const result = await handle.executeUpdate(UPDATES[action.action], { args: [{ token: action.token, reason: `annotation ${action.token.split('=')[0]}`, ...by(action) }] });
     return await reply('Accepted', result.message);
   } catch (err) {
@@ -48,7 +48,7 @@ async function relay(acts: ActivationActions, cachedActivation: CachedActivation
   }
   // The workflow has closed (its retry window passed, or retention dropped it).
   if (action.action === 'retry') {
-    await acts.startWorkflow(cachedActivation, { resume: 'retry' }, 'ALLOW_DUPLICATE');
+    await actions.startWorkflow(cachedActivation, { resume: 'retry' }, 'ALLOW_DUPLICATE');
     return reply('Accepted', 'retry started in a new workflow run (the previous run had closed)', {});
   }
   return reply('Refused', `refused: the activation is ${cachedActivation.status?.phase} and its workflow has closed; nothing to cancel`, {});
@@ -59,26 +59,26 @@ async function relay(acts: ActivationActions, cachedActivation: CachedActivation
  * the conditional write finds it started meanwhile, its workflow gets the request at the next
  * reconcile); anything else is refused.
  */
-async function beforeStart(acts: ActivationActions, activation: CachedActivation, action: { action: AnnotationRequest; token: string; by?: string }): Promise<void> {
+async function beforeStart(actions: ActivationActions, activation: CachedActivation, action: { action: AnnotationRequest; token: string; by?: string }): Promise<void> {
   const ref = refOf(activation);
   const result = beforeStartAnswer(action.action);
-  if ('refused' in result) return answer(acts, ref, { action: action.action, token: action.token, outcome: 'Refused', message: result.refused, ...by(action) });
+  if ('refused' in result) return answer(actions, ref, { action: action.action, token: action.token, outcome: 'Refused', message: result.refused, ...by(action) });
   // As a burst's loser is skipped: no pass starts it meanwhile, and one a pass (or a leader
   // before) started, whose workflow has not written a status yet, is not ended under it.
-  const { memory } = acts.options;
-  memory.skipping(ref.namespace, ref.uid, true);
+  const { passStates } = actions.options;
+  passStates.skipping(ref.namespace, ref.uid, true);
   try {
-    if ((await latestRun(acts.options.client, workflowIdOf(activation))) === undefined) {
-      acts.options.gate.fence(`cancelling ${ref.namespace}/${ref.name} before its start`, ref.namespace);
+    if ((await latestRun(actions.options.client, workflowIdOf(activation))) === undefined) {
+      actions.options.gate.fence(`cancelling ${ref.namespace}/${ref.name} before its start`, ref.namespace);
       const message = `cancelled before it started${action.by ? ` by ${action.by}` : ''}: no workflow ran, no route was changed`;
       // Ended: it stays among those being skipped until the watch brings the write back.
-      if (await cancelBeforeStart(acts.options.deps, ref, message)) return await answer(acts, ref, { action: 'cancel', token: action.token, outcome: 'Accepted', message, ...by(action) });
+      if (await cancelBeforeStart(actions.options.deps, ref, message)) return await answer(actions, ref, { action: 'cancel', token: action.token, outcome: 'Accepted', message, ...by(action) });
     }
   } catch (err) {
-    memory.skipping(ref.namespace, ref.uid, false);
+    passStates.skipping(ref.namespace, ref.uid, false);
     throw err;
   }
   // Started meanwhile: its workflow gets the request at the next reconcile; not started, its turn comes.
-  memory.skipping(ref.namespace, ref.uid, false);
-  acts.options.pass(ref.namespace);
+  passStates.skipping(ref.namespace, ref.uid, false);
+  actions.options.pass(ref.namespace);
 }

@@ -120,9 +120,9 @@ describe('a pass: a burst arriving in pieces', () => {
     expect(plan.expectations.map((w) => w.name)).toEqual(['a3']);
     expect(plan.starts).toEqual([]);
     expect(plan.wakeAt).toBe(990 + BURST_QUIET_MS);
-    expect([...plan.memory.skipping].sort()).toEqual(['uid-a1', 'uid-a2']);
-    expect([...plan.memory.expectSent]).toEqual(['uid-a3']);
-    expect(plan.memory.settling.get('s1')).toEqual({ since: 1000, until: 990 + BURST_QUIET_MS });
+    expect([...plan.nextState.skipping].sort()).toEqual(['uid-a1', 'uid-a2']);
+    expect([...plan.nextState.expectSent]).toEqual(['uid-a3']);
+    expect(plan.nextState.settling.get('s1')).toEqual({ since: 1000, until: 990 + BURST_QUIET_MS });
   });
   it('a newer piece arrives during the wait: it supersedes the earlier newest, which is skipped too; the expectation is not sent twice', () => {
     const later = [...burst.map((o, i) => (i < 2 ? { ...o, status: { phase: 'Skipped' } } : o)), va('a4', 's1', 4)];
@@ -132,9 +132,9 @@ describe('a pass: a burst arriving in pieces', () => {
     expect(plan.expectations.map((w) => w.name)).toEqual(['a4']);
     expect(plan.starts).toEqual([]);
     // The ended ones are forgotten once the snapshot has them final.
-    expect([...plan.memory.skipping]).toEqual(['uid-a3']);
-    expect([...plan.memory.expectSent].sort()).toEqual(['uid-a3', 'uid-a4']);
-    expect(plan.memory.settling.get('s1')).toEqual({ since: 1000, until: 1040 + BURST_QUIET_MS });
+    expect([...plan.nextState.skipping]).toEqual(['uid-a3']);
+    expect([...plan.nextState.expectSent].sort()).toEqual(['uid-a3', 'uid-a4']);
+    expect(plan.nextState.settling.get('s1')).toEqual({ since: 1000, until: 1040 + BURST_QUIET_MS });
   });
   it('the Stage is quiet: the newest starts, the wait ends', () => {
     const quiet = [va('a4', 's1', 4)];
@@ -142,7 +142,7 @@ describe('a pass: a burst arriving in pieces', () => {
     const plan = decidePass(snap(quiet, { seenAt: 1116 }), m, 1116);
     expect(names(plan.starts)).toEqual(['a4']);
     expect(plan.wakeAt).toBeUndefined();
-    expect(plan.memory.settling.size).toBe(0);
+    expect(plan.nextState.settling.size).toBe(0);
   });
   it('a wait never runs past the settle, however long the burst goes on', () => {
     const m = mem({ lastArrival: new Map([['s1', 1240]]), settling: new Map([['s1', { since: 1000, until: 1250 }]]) });

@@ -1,10 +1,10 @@
 /**
- * The Stage controller's routes from a watch's cache (controllers/stage-cache.ts,
+ * The Stage controller's routes from a watch's cache (controllers/stage/cache.ts,
  * executors/routes.ts readRoute): what its cache keeps of a route, which changes of one cost a
  * pass, and a read that takes the cached route before asking the apiserver. No servers: the
  * apiserver is a stub that counts GETs.
  */
-import { isRoute, relevantState, slim } from '../../controllers/stage-cache.js';
+import { isRoute, relevantState, slim } from '../../controllers/stage/cache.js';
 import { builtInRouteKinds } from '../../executors/index.js';
 import { readRoute, routeKey } from '../../executors/routes.js';
 import type { RouteKind } from '../../executors/types.js';

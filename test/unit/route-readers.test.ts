@@ -1,10 +1,10 @@
 /**
- * Which namespaces a route's change wakes (controllers/route-readers.ts): the namespaces whose
+ * Which namespaces a route's change wakes (controllers/stage/route-readers.ts): the namespaces whose
  * passes read the route, by its whole reference, from the moment the read starts; a pass that no
  * longer reads it, or a namespace no longer served, stops being woken.
  */
-import { RouteReaders } from '../../controllers/route-readers.js';
-import { routeKeyOf } from '../../controllers/stage-cache.js';
+import { RouteReaders } from '../../controllers/stage/route-readers.js';
+import { routeKeyOf } from '../../controllers/stage/cache.js';
 import { routeKey } from '../../executors/routes.js';
 import type { CustomObject } from '../../k8s/custom-objects.js';
 

@@ -1,9 +1,9 @@
 /**
- * Whether a Stage's traffic is known whole (controllers/stage-traffic.ts) when the plan its
+ * Whether a Stage's traffic is known whole (controllers/stage/traffic.ts) when the plan its
  * activation names is not cached: with no registration cached either, nothing is read, so no
  * server is needed.
  */
-import { observeTraffic, RECENT_ACTIVATION_MS } from '../../controllers/stage-traffic.js';
+import { observeTraffic, RECENT_ACTIVATION_MS } from '../../controllers/stage/traffic.js';
 import { k8s } from '../../k8s/client.js';
 
 const now = Date.parse('2026-12-02T10:00:00Z');

@@ -1,8 +1,8 @@
 /**
- * controllers/written-statuses.ts: a pass sees the status the controller wrote while its cache
+ * controllers/stage/written-statuses.ts: a pass sees the status the controller wrote while its cache
  * still holds the object as it was before that write, and the cache's own copy once it caught up.
  */
-import { WrittenStatuses } from '../../controllers/written-statuses.js';
+import { WrittenStatuses } from '../../controllers/stage/written-statuses.js';
 
 const stage = (resourceVersion: string, status: Record<string, unknown>, name = 'shop') => ({ metadata: { name, namespace: 'dev', resourceVersion }, status });
 

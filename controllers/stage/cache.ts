@@ -1,15 +1,15 @@
 /**
  * What the Stage controller's caches keep of an object, and which of its changes cost a pass: of
  * the project's kinds, what decisions/stage.ts reads; of a route (a kind a built-in executor
- * manages), its spec, which is all controllers/stage-traffic.ts reads of it.
+ * manages), its spec, which is all controllers/stage/traffic.ts reads of it.
  */
 import { createHash } from 'node:crypto';
-import { ANNOTATION_ACTIVATED_BY, ANNOTATION_SERVING, type StageVersionResource } from '../api/index.js';
-import { isReady } from '../decisions/stage.js';
-import { isFinal } from '../decisions/activation.js';
-import { builtInRouteKinds } from '../executors/index.js';
-import { routeKey } from '../executors/routes.js';
-import type { CustomObject } from '../k8s/custom-objects.js';
+import { ANNOTATION_ACTIVATED_BY, ANNOTATION_SERVING, type StageVersionResource } from '../../api/index.js';
+import { isReady } from '../../decisions/stage.js';
+import { isFinal } from '../../decisions/activation.js';
+import { builtInRouteKinds } from '../../executors/index.js';
+import { routeKey } from '../../executors/routes.js';
+import type { CustomObject } from '../../k8s/custom-objects.js';
 
 /** An object's API group, from its apiVersion ('' for the core group's `v1`). */
 const groupOf = (object: CustomObject) => (object.apiVersion?.includes('/') ? object.apiVersion.split('/')[0]! : '');
@@ -51,7 +51,7 @@ export function relevantState(object: CustomObject): string {
 
 /**
  * What the caches keep of an activation and of a route (of the other kinds, all but
- * managedFields): what decisions/stage.ts, stage-traffic.ts, relevantState and the event-lag metric
+ * managedFields): what decisions/stage.ts, traffic.ts, relevantState and the event-lag metric
  * read. 10,000 activations' steps, conditions and annotations (kubectl's last-applied copy of the
  * whole object) would be most of the memory; a route's status (a Gateway's conditions per parent)
  * and annotations are not read.
@@ -66,7 +66,7 @@ export function slim(object: CustomObject): void {
   if (object.kind !== 'VectorActivation') return;
   const { name, namespace, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, labels, finalizers } = object.metadata;
   object.metadata = { name, namespace, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, labels, finalizers };
-  // The plan names the routes its traffic goes through (controllers/stage-traffic.ts).
+  // The plan names the routes its traffic goes through (controllers/stage/traffic.ts).
   object.spec = { stage: object.spec?.stage, stageVersion: object.spec?.stageVersion, ...(object.spec?.executionPlan ? { executionPlan: object.spec.executionPlan } : {}) };
   if (object.status) object.status = { phase: object.status.phase, message: object.status.message };
 }

@@ -9,19 +9,19 @@
  * since it ran) and for a Stage no activation names. The observe half of the Stage controller's
  * traffic; decisions/stage.ts decides on it (the serving marks, the protection, the Stage's status).
  */
-import type { ActivationExecutionPlanResource } from '../api/activation-execution-plan.js';
-import type { ActivationTaskRegistrationResource } from '../api/activation-task-registration.js';
-import type { VectorActivationResource } from '../api/vector-activation.js';
-import type { StageResource } from '../api/stage.js';
-import type { StageVersionResource } from '../api/stage-version.js';
-import type { ObservedTraffic, TrafficRule } from '../decisions/stage.js';
-import { percentOf, reportedRules, type ReportedExecution } from '../decisions/traffic.js';
-import { LABEL_REGISTRATION } from '../api/group.js';
-import { CustomObjects, type CustomObject } from '../k8s/custom-objects.js';
-import { labelValue } from '../shared/names.js';
-import { isFinal } from '../decisions/activation.js';
-import { executorFor } from '../executors/index.js';
-import { ExecutorError, type ExecutorContext, type StageVersionInfo, type TaskInput } from '../executors/types.js';
+import type { ActivationExecutionPlanResource } from '../../api/activation-execution-plan.js';
+import type { ActivationTaskRegistrationResource } from '../../api/activation-task-registration.js';
+import type { VectorActivationResource } from '../../api/vector-activation.js';
+import type { StageResource } from '../../api/stage.js';
+import type { StageVersionResource } from '../../api/stage-version.js';
+import type { ObservedTraffic, TrafficRule } from '../../decisions/stage.js';
+import { percentOf, reportedRules, type ReportedExecution } from '../../decisions/traffic.js';
+import { LABEL_REGISTRATION } from '../../api/group.js';
+import { CustomObjects, type CustomObject } from '../../k8s/custom-objects.js';
+import { labelValue } from '../../shared/names.js';
+import { isFinal } from '../../decisions/activation.js';
+import { executorFor } from '../../executors/index.js';
+import { ExecutorError, type ExecutorContext, type StageVersionInfo, type TaskInput } from '../../executors/types.js';
 
 const info = (sv: StageVersionResource): StageVersionInfo => ({
   name: sv.metadata.name!,

@@ -35,7 +35,8 @@ let proxy: ApiserverProxy | undefined;
 
 afterAll(async () => {
   for (const child of children) kill(child, 'SIGKILL');
-  await Promise.all([...children].map((c) => (c.exitCode === null && c.signalCode === null ? once(c, 'exit') : undefined)));
+  const running = [...children].filter((child) => child.exitCode === null && child.signalCode === null);
+  await Promise.all(running.map((child) => once(child, 'exit')));
   proxy?.close();
   await removeNamespaces(kc, namespaces);
   rmSync(dir, { recursive: true, force: true });

@@ -224,8 +224,9 @@ it('with no watcher, under both onFailure, a run finds its Stage gone by itself:
   const runs = await Promise.all(
     cases.map(async ({ onFailure, step, gate }) => {
       const [beforeStep, beforeGate] = await Promise.all([seed(step), seed(gate)]);
-      // The HTTPRoute, then a task that works a while, then the VirtualService.
-      await create(s, object('ActivationTaskRegistration', s.systemNs, `${step}-work-short`, { type: 'sleepy', timeoutSeconds: 60, spec: { seconds: 6 } }));
+      // The HTTPRoute, then a task that works a while (long enough for the other cases to reach their
+      // gates and the watcher to stop under a loaded machine's pace), then the VirtualService.
+      await create(s, object('ActivationTaskRegistration', s.systemNs, `${step}-work-short`, { type: 'sleepy', timeoutSeconds: 60, spec: { seconds: 12 } }));
       const steps = [
         { name: 'gateway', tasks: [`${step}-gateway`] },
         { name: 'work', tasks: [`${step}-work-short`] },

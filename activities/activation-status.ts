@@ -37,7 +37,9 @@ export interface LoadedActivation {
 /** Who holds the Stage's Lease now (namespace/name of an activation), if anyone. */
 async function stageHolder({ leases }: CoreDeps, namespace: string, stage: string): Promise<string | undefined> {
   try {
-    return (await leases.readNamespacedLease({ name: stageLeaseName(stage), namespace })).spec?.holderIdentity || undefined;
+    return (
+      (await leases.readNamespacedLease({ name: stageLeaseName(stage), namespace })).spec?.holderIdentity || undefined
+    );
   } catch {
     return undefined; // no Lease (nobody took it yet), or unreadable: the Event says nobody
   }
@@ -48,12 +50,23 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
   const readActivation = (ref: ActivationRef) => objects.get('VectorActivation', ref.namespace, ref.name);
   /** The Events of a write from `before` to `report`, said once it went through (activities/transition-events.ts). */
   function sayer(ref: ActivationRef, facts: ActivationFacts, before: StatusView, report: ActivationReport) {
-    return (options: RecordOptions) => sendEvents(event, ref.namespace, activationEvents(facts, before, report), { [`VectorActivation/${ref.name}`]: ref.uid }, deps.log, options);
+    return (options: RecordOptions) =>
+      sendEvents(
+        event,
+        ref.namespace,
+        activationEvents(facts, before, report),
+        { [`VectorActivation/${ref.name}`]: ref.uid },
+        deps.log,
+        options,
+      );
   }
 
   /** Who holds the Stage, told by the Event of entering Waiting (only then is the Lease read). */
   async function holderOn(ref: ActivationRef, stage: string, before: StatusView, report: ActivationReport) {
-    const holder = report.phase === 'Waiting' && before.phase !== 'Waiting' ? await stageHolder(deps, ref.namespace, stage) : undefined;
+    const holder =
+      report.phase === 'Waiting' && before.phase !== 'Waiting'
+        ? await stageHolder(deps, ref.namespace, stage)
+        : undefined;
     return holder ? { holder } : {};
   }
 
@@ -62,13 +75,26 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
    * deletion and the metrics' creation time from the object it answers. Undefined when the object
    * is not as known (a test failed: 422): the caller reads it and writes over what it finds.
    */
-  async function writeOverKnown(ref: ActivationRef, report: ActivationReport, over: StatusOver): Promise<boolean | undefined> {
+  async function writeOverKnown(
+    ref: ActivationRef,
+    report: ActivationReport,
+    over: StatusOver,
+  ): Promise<boolean | undefined> {
     const before = (over.known.status ?? {}) as StatusView;
-    const facts = { name: ref.name, stage: over.stage, stageVersion: over.stageVersion, ...(await holderOn(ref, over.stage, before, report)) };
+    const facts = {
+      name: ref.name,
+      stage: over.stage,
+      stageVersion: over.stageVersion,
+      ...(await holderOn(ref, over.stage, before, report)),
+    };
     const ops = statusPatch(ref.uid, over.known, report, over.conditions, coreBuildId ? { coreBuildId } : {});
     let va: CustomObject | undefined;
     try {
-      va = await writeThenSay(() => patchActivationStatusOver(deps, ref, ops), sayer(ref, facts, before, report), (w) => w !== undefined);
+      va = await writeThenSay(
+        () => patchActivationStatusOver(deps, ref, ops),
+        sayer(ref, facts, before, report),
+        (w) => w !== undefined,
+      );
     } catch (err) {
       if (apiStatus(err) === 422) return undefined;
       throw err;
@@ -80,7 +106,11 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
   }
 
   /** Reads the object, then writes over what it holds: when the workflow does not know it, or knew it wrong. */
-  async function writeAfterRead(ref: ActivationRef, report: ActivationReport, read: Promise<CustomObject | undefined>): Promise<boolean> {
+  async function writeAfterRead(
+    ref: ActivationRef,
+    report: ActivationReport,
+    read: Promise<CustomObject | undefined>,
+  ): Promise<boolean> {
     const va = await read;
     if (!va || va.metadata.uid !== ref.uid) return false;
     // Being deleted (the close-out finalizer holds it): the status is still written, for people
@@ -89,9 +119,23 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
     const conditions = conditionsAfter(va, report.phase, report.reason, report.message);
     // The Events of this transition follow its write (activities/transition-events.ts), in the
     // background, off the activation's path.
-    const facts = { name: ref.name, stage: va.spec.stage, stageVersion: va.spec.stageVersion, ...(await holderOn(ref, va.spec.stage, before, report)) };
-    const status = { ...activationStatus(report), observedGeneration: va.metadata.generation, conditions, ...(coreBuildId ? { coreBuildId } : {}) };
-    const written = await writeThenSay(() => patchActivationStatus(deps, ref, status), sayer(ref, facts, before, report), (w) => w);
+    const facts = {
+      name: ref.name,
+      stage: va.spec.stage,
+      stageVersion: va.spec.stageVersion,
+      ...(await holderOn(ref, va.spec.stage, before, report)),
+    };
+    const status = {
+      ...activationStatus(report),
+      observedGeneration: va.metadata.generation,
+      conditions,
+      ...(coreBuildId ? { coreBuildId } : {}),
+    };
+    const written = await writeThenSay(
+      () => patchActivationStatus(deps, ref, status),
+      sayer(ref, facts, before, report),
+      (w) => w,
+    );
     if (written) {
       recordActivationPhase(va, report.phase, reasonOf(report.reason));
       recordProgression(before.progression, report.progression);
@@ -121,7 +165,9 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
           ...(s.steps ? { steps: s.steps } : {}),
         },
         // As the object holds it, not as parsed: a write's tests compare with what it holds.
-        ...(read.metadata.generation !== undefined ? { known: knownStatus(read.metadata.generation, read.status) } : {}),
+        ...(read.metadata.generation !== undefined
+          ? { known: knownStatus(read.metadata.generation, read.status) }
+          : {}),
       };
     },
 
@@ -132,7 +178,12 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
      * object read already, by a caller in this process that read it beside other requests
      * (startRun without `over`); through Temporal it is never passed.
      */
-    async writeActivationStatus(ref: ActivationRef, report: ActivationReport, over?: StatusOver, read?: Promise<CustomObject | undefined>): Promise<boolean> {
+    async writeActivationStatus(
+      ref: ActivationRef,
+      report: ActivationReport,
+      over?: StatusOver,
+      read?: Promise<CustomObject | undefined>,
+    ): Promise<boolean> {
       const written = over ? await writeOverKnown(ref, report, over) : undefined;
       return written ?? writeAfterRead(ref, report, read ?? readActivation(ref));
     },

@@ -8,7 +8,12 @@ import { resultOf, type QueryResult } from '../decisions/analysis.js';
 /** Longest wait for Prometheus' answer to one query: a measurement that takes longer is an Error. */
 const QUERY_TIMEOUT_MS = 10_000;
 
-const messageOf = (err: unknown) => (err instanceof Error ? (err.cause instanceof Error ? `${err.message}: ${err.cause.message}` : err.message) : String(err));
+const messageOf = (err: unknown) =>
+  err instanceof Error
+    ? err.cause instanceof Error
+      ? `${err.message}: ${err.cause.message}`
+      : err.message
+    : String(err);
 
 /** The body an HTTP check receives: who asks, about what, and where the progression is. */
 export interface WebhookBody {
@@ -26,7 +31,12 @@ export function analysisActivities(prometheusUrl?: string) {
     /** One measurement; never throws for what Prometheus answers or fails to answer: that is a verdict. */
     async measure(address: string | undefined, query: string): Promise<QueryResult> {
       const base = address ?? prometheusUrl;
-      if (!base) return { error: "no Prometheus to ask: set the analysis' prometheus.address, or KONFIDENCE_PROMETHEUS_URL on the core worker", permanent: true };
+      if (!base)
+        return {
+          error:
+            "no Prometheus to ask: set the analysis' prometheus.address, or KONFIDENCE_PROMETHEUS_URL on the core worker",
+          permanent: true,
+        };
       const url = new URL('api/v1/query', base.endsWith('/') ? base : `${base}/`);
       url.searchParams.set('query', query);
       try {
@@ -42,12 +52,24 @@ export function analysisActivities(prometheusUrl?: string) {
      * changes the answer); a timeout, a network error or a 5xx fails this attempt, which the
      * workflow's retry policy repeats the check's `retries` times.
      */
-    async callWebhook(url: string, body: WebhookBody, timeoutSeconds: number): Promise<{ status: number; message: string }> {
+    async callWebhook(
+      url: string,
+      body: WebhookBody,
+      timeoutSeconds: number,
+    ): Promise<{ status: number; message: string }> {
       let res: Response;
       try {
-        res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutSeconds * 1000) });
+        res = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+          signal: AbortSignal.timeout(timeoutSeconds * 1000),
+        });
       } catch (err) {
-        throw ApplicationFailure.retryable(`${url} did not answer within ${timeoutSeconds}s: ${messageOf(err)}`, 'WebhookUnanswered');
+        throw ApplicationFailure.retryable(
+          `${url} did not answer within ${timeoutSeconds}s: ${messageOf(err)}`,
+          'WebhookUnanswered',
+        );
       }
       const text = (await res.text().catch(() => '')).slice(0, 512).trim();
       const said = `${url} answered ${res.status}${text ? `: ${text}` : ''}`;

@@ -4,8 +4,22 @@
  * the breaker first (close annotation, sleep window): no controller owns breakers, whoever reads
  * one applies what is due. Each status write is a read-modify-write on resourceVersion.
  */
-import { ANNOTATION_CLOSE, API_VERSION, breakerScope, type CircuitBreakerResource, type CircuitBreakerStatus } from '../api/index.js';
-import { breakersFor, phaseOf, recordFailure, secondsUntilClose, settle, takeToken, type Breaker } from '../decisions/breaker.js';
+import {
+  ANNOTATION_CLOSE,
+  API_VERSION,
+  breakerScope,
+  type CircuitBreakerResource,
+  type CircuitBreakerStatus,
+} from '../api/index.js';
+import {
+  breakersFor,
+  phaseOf,
+  recordFailure,
+  secondsUntilClose,
+  settle,
+  takeToken,
+  type Breaker,
+} from '../decisions/breaker.js';
 import { BreakerStore } from '../k8s/breaker-store.js';
 import { kubeTime } from '../shared/format.js';
 import { holderOf, type ActivationRef } from '../shared/activation.js';
@@ -20,14 +34,21 @@ export type Admission =
   | { admitted: true; limited: boolean }
   | { admitted: false; reason: 'CircuitOpen' | 'RateLimited'; message: string; retryAfterSeconds: number };
 
-const asBreaker = (b: CircuitBreakerResource): Breaker => ({ name: b.metadata.name!, spec: b.spec, status: b.status ?? {} });
+const asBreaker = (b: CircuitBreakerResource): Breaker => ({
+  name: b.metadata.name!,
+  spec: b.spec,
+  status: b.status ?? {},
+});
 
 export function breakerActivities(deps: CoreDeps) {
   const store = new BreakerStore(deps.kubeConfig);
   const ns = deps.systemNamespace;
 
   /** Read-modify-write of one breaker: settle, then `decide`; its metric and Events follow the result. */
-  async function change(name: string, decide: (b: Breaker, now: Date) => CircuitBreakerStatus): Promise<CircuitBreakerResource | undefined> {
+  async function change(
+    name: string,
+    decide: (b: Breaker, now: Date) => CircuitBreakerStatus,
+  ): Promise<CircuitBreakerResource | undefined> {
     let before: CircuitBreakerStatus | undefined;
     const written = await store.update(ns, name, (o) => {
       before = o.status;
@@ -40,8 +61,19 @@ export function breakerActivities(deps: CoreDeps) {
     const after = written.status ?? {};
     setCircuitBreakerState(name, breakerScope(written.spec), phaseOf(after) === 'Open' ? 'open' : 'closed');
     if (before && after.phase && (before.phase ?? 'Closed') !== after.phase) {
-      const regarding = { apiVersion: API_VERSION, kind: 'CircuitBreaker', namespace: ns, name, uid: written.metadata.uid! };
-      await deps.event(regarding, after.phase === 'Open' ? 'Warning' : 'Normal', after.phase === 'Open' ? 'BreakerOpened' : 'BreakerClosed', `${after.reason}: ${after.message}`);
+      const regarding = {
+        apiVersion: API_VERSION,
+        kind: 'CircuitBreaker',
+        namespace: ns,
+        name,
+        uid: written.metadata.uid!,
+      };
+      await deps.event(
+        regarding,
+        after.phase === 'Open' ? 'Warning' : 'Normal',
+        after.phase === 'Open' ? 'BreakerOpened' : 'BreakerClosed',
+        `${after.reason}: ${after.message}`,
+      );
     }
     return written;
   }
@@ -65,16 +97,30 @@ export function breakerActivities(deps: CoreDeps) {
     async admitActivation(ref: ActivationRef, attempt: number, step: number, checkOpen: boolean): Promise<Admission> {
       const breakers = await applicable(ref.namespace);
       if (breakers.length === 0) return { admitted: true, limited: false };
-      const settled = (await Promise.all(breakers.map((b) => change(b.metadata.name!, (x) => x.status)))).filter((b) => b !== undefined);
+      const settled = (await Promise.all(breakers.map((b) => change(b.metadata.name!, (x) => x.status)))).filter(
+        (b) => b !== undefined,
+      );
       const open = settled.filter((b) => phaseOf(b.status ?? {}) === 'Open');
       if (checkOpen && open.length > 0) {
         const now = new Date();
         const waits = open.map((b) => secondsUntilClose(asBreaker(b), now));
         const byHand = waits.some((w) => w === undefined);
         const retryAfterSeconds = byHand ? DEFAULT_WAIT_SECONDS : Math.max(...(waits as number[]), 1);
-        const why = open.map((b) => `CircuitBreaker ${b.metadata.name} (${breakerScope(b.spec)}) is Open: ${b.status?.reason}: ${b.status?.message}`).join('; ');
-        const until = byHand ? 'until it is closed (konfidence breaker close NAME, or the konfidence.cloud/close annotation)' : `until its sleep window ends (in about ${retryAfterSeconds}s)`;
-        return { admitted: false, reason: 'CircuitOpen', message: `waiting ${until}; no route is changed meanwhile. ${why}`, retryAfterSeconds };
+        const why = open
+          .map(
+            (b) =>
+              `CircuitBreaker ${b.metadata.name} (${breakerScope(b.spec)}) is Open: ${b.status?.reason}: ${b.status?.message}`,
+          )
+          .join('; ');
+        const until = byHand
+          ? 'until it is closed (konfidence breaker close NAME, or the konfidence.cloud/close annotation)'
+          : `until its sleep window ends (in about ${retryAfterSeconds}s)`;
+        return {
+          admitted: false,
+          reason: 'CircuitOpen',
+          message: `waiting ${until}; no route is changed meanwhile. ${why}`,
+          retryAfterSeconds,
+        };
       }
       const key = `${ref.uid}/${attempt}/${step}`;
       for (const b of settled.filter((x) => x.spec.rateLimit)) {
@@ -86,7 +132,12 @@ export function breakerActivities(deps: CoreDeps) {
         });
         if (wait > 0) {
           const r = b.spec.rateLimit!;
-          return { admitted: false, reason: 'RateLimited', message: `CircuitBreaker ${b.metadata.name} (${breakerScope(b.spec)}) allows ${r.routingChanges} routing changes per ${r.intervalSeconds}s; the next token in about ${wait}s`, retryAfterSeconds: wait };
+          return {
+            admitted: false,
+            reason: 'RateLimited',
+            message: `CircuitBreaker ${b.metadata.name} (${breakerScope(b.spec)}) allows ${r.routingChanges} routing changes per ${r.intervalSeconds}s; the next token in about ${wait}s`,
+            retryAfterSeconds: wait,
+          };
         }
       }
       return { admitted: true, limited: settled.some((b) => b.spec.rateLimit) };
@@ -95,7 +146,8 @@ export function breakerActivities(deps: CoreDeps) {
     /** Counts a Failed attempt on every breaker of its namespace; one attempt counts once. */
     async recordActivationFailure(ref: ActivationRef, attempt: number): Promise<void> {
       const failure = { activation: holderOf(ref), key: `${ref.uid}/${attempt}`, time: kubeTime() };
-      for (const b of await applicable(ref.namespace)) await change(b.metadata.name!, (x, now) => recordFailure(x, failure, now));
+      for (const b of await applicable(ref.namespace))
+        await change(b.metadata.name!, (x, now) => recordFailure(x, failure, now));
     },
   };
 }

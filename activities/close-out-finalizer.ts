@@ -14,7 +14,11 @@ const TRIES = 4;
 
 export function closeOutFinalizerActivities({ objects }: CoreDeps) {
   /** Changes the finalizers of the object, by a JSON patch conditional on what was read; false when it is gone. */
-  async function change(ref: ActivationRef, read: CustomObject | undefined, patchOf: (finalizers: string[] | undefined, resourceVersion: string | undefined) => object[] | undefined): Promise<boolean> {
+  async function change(
+    ref: ActivationRef,
+    read: CustomObject | undefined,
+    patchOf: (finalizers: string[] | undefined, resourceVersion: string | undefined) => object[] | undefined,
+  ): Promise<boolean> {
     let va = read;
     for (let i = 0; ; i++) {
       va ??= await objects.get('VectorActivation', ref.namespace, ref.name);
@@ -22,7 +26,10 @@ export function closeOutFinalizerActivities({ objects }: CoreDeps) {
       const ops = patchOf(va.metadata.finalizers, va.metadata.resourceVersion);
       if (!ops) return true;
       try {
-        return await objects.jsonPatch('VectorActivation', ref.namespace, ref.name, [{ op: 'test', path: '/metadata/uid', value: ref.uid }, ...ops]);
+        return await objects.jsonPatch('VectorActivation', ref.namespace, ref.name, [
+          { op: 'test', path: '/metadata/uid', value: ref.uid },
+          ...ops,
+        ]);
       } catch (err) {
         if (apiStatus(err) !== 422 || i === TRIES - 1) throw err;
         va = undefined;
@@ -39,8 +46,14 @@ export function closeOutFinalizerActivities({ objects }: CoreDeps) {
      */
     async addCloseOutFinalizer(ref: ActivationRef): Promise<boolean> {
       try {
-        const none = [{ op: 'test', path: '/metadata/finalizers', value: null }, { op: 'add', path: '/metadata/finalizers', value: [FINALIZER_CLOSE_OUT] }];
-        return await objects.jsonPatch('VectorActivation', ref.namespace, ref.name, [{ op: 'test', path: '/metadata/uid', value: ref.uid }, ...none]);
+        const none = [
+          { op: 'test', path: '/metadata/finalizers', value: null },
+          { op: 'add', path: '/metadata/finalizers', value: [FINALIZER_CLOSE_OUT] },
+        ];
+        return await objects.jsonPatch('VectorActivation', ref.namespace, ref.name, [
+          { op: 'test', path: '/metadata/uid', value: ref.uid },
+          ...none,
+        ]);
       } catch (err) {
         if (apiStatus(err) !== 422) throw err;
       }
@@ -48,9 +61,16 @@ export function closeOutFinalizerActivities({ objects }: CoreDeps) {
       if (!va || va.metadata.deletionTimestamp) return false;
       return change(ref, va, (f, resourceVersion) => {
         if (f?.includes(FINALIZER_CLOSE_OUT)) return undefined;
-        if (f) return [{ op: 'test', path: '/metadata/finalizers', value: f }, { op: 'add', path: '/metadata/finalizers/-', value: FINALIZER_CLOSE_OUT }];
+        if (f)
+          return [
+            { op: 'test', path: '/metadata/finalizers', value: f },
+            { op: 'add', path: '/metadata/finalizers/-', value: FINALIZER_CLOSE_OUT },
+          ];
         // No list yet: adding one would replace a list someone added meanwhile, so only if nothing changed.
-        return [{ op: 'test', path: '/metadata/resourceVersion', value: resourceVersion }, { op: 'add', path: '/metadata/finalizers', value: [FINALIZER_CLOSE_OUT] }];
+        return [
+          { op: 'test', path: '/metadata/resourceVersion', value: resourceVersion },
+          { op: 'add', path: '/metadata/finalizers', value: [FINALIZER_CLOSE_OUT] },
+        ];
       });
     },
 
@@ -61,15 +81,26 @@ export function closeOutFinalizerActivities({ objects }: CoreDeps) {
     async removeCloseOutFinalizer(ref: ActivationRef, read?: CustomObject): Promise<boolean> {
       if (!read) {
         try {
-          const only = [{ op: 'test', path: '/metadata/finalizers', value: [FINALIZER_CLOSE_OUT] }, { op: 'remove', path: '/metadata/finalizers' }];
-          return await objects.jsonPatch('VectorActivation', ref.namespace, ref.name, [{ op: 'test', path: '/metadata/uid', value: ref.uid }, ...only]);
+          const only = [
+            { op: 'test', path: '/metadata/finalizers', value: [FINALIZER_CLOSE_OUT] },
+            { op: 'remove', path: '/metadata/finalizers' },
+          ];
+          return await objects.jsonPatch('VectorActivation', ref.namespace, ref.name, [
+            { op: 'test', path: '/metadata/uid', value: ref.uid },
+            ...only,
+          ]);
         } catch (err) {
           if (apiStatus(err) !== 422) throw err;
         }
       }
       return change(ref, read, (f) => {
         const i = f?.indexOf(FINALIZER_CLOSE_OUT) ?? -1;
-        return i < 0 ? undefined : [{ op: 'test', path: `/metadata/finalizers/${i}`, value: FINALIZER_CLOSE_OUT }, { op: 'remove', path: `/metadata/finalizers/${i}` }];
+        return i < 0
+          ? undefined
+          : [
+              { op: 'test', path: `/metadata/finalizers/${i}`, value: FINALIZER_CLOSE_OUT },
+              { op: 'remove', path: `/metadata/finalizers/${i}` },
+            ];
       });
     },
   };

@@ -15,7 +15,11 @@ export interface CoreDeps {
   log: LogFn;
 }
 
-export function coreDeps(kubeConfig: k8s.KubeConfig, systemNamespace: string, log: LogFn = componentLogger('activities').fn()): CoreDeps {
+export function coreDeps(
+  kubeConfig: k8s.KubeConfig,
+  systemNamespace: string,
+  log: LogFn = componentLogger('activities').fn(),
+): CoreDeps {
   return {
     kubeConfig,
     systemNamespace,
@@ -30,4 +34,10 @@ export function ownerRef(kind: string, name: string, uid: string) {
   return { apiVersion: API_VERSION, kind, name, uid, blockOwnerDeletion: true };
 }
 
-export const activationRegarding = (ref: ActivationRef) => ({ apiVersion: API_VERSION, kind: 'VectorActivation', namespace: ref.namespace, name: ref.name, uid: ref.uid });
+export const activationRegarding = (ref: ActivationRef) => ({
+  apiVersion: API_VERSION,
+  kind: 'VectorActivation',
+  namespace: ref.namespace,
+  name: ref.name,
+  uid: ref.uid,
+});

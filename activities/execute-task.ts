@@ -8,7 +8,13 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { apiStatus, type k8s } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { apiError } from '../executors/routes.js';
-import { ExecutorError, type Executor, type ExecutorContext, type TaskInput, type TaskResult } from '../executors/types.js';
+import {
+  ExecutorError,
+  type Executor,
+  type ExecutorContext,
+  type TaskInput,
+  type TaskResult,
+} from '../executors/types.js';
 import { timeExecutorTask } from '../telemetry/metrics.js';
 import { recordOf, recordOnce } from './traffic-record.js';
 import { unmovedRules } from '../decisions/traffic.js';
@@ -21,11 +27,17 @@ const HEARTBEAT_MS = 1_000;
  * a task that would write outside the activation's namespace needs the registration's consent (the
  * core checks it too; this is the executor side of the same rule, before any write).
  */
-export function crossNamespaceViolation<Config>(executor: Executor<Config>, config: Config, input: TaskInput): string | undefined {
+export function crossNamespaceViolation<Config>(
+  executor: Executor<Config>,
+  config: Config,
+  input: TaskInput,
+): string | undefined {
   if (input.crossNamespaceAllowed === true) return undefined;
   const outside = executor.routeNamespaces(config, input.namespace).filter((ns) => ns !== input.namespace);
   if (!outside.length) return undefined;
-  const registration = input.registration ? `ActivationTaskRegistration ${input.registration}` : 'the ActivationTaskRegistration';
+  const registration = input.registration
+    ? `ActivationTaskRegistration ${input.registration}`
+    : 'the ActivationTaskRegistration';
   return (
     `refused: this ${executor.type} task of an activation in namespace ${input.namespace} would change routes in namespace ` +
     `${outside.join(', ')}; only namespaces listed in spec.allowCrossNamespaceFrom of ${registration} may do that ` +
@@ -40,7 +52,8 @@ export function crossNamespaceViolation<Config>(executor: Executor<Config>, conf
  */
 export function taskFailure(err: unknown): unknown {
   const classified = apiStatus(err) !== undefined ? apiError(err, 'Kubernetes API') : err;
-  if (classified instanceof ExecutorError && !classified.retryable) return ApplicationFailure.nonRetryable(classified.message, 'ExecutorError');
+  if (classified instanceof ExecutorError && !classified.retryable)
+    return ApplicationFailure.nonRetryable(classified.message, 'ExecutorError');
   return classified;
 }
 
@@ -87,24 +100,45 @@ function runTask(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
     // (a conflict reads again). The check after the write reads the apiserver's answer to it (the
     // route as stored, admission included): a read-back would find the same. A writer after that
     // is drift, which the Stage controller's watch of the routes reports.
-    const ctx: ExecutorContext = { kubeConfig, signal: activity.cancellationSignal, heartbeat: (d) => activity.heartbeat(d), routes: new Map() };
+    const ctx: ExecutorContext = {
+      kubeConfig,
+      signal: activity.cancellationSignal,
+      heartbeat: (d) => activity.heartbeat(d),
+      routes: new Map(),
+    };
     const { namespace, name } = input.execution;
     try {
       if (input.action === 'Revert') {
         if (!input.revertOf) return { message: 'nothing to restore: no Apply execution named' };
         const record = await recordOf(objects, namespace, input.revertOf);
-        if (!record) return { message: `nothing to restore: ActivationExecution ${input.revertOf} recorded nothing, so it changed no route` };
+        if (!record)
+          return {
+            message: `nothing to restore: ActivationExecution ${input.revertOf} recorded nothing, so it changed no route`,
+          };
         let rules = record.rules;
         if (input.unmovedOnly && record.assignment) {
-          rules = unmovedRules(rules, await executor.observe(input, parsed.data, ctx, { lenient: true }), [record.assignment, ...(input.unmovedAlso ?? [])]);
-          if (rules.length === 0) return { message: `nothing to restore: every rule ActivationExecution ${input.revertOf} changed was moved since` };
+          rules = unmovedRules(rules, await executor.observe(input, parsed.data, ctx, { lenient: true }), [
+            record.assignment,
+            ...(input.unmovedAlso ?? []),
+          ]);
+          if (rules.length === 0)
+            return {
+              message: `nothing to restore: every rule ActivationExecution ${input.revertOf} changed was moved since`,
+            };
         }
         return await executor.restore(input, rules, parsed.data, ctx);
       }
       const assignment = input.assignment;
       if (!assignment) throw new ExecutorError('an Apply task without an assignment');
       // What the task manages, recorded before its first write: a revert puts exactly this back.
-      await recordOnce(objects, namespace, name, () => executor.observe(input, parsed.data, ctx), input.earlier, `running on ${activity.info.taskQueue}`);
+      await recordOnce(
+        objects,
+        namespace,
+        name,
+        () => executor.observe(input, parsed.data, ctx),
+        input.earlier,
+        `running on ${activity.info.taskQueue}`,
+      );
       ctx.signal.throwIfAborted();
       const result = await executor.route(input, assignment, parsed.data, ctx);
       const verified = await executor.verify(input, assignment, parsed.data, ctx);

@@ -57,7 +57,11 @@ const EXECUTION_GENERATION = 1;
 
 /** The activation's executions: by its label, and owned by its uid (a predecessor of the same name has its own). */
 export async function ownExecutions(objects: CustomObjects, ref: ActivationRef): Promise<CustomObject[]> {
-  const all = await objects.list('ActivationExecution', ref.namespace, `${LABEL_VECTOR_ACTIVATION}=${labelValue(ref.name)}`);
+  const all = await objects.list(
+    'ActivationExecution',
+    ref.namespace,
+    `${LABEL_VECTOR_ACTIVATION}=${labelValue(ref.name)}`,
+  );
   return all.filter((e) => e.metadata.ownerReferences?.some((o) => o.uid === ref.uid));
 }
 
@@ -75,7 +79,11 @@ export function executionWrites(objects: CustomObjects) {
     const ae = done && w.workerOwned ? undefined : await objects.get('ActivationExecution', namespace, name);
     if (!(done && w.workerOwned) && (!ae || isFinal(ae.status?.phase))) return;
     const reason = w.reason ?? w.phase;
-    const conditions = setCondition(ae?.status?.conditions, { type: 'Complete', status: done ? 'True' : 'False', reason, message: w.message }, EXECUTION_GENERATION);
+    const conditions = setCondition(
+      ae?.status?.conditions,
+      { type: 'Complete', status: done ? 'True' : 'False', reason, message: w.message },
+      EXECUTION_GENERATION,
+    );
     const { startTime, completionTime } = w;
     try {
       await objects.patchStatus('ActivationExecution', namespace, name, {
@@ -89,7 +97,8 @@ export function executionWrites(objects: CustomObjects) {
       });
     } catch (err) {
       // 422: an External executor finished it between our read and our write.
-      if (apiStatus(err) === 422 && isFinal((await objects.get('ActivationExecution', namespace, name))?.status?.phase)) return;
+      if (apiStatus(err) === 422 && isFinal((await objects.get('ActivationExecution', namespace, name))?.status?.phase))
+        return;
       throw err;
     }
   }
@@ -100,7 +109,12 @@ export function executionWrites(objects: CustomObjects) {
    */
   async function endUnfinished(namespace: string, executions: readonly CustomObject[], message: string): Promise<void> {
     for (const ae of executions.filter((e) => !isFinal(e.status?.phase))) {
-      await writeExecutionStatus(namespace, ae.metadata.name, { phase: 'Error', reason: 'Cancelled', message: `cancelled: ${message}`, completionTime: kubeTime() });
+      await writeExecutionStatus(namespace, ae.metadata.name, {
+        phase: 'Error',
+        reason: 'Cancelled',
+        message: `cancelled: ${message}`,
+        completionTime: kubeTime(),
+      });
     }
   }
 
@@ -115,7 +129,10 @@ export function executionActivities({ objects }: CoreDeps) {
    */
   async function executionRecords(namespace: string, names: string[]): Promise<{ recorded: string[]; gone: string[] }> {
     const found = await Promise.all(names.map((name) => objects.get('ActivationExecution', namespace, name)));
-    return { recorded: names.filter((_, i) => (found[i]?.status?.record?.rules?.length ?? 0) > 0), gone: names.filter((_, i) => !found[i]) };
+    return {
+      recorded: names.filter((_, i) => (found[i]?.status?.record?.rules?.length ?? 0) > 0),
+      gone: names.filter((_, i) => !found[i]),
+    };
   }
   return {
     async createExecution(e: ExecutionToCreate): Promise<void> {
@@ -126,7 +143,10 @@ export function executionActivities({ objects }: CoreDeps) {
           metadata: {
             name: e.name,
             namespace: e.activation.namespace,
-            labels: { [LABEL_REGISTRATION]: labelValue(e.registration), [LABEL_VECTOR_ACTIVATION]: labelValue(e.activation.name) },
+            labels: {
+              [LABEL_REGISTRATION]: labelValue(e.registration),
+              [LABEL_VECTOR_ACTIVATION]: labelValue(e.activation.name),
+            },
             ownerReferences: [ownerRef('VectorActivation', e.activation.name, e.activation.uid)],
           },
           spec: {
@@ -147,8 +167,12 @@ export function executionActivities({ objects }: CoreDeps) {
         },
         e.activation.uid,
       );
-      const initial = e.initial === undefined || e.initial === 'Pending' ? { phase: 'Pending', message: 'waiting for its executor' } : e.initial;
-      if (created && initial !== 'none') await objects.patchStatus('ActivationExecution', e.activation.namespace, e.name, initial);
+      const initial =
+        e.initial === undefined || e.initial === 'Pending'
+          ? { phase: 'Pending', message: 'waiting for its executor' }
+          : e.initial;
+      if (created && initial !== 'none')
+        await objects.patchStatus('ActivationExecution', e.activation.namespace, e.name, initial);
     },
 
     writeExecutionStatus,
@@ -173,7 +197,11 @@ export function executionActivities({ objects }: CoreDeps) {
       const ctx = Context.current();
       for (;;) {
         const ae = await objects.get('ActivationExecution', namespace, name);
-        if (!ae) throw ApplicationFailure.nonRetryable(`ActivationExecution ${namespace}/${name} was deleted`, 'ExecutionDeleted');
+        if (!ae)
+          throw ApplicationFailure.nonRetryable(
+            `ActivationExecution ${namespace}/${name} was deleted`,
+            'ExecutionDeleted',
+          );
         const phase = ae.status?.phase;
         if (isFinal(phase)) return { phase, message: ae.status?.message ?? '' };
         ctx.heartbeat(phase);

@@ -25,7 +25,10 @@ export interface FinishRunInput {
 }
 
 /** The activities finishRun is made of: the real ones, or a test's fakes of them. */
-type FinishParts = Pick<CoreParts, 'readActivation' | 'releaseStageLease' | 'unmarkStageVersion' | 'writeActivationStatus'>;
+type FinishParts = Pick<
+  CoreParts,
+  'readActivation' | 'releaseStageLease' | 'unmarkStageVersion' | 'writeActivationStatus'
+>;
 
 export function finishRunActivities(parts: FinishParts) {
   return {

@@ -20,17 +20,23 @@ export function permanent(err: unknown): boolean {
 /** The failure an activity throws for `err`, naming the operation and the apiserver's answer. */
 export function activityFailure(err: unknown, operation: string): unknown {
   // An object that does not match its schema (written around the CRD's validation) stays so.
-  if (err instanceof InvalidObjectError) return ApplicationFailure.nonRetryable(`${operation}: ${err.message}`, 'InvalidObject');
+  if (err instanceof InvalidObjectError)
+    return ApplicationFailure.nonRetryable(`${operation}: ${err.message}`, 'InvalidObject');
   // Someone else's object under the name we need stays someone else's.
   if (err instanceof NameTakenError) return ApplicationFailure.nonRetryable(err.message, 'NameTaken');
   if (!permanent(err)) return err;
   const code = apiStatus(err)!;
-  const hint = code === 403 ? ' (grant the permission to the controller\'s ServiceAccount)' : '';
-  return ApplicationFailure.nonRetryable(`${operation}: the apiserver refused with HTTP ${code}: ${apiMessage(err)}${hint}`, REASONS[code] ?? 'KubernetesRefused');
+  const hint = code === 403 ? " (grant the permission to the controller's ServiceAccount)" : '';
+  return ApplicationFailure.nonRetryable(
+    `${operation}: the apiserver refused with HTTP ${code}: ${apiMessage(err)}${hint}`,
+    REASONS[code] ?? 'KubernetesRefused',
+  );
 }
 
 /** Wraps every function of an activity set so that permanent apiserver errors fail fast. */
-export function failFastOnPermanentErrors<T extends Record<string, (...args: any[]) => Promise<unknown>>>(activities: T): T {
+export function failFastOnPermanentErrors<T extends Record<string, (...args: any[]) => Promise<unknown>>>(
+  activities: T,
+): T {
   const wrapped: Record<string, unknown> = {};
   for (const [name, fn] of Object.entries(activities)) {
     wrapped[name] = async (...args: unknown[]) => {

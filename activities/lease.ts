@@ -20,7 +20,12 @@ export const LEASE_SECONDS = 60;
 /** Who released the Lease last: a holder taking back its own release (a retry) is no handoff. */
 const RELEASED_BY = 'konfidence.cloud/released-by';
 
-const stageRegarding = (namespace: string, stage: string) => ({ apiVersion: API_VERSION, kind: 'Stage', namespace, name: stage });
+const stageRegarding = (namespace: string, stage: string) => ({
+  apiVersion: API_VERSION,
+  kind: 'Stage',
+  namespace,
+  name: stage,
+});
 
 function expired(spec: k8s.V1LeaseSpec, now: Date): boolean {
   const renewed = spec.renewTime ?? spec.acquireTime;
@@ -35,7 +40,16 @@ type Outcome = { ok: true; releasedAt?: number } | { ok: false; heldBy: string; 
  * Takes (or renews) the Lease for `holder` if free, expired or ours; conditional on resourceVersion.
  * `whenTakeable` is called each time a read found it so, just before the write that takes it.
  */
-export async function takeStageLease(deps: CoreDeps, namespace: string, stage: string, stageUid: string | undefined, holder: string, durationSeconds: number, renewOnly = false, whenTakeable?: () => void): Promise<Outcome> {
+export async function takeStageLease(
+  deps: CoreDeps,
+  namespace: string,
+  stage: string,
+  stageUid: string | undefined,
+  holder: string,
+  durationSeconds: number,
+  renewOnly = false,
+  whenTakeable?: () => void,
+): Promise<Outcome> {
   const name = stageLeaseName(stage);
   for (let attempt = 0; attempt < 5; attempt++) {
     const now = new Date();
@@ -57,9 +71,17 @@ export async function takeStageLease(deps: CoreDeps, namespace: string, stage: s
               name,
               namespace,
               labels: { [LABEL_STAGE_NAME]: labelValue(stage) },
-              ...(stageUid ? { ownerReferences: [{ apiVersion: API_VERSION, kind: 'Stage', name: stage, uid: stageUid }] } : {}),
+              ...(stageUid
+                ? { ownerReferences: [{ apiVersion: API_VERSION, kind: 'Stage', name: stage, uid: stageUid }] }
+                : {}),
             },
-            spec: { holderIdentity: holder, leaseDurationSeconds: durationSeconds, acquireTime: micro, renewTime: micro, leaseTransitions: 0 },
+            spec: {
+              holderIdentity: holder,
+              leaseDurationSeconds: durationSeconds,
+              acquireTime: micro,
+              renewTime: micro,
+              leaseTransitions: 0,
+            },
           },
         });
         return { ok: true };
@@ -72,7 +94,11 @@ export async function takeStageLease(deps: CoreDeps, namespace: string, stage: s
     const ours = spec.holderIdentity === holder;
     if (!ours && (renewOnly || !expired(spec, now))) {
       const renewed = new Date(spec.renewTime ?? spec.acquireTime ?? now);
-      return { ok: false, heldBy: spec.holderIdentity ?? '(nobody)', until: kubeTime(new Date(renewed.getTime() + (spec.leaseDurationSeconds ?? 0) * 1000)) };
+      return {
+        ok: false,
+        heldBy: spec.holderIdentity ?? '(nobody)',
+        until: kubeTime(new Date(renewed.getTime() + (spec.leaseDurationSeconds ?? 0) * 1000)),
+      };
     }
     whenTakeable?.();
     lease.spec = {
@@ -83,7 +109,10 @@ export async function takeStageLease(deps: CoreDeps, namespace: string, stage: s
       ...(ours ? {} : { acquireTime: micro, leaseTransitions: (spec.leaseTransitions ?? 0) + 1 }),
     };
     if (stageUid && !lease.metadata?.ownerReferences?.length) {
-      lease.metadata = { ...lease.metadata, ownerReferences: [{ apiVersion: API_VERSION, kind: 'Stage', name: stage, uid: stageUid }] };
+      lease.metadata = {
+        ...lease.metadata,
+        ownerReferences: [{ apiVersion: API_VERSION, kind: 'Stage', name: stage, uid: stageUid }],
+      };
     }
     try {
       await deps.leases.replaceNamespacedLease({ name, namespace, body: lease });
@@ -109,7 +138,10 @@ async function releaseAtOnce(deps: CoreDeps, namespace: string, name: string, ho
     { op: 'add', path: jsonPointer('metadata', 'annotations', RELEASED_BY), value: holder },
   ];
   try {
-    await deps.leases.patchNamespacedLease({ name, namespace, body }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch));
+    await deps.leases.patchNamespacedLease(
+      { name, namespace, body },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch),
+    );
     return true;
   } catch (err) {
     if (apiStatus(err) === 422 || apiStatus(err) === 404) return false;
@@ -117,9 +149,13 @@ async function releaseAtOnce(deps: CoreDeps, namespace: string, name: string, ho
   }
 }
 
-
 /** Clears the Lease's holder if it is still ours; a later holder's claim is left alone. */
-export async function releaseStageLease(deps: CoreDeps, namespace: string, stage: string, holder: string): Promise<void> {
+export async function releaseStageLease(
+  deps: CoreDeps,
+  namespace: string,
+  stage: string,
+  holder: string,
+): Promise<void> {
   const name = stageLeaseName(stage);
   // Every release but a Lease's first finds the annotation map a release before made.
   if (await releaseAtOnce(deps, namespace, name, holder)) return;
@@ -154,7 +190,8 @@ async function observeHandoff(deps: CoreDeps, holder: string, releasedAt: number
   const [namespace, name] = holder.split('/');
   try {
     // The workflow passes when it was created (it loaded the object); else it is read.
-    const va = createdAt || !namespace || !name ? undefined : await deps.objects.get('VectorActivation', namespace, name);
+    const va =
+      createdAt || !namespace || !name ? undefined : await deps.objects.get('VectorActivation', namespace, name);
     const creation = createdAt ?? va?.metadata.creationTimestamp;
     const created = creation ? new Date(creation).getTime() : NaN;
     // creationTimestamp has whole seconds: an activation created in the second of the release counts.
@@ -170,9 +207,27 @@ export function leaseActivities(deps: CoreDeps) {
      * Takes the Stage's Lease. Held by another live holder: a retryable failure saying who and
      * until when, so the activity's bounded retries wait for it to be released or to expire.
      */
-    async acquireStageLease(namespace: string, stage: string, stageUid: string, holder: string, durationSeconds = LEASE_SECONDS, whenTakeable?: () => void, createdAt?: string): Promise<void> {
-      const outcome = await takeStageLease(deps, namespace, stage, stageUid, holder, durationSeconds, false, whenTakeable);
-      if (outcome.ok && outcome.releasedAt !== undefined) void observeHandoff(deps, holder, outcome.releasedAt, createdAt);
+    async acquireStageLease(
+      namespace: string,
+      stage: string,
+      stageUid: string,
+      holder: string,
+      durationSeconds = LEASE_SECONDS,
+      whenTakeable?: () => void,
+      createdAt?: string,
+    ): Promise<void> {
+      const outcome = await takeStageLease(
+        deps,
+        namespace,
+        stage,
+        stageUid,
+        holder,
+        durationSeconds,
+        false,
+        whenTakeable,
+      );
+      if (outcome.ok && outcome.releasedAt !== undefined)
+        void observeHandoff(deps, holder, outcome.releasedAt, createdAt);
       if (!outcome.ok) {
         throw ApplicationFailure.retryable(
           `Lease ${namespace}/${stageLeaseName(stage)} of Stage ${stage} is held by ${outcome.heldBy} until ${outcome.until}; waiting for it to be released or to expire`,
@@ -186,7 +241,12 @@ export function leaseActivities(deps: CoreDeps) {
      * for a day adds two events to its history, not one per renewal. Renewal failures are logged and
      * become Events on the Stage; losing the Lease to another holder ends the renewal.
      */
-    async keepStageLease(namespace: string, stage: string, holder: string, durationSeconds = LEASE_SECONDS): Promise<string> {
+    async keepStageLease(
+      namespace: string,
+      stage: string,
+      holder: string,
+      durationSeconds = LEASE_SECONDS,
+    ): Promise<string> {
       const ctx = Context.current();
       const renewEvery = (durationSeconds * 1000) / 3;
       let failing = false;
@@ -203,7 +263,13 @@ export function leaseActivities(deps: CoreDeps) {
             await deps.event(stageRegarding(namespace, stage), 'Warning', 'StageLeaseLost', note);
             return note;
           }
-          if (failing) await deps.event(stageRegarding(namespace, stage), 'Normal', 'StageLeaseRenewed', `activation ${holder} renews the Lease again`);
+          if (failing)
+            await deps.event(
+              stageRegarding(namespace, stage),
+              'Normal',
+              'StageLeaseRenewed',
+              `activation ${holder} renews the Lease again`,
+            );
           failing = false;
         } catch (err) {
           const note = `activation ${holder} could not renew the Lease of Stage ${stage}: ${apiMessage(err)}`;

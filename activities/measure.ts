@@ -21,7 +21,10 @@ type MeasureParts = Pick<CoreParts, 'measure' | 'checkStage'>;
 export function measureActivities(parts: MeasureParts) {
   return {
     async measure(address: string | undefined, query: string, stage?: StageRef): Promise<Measurement> {
-      const [result, lost] = await Promise.all([parts.measure(address, query), stage ? parts.checkStage(stage.namespace, stage.stage, stage.uid) : undefined]);
+      const [result, lost] = await Promise.all([
+        parts.measure(address, query),
+        stage ? parts.checkStage(stage.namespace, stage.stage, stage.uid) : undefined,
+      ]);
       return lost ? { ...result, stageLost: lost.message } : result;
     },
   };

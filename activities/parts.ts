@@ -43,4 +43,3 @@ export function coreParts({ kubeConfig, systemNamespace, log, coreBuildId, prome
   });
 }
 export type CoreParts = ReturnType<typeof coreParts>;
-

@@ -38,7 +38,11 @@ export interface ResolvedPlan {
 /** An analysis as the decisions read it: the plan's, defaults applied by its schema. */
 function analysisRules(a: NonNullable<Typed<'ActivationExecutionPlan'>['spec']['analyses']>[number]): AnalysisRules {
   const { prometheus, ...rest } = a;
-  return { ...rest, ...(prometheus?.query ? { query: prometheus.query } : {}), ...(prometheus?.address ? { address: prometheus.address } : {}) };
+  return {
+    ...rest,
+    ...(prometheus?.query ? { query: prometheus.query } : {}),
+    ...(prometheus?.address ? { address: prometheus.address } : {}),
+  };
 }
 
 const invalid = (type: string, message: string) => ApplicationFailure.nonRetryable(message, type);
@@ -82,14 +86,19 @@ export function planActivities({ objects, systemNamespace }: CoreDeps) {
     async resolvePlan(planName: string | undefined, namespace: string): Promise<ResolvedPlan> {
       const name = planName ?? 'default';
       // The plan and the registrations in one round trip, not a read per registration after the plan's.
-      const [plan, all] = await Promise.all([getTyped(objects, 'ActivationExecutionPlan', systemNamespace, name), objects.list('ActivationTaskRegistration', systemNamespace)]);
-      if (!plan && planName) throw invalid('InvalidPlan', `ActivationExecutionPlan ${systemNamespace}/${planName} does not exist`);
+      const [plan, all] = await Promise.all([
+        getTyped(objects, 'ActivationExecutionPlan', systemNamespace, name),
+        objects.list('ActivationTaskRegistration', systemNamespace),
+      ]);
+      if (!plan && planName)
+        throw invalid('InvalidPlan', `ActivationExecutionPlan ${systemNamespace}/${planName} does not exist`);
       if (plan) {
         // Only the plan's own registrations are parsed: a broken one it does not name is no concern of it.
         const byName = new Map(all.map((r) => [r.metadata.name, r]));
         const registration = (task: string): PlannedTask => {
           const reg = byName.get(task);
-          if (!reg) throw invalid('InvalidPlan', `ActivationTaskRegistration ${systemNamespace}/${task} does not exist`);
+          if (!reg)
+            throw invalid('InvalidPlan', `ActivationTaskRegistration ${systemNamespace}/${task} does not exist`);
           return plannedTask(parseTyped('ActivationTaskRegistration', reg), namespace);
         };
         const steps = plan.spec.steps.map((step) => ({ name: step.name, tasks: step.tasks.map(registration) }));
@@ -102,14 +111,27 @@ export function planActivities({ objects, systemNamespace }: CoreDeps) {
         };
       }
       // No plan: every registration, one per step, in name order (routing order matters; make it known).
-      const regs = all.map((r) => parseTyped('ActivationTaskRegistration', r)).sort((a, b) => a.metadata.name!.localeCompare(b.metadata.name!));
-      if (regs.length === 0) throw invalid('InvalidPlan', `no ActivationExecutionPlan and no ActivationTaskRegistration in ${systemNamespace}`);
+      const regs = all
+        .map((r) => parseTyped('ActivationTaskRegistration', r))
+        .sort((a, b) => a.metadata.name!.localeCompare(b.metadata.name!));
+      if (regs.length === 0)
+        throw invalid(
+          'InvalidPlan',
+          `no ActivationExecutionPlan and no ActivationTaskRegistration in ${systemNamespace}`,
+        );
       if (regs.length > MAX_STATUS_STEPS) {
-        throw invalid('InvalidPlan', `${regs.length} ActivationTaskRegistrations in ${systemNamespace} and no plan: at most ${MAX_STATUS_STEPS} run without one; write an ActivationExecutionPlan`);
+        throw invalid(
+          'InvalidPlan',
+          `${regs.length} ActivationTaskRegistrations in ${systemNamespace} and no plan: at most ${MAX_STATUS_STEPS} run without one; write an ActivationExecutionPlan`,
+        );
       }
       const tasks = regs.map((r) => plannedTask(r, namespace));
       // Registration names may have dots and 253 characters; step names are DNS labels.
-      return { source: 'every registration, in name order (no plan)', onFailure: 'Stop', steps: tasks.map((t) => ({ name: dnsLabelOf(t.registration), tasks: [t] })) };
+      return {
+        source: 'every registration, in name order (no plan)',
+        onFailure: 'Stop',
+        steps: tasks.map((t) => ({ name: dnsLabelOf(t.registration), tasks: [t] })),
+      };
     },
   };
 }

@@ -19,10 +19,17 @@ export interface StageState {
   target: StageVersionInfo;
 }
 
-const seenOf = (st: Typed<'Stage'> | undefined): StageSeen | undefined => (st ? { uid: st.metadata.uid!, deleting: Boolean(st.metadata.deletionTimestamp) } : undefined);
+const seenOf = (st: Typed<'Stage'> | undefined): StageSeen | undefined =>
+  st ? { uid: st.metadata.uid!, deleting: Boolean(st.metadata.deletionTimestamp) } : undefined;
 
 function toInfo(sv: Typed<'StageVersion'>): StageVersionInfo {
-  return { name: sv.metadata.name!, ...(sv.metadata.uid ? { uid: sv.metadata.uid } : {}), revision: sv.spec.revision, vector: sv.spec.vector, ...(sv.spec.backend ? { backend: sv.spec.backend } : {}) };
+  return {
+    name: sv.metadata.name!,
+    ...(sv.metadata.uid ? { uid: sv.metadata.uid } : {}),
+    revision: sv.spec.revision,
+    vector: sv.spec.vector,
+    ...(sv.spec.backend ? { backend: sv.spec.backend } : {}),
+  };
 }
 
 /** A JSON patch path to one annotation. */
@@ -32,8 +39,15 @@ const annotationPath = (key: string) => jsonPointer('metadata', 'annotations', k
  * Whether StageVersion `other` is newer than `than` (decisions/activation.ts mayMoveActive), by
  * the revisions a switch read (`known`), else as they are now.
  */
-export async function newerThan(objects: CoreDeps['objects'], namespace: string, other: string, than: string, known: Record<string, number> = {}): Promise<boolean> {
-  const revisionOf = async (name: string): Promise<number | undefined> => known[name] ?? (await objects.get('StageVersion', namespace, name))?.spec?.revision;
+export async function newerThan(
+  objects: CoreDeps['objects'],
+  namespace: string,
+  other: string,
+  than: string,
+  known: Record<string, number> = {},
+): Promise<boolean> {
+  const revisionOf = async (name: string): Promise<number | undefined> =>
+    known[name] ?? (await objects.get('StageVersion', namespace, name))?.spec?.revision;
   const [theirs, mine] = await Promise.all([revisionOf(other), revisionOf(than)]);
   return !mayMoveActive(mine, theirs);
 }
@@ -49,7 +63,10 @@ export function stageVersionActivities({ objects }: CoreDeps) {
     // The common case in one request: the mark is ours, and a JSON patch tests that as it removes it.
     const path = annotationPath(ANNOTATION_ACTIVATED_BY);
     try {
-      await objects.jsonPatch('StageVersion', namespace, name, [{ op: 'test', path, value: holder }, { op: 'remove', path }]);
+      await objects.jsonPatch('StageVersion', namespace, name, [
+        { op: 'test', path, value: holder },
+        { op: 'remove', path },
+      ]);
       return;
     } catch (err) {
       // Not ours, or not there (a failed test), or refused: look, as below.
@@ -61,8 +78,14 @@ export function stageVersionActivities({ objects }: CoreDeps) {
   }
 
   /** Whether the Stage's active usage names a newer StageVersion than `name` (by `known` revisions, else read). */
-  async function servesNewer(namespace: string, name: string, stage: string, known?: Record<string, number>): Promise<boolean> {
-    const active: string | undefined = (await objects.get('StageVersionUsage', namespace, activeUsageName(stage)))?.spec?.stageVersionRef?.name;
+  async function servesNewer(
+    namespace: string,
+    name: string,
+    stage: string,
+    known?: Record<string, number>,
+  ): Promise<boolean> {
+    const active: string | undefined = (await objects.get('StageVersionUsage', namespace, activeUsageName(stage)))?.spec
+      ?.stageVersionRef?.name;
     return active !== undefined && active !== name && (await newerThan(objects, namespace, active, name, known));
   }
 
@@ -73,17 +96,30 @@ export function stageVersionActivities({ objects }: CoreDeps) {
      * or when the StageVersion is missing. `puttingBack`: a close-out puts back what a run changed,
      * which a Stage being deleted still allows.
      */
-    async describeStage(namespace: string, stage: string, stageVersion: string, o: { stageUid?: string; puttingBack?: boolean } = {}): Promise<StageState> {
-      const [st, all] = await Promise.all([getTyped(objects, 'Stage', namespace, stage), listTyped(objects, 'StageVersion', namespace)]);
+    async describeStage(
+      namespace: string,
+      stage: string,
+      stageVersion: string,
+      o: { stageUid?: string; puttingBack?: boolean } = {},
+    ): Promise<StageState> {
+      const [st, all] = await Promise.all([
+        getTyped(objects, 'Stage', namespace, stage),
+        listTyped(objects, 'StageVersion', namespace),
+      ]);
       const seen = seenOf(st);
       const lost = stageLoss(namespace, stage, seen && o.puttingBack ? { ...seen, deleting: false } : seen, o.stageUid);
       if (lost) throw ApplicationFailure.nonRetryable(lost.message, lost.reason);
-      const stageVersions = all.filter((sv) => sv.spec.stage === stage).map(toInfo).sort((a, b) => a.revision - b.revision);
+      const stageVersions = all
+        .filter((sv) => sv.spec.stage === stage)
+        .map(toInfo)
+        .sort((a, b) => a.revision - b.revision);
       const target = stageVersions.find((sv) => sv.name === stageVersion);
       if (!target) {
         const other = all.find((sv) => sv.metadata.name === stageVersion);
         throw ApplicationFailure.nonRetryable(
-          other ? `StageVersion ${namespace}/${stageVersion} belongs to Stage ${other.spec.stage}, not ${stage}` : `StageVersion ${namespace}/${stageVersion} does not exist`,
+          other
+            ? `StageVersion ${namespace}/${stageVersion} belongs to Stage ${other.spec.stage}, not ${stage}`
+            : `StageVersion ${namespace}/${stageVersion} does not exist`,
           'StageVersionNotFound',
         );
       }
@@ -100,7 +136,9 @@ export function stageVersionActivities({ objects }: CoreDeps) {
      * The object as marked tells: a delete before the mark shows in it, a delete after it is refused.
      */
     async markStageVersion(namespace: string, name: string, holder: string): Promise<{ terminating: boolean }> {
-      const sv = await objects.mergeMetadataOf('StageVersion', namespace, name, { annotations: { [ANNOTATION_ACTIVATED_BY]: holder } });
+      const sv = await objects.mergeMetadataOf('StageVersion', namespace, name, {
+        annotations: { [ANNOTATION_ACTIVATED_BY]: holder },
+      });
       return { terminating: !sv || Boolean(sv.metadata.deletionTimestamp) };
     },
 
@@ -108,7 +146,9 @@ export function stageVersionActivities({ objects }: CoreDeps) {
 
     /** A switch moved all the traffic off it: it drains from now, keeping its serving mark (the Stage controller lets it go). */
     async markDraining(namespace: string, name: string, stage: string): Promise<void> {
-      await objects.mergeMetadata('StageVersion', namespace, name, { annotations: { [ANNOTATION_SERVING]: stage, [ANNOTATION_DRAIN_SINCE]: new Date().toISOString() } });
+      await objects.mergeMetadata('StageVersion', namespace, name, {
+        annotations: { [ANNOTATION_SERVING]: stage, [ANNOTATION_DRAIN_SINCE]: new Date().toISOString() },
+      });
     },
 
     /** Clears the in-activation mark if it is still ours; a StageVersion deleted meanwhile is fine. */
@@ -120,10 +160,20 @@ export function stageVersionActivities({ objects }: CoreDeps) {
      * Otherwise the two marks are written one by one. `revisions`: the StageVersions' as the switch
      * read them, which spare the reads of a late repeat's check.
      */
-    async serveInstead(namespace: string, name: string, stage: string, holder: string, revisions?: Record<string, number>): Promise<void> {
+    async serveInstead(
+      namespace: string,
+      name: string,
+      stage: string,
+      holder: string,
+      revisions?: Record<string, number>,
+    ): Promise<void> {
       const activatedBy = annotationPath(ANNOTATION_ACTIVATED_BY);
       try {
-        await objects.jsonPatch('StageVersion', namespace, name, [{ op: 'test', path: activatedBy, value: holder }, { op: 'remove', path: activatedBy }, { op: 'add', path: annotationPath(ANNOTATION_SERVING), value: stage }]);
+        await objects.jsonPatch('StageVersion', namespace, name, [
+          { op: 'test', path: activatedBy, value: holder },
+          { op: 'remove', path: activatedBy },
+          { op: 'add', path: annotationPath(ANNOTATION_SERVING), value: stage },
+        ]);
         return;
       } catch (err) {
         if (apiStatus(err) !== 422) throw err;

@@ -24,7 +24,10 @@ export interface StartRunInput {
 }
 
 /** The activities startRun is made of: the real ones, or a test's fakes of them. */
-type StartParts = Pick<CoreParts, 'addCloseOutFinalizer' | 'holdActivationUsage' | 'markStageVersion' | 'readActivation' | 'writeActivationStatus'>;
+type StartParts = Pick<
+  CoreParts,
+  'addCloseOutFinalizer' | 'holdActivationUsage' | 'markStageVersion' | 'readActivation' | 'writeActivationStatus'
+>;
 
 export function startRunActivities(parts: StartParts) {
   return {
@@ -35,7 +38,9 @@ export function startRunActivities(parts: StartParts) {
      * usage's name is someone else's): no status was written, and the finishing run takes the
      * finalizer away.
      */
-    async startRun(i: StartRunInput): Promise<{ terminating: boolean; gone?: boolean; refused?: string; usageUid?: string }> {
+    async startRun(
+      i: StartRunInput,
+    ): Promise<{ terminating: boolean; gone?: boolean; refused?: string; usageUid?: string }> {
       // Without `over` the status write's read goes beside the hold and the mark: one apiserver
       // round trip less before InProgress. While the workflow runs, only it writes the fields it
       // writes (the watcher answers in status.requests), so nothing is missed by reading a little earlier.
@@ -53,7 +58,11 @@ export function startRunActivities(parts: StartParts) {
           throw err;
         },
       );
-      const [usage, mark, held] = await Promise.all([hold, parts.markStageVersion(i.ref.namespace, i.target, i.holder), kept]);
+      const [usage, mark, held] = await Promise.all([
+        hold,
+        parts.markStageVersion(i.ref.namespace, i.target, i.holder),
+        kept,
+      ]);
       if (mark.terminating) return { terminating: true };
       if ('refused' in usage) return { terminating: false, refused: usage.refused };
       // Deleted (or being deleted) before its first step: nothing runs.

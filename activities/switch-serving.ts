@@ -33,7 +33,10 @@ export interface SwitchServingInput {
 }
 
 /** The activities switchServing is made of: the real ones, or a test's fakes of them. */
-type ServingParts = Pick<CoreParts, 'checkStage' | 'markDraining' | 'markServing' | 'pointActiveUsage' | 'releaseActivationUsage' | 'serveInstead'>;
+type ServingParts = Pick<
+  CoreParts,
+  'checkStage' | 'markDraining' | 'markServing' | 'pointActiveUsage' | 'releaseActivationUsage' | 'serveInstead'
+>;
 
 export function switchServingActivities(parts: ServingParts) {
   return {
@@ -50,9 +53,18 @@ export function switchServingActivities(parts: ServingParts) {
       // mark is written first, so that no moment finds it neither marked nor in use.
       if (i.stillServing && i.stillServing !== i.target) await parts.markServing(ns, i.stillServing, i.stage);
       // The target's serving mark replaces its in-activation mark: held throughout by one or the other.
-      const seen = i.active !== undefined ? { active: i.active, uids: i.uids ?? {}, ...(i.revisions ? { revisions: i.revisions } : {}) } : undefined;
-      await Promise.all([parts.serveInstead(ns, i.target, i.stage, i.holder, i.revisions), parts.pointActiveUsage(ns, i.stage, i.stageUid, i.target, seen)]);
-      await Promise.all([i.previous && i.previous !== i.target ? parts.markDraining(ns, i.previous, i.stage) : undefined, parts.releaseActivationUsage(i.ref, i.usageUid)]);
+      const seen =
+        i.active !== undefined
+          ? { active: i.active, uids: i.uids ?? {}, ...(i.revisions ? { revisions: i.revisions } : {}) }
+          : undefined;
+      await Promise.all([
+        parts.serveInstead(ns, i.target, i.stage, i.holder, i.revisions),
+        parts.pointActiveUsage(ns, i.stage, i.stageUid, i.target, seen),
+      ]);
+      await Promise.all([
+        i.previous && i.previous !== i.target ? parts.markDraining(ns, i.previous, i.stage) : undefined,
+        parts.releaseActivationUsage(i.ref, i.usageUid),
+      ]);
       return {};
     },
   };

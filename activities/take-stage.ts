@@ -31,7 +31,10 @@ export interface TakenStage {
 }
 
 /** The activities takeStage is made of: the real ones, or a test's fakes of them. */
-type StageParts = Pick<CoreParts, 'acquireStageLease' | 'resolvePlan' | 'describeStage' | 'readActiveStageVersion' | 'breakersApply'>;
+type StageParts = Pick<
+  CoreParts,
+  'acquireStageLease' | 'resolvePlan' | 'describeStage' | 'readActiveStageVersion' | 'breakersApply'
+>;
 
 export function takeStageActivities(parts: StageParts) {
   return {
@@ -44,7 +47,10 @@ export function takeStageActivities(parts: StageParts) {
         Promise.all([
           parts.resolvePlan(i.executionPlan, i.namespace),
           // The Stage the activation validated, by uid: one deleted meanwhile (or made anew) fails here.
-          parts.describeStage(i.namespace, i.stage, i.stageVersion, { stageUid: i.stageUid, ...(i.puttingBack ? { puttingBack: true } : {}) }),
+          parts.describeStage(i.namespace, i.stage, i.stageVersion, {
+            stageUid: i.stageUid,
+            ...(i.puttingBack ? { puttingBack: true } : {}),
+          }),
           parts.readActiveStageVersion(i.namespace, i.stage),
           parts.breakersApply(i.namespace),
         ]);

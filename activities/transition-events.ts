@@ -29,7 +29,11 @@ function mayHaveLanded(err: unknown): boolean {
 }
 
 /** Runs `write`, then `say`s its Events when `made` tells it made the transition. */
-export async function writeThenSay<T>(write: () => Promise<T>, say: (options: RecordOptions) => void, made: (result: T) => boolean = () => true): Promise<T> {
+export async function writeThenSay<T>(
+  write: () => Promise<T>,
+  say: (options: RecordOptions) => void,
+  made: (result: T) => boolean = () => true,
+): Promise<T> {
   let result: T;
   try {
     result = await write();

@@ -32,7 +32,10 @@ export function usageActivities({ objects, event, log }: CoreDeps) {
             labels: { [LABEL_USAGE]: 'activation', [LABEL_STAGE_NAME]: labelValue(stage) },
             ownerReferences: [ownerRef('VectorActivation', ref.name, ref.uid)],
           },
-          spec: { reason: `activation ${ref.name} switches Stage ${stage} to it`, stageVersionRef: { name: stageVersion } },
+          spec: {
+            reason: `activation ${ref.name} switches Stage ${stage} to it`,
+            stageVersionRef: { name: stageVersion },
+          },
         },
         ref.uid,
       );
@@ -64,24 +67,39 @@ export function usageActivities({ objects, event, log }: CoreDeps) {
       seen?: { active: string | null; uids: Record<string, string>; revisions?: Record<string, number> },
     ): Promise<void> {
       const spec = { reason: `serves the traffic of Stage ${stage}`, stageVersionRef: { name: stageVersion } };
-      const uids = { [`Stage/${stage}`]: stageUid, ...Object.fromEntries(Object.entries(seen?.uids ?? {}).map(([name, uid]) => [`StageVersion/${name}`, uid])) };
+      const uids = {
+        [`Stage/${stage}`]: stageUid,
+        ...Object.fromEntries(Object.entries(seen?.uids ?? {}).map(([name, uid]) => [`StageVersion/${name}`, uid])),
+      };
       // Said once the usage moved (activities/transition-events.ts): a retry after the write finds
       // it moved and says nothing.
-      const moved = (was: string | undefined) => (options: RecordOptions) => sendEvents(event, namespace, activeChangedEvents(stage, stageVersion, was), uids, log, options);
+      const moved = (was: string | undefined) => (options: RecordOptions) =>
+        sendEvents(event, namespace, activeChangedEvents(stage, stageVersion, was), uids, log, options);
       /** Moves it from where it was found (not what was read under the Lease), unless that is newer. */
       const moveFrom = async (from: string | undefined) => {
         if (from === stageVersion) return;
         if (from && (await newerThan(objects, namespace, from, stageVersion, seen?.revisions))) {
-          log(`the active usage of Stage ${namespace}/${stage} names ${from}, newer than ${stageVersion}: left as it is`, { level: 'warn', namespace });
+          log(
+            `the active usage of Stage ${namespace}/${stage} names ${from}, newer than ${stageVersion}: left as it is`,
+            { level: 'warn', namespace },
+          );
           return;
         }
         await writeThenSay(move, moved(from));
       };
-      const move = () => objects.mergeSpec('StageVersionUsage', namespace, activeUsageName(stage), { ...spec, stageVersionSelector: null });
+      const move = () =>
+        objects.mergeSpec('StageVersionUsage', namespace, activeUsageName(stage), {
+          ...spec,
+          stageVersionSelector: null,
+        });
       if (seen?.active === stageVersion) return;
       if (typeof seen?.active === 'string') {
         const testedMove = (was: string) => async () => {
-          const ops = [{ op: 'test', path: '/spec/stageVersionRef/name', value: was }, { op: 'add', path: '/spec/stageVersionRef', value: spec.stageVersionRef }, { op: 'add', path: '/spec/reason', value: spec.reason }];
+          const ops = [
+            { op: 'test', path: '/spec/stageVersionRef/name', value: was },
+            { op: 'add', path: '/spec/stageVersionRef', value: spec.stageVersionRef },
+            { op: 'add', path: '/spec/reason', value: spec.reason },
+          ];
           try {
             return await objects.jsonPatch('StageVersionUsage', namespace, activeUsageName(stage), ops);
           } catch (err) {
@@ -91,7 +109,8 @@ export function usageActivities({ objects, event, log }: CoreDeps) {
         };
         if (await writeThenSay(testedMove(seen.active), moved(seen.active), (w) => w)) return;
       }
-      const current = seen?.active === null ? undefined : await objects.get('StageVersionUsage', namespace, activeUsageName(stage));
+      const current =
+        seen?.active === null ? undefined : await objects.get('StageVersionUsage', namespace, activeUsageName(stage));
       const from: string | undefined = current?.spec?.stageVersionRef?.name;
       // It exists (every activation but a Stage's first): moved in one request, not a refused create first.
       if (current) {

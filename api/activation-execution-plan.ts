@@ -33,13 +33,19 @@ export const planStep = rule(
 export const failurePolicies = ['Stop', 'Revert'] as const;
 
 /** The analyses a plan's progression names, by step and in the background. */
-const namedAnalyses = (p: { progression?: { steps: { analysis?: { name: string } }[]; background?: { analysis: string }[] } }) => [
+const namedAnalyses = (p: {
+  progression?: { steps: { analysis?: { name: string } }[]; background?: { analysis: string }[] };
+}) => [
   ...(p.progression?.steps ?? []).flatMap((s) => (s.analysis ? [s.analysis.name] : [])),
   ...(p.progression?.background ?? []).map((b) => b.analysis),
 ];
 
 const planFields = z.object({
-  steps: z.array(planStep).min(1).max(MAX_STEPS).describe('Steps, run in this order (for every weight of a progression).'),
+  steps: z
+    .array(planStep)
+    .min(1)
+    .max(MAX_STEPS)
+    .describe('Steps, run in this order (for every weight of a progression).'),
   onFailure: z
     .enum(failurePolicies)
     .default('Stop')
@@ -55,11 +61,15 @@ const planFields = z.object({
 
 /** Analysis names are unique, and every one the progression names is defined. */
 const withAnalyses = rule(
-  rule(planFields, {
-    rule: '!has(self.analyses) || self.analyses.all(a, self.analyses.exists_one(o, o.name == a.name))',
-    message: 'analysis names must be unique',
-    fieldPath: '.analyses',
-  }, (p) => new Set((p.analyses ?? []).map((a) => a.name)).size === (p.analyses ?? []).length),
+  rule(
+    planFields,
+    {
+      rule: '!has(self.analyses) || self.analyses.all(a, self.analyses.exists_one(o, o.name == a.name))',
+      message: 'analysis names must be unique',
+      fieldPath: '.analyses',
+    },
+    (p) => new Set((p.analyses ?? []).map((a) => a.name)).size === (p.analyses ?? []).length,
+  ),
   {
     rule:
       '!has(self.progression) || (' +

@@ -24,14 +24,19 @@ export { routeRef, type RouteRef } from './meta.js';
 export const ruleRecord = z.object({
   route: routeRef,
   index: z.int().min(0).describe('Position of the rule (HTTPRoute rules[], VirtualService http[]).'),
-  name: z.string().min(1).max(253).optional().describe('Name of the rule, when it has one: a restore finds it by name.'),
+  name: z
+    .string()
+    .min(1)
+    .max(253)
+    .optional()
+    .describe('Name of the rule, when it has one: a restore finds it by name.'),
   entries: z
     .array(freeform())
     .max(16)
     .describe('The managed entries (backendRefs, route destinations) exactly as found, weights included; empty: none.'),
   traffic: z
     .record(z.string().min(1).max(512), z.int().min(0))
-    .describe('Weight per StageVersion as found (a backend that is no StageVersion\'s by its reference).'),
+    .describe("Weight per StageVersion as found (a backend that is no StageVersion's by its reference)."),
 });
 export type RuleRecord = z.infer<typeof ruleRecord>;
 

@@ -22,7 +22,9 @@ export const stageVersionProtection = [
     spec: {
       failurePolicy: 'Fail',
       matchConstraints: {
-        resourceRules: [{ apiGroups: [GROUP], apiVersions: ['*'], operations: ['UPDATE', 'DELETE'], resources: ['stageversions'] }],
+        resourceRules: [
+          { apiGroups: [GROUP], apiVersions: ['*'], operations: ['UPDATE', 'DELETE'], resources: ['stageversions'] },
+        ],
       },
       validations: [
         {
@@ -62,7 +64,8 @@ export const ACTIVATION_REQUESTS_POLICY = 'konfidence-activation-requests';
 /** Requests whose annotation says who asked (shared/activation.ts ANNOTATION_APPROVE and the two after it). */
 const AUTHORED = ['konfidence.cloud/approve', 'konfidence.cloud/promote', 'konfidence.cloud/abort'];
 
-const annotated = (o: string, key: string) => `${o} != null && has(${o}.metadata.annotations) && '${key}' in ${o}.metadata.annotations`;
+const annotated = (o: string, key: string) =>
+  `${o} != null && has(${o}.metadata.annotations) && '${key}' in ${o}.metadata.annotations`;
 
 /**
  * A progressive activation's approve, promote and abort annotations say truly who asked: the
@@ -77,7 +80,14 @@ export const activationRequestAuthorship = [
     spec: {
       failurePolicy: 'Fail',
       matchConstraints: {
-        resourceRules: [{ apiGroups: [GROUP], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['vectoractivations'] }],
+        resourceRules: [
+          {
+            apiGroups: [GROUP],
+            apiVersions: ['*'],
+            operations: ['CREATE', 'UPDATE'],
+            resources: ['vectoractivations'],
+          },
+        ],
       },
       variables: [{ name: 'user', expression: 'request.userInfo.username' }],
       validations: AUTHORED.map((key) => {

@@ -13,16 +13,29 @@ import { MAX_ADMISSIONS, MAX_RECENT_FAILURES } from './circuit-breaker-limits.js
 export { ANNOTATION_CLOSE, MAX_ADMISSIONS, MAX_RECENT_FAILURES } from './circuit-breaker-limits.js';
 
 export const rateLimit = z.object({
-  routingChanges: z.int().min(1).max(10_000).describe('R: routing changes (plan steps) allowed per interval; also the burst.'),
+  routingChanges: z
+    .int()
+    .min(1)
+    .max(10_000)
+    .describe('R: routing changes (plan steps) allowed per interval; also the burst.'),
   intervalSeconds: z.int().min(1).max(86_400).default(60).describe('The interval in which R tokens refill.'),
 });
 
 export const circuitBreakerSpec = z.object({
   scope: z
-    .object({ namespace: dnsLabel.optional().describe('The namespace whose activations this breaker guards; absent: all namespaces.') })
+    .object({
+      namespace: dnsLabel
+        .optional()
+        .describe('The namespace whose activations this breaker guards; absent: all namespaces.'),
+    })
     .default({})
     .describe('Which activations the breaker guards.'),
-  failureThreshold: z.int().min(1).max(MAX_RECENT_FAILURES).default(3).describe('K: the breaker opens when K activations fail within windowSeconds.'),
+  failureThreshold: z
+    .int()
+    .min(1)
+    .max(MAX_RECENT_FAILURES)
+    .default(3)
+    .describe('K: the breaker opens when K activations fail within windowSeconds.'),
   windowSeconds: z.int().min(1).max(86_400).default(600).describe('W: the window of failures counted, in seconds.'),
   sleepWindowSeconds: z
     .int()
@@ -52,7 +65,11 @@ export const breakerRequest = z.object({
 
 export const circuitBreakerStatus = statusOf(circuitBreakerPhases, {
   lastTransitionTime: timestamp.optional().describe('When the phase last changed.'),
-  recentFailures: z.array(recentFailure).max(MAX_RECENT_FAILURES).optional().describe('Failures within the window, oldest first.'),
+  recentFailures: z
+    .array(recentFailure)
+    .max(MAX_RECENT_FAILURES)
+    .optional()
+    .describe('Failures within the window, oldest first.'),
   tokens: z.number().min(0).optional().describe('Tokens left in the bucket at lastRefill.'),
   lastRefill: timestamp.optional(),
   admissions: z
@@ -61,7 +78,11 @@ export const circuitBreakerStatus = statusOf(circuitBreakerPhases, {
     .optional()
     .describe('Recent admissions (uid/attempt/step) that took a token: a repeated admit does not take twice.'),
   lastRequest: breakerRequest.optional().describe('The last close or open asked by hand and what became of it.'),
-  handledClose: z.string().max(1024).optional().describe('The value of the last konfidence.cloud/close annotation applied: each value acts once.'),
+  handledClose: z
+    .string()
+    .max(1024)
+    .optional()
+    .describe('The value of the last konfidence.cloud/close annotation applied: each value acts once.'),
 });
 export type CircuitBreakerStatus = z.infer<typeof circuitBreakerStatus>;
 
@@ -70,7 +91,8 @@ export const CircuitBreaker = defineKind({
   plural: 'circuitbreakers',
   singular: 'circuitbreaker',
   shortNames: ['cb'],
-  description: 'Stops new activations after K failures within a window, and rate-limits routing changes, in one namespace or all.',
+  description:
+    'Stops new activations after K failures within a window, and rate-limits routing changes, in one namespace or all.',
   spec: circuitBreakerSpec,
   status: circuitBreakerStatus,
   printerColumns: [

@@ -17,9 +17,12 @@ export function setCondition(
   const list = [...(conditions ?? [])];
   const i = list.findIndex((c) => c.type === next.type);
   const previous = i >= 0 ? list[i] : undefined;
-  const lastTransitionTime =
-    previous && previous.status === next.status ? previous.lastTransitionTime : kubeTime(now);
-  const condition: Condition = { ...next, lastTransitionTime, ...(observedGeneration !== undefined ? { observedGeneration } : {}) };
+  const lastTransitionTime = previous && previous.status === next.status ? previous.lastTransitionTime : kubeTime(now);
+  const condition: Condition = {
+    ...next,
+    lastTransitionTime,
+    ...(observedGeneration !== undefined ? { observedGeneration } : {}),
+  };
   if (i >= 0) list[i] = condition;
   else list.push(condition);
   return list;

@@ -21,23 +21,27 @@ export const ENDPOINT_PATTERN = '^https?://[^\\s/?#@]+(/\\S*)?$';
 export const controllerStatusSpec = immutable(
   z.object({
     role: z.enum(controllerRoles).describe('The role whose active replica this object names.'),
-    shard: dnsLabel
-      .default(DEFAULT_SHARD)
-      .describe('The shard of the role; "default" while roles are not sharded.'),
+    shard: dnsLabel.default(DEFAULT_SHARD).describe('The shard of the role; "default" while roles are not sharded.'),
   }),
   'spec of a ControllerStatus',
 );
 
 export const activeController = z.object({
-  identity: z.string().min(1).max(253).describe("The leader's identity, as in its Lease's holderIdentity (e.g. the pod name)."),
+  identity: z
+    .string()
+    .min(1)
+    .max(253)
+    .describe("The leader's identity, as in its Lease's holderIdentity (e.g. the pod name)."),
   endpoint: z
     .string()
     .max(2048)
     .regex(new RegExp(ENDPOINT_PATTERN))
-    .describe("URL where the leader serves its health and metrics, e.g. http://10.0.0.5:8081 (its /healthz)."),
+    .describe('URL where the leader serves its health and metrics, e.g. http://10.0.0.5:8081 (its /healthz).'),
   version: z.string().min(1).max(128).describe('Version of konfidence-activation the leader runs.'),
   leaderSince: timestamp.describe('Since when this identity leads.'),
-  lastUpdated: timestamp.describe('When the leader last wrote this field: a freshness signal, rewritten only when the rest changes.'),
+  lastUpdated: timestamp.describe(
+    'When the leader last wrote this field: a freshness signal, rewritten only when the rest changes.',
+  ),
 });
 export type ActiveController = z.infer<typeof activeController>;
 
@@ -46,15 +50,26 @@ export const controllerStatusPhases = ['Active'] as const;
 export const controllerStatusStatus = statusOf(controllerStatusPhases, {
   activeController: activeController
     .optional()
-    .describe('The replica that leads this role and shard, written by that replica while it leads; absent without leader election.'),
+    .describe(
+      'The replica that leads this role and shard, written by that replica while it leads; absent without leader election.',
+    ),
   serving: z
     .object({
       identity: z.string().min(1).max(253).describe('The leader that serves them (its Lease holderIdentity).'),
-      generation: z.number().int().min(0).describe('metadata.generation of the ShardingConfig it applied (0: none exists).'),
-      namespaces: z.array(z.string().max(63)).max(20000).describe('The namespaces it serves (or may start serving) right now.'),
+      generation: z
+        .number()
+        .int()
+        .min(0)
+        .describe('metadata.generation of the ShardingConfig it applied (0: none exists).'),
+      namespaces: z
+        .array(z.string().max(63))
+        .max(20000)
+        .describe('The namespaces it serves (or may start serving) right now.'),
     })
     .optional()
-    .describe('Sharded processes only (KONFIDENCE_SHARD): what this shard serves; a shard drops a namespace before it is removed here and adds it here before it starts (worker/shards.ts).'),
+    .describe(
+      'Sharded processes only (KONFIDENCE_SHARD): what this shard serves; a shard drops a namespace before it is removed here and adds it here before it starts (worker/shards.ts).',
+    ),
 });
 
 export const ControllerStatus = defineKind({
@@ -62,7 +77,8 @@ export const ControllerStatus = defineKind({
   plural: 'controllerstatuses',
   singular: 'controllerstatus',
   shortNames: ['kcs'],
-  description: 'Names the active (leading) replica of a role and shard of konfidence-activation, and where it serves health and metrics.',
+  description:
+    'Names the active (leading) replica of a role and shard of konfidence-activation, and where it serves health and metrics.',
   spec: controllerStatusSpec,
   status: controllerStatusStatus,
   printerColumns: [

@@ -10,7 +10,9 @@ import { describeIssues } from './issues.js';
 export const CORE_ROLLOUT_CONFIGMAP = 'konfidence-core-rollout';
 
 /** A build id as Temporal Worker Versioning and KONFIDENCE_BUILD_ID accept it. */
-export const buildIdSchema = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'a build id: letters, digits, ".", "_" or "-", at most 64');
+export const buildIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9._-]{1,64}$/, 'a build id: letters, digits, ".", "_" or "-", at most 64');
 
 /** The ConfigMap's data: plain keys, so that `kubectl get configmap -o yaml` reads like the config. */
 export const coreRolloutData = z.object({
@@ -34,10 +36,15 @@ export function parseCoreRollout(data: Record<string, string> | undefined): Core
   if (!parsed.success) {
     throw new Error(`ConfigMap ${CORE_ROLLOUT_CONFIGMAP} is invalid: ${describeIssues(parsed.error)}`);
   }
-  const namespaces = parsed.data.canaryNamespaces.split(',').map((n) => n.trim()).filter(Boolean);
+  const namespaces = parsed.data.canaryNamespaces
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
   return {
     deploymentName: parsed.data.deploymentName,
-    ...(parsed.data.canaryBuildId && namespaces.length ? { canary: { buildId: parsed.data.canaryBuildId, namespaces } } : {}),
+    ...(parsed.data.canaryBuildId && namespaces.length
+      ? { canary: { buildId: parsed.data.canaryBuildId, namespaces } }
+      : {}),
   };
 }
 

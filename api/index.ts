@@ -40,6 +40,6 @@ export const allKinds: readonly KindDefinition[] = [
   ShardingConfig,
   CircuitBreaker,
 ];
-export * from "./crd.js";
-export * from "./conditions.js";
-export * from "./admission.js";
+export * from './crd.js';
+export * from './conditions.js';
+export * from './admission.js';

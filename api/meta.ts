@@ -64,7 +64,9 @@ export const condition = z.object({
     .string()
     .min(1)
     .max(316)
-    .regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$/),
+    .regex(
+      /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$/,
+    ),
   status: z.enum(['True', 'False', 'Unknown']),
   reason: z
     .string()
@@ -126,17 +128,13 @@ export function immutable<T extends z.ZodType>(schema: T, what: string): T {
 }
 
 /** An object whose fields the apiserver must keep even though the schema does not name them. */
-export const freeform = () =>
-  z.record(z.string(), z.unknown()).meta({ 'x-kubernetes-preserve-unknown-fields': true });
+export const freeform = () => z.record(z.string(), z.unknown()).meta({ 'x-kubernetes-preserve-unknown-fields': true });
 
 /**
  * The status every kind shares: a phase for humans and printer columns, conditions for machines,
  * and the generation they describe.
  */
-export function statusOf<const P extends readonly [string, ...string[]], E extends z.ZodRawShape>(
-  phases: P,
-  extra: E,
-) {
+export function statusOf<const P extends readonly [string, ...string[]], E extends z.ZodRawShape>(phases: P, extra: E) {
   return z.object({
     phase: z.enum(phases).optional(),
     reason: z.string().max(1024).optional(),

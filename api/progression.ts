@@ -45,13 +45,25 @@ export const noDataRules = ['Inconclusive', 'Failed'] as const;
 
 export const dataPlaneMeasurement = z
   .object({
-    provider: z.enum(DATA_PLANE_PROVIDERS).default('traefik').describe("The gateway whose request metrics Prometheus scrapes: traefik (Traefik v3's Gateway API provider)."),
+    provider: z
+      .enum(DATA_PLANE_PROVIDERS)
+      .default('traefik')
+      .describe("The gateway whose request metrics Prometheus scrapes: traefik (Traefik v3's Gateway API provider)."),
     metric: z
       .enum(DATA_PLANE_METRICS)
-      .describe("request-success-rate: the share of the new version's requests not answered 5xx, 0 to 1; request-duration-p99: their 99th percentile latency, in seconds."),
-    windowSeconds: z.int().min(5).max(3600).default(DATA_PLANE_WINDOW_SECONDS).describe('The requests measured: those of the last windowSeconds.'),
+      .describe(
+        "request-success-rate: the share of the new version's requests not answered 5xx, 0 to 1; request-duration-p99: their 99th percentile latency, in seconds.",
+      ),
+    windowSeconds: z
+      .int()
+      .min(5)
+      .max(3600)
+      .default(DATA_PLANE_WINDOW_SECONDS)
+      .describe('The requests measured: those of the last windowSeconds.'),
   })
-  .describe("A built-in measurement of the new version's requests as the gateway sees them: the query is filled in with the StageVersion's spec.backend (its Service, in the Stage's namespace, and port).");
+  .describe(
+    "A built-in measurement of the new version's requests as the gateway sees them: the query is filled in with the StageVersion's spec.backend (its Service, in the Stage's namespace, and port).",
+  );
 
 export const analysisTemplate = rule(
   rule(
@@ -78,12 +90,29 @@ export const analysisTemplate = rule(
         .describe('The measurement: an instant query (or, with dataPlane, only where Prometheus is).'),
       dataPlane: dataPlaneMeasurement.optional(),
       intervalSeconds: seconds(86400).default(ANALYSIS_INTERVAL_SECONDS).describe('Time between measurements.'),
-      count: z.int().min(1).max(1000).default(ANALYSIS_COUNT).describe('Measurements an inline analysis takes; a background one repeats them until it stops.'),
-      initialDelaySeconds: seconds(86400).optional().describe('Wait before the first measurement (a fresh version has no data yet).'),
+      count: z
+        .int()
+        .min(1)
+        .max(1000)
+        .default(ANALYSIS_COUNT)
+        .describe('Measurements an inline analysis takes; a background one repeats them until it stops.'),
+      initialDelaySeconds: seconds(86400)
+        .optional()
+        .describe('Wait before the first measurement (a fresh version has no data yet).'),
       successCondition: analysisCondition.optional().describe('A measurement passes when this holds.'),
       failureCondition: analysisCondition.optional().describe('A measurement fails when this holds.'),
-      failureLimit: z.int().min(0).max(1000).default(0).describe('Failed measurements tolerated; one more fails the analysis.'),
-      inconclusiveLimit: z.int().min(0).max(1000).default(0).describe('Inconclusive measurements tolerated; one more pauses for a person.'),
+      failureLimit: z
+        .int()
+        .min(0)
+        .max(1000)
+        .default(0)
+        .describe('Failed measurements tolerated; one more fails the analysis.'),
+      inconclusiveLimit: z
+        .int()
+        .min(0)
+        .max(1000)
+        .default(0)
+        .describe('Inconclusive measurements tolerated; one more pauses for a person.'),
       consecutiveErrorLimit: z
         .int()
         .min(0)
@@ -106,7 +135,8 @@ export const analysisTemplate = rule(
   {
     rule: 'has(self.dataPlane) != (has(self.prometheus) && has(self.prometheus.query))',
     message: 'an analysis measures either a prometheus.query or a dataPlane metric, exactly one',
-    messageExpression: "'analysis ' + self.name + ' measures either a prometheus.query or a dataPlane metric, exactly one'",
+    messageExpression:
+      "'analysis ' + self.name + ' measures either a prometheus.query or a dataPlane metric, exactly one'",
   },
   (a) => (a.dataPlane !== undefined) !== (a.prometheus?.query !== undefined),
 );
@@ -122,7 +152,10 @@ export const pauseGate = rule(
     timeoutSeconds: seconds()
       .optional()
       .describe('Without durationSeconds the pause waits for an approval: at most this long (default 24 h).'),
-    onTimeout: z.enum(onTimeoutActions).optional().describe('What an approval that timed out does: Abort (default) or Continue.'),
+    onTimeout: z
+      .enum(onTimeoutActions)
+      .optional()
+      .describe('What an approval that timed out does: Abort (default) or Continue.'),
   }),
   {
     rule: '!has(self.durationSeconds) || (!has(self.timeoutSeconds) && !has(self.onTimeout))',
@@ -134,7 +167,12 @@ export const pauseGate = rule(
 export const webhookCheck = z.object({
   url: z.url().max(2048).describe('Called with POST and the activation as JSON; any 2xx passes.'),
   timeoutSeconds: seconds(300).default(WEBHOOK_TIMEOUT_SECONDS).describe('Longest wait for one answer.'),
-  retries: z.int().min(0).max(10).default(WEBHOOK_RETRIES).describe('Calls repeated after a timeout, a network error or a 5xx; a 4xx refuses at once.'),
+  retries: z
+    .int()
+    .min(0)
+    .max(10)
+    .default(WEBHOOK_RETRIES)
+    .describe('Calls repeated after a timeout, a network error or a 5xx; a 4xx refuses at once.'),
 });
 
 const GATE_FIELDS = ['setWeight', 'pause', 'analysis', 'webhook'] as const;
@@ -142,9 +180,17 @@ const GATE_FIELDS = ['setWeight', 'pause', 'analysis', 'webhook'] as const;
 export const progressionStep = rule(
   z.object({
     name: dnsLabel.optional().describe('Names the step for background analyses and messages.'),
-    setWeight: z.int().min(1).max(100).optional().describe("Percent of every managed rule's traffic the new StageVersion receives from this step on."),
+    setWeight: z
+      .int()
+      .min(1)
+      .max(100)
+      .optional()
+      .describe("Percent of every managed rule's traffic the new StageVersion receives from this step on."),
     pause: pauseGate.optional(),
-    analysis: z.object({ name: dnsLabel.describe('An analysis of spec.analyses.') }).optional().describe('Measures the new version until the analysis ends.'),
+    analysis: z
+      .object({ name: dnsLabel.describe('An analysis of spec.analyses.') })
+      .optional()
+      .describe('Measures the new version until the analysis ends.'),
     webhook: webhookCheck.optional().describe('An HTTP check: 2xx goes on, anything else fails the activation.'),
   }),
   {
@@ -164,22 +210,34 @@ export const backgroundAnalysis = z.object({
 export const progressionSpec = rule(
   rule(
     z.object({
-      steps: z.array(progressionStep).min(1).max(MAX_PROGRESSION_STEPS).describe('Weights and gates, in order; 100 % follows the last.'),
-      background: z.array(backgroundAnalysis).max(MAX_BACKGROUND_ANALYSES).optional().describe('Analyses that run beside the steps.'),
+      steps: z
+        .array(progressionStep)
+        .min(1)
+        .max(MAX_PROGRESSION_STEPS)
+        .describe('Weights and gates, in order; 100 % follows the last.'),
+      background: z
+        .array(backgroundAnalysis)
+        .max(MAX_BACKGROUND_ANALYSES)
+        .optional()
+        .describe('Analyses that run beside the steps.'),
       abort: z
         .object({
           weights: z
             .array(z.int().min(1).max(99))
             .max(10)
             .optional()
-            .describe('Weights the new version goes down through before the recorded traffic is put back; none: at once.'),
-          intervalSeconds: seconds(3600).default(ABORT_RAMP_INTERVAL_SECONDS).describe('Time at each of those weights.'),
+            .describe(
+              'Weights the new version goes down through before the recorded traffic is put back; none: at once.',
+            ),
+          intervalSeconds: seconds(3600)
+            .default(ABORT_RAMP_INTERVAL_SECONDS)
+            .describe('Time at each of those weights.'),
         })
         .optional()
         .describe('How an abort, or a failed analysis, puts the traffic back.'),
     }),
     {
-      rule: "self.steps.all(s, !has(s.name) || self.steps.exists_one(o, has(o.name) && o.name == s.name))",
+      rule: 'self.steps.all(s, !has(s.name) || self.steps.exists_one(o, has(o.name) && o.name == s.name))',
       message: 'progression step names must be unique',
       fieldPath: '.steps',
     },
@@ -189,11 +247,14 @@ export const progressionSpec = rule(
     },
   ),
   {
-    rule: "!has(self.background) || self.background.all(b, (!has(b.from) || self.steps.exists(s, has(s.name) && s.name == b.from)) && (!has(b.to) || self.steps.exists(s, has(s.name) && s.name == b.to)))",
+    rule: '!has(self.background) || self.background.all(b, (!has(b.from) || self.steps.exists(s, has(s.name) && s.name == b.from)) && (!has(b.to) || self.steps.exists(s, has(s.name) && s.name == b.to)))',
     message: "a background analysis' from and to name steps of the progression",
     fieldPath: '.background',
   },
-  (p) => (p.background ?? []).every((b) => [b.from, b.to].every((n) => n === undefined || p.steps.some((s) => s.name === n))),
+  (p) =>
+    (p.background ?? []).every((b) =>
+      [b.from, b.to].every((n) => n === undefined || p.steps.some((s) => s.name === n)),
+    ),
 );
 export type ProgressionSpec = z.infer<typeof progressionSpec>;
 
@@ -236,7 +297,10 @@ export const progressionLogEntry = z.object({
 });
 
 export const progressionStatus = z.object({
-  step: z.int().min(0).describe('Index of the progression step running or waiting; the number of steps: the final switch.'),
+  step: z
+    .int()
+    .min(0)
+    .describe('Index of the progression step running or waiting; the number of steps: the final switch.'),
   steps: z.int().min(1),
   stepName: dnsLabel.optional(),
   weight: z.int().min(0).max(100).describe('Percent the new StageVersion receives now.'),
@@ -249,7 +313,14 @@ export const progressionStatus = z.object({
     })
     .optional()
     .describe('What the activation waits for, and since when.'),
-  analysisRuns: z.array(analysisRunStatus).max(MAX_ANALYSES + MAX_BACKGROUND_ANALYSES).optional(),
-  log: z.array(progressionLogEntry).max(MAX_PROGRESSION_LOG).optional().describe('Approvals, promotions, aborts and time-outs: who and when.'),
+  analysisRuns: z
+    .array(analysisRunStatus)
+    .max(MAX_ANALYSES + MAX_BACKGROUND_ANALYSES)
+    .optional(),
+  log: z
+    .array(progressionLogEntry)
+    .max(MAX_PROGRESSION_LOG)
+    .optional()
+    .describe('Approvals, promotions, aborts and time-outs: who and when.'),
 });
 export type ProgressionStatus = z.infer<typeof progressionStatus>;

@@ -16,7 +16,10 @@ export const FALLBACK_SHARD = 'default';
 
 /** metav1.LabelSelector, as Deployments and NetworkPolicies have it; empty matches everything. */
 export const labelSelector = z.object({
-  matchLabels: z.record(z.string(), z.string()).optional().describe('Labels the namespace must have, with these values.'),
+  matchLabels: z
+    .record(z.string(), z.string())
+    .optional()
+    .describe('Labels the namespace must have, with these values.'),
   matchExpressions: z
     .array(
       z.object({
@@ -32,18 +35,25 @@ export type LabelSelector = z.infer<typeof labelSelector>;
 export const shardingConfigSpec = z.object({
   namespaceSelector: labelSelector
     .optional()
-    .describe('The namespaces this installation serves at all; default every namespace. Others are served by no shard.'),
+    .describe(
+      'The namespaces this installation serves at all; default every namespace. Others are served by no shard.',
+    ),
   canary: z
     .object({
       shard: dnsLabel.describe('The shard that serves the canary namespaces (e.g. one running a new version).'),
-      namespaces: z.array(objectName).max(1000).describe('Namespaces served by the canary shard whatever else matches them.'),
+      namespaces: z
+        .array(objectName)
+        .max(1000)
+        .describe('Namespaces served by the canary shard whatever else matches them.'),
     })
     .optional(),
   shards: z
     .array(
       z.object({
         name: dnsLabel.describe('The shard: KONFIDENCE_SHARD of the processes that serve it.'),
-        namespaceSelector: labelSelector.describe('Namespaces whose labels match go to this shard; the first shard that matches wins.'),
+        namespaceSelector: labelSelector.describe(
+          'Namespaces whose labels match go to this shard; the first shard that matches wins.',
+        ),
       }),
     )
     .max(100)

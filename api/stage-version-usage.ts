@@ -7,7 +7,8 @@ import { objectName, rule, statusOf } from './meta.js';
 const labelValue = z.string().max(63).regex(LABEL_VALUE_PATTERN);
 
 // `[.]` rather than `\.`: the same text is a JavaScript and a CEL (RE2) regular expression.
-const LABEL_KEY = '^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$';
+const LABEL_KEY =
+  '^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$';
 const MAX_LABELS = 32;
 
 const matchLabels = z
@@ -28,13 +29,13 @@ export const stageVersionSelector = rule(
   ),
   {
     rule: 'size(self.matchLabels) > 0',
-    message: 'stageVersionSelector.matchLabels must name at least one label: an empty selector would hold every StageVersion',
+    message:
+      'stageVersionSelector.matchLabels must name at least one label: an empty selector would hold every StageVersion',
     fieldPath: '.matchLabels',
     reason: 'FieldValueRequired',
   },
   (s) => Object.keys(s.matchLabels).length > 0,
 );
-
 
 export const stageVersionUsageSpec = rule(
   z.object({
@@ -43,9 +44,7 @@ export const stageVersionUsageSpec = rule(
       .min(1)
       .max(1024)
       .describe('Why the StageVersion is in use, for people: "target vector of stage dev", "activation x".'),
-    stageVersionRef: z
-      .object({ name: objectName.describe('Name of a StageVersion in this namespace.') })
-      .optional(),
+    stageVersionRef: z.object({ name: objectName.describe('Name of a StageVersion in this namespace.') }).optional(),
     stageVersionSelector: stageVersionSelector.optional(),
   }),
   {

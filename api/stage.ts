@@ -63,7 +63,9 @@ export const stageStatus = statusOf(stagePhases, {
     )
     .max(64)
     .optional()
-    .describe('StageVersions no managed rule sends traffic to any more, still protected until since + spec.drainSeconds.'),
+    .describe(
+      'StageVersions no managed rule sends traffic to any more, still protected until since + spec.drainSeconds.',
+    ),
   controllerStatus: z
     .object({
       namespace: dnsLabel.describe('The system namespace (KONFIDENCE_SYSTEM_NAMESPACE of the Stage controller).'),

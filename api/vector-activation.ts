@@ -66,10 +66,18 @@ export const vectorActivationStatus = statusOf(vectorActivationPhases, {
   workflowUrl: z.string().max(2048).optional().describe('Link to the workflow in the Temporal UI.'),
   attempt: z.int().min(1).optional().describe('1 for the first run; raised by every retry.'),
   previousStageVersion: objectName.optional().describe('StageVersion that was active when this one started.'),
-  firstError: z.string().max(MAX_MESSAGE).optional().describe('The first error of this activation, kept across retries.'),
+  firstError: z
+    .string()
+    .max(MAX_MESSAGE)
+    .optional()
+    .describe('The first error of this activation, kept across retries.'),
   startTime: timestamp.optional(),
   completionTime: timestamp.optional(),
-  coreBuildId: z.string().max(64).optional().describe('Build id of the core worker that last wrote this status (Worker Versioning); absent when unversioned.'),
+  coreBuildId: z
+    .string()
+    .max(64)
+    .optional()
+    .describe('Build id of the core worker that last wrote this status (Worker Versioning); absent when unversioned.'),
   steps: z.array(stepProgress).max(MAX_STATUS_STEPS).optional(),
   requests: z
     .array(handledRequest)
@@ -77,7 +85,9 @@ export const vectorActivationStatus = statusOf(vectorActivationPhases, {
     .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['action'] })
     .optional()
     .describe('The last request of each kind (cancel, retry, approve, promote, abort) and what became of it.'),
-  progression: progressionStatus.optional().describe("Where a progressive activation is: step, weight, gate, analyses, who answered."),
+  progression: progressionStatus
+    .optional()
+    .describe('Where a progressive activation is: step, weight, gate, analyses, who answered.'),
 });
 
 export const VectorActivation = defineKind({

@@ -37,7 +37,10 @@ const phaseAt = (name: string, phase: string) =>
 const activate = async (r: number) => {
   const at = Date.now();
   const { object } = await objects.create(benchActivation(ns, r));
-  return { at, workflowId: activationWorkflowId({ namespace: ns, name: object.metadata.name, uid: object.metadata.uid! }) };
+  return {
+    at,
+    workflowId: activationWorkflowId({ namespace: ns, name: object.metadata.name, uid: object.metadata.uid! }),
+  };
 };
 
 let revision = 1;
@@ -60,7 +63,13 @@ for (let i = 0; i < RUNS; i++) {
   await phaseAt(`to-${second}`, 'Succeeded');
   // The lock run that served the pair (pairs within its idle linger share one run).
   const lock = await lockHistory(system.client, stageLockWorkflowId(ns, 'bench'));
-  handoffs.push({ previousWorkflowId: previous.workflowId, nextWorkflowId: next.workflowId, lockHistory: lock, succeededSeen, inProgressSeen });
+  handoffs.push({
+    previousWorkflowId: previous.workflowId,
+    nextWorkflowId: next.workflowId,
+    lockHistory: lock,
+    succeededSeen,
+    inProgressSeen,
+  });
 }
 const segments = await Promise.all(handoffs.map((h) => handoffSegments(system.client, h)));
 const segment = (k: keyof HandoffSegments) => stats(segments.map((s) => s[k]));
@@ -70,10 +79,18 @@ await system.stop();
 const figures = {
   latencyMs: stats(latency),
   handoffMs: stats(handoffs.map((h) => h.inProgressSeen - h.succeededSeen)),
-  handoffSegmentsMs: { release: segment('release'), lock: segment('lock'), pickup: segment('pickup'), ours: segment('ours') },
+  handoffSegmentsMs: {
+    release: segment('release'),
+    lock: segment('lock'),
+    pickup: segment('pickup'),
+    ours: segment('ours'),
+  },
 };
 console.log('activation latency, create → Succeeded, two-step plan (ms):', JSON.stringify(figures.latencyMs));
 console.log('handoff, Succeeded → next InProgress on the same Stage (ms):', JSON.stringify(figures.handoffMs));
-console.log('handoff by segment, median ms (bench/handoff-breakdown.ts):', JSON.stringify(Object.fromEntries(Object.entries(figures.handoffSegmentsMs).map(([k, v]) => [k, v.median]))));
+console.log(
+  'handoff by segment, median ms (bench/handoff-breakdown.ts):',
+  JSON.stringify(Object.fromEntries(Object.entries(figures.handoffSegmentsMs).map(([k, v]) => [k, v.median]))),
+);
 writeResult('activation', figures);
 process.exit(0);

@@ -17,14 +17,28 @@ const benches: { name: string; args: string[] }[] = [
   { name: 'activation', args: ['--runs', quick ? '5' : '20'] },
   { name: 'cost', args: ['--runs', quick ? '3' : '5'] },
   { name: 'burst', args: ['--burst', '50', '--rounds', quick ? '1' : '5'] },
-  { name: 'throughput', args: quick ? ['--stages', '40', '--namespaces', '4', '--seconds', '20', '--warmup', '30'] : ['--seconds', '60', '--warmup', '120'] },
+  {
+    name: 'throughput',
+    args: quick
+      ? ['--stages', '40', '--namespaces', '4', '--seconds', '20', '--warmup', '30']
+      : ['--seconds', '60', '--warmup', '120'],
+  },
   { name: 'fairness', args: ['--burst', quick ? '50' : '200', '--runs', quick ? '3' : '5'] },
   // The watch side at scale: one watcher over 200 namespaces × 50 finished VectorActivations.
-  { name: 'shards', args: ['--namespaces', '200', '--per-namespace', quick ? '10' : '50', '--shards', '4', '--runs', '1'] },
+  {
+    name: 'shards',
+    args: ['--namespaces', '200', '--per-namespace', quick ? '10' : '50', '--shards', '4', '--runs', '1'],
+  },
   // 2000 Stages and 10,000 VectorActivations (40 unfinished): the Stage controller and the watcher, each started twice.
-  { name: 'scale', args: quick ? ['--namespaces', '4', '--stages', '200', '--activations', '1000', '--unfinished', '8'] : [] },
+  {
+    name: 'scale',
+    args: quick ? ['--namespaces', '4', '--stages', '200', '--activations', '1000', '--unfinished', '8'] : [],
+  },
   // A canary of three weights against a plain switch; 1,000 activations waiting at gates against idle.
-  { name: 'progressive', args: quick ? ['--pairs', '4', '--gates', '100', '--namespaces', '4', '--seconds', '30'] : [] },
+  {
+    name: 'progressive',
+    args: quick ? ['--pairs', '4', '--gates', '100', '--namespaces', '4', '--seconds', '30'] : [],
+  },
   // A core worker's start with the image's prebuilt workflow bundle against bundling at start.
   { name: 'startup', args: ['--runs', quick ? '2' : '5'] },
   // Requests through the local gateway: how soon a switch reaches them all, failures, a canary's split.
@@ -47,45 +61,149 @@ const failed: string[] = [];
 for (const b of benches) {
   const since = Date.now();
   console.log(`\n=== bench/${b.name}.ts ${b.args.join(' ')}`);
-  const run = spawnSync(process.execPath, [join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(repoRoot, 'bench', `${b.name}.ts`), ...b.args], { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' });
+  const run = spawnSync(
+    process.execPath,
+    [join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(repoRoot, 'bench', `${b.name}.ts`), ...b.args],
+    { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' },
+  );
   // The SDK's warnings (slow workflow tasks under load) go to stderr: kept out of the table, counted.
   const warnings = (run.stderr.match(/WARN/g) ?? []).length;
   const result = newest(b.name, since);
   if (run.status !== 0 || !result) {
-    console.log(`bench/${b.name}.ts failed (exit ${run.status ?? run.signal}${result ? '' : ', no result written'}):\n${run.stderr.split('\n').slice(-20).join('\n')}`);
+    console.log(
+      `bench/${b.name}.ts failed (exit ${run.status ?? run.signal}${result ? '' : ', no result written'}):\n${run.stderr.split('\n').slice(-20).join('\n')}`,
+    );
     failed.push(b.name);
     continue;
   }
   results[b.name] = { ...result, sdkWarnings: warnings };
 }
 
-const a = results.activation, c = results.cost, u = results.burst, t = results.throughput, f = results.fairness;
+const a = results.activation,
+  c = results.cost,
+  u = results.burst,
+  t = results.throughput,
+  f = results.fairness;
 const whole = results.shards?.summary?.find((s: any) => s.shards === 1);
 const sc = results.scale;
 const st = results.startup?.summary;
-const pc = results.progressive?.canary, pg = results.progressive?.gates;
+const pc = results.progressive?.canary,
+  pg = results.progressive?.gates;
 const dp = results['data-plane'];
 /** Within noise: no more than a tenth more, plus one percent of a core. */
 const indistinguishable = (idle: number, loaded: number) => loaded <= idle * 1.1 + 1;
 const started = (role: string, start: string) => sc?.starts?.find((x: any) => x.role === role && x.start === start);
-const [scFirst, scRestart, wFirst, wRestart] = [started('stage-controller', 'first'), started('stage-controller', 'restart'), started('watcher', 'first'), started('watcher', 'restart')];
-const row = (figure: string, value: string, goal: string, met?: boolean) => ({ figure, value, goal, met: met === undefined ? '–' : met ? 'yes' : 'NO' });
+const [scFirst, scRestart, wFirst, wRestart] = [
+  started('stage-controller', 'first'),
+  started('stage-controller', 'restart'),
+  started('watcher', 'first'),
+  started('watcher', 'restart'),
+];
+const row = (figure: string, value: string, goal: string, met?: boolean) => ({
+  figure,
+  value,
+  goal,
+  met: met === undefined ? '–' : met ? 'yes' : 'NO',
+});
 const table = [
-  row('activation create → Succeeded (2 steps)', a ? `p50 ${a.latencyMs.median} ms, p95 ${a.latencyMs.p95} ms` : 'not measured', '–'),
-  row('activation / apiserver floor', c ? `${c.activationOverFloor}× (${c.activationMs} ms vs ${c.floorRequests} requests in ${c.floorMs} ms)` : 'not measured', '≤ 2×', c && c.activationOverFloor <= 2),
-  row('handoff on one Stage', a ? `p50 ${a.handoffMs.median} ms, p95 ${a.handoffMs.p95} ms` : 'not measured', 'p50 ≤ 100 ms', a && a.handoffMs.median <= 100),
-  row('burst of 50 on one Stage: executed (worst round)', u ? String(u.executed) : 'not measured', '≤ 2', u && u.executed <= 2),
-  row('burst of 50: converged / one alone (median round)', u ? `${u.convergedOverSingle}× (${u.convergedMs} vs ${u.singleMs} ms; rounds ${u.ratios?.join(', ')})` : 'not measured', '≤ 2×', u && u.convergedOverSingle <= 2),
-  row(`throughput, ${t?.stages ?? 200} Stages`, t ? `${t.perSecond}/s, p50 ${t.latencyMs.p50} ms, p99 ${t.latencyMs.p99} ms` : 'not measured', '≥ 12/s', t && t.perSecond >= 12),
-  row('throughput: CPU ms per activation', t ? Object.entries(t.cpuMsPerActivation).map(([k, v]) => `${k} ${v}`).join(', ') : 'not measured', 'ours ≤ 40', t ? (t.cpuMsPerActivation['konfidence (this process)'] ?? Infinity) <= 40 : false),
-  row(`fairness: B during A's burst of ${f?.burst ?? 200} / idle`, f ? `${f.loadedOverIdle}× (${f.loadedMs} vs ${f.idleMs} ms)` : 'not measured', '≤ 2×', f && f.loadedOverIdle <= 2),
-  row(`watcher RSS, ${whole ? `${results.shards.namespaces * results.shards.perNamespace}` : '?'} finished VectorActivations`, whole ? `${whole.rssMiB} MiB (heap ${whole.heapMiB} MiB), ready ${whole.readyMs} ms` : 'not measured', '≤ 200 MB', whole && whole.rssMiB * 1.048576 <= 200),
-  row('cost: apiserver requests / writes per activation', c ? `${c.apiserverRequests} / ${c.apiserverWrites}` : 'not measured', '≤ 30 / ≤ 15', c ? c.apiserverRequests <= 30 && c.apiserverWrites <= 15 : false),
-  row('cost: history events per activation', c ? `workflow ${c.historyEvents}, Stage lock ${c.lockHistoryEvents}` : 'not measured', '–'),
-  row(`Stage controller, ${sc?.stages ?? '?'} Stages: RSS first start / restart`, scFirst ? `${scFirst.rssMiB} / ${scRestart.rssMiB} MiB (converged after ${scFirst.quietMs} ms, ${scFirst.apiserverWrites} writes; restart ready ${scRestart.readyMs} ms, ${scRestart.apiserverWrites} writes)` : 'not measured', '≤ 200 MB', scFirst && Math.max(scFirst.rssMiB, scRestart.rssMiB) * 1.048576 <= 200),
-  row(`watcher, ${sc?.activations ?? '?'} VectorActivations: RSS, ready`, wFirst ? `${wFirst.rssMiB} MiB, ready ${wFirst.readyMs} ms` : 'not measured', '≤ 200 MB', wFirst && wFirst.rssMiB * 1.048576 <= 200),
-  row('canary 10 → 50 → 100 % / plain switch', pc ? `${pc.canaryOverPlain}× (${pc.canaryMs.median} vs ${pc.plainMs.median} ms)` : 'not measured', '≤ 1.5×', pc && pc.canaryOverPlain <= 1.5),
-  row(`${pg?.gates ?? 1000} activations at gates: CPU % of a core, all processes`, pg ? `${pg.totalGated} % vs ${pg.totalIdle} % idle` : 'not measured', 'as idle', pg && indistinguishable(pg.totalIdle, pg.totalGated)),
+  row(
+    'activation create → Succeeded (2 steps)',
+    a ? `p50 ${a.latencyMs.median} ms, p95 ${a.latencyMs.p95} ms` : 'not measured',
+    '–',
+  ),
+  row(
+    'activation / apiserver floor',
+    c
+      ? `${c.activationOverFloor}× (${c.activationMs} ms vs ${c.floorRequests} requests in ${c.floorMs} ms)`
+      : 'not measured',
+    '≤ 2×',
+    c && c.activationOverFloor <= 2,
+  ),
+  row(
+    'handoff on one Stage',
+    a ? `p50 ${a.handoffMs.median} ms, p95 ${a.handoffMs.p95} ms` : 'not measured',
+    'p50 ≤ 100 ms',
+    a && a.handoffMs.median <= 100,
+  ),
+  row(
+    'burst of 50 on one Stage: executed (worst round)',
+    u ? String(u.executed) : 'not measured',
+    '≤ 2',
+    u && u.executed <= 2,
+  ),
+  row(
+    'burst of 50: converged / one alone (median round)',
+    u
+      ? `${u.convergedOverSingle}× (${u.convergedMs} vs ${u.singleMs} ms; rounds ${u.ratios?.join(', ')})`
+      : 'not measured',
+    '≤ 2×',
+    u && u.convergedOverSingle <= 2,
+  ),
+  row(
+    `throughput, ${t?.stages ?? 200} Stages`,
+    t ? `${t.perSecond}/s, p50 ${t.latencyMs.p50} ms, p99 ${t.latencyMs.p99} ms` : 'not measured',
+    '≥ 12/s',
+    t && t.perSecond >= 12,
+  ),
+  row(
+    'throughput: CPU ms per activation',
+    t
+      ? Object.entries(t.cpuMsPerActivation)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')
+      : 'not measured',
+    'ours ≤ 40',
+    t ? (t.cpuMsPerActivation['konfidence (this process)'] ?? Infinity) <= 40 : false,
+  ),
+  row(
+    `fairness: B during A's burst of ${f?.burst ?? 200} / idle`,
+    f ? `${f.loadedOverIdle}× (${f.loadedMs} vs ${f.idleMs} ms)` : 'not measured',
+    '≤ 2×',
+    f && f.loadedOverIdle <= 2,
+  ),
+  row(
+    `watcher RSS, ${whole ? `${results.shards.namespaces * results.shards.perNamespace}` : '?'} finished VectorActivations`,
+    whole ? `${whole.rssMiB} MiB (heap ${whole.heapMiB} MiB), ready ${whole.readyMs} ms` : 'not measured',
+    '≤ 200 MB',
+    whole && whole.rssMiB * 1.048576 <= 200,
+  ),
+  row(
+    'cost: apiserver requests / writes per activation',
+    c ? `${c.apiserverRequests} / ${c.apiserverWrites}` : 'not measured',
+    '≤ 30 / ≤ 15',
+    c ? c.apiserverRequests <= 30 && c.apiserverWrites <= 15 : false,
+  ),
+  row(
+    'cost: history events per activation',
+    c ? `workflow ${c.historyEvents}, Stage lock ${c.lockHistoryEvents}` : 'not measured',
+    '–',
+  ),
+  row(
+    `Stage controller, ${sc?.stages ?? '?'} Stages: RSS first start / restart`,
+    scFirst
+      ? `${scFirst.rssMiB} / ${scRestart.rssMiB} MiB (converged after ${scFirst.quietMs} ms, ${scFirst.apiserverWrites} writes; restart ready ${scRestart.readyMs} ms, ${scRestart.apiserverWrites} writes)`
+      : 'not measured',
+    '≤ 200 MB',
+    scFirst && Math.max(scFirst.rssMiB, scRestart.rssMiB) * 1.048576 <= 200,
+  ),
+  row(
+    `watcher, ${sc?.activations ?? '?'} VectorActivations: RSS, ready`,
+    wFirst ? `${wFirst.rssMiB} MiB, ready ${wFirst.readyMs} ms` : 'not measured',
+    '≤ 200 MB',
+    wFirst && wFirst.rssMiB * 1.048576 <= 200,
+  ),
+  row(
+    'canary 10 → 50 → 100 % / plain switch',
+    pc ? `${pc.canaryOverPlain}× (${pc.canaryMs.median} vs ${pc.plainMs.median} ms)` : 'not measured',
+    '≤ 1.5×',
+    pc && pc.canaryOverPlain <= 1.5,
+  ),
+  row(
+    `${pg?.gates ?? 1000} activations at gates: CPU % of a core, all processes`,
+    pg ? `${pg.totalGated} % vs ${pg.totalIdle} % idle` : 'not measured',
+    'as idle',
+    pg && indistinguishable(pg.totalIdle, pg.totalGated),
+  ),
   row(
     `${pg?.gates ?? 1000} activations at gates: peak RSS, watcher / Stage controller / core`,
     pg ? `${pg.peakRssMiB.watcher} / ${pg.peakRssMiB['stage-controller']} / ${pg.peakRssMiB.core} MiB` : 'not measured',
@@ -94,7 +212,9 @@ const table = [
   ),
   row(
     'core worker start: prebuilt workflow bundle / bundled at start, median',
-    st ? `ready ${st.prebuilt.readyMs.median} / ${st['bundled at start'].readyMs.median} ms, CPU ${st.prebuilt.cpuSeconds.median} / ${st['bundled at start'].cpuSeconds.median} ms, peak RSS ${st.prebuilt.peakRssMiB.median} / ${st['bundled at start'].peakRssMiB.median} MiB` : 'not measured',
+    st
+      ? `ready ${st.prebuilt.readyMs.median} / ${st['bundled at start'].readyMs.median} ms, CPU ${st.prebuilt.cpuSeconds.median} / ${st['bundled at start'].cpuSeconds.median} ms, peak RSS ${st.prebuilt.peakRssMiB.median} / ${st['bundled at start'].peakRssMiB.median} MiB`
+      : 'not measured',
     '–',
   ),
   row(
@@ -103,9 +223,24 @@ const table = [
     'p95 ≤ 1000 ms',
     dp && dp.switchedInMs.p95 <= 1000,
   ),
-  row('data plane: failed requests (switches and a canary, 200 req/s)', dp ? `${dp.failedRequests} of ${dp.requests}` : 'not measured', '0', dp && dp.failedRequests === 0),
-  row("data plane: a canary's largest split error (10 → 50 → 100 %)", dp ? `${dp.worstSplitErrorPoints} points (${dp.canaryWindows.length} windows)` : 'not measured', '≤ 5 points', dp && dp.worstSplitErrorPoints <= 5),
-  row('watcher: workflow starts at start-up / restart', wFirst ? `${wFirst.workflowStarts} / ${wRestart.workflowStarts} (${sc.unfinished} unfinished)` : 'not measured', '= unfinished', wFirst && wFirst.workflowStarts === sc.unfinished && wRestart.workflowStarts === sc.unfinished),
+  row(
+    'data plane: failed requests (switches and a canary, 200 req/s)',
+    dp ? `${dp.failedRequests} of ${dp.requests}` : 'not measured',
+    '0',
+    dp && dp.failedRequests === 0,
+  ),
+  row(
+    "data plane: a canary's largest split error (10 → 50 → 100 %)",
+    dp ? `${dp.worstSplitErrorPoints} points (${dp.canaryWindows.length} windows)` : 'not measured',
+    '≤ 5 points',
+    dp && dp.worstSplitErrorPoints <= 5,
+  ),
+  row(
+    'watcher: workflow starts at start-up / restart',
+    wFirst ? `${wFirst.workflowStarts} / ${wRestart.workflowStarts} (${sc.unfinished} unfinished)` : 'not measured',
+    '= unfinished',
+    wFirst && wFirst.workflowStarts === sc.unfinished && wRestart.workflowStarts === sc.unfinished,
+  ),
 ];
 console.log('\nkonfidence-activation benchmark (npm run bench)');
 console.table(table);

@@ -71,7 +71,10 @@ async function round() {
   }
   // Where the time goes: the executions one after the other, and the skips beside them.
   const since = (at: number) => Math.round(at - started);
-  const executedAt = ends.filter((e) => e.phase === 'Succeeded' || e.phase === 'Failed').map((e) => since(e.at)).sort((a, b) => a - b);
+  const executedAt = ends
+    .filter((e) => e.phase === 'Succeeded' || e.phase === 'Failed')
+    .map((e) => since(e.at))
+    .sort((a, b) => a - b);
   const skippedAt = ends.filter((e) => e.phase === 'Skipped').map((e) => since(e.at));
   return {
     singleMs: Math.round(single),
@@ -84,7 +87,9 @@ async function round() {
     newestActive: ends.at(-1)?.phase === 'Succeeded',
     // CPU each process used from the creates until all were final (2 cores); this process runs the
     // whole system, and the bench's creates and watch.
-    cpuMsDuringBurst: Object.fromEntries(Object.keys(processes).map((k) => [k, Math.round((cpuAfter[k]! - cpuBefore[k]!) * 1000)])),
+    cpuMsDuringBurst: Object.fromEntries(
+      Object.keys(processes).map((k) => [k, Math.round((cpuAfter[k]! - cpuBefore[k]!) * 1000)]),
+    ),
   };
 }
 
@@ -92,11 +97,19 @@ const rounds: Awaited<ReturnType<typeof round>>[] = [];
 for (let i = 0; i < ROUNDS; i++) {
   const r = await round();
   rounds.push(r);
-  console.log(`round ${i + 1}: ${r.executed} executed, all final after ${r.convergedMs} ms = ${r.convergedOverSingle} × one alone (${r.singleMs} ms); CPU (ms): ${Object.entries(r.cpuMsDuringBurst).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  console.log(
+    `round ${i + 1}: ${r.executed} executed, all final after ${r.convergedMs} ms = ${r.convergedOverSingle} × one alone (${r.singleMs} ms); CPU (ms): ${Object.entries(
+      r.cpuMsDuringBurst,
+    )
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  );
 }
 // The median round by its ratio, and that round's own figures beside it: the ratio printed is the
 // ratio of the two times printed.
-const medianRound = [...rounds].sort((a, b) => a.convergedOverSingle - b.convergedOverSingle)[Math.floor((rounds.length - 1) / 2)]!;
+const medianRound = [...rounds].sort((a, b) => a.convergedOverSingle - b.convergedOverSingle)[
+  Math.floor((rounds.length - 1) / 2)
+]!;
 const figures = {
   burst: BURST,
   rounds: rounds.length,
@@ -109,7 +122,9 @@ const figures = {
   ratios: rounds.map((r) => r.convergedOverSingle),
   perRound: rounds,
 };
-console.log(`burst: ${BURST} activations at once on one Stage, ${rounds.length} rounds: at most ${figures.executed} executed (goal ≤ 2); the median round: all final after ${figures.convergedMs} ms = ${figures.convergedOverSingle} × one alone (${figures.singleMs} ms; goal ≤ 2 ×); rounds ${figures.ratios.join(', ')}`);
+console.log(
+  `burst: ${BURST} activations at once on one Stage, ${rounds.length} rounds: at most ${figures.executed} executed (goal ≤ 2); the median round: all final after ${figures.convergedMs} ms = ${figures.convergedOverSingle} × one alone (${figures.singleMs} ms; goal ≤ 2 ×); rounds ${figures.ratios.join(', ')}`,
+);
 console.log(`  the newest ${figures.newestActive ? 'Succeeded in every round' : 'did NOT succeed in some round'}`);
 writeResult('burst', figures);
 process.exit(0);

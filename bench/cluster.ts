@@ -21,11 +21,21 @@ const profiles = (profilesAt >= 0 ? argv[profilesAt + 1]! : 'dev,cluster').split
 const passed = profilesAt >= 0 ? [...argv.slice(0, profilesAt), ...argv.slice(profilesAt + 2)] : argv;
 /** Short by default: the figures compare the profiles; bench:throughput's defaults measure the goal. */
 const defaults: Record<string, string> = { '--stages': '40', '--namespaces': '4', '--seconds': '30', '--warmup': '30' };
-const throughputArgs = [...Object.entries(defaults).filter(([k]) => !passed.includes(k)).flat(), ...passed];
+const throughputArgs = [
+  ...Object.entries(defaults)
+    .filter(([k]) => !passed.includes(k))
+    .flat(),
+  ...passed,
+];
 const tsx = join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs');
 
 function run(script: string, args: string[], env: NodeJS.ProcessEnv, capture: boolean) {
-  const r = spawnSync(process.execPath, [tsx, join(repoRoot, script), ...args], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', capture ? 'pipe' : 'inherit', 'inherit'], encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [tsx, join(repoRoot, script), ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', capture ? 'pipe' : 'inherit', 'inherit'],
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`${script} ${args.join(' ')} failed (exit ${r.status ?? r.signal})`);
   return r.stdout;
 }
@@ -53,7 +63,12 @@ for (const profile of profiles) {
     if (up.started) run('scripts/env-down.ts', [], env, false);
   }
   const t = newestThroughput(since);
-  const processCores = Object.fromEntries(Object.entries(t.cpuMsPerActivation as Record<string, number>).map(([k, ms]) => [k, Number(((ms * t.perSecond) / 1000).toFixed(2))]));
+  const processCores = Object.fromEntries(
+    Object.entries(t.cpuMsPerActivation as Record<string, number>).map(([k, ms]) => [
+      k,
+      Number(((ms * t.perSecond) / 1000).toFixed(2)),
+    ]),
+  );
   figures[profile] = { ...t, processCores };
 }
 
@@ -67,7 +82,8 @@ const rows = [
 const pad = (s: unknown, n: number) => String(s).padEnd(n);
 console.log(`\nthroughput by Temporal profile (${throughputArgs.join(' ')}):`);
 console.log(`  ${pad('', 26)}${profiles.map((p) => pad(p, 18)).join('')}`);
-for (const [label, of] of rows) console.log(`  ${pad(label, 26)}${profiles.map((p) => pad(of(figures[p]), 18)).join('')}`);
+for (const [label, of] of rows)
+  console.log(`  ${pad(label, 26)}${profiles.map((p) => pad(of(figures[p]), 18)).join('')}`);
 for (const p of profiles) {
   const busy = Object.entries(figures[p].processCores as Record<string, number>).sort((a, b) => b[1] - a[1]);
   console.log(`  cores busy, ${p}: ${busy.map(([k, v]) => `${k} ${v}`).join(', ')}`);

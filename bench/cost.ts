@@ -35,21 +35,30 @@ const requestCounts = () => apiserverRequests(cp.kubeconfig);
 /** Waits until the counters stop moving (the activation's trailing writes), at most 10 s. */
 async function settledCounts(): Promise<Map<string, number>> {
   let last = requestCounts();
-  await pollUntil(async () => {
-    await new Promise((r) => setTimeout(r, 700));
-    const now = requestCounts();
-    const same = [...now].every(([k, v]) => last.get(k) === v);
-    last = now;
-    return same || undefined;
-  }, 10_000, 'the apiserver counters to settle', 0).catch(() => undefined);
+  await pollUntil(
+    async () => {
+      await new Promise((r) => setTimeout(r, 700));
+      const now = requestCounts();
+      const same = [...now].every(([k, v]) => last.get(k) === v);
+      last = now;
+      return same || undefined;
+    },
+    10_000,
+    'the apiserver counters to settle',
+    0,
+  ).catch(() => undefined);
   return last;
 }
 
 // Phases as this process sees them, through a watch: a WATCH is not counted, polling would be.
 const succeeded = new Set<string>();
-const watch = await resumingWatch(kc, `/apis/landscape.konfidence.cloud/v1alpha1/namespaces/${ns}/vectoractivations`, (_t, o: { metadata: { name: string }; status?: { phase?: string } }) => {
-  if (o.status?.phase === 'Succeeded') succeeded.add(o.metadata.name);
-});
+const watch = await resumingWatch(
+  kc,
+  `/apis/landscape.konfidence.cloud/v1alpha1/namespaces/${ns}/vectoractivations`,
+  (_t, o: { metadata: { name: string }; status?: { phase?: string } }) => {
+    if (o.status?.phase === 'Succeeded') succeeded.add(o.metadata.name);
+  },
+);
 
 /**
  * Creates to-<r> once the counters are still, and waits for it to succeed: its create → Succeeded,
@@ -60,8 +69,18 @@ async function timedActivation(r: number) {
   const createdAt = Date.now();
   const start = performance.now();
   const created = await objects.create(benchActivation(ns, r));
-  await pollUntil(() => succeeded.has(`to-${r}`) || undefined, 60_000, `to-${r} Succeeded${watch.ended ? ` (${watch.ended})` : ''}`, 2);
-  return { createdAt, succeededAt: Date.now(), uid: created.object.metadata.uid!, activationMs: performance.now() - start };
+  await pollUntil(
+    () => succeeded.has(`to-${r}`) || undefined,
+    60_000,
+    `to-${r} Succeeded${watch.ended ? ` (${watch.ended})` : ''}`,
+    2,
+  );
+  return {
+    createdAt,
+    succeededAt: Date.now(),
+    uid: created.object.metadata.uid!,
+    activationMs: performance.now() - start,
+  };
 }
 
 type Window = { ms: number; requests: Map<string, number> };
@@ -84,7 +103,9 @@ for (let r = 2; r <= RUNS + 2; r++) {
   const { createdAt, succeededAt, uid } = await timedActivation(r);
   await settledCounts();
   const settledAt = Date.now();
-  const workflow = await system.client.workflow.getHandle(activationWorkflowId({ namespace: ns, name: `to-${r}`, uid })).describe();
+  const workflow = await system.client.workflow
+    .getHandle(activationWorkflowId({ namespace: ns, name: `to-${r}`, uid }))
+    .describe();
   const lock = await lockNow();
   // This activation's events of the lock: what its run gained, or all of a run it started.
   const lockEvents = lock.runId === lockBefore.runId ? lock.length - lockBefore.length : lock.length;
@@ -122,14 +143,44 @@ async function requestFloor(requests: Map<string, number>): Promise<{ ms: number
   const scratch = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'floor', namespace: ns } };
   await api.create(scratch).catch(() => undefined);
   const targets: Record<string, { apiVersion: string; kind: string; metadata: { name: string; namespace: string } }> = {
-    'vectoractivations': { apiVersion: 'landscape.konfidence.cloud/v1alpha1', kind: 'VectorActivation', metadata: { name: 'to-2', namespace: ns } },
-    'stages': { apiVersion: 'landscape.konfidence.cloud/v1alpha1', kind: 'Stage', metadata: { name: 'bench', namespace: ns } },
-    'stageversions': { apiVersion: 'landscape.konfidence.cloud/v1alpha1', kind: 'StageVersion', metadata: { name: 'bench-1', namespace: ns } },
-    'httproutes': { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'HTTPRoute', metadata: { name: 'bench', namespace: ns } },
-    'virtualservices': { apiVersion: 'networking.istio.io/v1', kind: 'VirtualService', metadata: { name: 'bench', namespace: ns } },
-    'activationexecutionplans': { apiVersion: 'landscape.konfidence.cloud/v1alpha1', kind: 'ActivationExecutionPlan', metadata: { name: 'default', namespace: systemNs } },
+    vectoractivations: {
+      apiVersion: 'landscape.konfidence.cloud/v1alpha1',
+      kind: 'VectorActivation',
+      metadata: { name: 'to-2', namespace: ns },
+    },
+    stages: {
+      apiVersion: 'landscape.konfidence.cloud/v1alpha1',
+      kind: 'Stage',
+      metadata: { name: 'bench', namespace: ns },
+    },
+    stageversions: {
+      apiVersion: 'landscape.konfidence.cloud/v1alpha1',
+      kind: 'StageVersion',
+      metadata: { name: 'bench-1', namespace: ns },
+    },
+    httproutes: {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'HTTPRoute',
+      metadata: { name: 'bench', namespace: ns },
+    },
+    virtualservices: {
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'VirtualService',
+      metadata: { name: 'bench', namespace: ns },
+    },
+    activationexecutionplans: {
+      apiVersion: 'landscape.konfidence.cloud/v1alpha1',
+      kind: 'ActivationExecutionPlan',
+      metadata: { name: 'default', namespace: systemNs },
+    },
   };
-  const target = (key: string) => targets[key.split(' ')[1]!.split('/').find((p) => targets[p]) ?? ''] ?? scratch;
+  const target = (key: string) =>
+    targets[
+      key
+        .split(' ')[1]!
+        .split('/')
+        .find((p) => targets[p]) ?? ''
+    ] ?? scratch;
   let made = 0;
   const t = performance.now();
   for (const [key, count] of requests) {
@@ -139,8 +190,25 @@ async function requestFloor(requests: Map<string, number>): Promise<{ ms: number
       if (verb === 'GET') await api.read(o);
       else if (verb === 'LIST') await api.list(o.apiVersion, o.kind, o.metadata.namespace);
       else if (verb === 'POST' && key.includes('events'))
-        await core.createNamespacedEvent({ namespace: ns, body: { metadata: { generateName: 'floor-' }, involvedObject: { kind: 'ConfigMap', name: 'floor', namespace: ns }, reason: 'Floor', message: 'floor', type: 'Normal' } });
-      else await api.patch({ ...o, metadata: { ...o.metadata, annotations: { 'bench/floor': String(made) } } }, undefined, undefined, undefined, undefined, k8s.PatchStrategy.MergePatch);
+        await core.createNamespacedEvent({
+          namespace: ns,
+          body: {
+            metadata: { generateName: 'floor-' },
+            involvedObject: { kind: 'ConfigMap', name: 'floor', namespace: ns },
+            reason: 'Floor',
+            message: 'floor',
+            type: 'Normal',
+          },
+        });
+      else
+        await api.patch(
+          { ...o, metadata: { ...o.metadata, annotations: { 'bench/floor': String(made) } } },
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          k8s.PatchStrategy.MergePatch,
+        );
     }
   }
   return { ms: performance.now() - t, made };
@@ -148,7 +216,9 @@ async function requestFloor(requests: Map<string, number>): Promise<{ ms: number
 
 const median = <T>(xs: T[], by: (x: T) => number) => [...xs].sort((a, b) => by(a) - by(b))[Math.floor(xs.length / 2)]!;
 const typical = median(runs, (x) => [...x.requests.values()].reduce((a, b) => a + b, 0));
-const typicalToSucceeded = median(runs, (x) => [...x.toSucceeded.requests.values()].reduce((a, b) => a + b, 0)).toSucceeded;
+const typicalToSucceeded = median(runs, (x) =>
+  [...x.toSucceeded.requests.values()].reduce((a, b) => a + b, 0),
+).toSucceeded;
 // Side by side: an activation, then the floor of the typical one's requests, PAIRS times.
 const pairs: { activationMs: number; floorMs: number; made: number }[] = [];
 for (let r = RUNS + 3; r <= RUNS + PAIRS + 2; r++) {
@@ -164,7 +234,8 @@ const ratio = median(pairs, (p) => p.activationMs / p.floorMs);
 const floor = { ms: ratio.floorMs, made: pairs[0]!.made };
 const latency = ratio.activationMs;
 const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
-const writes = (m: Map<string, number>) => [...m].filter(([k]) => !/^(GET|LIST) /.test(k)).reduce((a, [, v]) => a + v, 0);
+const writes = (m: Map<string, number>) =>
+  [...m].filter(([k]) => !/^(GET|LIST) /.test(k)).reduce((a, [, v]) => a + v, 0);
 
 const result = {
   runs: runs.length,
@@ -182,12 +253,22 @@ const result = {
   activationOverFloor: Number((Math.round(ratio.activationMs) / Math.round(ratio.floorMs)).toFixed(2)),
   pairs: pairs.map((p) => ({ activationMs: Math.round(p.activationMs), floorMs: Math.round(p.floorMs) })),
 };
-console.log(`cost of one two-step activation, our processes' requests by the apiserver's audit log (median of ${runs.length} runs; their idle background ${result.idleRequestsPerSecond} requests/s subtracted):`);
-console.log(`  apiserver requests ${result.apiserverRequests} (writes ${result.apiserverWrites}); Temporal history events: workflow ${result.historyEvents}, Stage lock ${result.lockHistoryEvents}`);
+console.log(
+  `cost of one two-step activation, our processes' requests by the apiserver's audit log (median of ${runs.length} runs; their idle background ${result.idleRequestsPerSecond} requests/s subtracted):`,
+);
+console.log(
+  `  apiserver requests ${result.apiserverRequests} (writes ${result.apiserverWrites}); Temporal history events: workflow ${result.historyEvents}, Stage lock ${result.lockHistoryEvents}`,
+);
 for (const [k, v] of Object.entries(result.requestsByKind)) console.log(`    ${String(v).padStart(3)}  ${k}`);
-console.log(`  of them from its create to its Succeeded: ${result.requestsToSucceeded} (writes ${result.writesToSucceeded})`);
-console.log(`  floor: those ${floor.made} requests back to back; the median of ${pairs.length} side-by-side pairs: activation ${result.activationMs} ms / floor ${result.floorMs} ms = ${result.activationOverFloor} × (goal ≤ 2 ×)`);
-console.log(`  every pair (activation/floor ms): ${pairs.map((p) => `${Math.round(p.activationMs)}/${Math.round(p.floorMs)}`).join(' ')}`);
+console.log(
+  `  of them from its create to its Succeeded: ${result.requestsToSucceeded} (writes ${result.writesToSucceeded})`,
+);
+console.log(
+  `  floor: those ${floor.made} requests back to back; the median of ${pairs.length} side-by-side pairs: activation ${result.activationMs} ms / floor ${result.floorMs} ms = ${result.activationOverFloor} × (goal ≤ 2 ×)`,
+);
+console.log(
+  `  every pair (activation/floor ms): ${pairs.map((p) => `${Math.round(p.activationMs)}/${Math.round(p.floorMs)}`).join(' ')}`,
+);
 writeResult('cost', result);
 await system.stop();
 process.exit(0);

@@ -25,7 +25,12 @@ const AFTER_MS = 1_000;
 
 const cp = await up(() => undefined);
 // The test support reads the servers from the environment, as the tests' global setup sets it.
-Object.assign(process.env, { KUBECONFIG: cp.kubeconfig, TEMPORAL_ADDRESS: cp.temporalAddress, TEMPORAL_NAMESPACE: cp.testTemporalNamespace, KONFIDENCE_GATEWAY_URL: cp.gatewayUrl });
+Object.assign(process.env, {
+  KUBECONFIG: cp.kubeconfig,
+  TEMPORAL_ADDRESS: cp.temporalAddress,
+  TEMPORAL_NAMESPACE: cp.testTemporalNamespace,
+  KONFIDENCE_GATEWAY_URL: cp.gatewayUrl,
+});
 const s = await startTestSystem('bench-dp', { prometheusUrl: cp.prometheusUrl, log: () => undefined });
 const apps = new LocalApps({ kubeConfig: s.kc, namespaces: [s.ns] });
 try {
@@ -36,7 +41,13 @@ try {
   const revisions = Array.from({ length: SWITCHES + 1 }, (_, i) => i + 1);
   // A history limit that keeps the StageVersions waiting for their switch.
   await seedServed(s, stage, revisions, 1, { stageVersionHistoryLimit: 100 });
-  await create(s, object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, { onFailure: 'Revert', steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }] }));
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, {
+      onFailure: 'Revert',
+      steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }],
+    }),
+  );
   await apps.settled();
   await routedTo(s, stage, `${stage}-1`);
 
@@ -50,8 +61,11 @@ try {
     namespace: s.ns,
     log: () => undefined,
     onChange: (_type, route) => {
-      const all = (route.spec?.rules?.[0]?.backendRefs as { name: string; weight?: number }[] | undefined)?.find((b) => b.weight === 100);
-      if (route.metadata.name === `${stage}-shop` && all && !written.has(all.name)) written.set(all.name, performance.now());
+      const all = (route.spec?.rules?.[0]?.backendRefs as { name: string; weight?: number }[] | undefined)?.find(
+        (b) => b.weight === 100,
+      );
+      if (route.metadata.name === `${stage}-shop` && all && !written.has(all.name))
+        written.set(all.name, performance.now());
     },
   });
   await routes.start();
@@ -61,12 +75,18 @@ try {
     for (const r of revisions.slice(1)) {
       await activate(s, `${stage}-to-${r}`, stage, r, { executionPlan: `${stage}-plan` });
       await waitFor(s, 'VectorActivation', `${stage}-to-${r}`, phaseIs('Succeeded'), 60_000);
-      const at = await pollUntil(() => written.get(`${stage}-shop-v${r}`), 10_000, `the route write of ${stage}-${r}`, 10);
+      const at = await pollUntil(
+        () => written.get(`${stage}-shop-v${r}`),
+        10_000,
+        `the route write of ${stage}-${r}`,
+        10,
+      );
       const until = performance.now() + AFTER_MS;
       await pollUntil(() => performance.now() >= until, AFTER_MS + 5_000, 'the load after the switch', 20);
       const after = load.sent.filter((x) => x.at >= at && x.at < until);
       const took = allOnAfter(after, `${stage}-${r}`, at);
-      if (took === undefined) throw new Error(`after switch ${r}, requests still reached another version ${AFTER_MS} ms after Succeeded`);
+      if (took === undefined)
+        throw new Error(`after switch ${r}, requests still reached another version ${AFTER_MS} ms after Succeeded`);
       switchedIn.push(took);
     }
   } finally {
@@ -78,8 +98,17 @@ try {
   // --- a canary's split ----------------------------------------------------------------------
   const canary = 'split';
   await seedServed(s, canary, [1, 2], 1);
-  const progression = { steps: [{ setWeight: 10 }, { pause: { durationSeconds: 6 } }, { setWeight: 50 }, { pause: { durationSeconds: 6 } }] };
-  await create(s, object('ActivationExecutionPlan', s.systemNs, `${canary}-plan`, { onFailure: 'Revert', steps: [{ name: 'gateway', tasks: [`${canary}-gateway`] }], progression }));
+  const progression = {
+    steps: [{ setWeight: 10 }, { pause: { durationSeconds: 6 } }, { setWeight: 50 }, { pause: { durationSeconds: 6 } }],
+  };
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, `${canary}-plan`, {
+      onFailure: 'Revert',
+      steps: [{ name: 'gateway', tasks: [`${canary}-gateway`] }],
+      progression,
+    }),
+  );
   await apps.settled();
   await routedTo(s, canary, `${canary}-1`);
   const weights = await recordWeights(s, canary);
@@ -90,7 +119,11 @@ try {
   const end = performance.now() + 3_000;
   await pollUntil(() => performance.now() >= end, 8_000, 'the load after the canary', 50);
   const canarySent = await canaryLoad.stop();
-  const windows = weightWindows(canarySent, await weights.stop(), { version: `${canary}-2`, marginMs: 1_000, minRequests: 400 });
+  const windows = weightWindows(canarySent, await weights.stop(), {
+    version: `${canary}-2`,
+    marginMs: 1_000,
+    minRequests: 400,
+  });
   const canaryFailures = unexpectedFailures(canarySent);
 
   const figures = {
@@ -98,7 +131,11 @@ try {
     requests: load.sent.length + canarySent.length,
     switchedInMs: stats(switchedIn),
     failedRequests: switchFailures.length + canaryFailures.length,
-    canaryWindows: windows.map((w) => ({ recorded: w.recorded, observed: Math.round(w.observed * 10) / 10, requests: w.requests })),
+    canaryWindows: windows.map((w) => ({
+      recorded: w.recorded,
+      observed: Math.round(w.observed * 10) / 10,
+      requests: w.requests,
+    })),
     worstSplitErrorPoints: Math.round(Math.max(...windows.map((w) => w.error)) * 100) / 100,
   };
   console.log(
@@ -106,7 +143,10 @@ try {
       `${figures.failedRequests} of ${figures.requests} requests failed; the canary's worst window was ${figures.worstSplitErrorPoints} points off (${windows.length} windows)`,
   );
   console.log(`written: ${writeResult('data-plane', figures)}`);
-  if (figures.failedRequests > 0) throw new Error(`${figures.failedRequests} requests failed: ${JSON.stringify([...switchFailures, ...canaryFailures].slice(0, 3))}`);
+  if (figures.failedRequests > 0)
+    throw new Error(
+      `${figures.failedRequests} requests failed: ${JSON.stringify([...switchFailures, ...canaryFailures].slice(0, 3))}`,
+    );
 } finally {
   await apps.stop();
   await s.stop();

@@ -74,19 +74,26 @@ const replicas: Replica[] = [];
 async function startReplica(role: Role, identity: string): Promise<Replica> {
   const port = await freePort();
   const endpoint = `http://127.0.0.1:${port}`;
-  const child = spawnRole(cp, role, systemNs, {
-    KONFIDENCE_QUEUE_SUFFIX: `-${ns}`,
-    KONFIDENCE_WATCH_NAMESPACES: ns,
-    KONFIDENCE_LEADER_ELECTION: 'true',
-    KONFIDENCE_IDENTITY: identity,
-    KONFIDENCE_LEASE_DURATION_MS: String(LEASE_MS),
-    KONFIDENCE_RENEW_DEADLINE_MS: String(RENEW_DEADLINE_MS),
-    KONFIDENCE_RETRY_PERIOD_MS: String(RETRY_MS),
-    KONFIDENCE_HEALTH_PORT: String(port),
-    KONFIDENCE_ENDPOINT: endpoint,
-  }, ['ignore', 'pipe', 'pipe']);
+  const child = spawnRole(
+    cp,
+    role,
+    systemNs,
+    {
+      KONFIDENCE_QUEUE_SUFFIX: `-${ns}`,
+      KONFIDENCE_WATCH_NAMESPACES: ns,
+      KONFIDENCE_LEADER_ELECTION: 'true',
+      KONFIDENCE_IDENTITY: identity,
+      KONFIDENCE_LEASE_DURATION_MS: String(LEASE_MS),
+      KONFIDENCE_RENEW_DEADLINE_MS: String(RENEW_DEADLINE_MS),
+      KONFIDENCE_RETRY_PERIOD_MS: String(RETRY_MS),
+      KONFIDENCE_HEALTH_PORT: String(port),
+      KONFIDENCE_ENDPOINT: endpoint,
+    },
+    ['ignore', 'pipe', 'pipe'],
+  );
   const r: Replica = { role, identity, endpoint, child, lines: [] };
-  for (const stream of [child.stdout!, child.stderr!]) createInterface({ input: stream }).on('line', (l) => r.lines.push(l));
+  for (const stream of [child.stdout!, child.stderr!])
+    createInterface({ input: stream }).on('line', (l) => r.lines.push(l));
   replicas.push(r);
   await pollUntil(
     async () => (await fetch(`${endpoint}/readyz`)).status === 200,
@@ -108,7 +115,9 @@ const exited = (r: Replica) => r.child.exitCode !== null || r.child.signalCode !
 
 async function holder(role: Role): Promise<string> {
   try {
-    return (await leases.readNamespacedLease({ name: LEASE_NAMES[role], namespace: systemNs })).spec?.holderIdentity ?? '';
+    return (
+      (await leases.readNamespacedLease({ name: LEASE_NAMES[role], namespace: systemNs })).spec?.holderIdentity ?? ''
+    );
   } catch {
     return '';
   }
@@ -116,21 +125,38 @@ async function holder(role: Role): Promise<string> {
 
 // What this process sees, when: VectorActivation phases and ControllerStatus values.
 const phases = new Map<string, Map<string, number>>();
-const vaWatch = await new k8s.Watch(kc).watch(`/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`, {}, (_t, o: any) => {
-  const at = performance.now();
-  const seen = phases.get(o.metadata.name) ?? new Map<string, number>();
-  if (o.status?.phase && !seen.has(o.status.phase)) seen.set(o.status.phase, at);
-  phases.set(o.metadata.name, seen);
-}, () => undefined);
+const vaWatch = await new k8s.Watch(kc).watch(
+  `/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`,
+  {},
+  (_t, o: any) => {
+    const at = performance.now();
+    const seen = phases.get(o.metadata.name) ?? new Map<string, number>();
+    if (o.status?.phase && !seen.has(o.status.phase)) seen.set(o.status.phase, at);
+    phases.set(o.metadata.name, seen);
+  },
+  () => undefined,
+);
 const published: { at: number; role: string; identity?: string; endpoint?: string }[] = [];
-const statusWatch = await new k8s.Watch(kc).watch(`/apis/${GROUP}/${VERSION}/namespaces/${systemNs}/controllerstatuses`, {}, (_t, o: any) => {
-  published.push({ at: performance.now(), role: o.spec?.role, identity: o.status?.activeController?.identity, endpoint: o.status?.activeController?.endpoint });
-}, () => undefined);
-const phaseAt = (name: string, phase: string, timeoutMs = 120_000) => pollUntil(() => phases.get(name)?.get(phase), timeoutMs, `${name} ${phase}`, 5);
+const statusWatch = await new k8s.Watch(kc).watch(
+  `/apis/${GROUP}/${VERSION}/namespaces/${systemNs}/controllerstatuses`,
+  {},
+  (_t, o: any) => {
+    published.push({
+      at: performance.now(),
+      role: o.spec?.role,
+      identity: o.status?.activeController?.identity,
+      endpoint: o.status?.activeController?.endpoint,
+    });
+  },
+  () => undefined,
+);
+const phaseAt = (name: string, phase: string, timeoutMs = 120_000) =>
+  pollUntil(() => phases.get(name)?.get(phase), timeoutMs, `${name} ${phase}`, 5);
 /** When the watch first saw `role`'s ControllerStatus name `r` at or after index `from`. */
 const publishedAt = (role: Role, r: Replica, from: number, timeoutMs: number) =>
   pollUntil(
-    () => published.slice(from).find((p) => p.role === role && p.identity === r.identity && p.endpoint === r.endpoint)?.at,
+    () =>
+      published.slice(from).find((p) => p.role === role && p.identity === r.identity && p.endpoint === r.endpoint)?.at,
     timeoutMs,
     `${r.identity} published in ControllerStatus ${role}`,
     5,
@@ -149,15 +175,21 @@ try {
   for (let run = 1; run <= RUNS; run++) {
     const revision = run + 1;
     const started = await Promise.all(
-      ROLES.flatMap((role) => ['a', 'b'].map((x) => startReplica(role, `${role === 'watcher' ? 'watcher' : 'sc'}-${run}${x}`))),
+      ROLES.flatMap((role) =>
+        ['a', 'b'].map((x) => startReplica(role, `${role === 'watcher' ? 'watcher' : 'sc'}-${run}${x}`)),
+      ),
     );
     // The leaders of this run, published (the claim a new leader has to replace).
     const leaders = {} as Record<Role, Replica>;
     for (const role of ROLES) {
-      const h = await pollUntil(async () => {
-        const now = await holder(role);
-        return started.some((r) => r.identity === now) ? now : undefined;
-      }, waitLimit, `a ${role} leader among this run's replicas`);
+      const h = await pollUntil(
+        async () => {
+          const now = await holder(role);
+          return started.some((r) => r.identity === now) ? now : undefined;
+        },
+        waitLimit,
+        `a ${role} leader among this run's replicas`,
+      );
       leaders[role] = started.find((r) => r.identity === h)!;
       await publishedAt(role, leaders[role], 0, 30_000);
     }
@@ -202,10 +234,13 @@ const summary = {
   'SIGKILL → new stage-controller leader published': stats(runs.map((r) => r.stageControllerPublishedMs)),
   'SIGKILL → next activation InProgress': stats(runs.map((r) => r.activationInProgressMs)),
 };
-console.log(`\nfailover, lease ${LEASE_MS} ms, renew deadline ${RENEW_DEADLINE_MS} ms, retry ${RETRY_MS} ms, ${runs.length} runs (ms):`);
+console.log(
+  `\nfailover, lease ${LEASE_MS} ms, renew deadline ${RENEW_DEADLINE_MS} ms, retry ${RETRY_MS} ms, ${runs.length} runs (ms):`,
+);
 const width = Math.max(...Object.keys(summary).map((k) => k.length));
 console.log(`${'measure'.padEnd(width)}  ${'median'.padStart(7)}  ${'max'.padStart(7)}`);
-for (const [k, v] of Object.entries(summary)) console.log(`${k.padEnd(width)}  ${String(v.median).padStart(7)}  ${String(v.max).padStart(7)}`);
+for (const [k, v] of Object.entries(summary))
+  console.log(`${k.padEnd(width)}  ${String(v.median).padStart(7)}  ${String(v.max).padStart(7)}`);
 
 const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));
 mkdirSync(resultsDir, { recursive: true });

@@ -35,27 +35,33 @@ const objects = new CustomObjects(kc);
 const id = randomBytes(3).toString('hex');
 const [a, b, systemNs] = [`fair-a-${id}`, `fair-b-${id}`, `fair-${id}-sys`];
 await seedSleepyPlan(kc, [a, b], systemNs, SECONDS);
-const cr = (kind: string, namespace: string, name: string, spec: unknown) => objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec });
+const cr = (kind: string, namespace: string, name: string, spec: unknown) =>
+  objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec });
 
 /** Stage `stage` with StageVersion `<stage>-1`, never activated yet (no Stage controller runs here). */
 async function seedStage(namespace: string, stage: string): Promise<void> {
   await cr('StageVersion', namespace, `${stage}-1`, { stage, vector: `${stage}:1`, revision: 1 });
   await cr('Stage', namespace, stage, { vector: `${stage}:1` });
 }
-const activation = (namespace: string, stage: string) => objects.create({
-  apiVersion: API_VERSION,
-  kind: 'VectorActivation',
-  metadata: { name: `to-${stage}-1`, namespace },
-  spec: { stage, stageVersion: `${stage}-1` },
-});
+const activation = (namespace: string, stage: string) =>
+  objects.create({
+    apiVersion: API_VERSION,
+    kind: 'VectorActivation',
+    metadata: { name: `to-${stage}-1`, namespace },
+    spec: { stage, stageVersion: `${stage}-1` },
+  });
 const finals = await watchFinal(kc, [a, b]);
 const finished = (namespace: string, name: string) => finals.of(namespace, name);
 /** When B's activations' first ActivationExecution appeared, by activation name. */
 const begun = new Map<string, number>();
-const executions = await resumingWatch(kc, `/apis/${GROUP}/${VERSION}/namespaces/${b}/activationexecutions`, (_t, o: { spec?: { vectorActivation?: string } }) => {
-  const va = o.spec?.vectorActivation;
-  if (va && !begun.has(va)) begun.set(va, performance.now());
-});
+const executions = await resumingWatch(
+  kc,
+  `/apis/${GROUP}/${VERSION}/namespaces/${b}/activationexecutions`,
+  (_t, o: { spec?: { vectorActivation?: string } }) => {
+    const va = o.spec?.vectorActivation;
+    if (va && !begun.has(va)) begun.set(va, performance.now());
+  },
+);
 
 const system = await startSleepySystem(cp, kc, systemNs, [a, b], `-${id}`, { stageController: false });
 
@@ -85,7 +91,9 @@ const burstStarted = performance.now();
 await Promise.all(Array.from({ length: BURST }, (_, i) => activation(a, `a${i}`)));
 const created = performance.now() - burstStarted;
 let burstOver = false;
-const burst = Promise.all(Array.from({ length: BURST }, (_, i) => finished(a, `to-a${i}-1`))).then(() => (burstOver = true));
+const burst = Promise.all(Array.from({ length: BURST }, (_, i) => finished(a, `to-a${i}-1`))).then(
+  () => (burstOver = true),
+);
 const loaded: { delay: number; total: number }[] = [];
 for (let r = 0; r < RUNS && !burstOver; r++) {
   const sample = await timeB(`b${RUNS + r}`);
@@ -93,17 +101,35 @@ for (let r = 0; r < RUNS && !burstOver; r++) {
 }
 await burst;
 const burstDone = performance.now() - burstStarted;
-if (!loaded.length) throw new Error(`the burst of ${BURST} ended before one activation of ${b} did: no loaded sample (a larger --burst)`);
+if (!loaded.length)
+  throw new Error(`the burst of ${BURST} ended before one activation of ${b} did: no loaded sample (a larger --burst)`);
 
 const ms = (xs: { delay: number }[]) => xs.map((x) => Math.round(x.delay));
 const idleMs = Math.round(median(idle.map((x) => x.delay)));
 const loadedMs = Math.round(median(loaded.map((x) => x.delay)));
 const ratio = Number((loadedMs / idleMs).toFixed(2));
-console.log(`fairness: at most ${LIMIT || 'unlimited'} Stages per namespace; ${BURST} activations in ${a} (created in ${Math.round(created)} ms, all done after ${Math.round(burstDone)} ms)`);
-console.log(`  scheduling delay of an activation in ${b} (create → its first execution), idle: median ${idleMs} ms (${ms(idle).join(', ')})`);
-console.log(`  the same during the burst: median ${loadedMs} ms (${ms(loaded).join(', ')}) = ${ratio} × idle (${loadedMs} / ${idleMs}; goal ≤ 2 ×)`);
-console.log(`  create → Succeeded, task included: idle median ${Math.round(median(idle.map((x) => x.total)))} ms, loaded median ${Math.round(median(loaded.map((x) => x.total)))} ms`);
-writeResult('fairness', { stagesPerNamespace: LIMIT, burst: BURST, idleMs, loadedMs, loadedOverIdle: ratio, idleSamplesMs: ms(idle), loadedSamplesMs: ms(loaded), burstDoneMs: Math.round(burstDone) });
+console.log(
+  `fairness: at most ${LIMIT || 'unlimited'} Stages per namespace; ${BURST} activations in ${a} (created in ${Math.round(created)} ms, all done after ${Math.round(burstDone)} ms)`,
+);
+console.log(
+  `  scheduling delay of an activation in ${b} (create → its first execution), idle: median ${idleMs} ms (${ms(idle).join(', ')})`,
+);
+console.log(
+  `  the same during the burst: median ${loadedMs} ms (${ms(loaded).join(', ')}) = ${ratio} × idle (${loadedMs} / ${idleMs}; goal ≤ 2 ×)`,
+);
+console.log(
+  `  create → Succeeded, task included: idle median ${Math.round(median(idle.map((x) => x.total)))} ms, loaded median ${Math.round(median(loaded.map((x) => x.total)))} ms`,
+);
+writeResult('fairness', {
+  stagesPerNamespace: LIMIT,
+  burst: BURST,
+  idleMs,
+  loadedMs,
+  loadedOverIdle: ratio,
+  idleSamplesMs: ms(idle),
+  loadedSamplesMs: ms(loaded),
+  burstDoneMs: Math.round(burstDone),
+});
 finals.stop();
 executions.stop();
 await system.stop();

@@ -29,11 +29,17 @@ import { startSystem, type SystemOptions } from '../worker/system.js';
 export async function seedBench(kc: k8s.KubeConfig, ns: string, systemNs: string, revisions: number): Promise<void> {
   const objects = new CustomObjects(kc);
   const generic = k8s.KubernetesObjectApi.makeApiClient(kc);
-  const cr = (kind: string, namespace: string, name: string, spec: unknown) => objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec });
+  const cr = (kind: string, namespace: string, name: string, spec: unknown) =>
+    objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec });
   await applyCrds(kc, routeCrds());
   for (const n of [ns, systemNs]) await apply(generic, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: n } });
   for (let r = 1; r <= revisions; r++) {
-    await cr('StageVersion', ns, `bench-${r}`, { stage: 'bench', vector: `bench:${r}`, revision: r, backend: { service: `bench-v${r}`, port: 8080, subset: `v${r}` } });
+    await cr('StageVersion', ns, `bench-${r}`, {
+      stage: 'bench',
+      vector: `bench:${r}`,
+      revision: r,
+      backend: { service: `bench-v${r}`, port: 8080, subset: `v${r}` },
+    });
   }
   await cr('Stage', ns, 'bench', { vector: `bench:${revisions}`, stageVersionHistoryLimit: 100 });
   await generic.create({
@@ -46,11 +52,25 @@ export async function seedBench(kc: k8s.KubeConfig, ns: string, systemNs: string
     apiVersion: 'networking.istio.io/v1',
     kind: 'VirtualService',
     metadata: { name: 'bench', namespace: ns },
-    spec: { hosts: ['bench'], http: [{ name: 'primary', route: [{ destination: { host: 'bench', subset: 'v1' }, weight: 100 }] }] },
+    spec: {
+      hosts: ['bench'],
+      http: [{ name: 'primary', route: [{ destination: { host: 'bench', subset: 'v1' }, weight: 100 }] }],
+    },
   });
-  await cr('ActivationTaskRegistration', systemNs, 'gateway', { type: 'gateway-api', spec: { routes: [{ name: 'bench' }] } });
-  await cr('ActivationTaskRegistration', systemNs, 'mesh', { type: 'istio', spec: { virtualServices: [{ name: 'bench' }], host: 'bench' } });
-  await cr('ActivationExecutionPlan', systemNs, 'default', { steps: [{ name: 'gateway', tasks: ['gateway'] }, { name: 'mesh', tasks: ['mesh'] }] });
+  await cr('ActivationTaskRegistration', systemNs, 'gateway', {
+    type: 'gateway-api',
+    spec: { routes: [{ name: 'bench' }] },
+  });
+  await cr('ActivationTaskRegistration', systemNs, 'mesh', {
+    type: 'istio',
+    spec: { virtualServices: [{ name: 'bench' }], host: 'bench' },
+  });
+  await cr('ActivationExecutionPlan', systemNs, 'default', {
+    steps: [
+      { name: 'gateway', tasks: ['gateway'] },
+      { name: 'mesh', tasks: ['mesh'] },
+    ],
+  });
 }
 
 /** The VectorActivation `to-<r>` that switches Stage `bench` to revision r. */
@@ -89,17 +109,31 @@ export async function seededBenchSystem(prefix: string, revisions: number) {
  * Namespaces (applied) and, in the system namespace, the plan `default`: one step of the test
  * suite's `sleepy` executor sleeping `seconds`, so that what a benchmark measures is scheduling.
  */
-export async function seedSleepyPlan(kc: k8s.KubeConfig, namespaces: readonly string[], systemNs: string, seconds: number): Promise<void> {
+export async function seedSleepyPlan(
+  kc: k8s.KubeConfig,
+  namespaces: readonly string[],
+  systemNs: string,
+  seconds: number,
+): Promise<void> {
   const objects = new CustomObjects(kc);
   const generic = k8s.KubernetesObjectApi.makeApiClient(kc);
-  for (const name of [systemNs, ...namespaces]) await apply(generic, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
-  const cr = (kind: string, name: string, spec: unknown) => objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace: systemNs }, spec });
+  for (const name of [systemNs, ...namespaces])
+    await apply(generic, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+  const cr = (kind: string, name: string, spec: unknown) =>
+    objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace: systemNs }, spec });
   await cr('ActivationTaskRegistration', 'sleepy', { type: 'sleepy', timeoutSeconds: 600, spec: { seconds } });
   await cr('ActivationExecutionPlan', 'default', { steps: [{ name: 'sleepy', tasks: ['sleepy'] }] });
 }
 
 /** The whole system in this process serving `namespaces`, with the built-in executors and `sleepy`. */
-export function startSleepySystem(cp: ControlPlane, kc: k8s.KubeConfig, systemNs: string, namespaces: string[], queueSuffix: string, more: Partial<SystemOptions> = {}) {
+export function startSleepySystem(
+  cp: ControlPlane,
+  kc: k8s.KubeConfig,
+  systemNs: string,
+  namespaces: string[],
+  queueSuffix: string,
+  more: Partial<SystemOptions> = {},
+) {
   return startSystem({
     temporalAddress: cp.temporalAddress,
     temporalNamespace: cp.testTemporalNamespace,
@@ -121,7 +155,13 @@ export function startSleepySystem(cp: ControlPlane, kc: k8s.KubeConfig, systemNs
  * Deployment (its command's Node flags, NODE_OPTIONS, MALLOC_ARENA_MAX); `env` adds the role's settings.
  * An executor is ['executor', TYPE]: its Deployment is executor-TYPE.
  */
-export function spawnRole(cp: ControlPlane, role: string | readonly string[], systemNs: string, env: Record<string, string>, stdio: StdioOptions) {
+export function spawnRole(
+  cp: ControlPlane,
+  role: string | readonly string[],
+  systemNs: string,
+  env: Record<string, string>,
+  stdio: StdioOptions,
+) {
   const argv = typeof role === 'string' ? [role] : [...role];
   const runtime = deployedRuntime(argv.join('-'));
   return spawn(process.execPath, [...runtime.nodeFlags, distMain, ...argv], {
@@ -176,12 +216,20 @@ export async function stopRole(child: ChildProcess, graceMs = 30_000): Promise<v
 
 /** Until the role on health port `port` answers /readyz with 200 (its informers listed, its workers run). */
 export function untilReady(port: number, what: string, timeoutMs: number, intervalMs: number): Promise<unknown> {
-  return pollUntil(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, timeoutMs, `${what} to be ready`, intervalMs);
+  return pollUntil(
+    async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200,
+    timeoutMs,
+    `${what} to be ready`,
+    intervalMs,
+  );
 }
 
 /** The Node and libc settings a role's Deployment gives its container (deploy/base/workloads/). */
 export function deployedRuntime(role: string): { env: Record<string, string>; nodeFlags: string[] } {
-  const file = [join(repoRoot, 'deploy/base/workloads', `${role}.yaml`), join(repoRoot, 'deploy/base/workloads/elected', `${role}.yaml`)].find((f) => existsSync(f));
+  const file = [
+    join(repoRoot, 'deploy/base/workloads', `${role}.yaml`),
+    join(repoRoot, 'deploy/base/workloads/elected', `${role}.yaml`),
+  ].find((f) => existsSync(f));
   const env: Record<string, string> = {};
   const nodeFlags: string[] = [];
   for (const doc of file ? parseAllDocuments(readFileSync(file, 'utf8')) : []) {
@@ -197,7 +245,11 @@ export function deployedRuntime(role: string): { env: Record<string, string>; no
 const RUNTIME_ENV = new Set(['NODE_OPTIONS', 'MALLOC_ARENA_MAX']);
 
 const FINAL = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'];
-export interface FinalPhase { phase: string; reason?: string; at: number }
+export interface FinalPhase {
+  phase: string;
+  reason?: string;
+  at: number;
+}
 
 /**
  * When each VectorActivation of `namespaces` reached a final phase, as seen through one watch per
@@ -207,15 +259,21 @@ export async function watchFinal(kc: k8s.KubeConfig, namespaces: readonly string
   const final = new Map<string, FinalPhase>();
   const watches = await Promise.all(
     namespaces.map((ns) =>
-      resumingWatch(kc, `/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`, (_t, o: { metadata: { name: string; namespace: string }; status?: { phase?: string; reason?: string } }) => {
-        const key = `${o.metadata.namespace}/${o.metadata.name}`;
-        const phase = o.status?.phase;
-        if (phase && FINAL.includes(phase) && !final.has(key)) final.set(key, { phase, reason: o.status?.reason, at: performance.now() });
-      }),
+      resumingWatch(
+        kc,
+        `/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`,
+        (_t, o: { metadata: { name: string; namespace: string }; status?: { phase?: string; reason?: string } }) => {
+          const key = `${o.metadata.namespace}/${o.metadata.name}`;
+          const phase = o.status?.phase;
+          if (phase && FINAL.includes(phase) && !final.has(key))
+            final.set(key, { phase, reason: o.status?.reason, at: performance.now() });
+        },
+      ),
     ),
   );
   return {
-    of: (namespace: string, name: string) => pollUntil(() => final.get(`${namespace}/${name}`), 600_000, `${namespace}/${name} final`, 2),
+    of: (namespace: string, name: string) =>
+      pollUntil(() => final.get(`${namespace}/${name}`), 600_000, `${namespace}/${name} final`, 2),
     stop: () => watches.forEach((w) => w.stop()),
   };
 }

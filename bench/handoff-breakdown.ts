@@ -44,15 +44,32 @@ export async function handoffSegments(client: Client, h: HandoffTimes): Promise<
   // The release Update's request names the releaser; its acceptance is stamped when the lock's task completed.
   const accepted = h.lockHistory.find((e) => {
     const a = e.workflowExecutionUpdateAcceptedEventAttributes;
-    if (e.eventType !== EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED || a?.acceptedRequest?.input?.name !== releaseLockUpdate.name) return false;
+    if (
+      e.eventType !== EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED ||
+      a?.acceptedRequest?.input?.name !== releaseLockUpdate.name
+    )
+      return false;
     const payload = a.acceptedRequest.input.args?.payloads?.[0]?.data;
-    return payload !== undefined && payload !== null && JSON.parse(Buffer.from(payload).toString()).requester === h.previousWorkflowId;
+    return (
+      payload !== undefined &&
+      payload !== null &&
+      JSON.parse(Buffer.from(payload).toString()).requester === h.previousWorkflowId
+    );
   });
-  const grantIndex = next.findIndex((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED && e.workflowExecutionSignaledEventAttributes?.signalName === lockGrantedSignal.name);
+  const grantIndex = next.findIndex(
+    (e) =>
+      e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED &&
+      e.workflowExecutionSignaledEventAttributes?.signalName === lockGrantedSignal.name,
+  );
   const grant = next[grantIndex];
   const started = next.slice(grantIndex).find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED);
   const released = at(accepted, 'release Update accepted by the lock');
   const granted = at(grant, 'lock grant');
   const picked = at(started, 'workflow task after the grant');
-  return { release: released - h.succeededSeen, lock: granted - released, pickup: picked - granted, ours: h.inProgressSeen - picked };
+  return {
+    release: released - h.succeededSeen,
+    lock: granted - released,
+    pickup: picked - granted,
+    ours: h.inProgressSeen - picked,
+  };
 }

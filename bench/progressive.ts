@@ -33,8 +33,26 @@ import { freePort } from '../scripts/env/ports.js';
 import { executorTaskQueue } from '../shared/task-queues.js';
 import { sleepyExecutor } from '../test/support/executors.js';
 import { createExecutorWorker } from '../worker/executor-worker.js';
-import { killOnExit, seedBench, seededBenchSystem, seedSleepyPlan, spawnRole, stopRole, untilReady } from './fixture.js';
-import { apiserverRequests, cpuNow, cpuProcesses, cpuSeconds, diff, numberArg, peakRssMiB, stats, writeResult } from './report.js';
+import {
+  killOnExit,
+  seedBench,
+  seededBenchSystem,
+  seedSleepyPlan,
+  spawnRole,
+  stopRole,
+  untilReady,
+} from './fixture.js';
+import {
+  apiserverRequests,
+  cpuNow,
+  cpuProcesses,
+  cpuSeconds,
+  diff,
+  numberArg,
+  peakRssMiB,
+  stats,
+  writeResult,
+} from './report.js';
 
 const PAIRS = Math.min(numberArg('pairs', 10), 16); // 2 StageVersions a pair, history limit 100
 const GATES = numberArg('gates', 1000);
@@ -50,14 +68,17 @@ const cleanups: (() => Promise<unknown>)[] = [];
 async function closeAll(): Promise<void> {
   while (cleanups.length) await cleanups.pop()!().catch((err: unknown) => console.error(`cleaning up: ${String(err)}`));
 }
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void closeAll().finally(() => process.exit(130)));
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => void closeAll().finally(() => process.exit(130)));
 
 /** CPU seconds of each of a process' threads by name (its task folder's comm; a thread's stat is /proc/TID/stat). */
 function threadCpu(pid: number): Record<string, number> {
   const out: Record<string, number> = {};
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
-      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim().replace(/[0-9]+$/, '');
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8')
+        .trim()
+        .replace(/[0-9]+$/, '');
       const seconds = cpuSeconds(Number(tid));
       if (Number.isFinite(seconds)) out[name] = (out[name] ?? 0) + seconds;
     } catch {
@@ -67,17 +88,29 @@ function threadCpu(pid: number): Record<string, number> {
   return out;
 }
 
-
 /** A role as its own process on the local servers, ready (its caches listed); stop() SIGTERMs it and waits. */
-async function startRole(cp: ControlPlane, role: 'core' | 'watcher' | 'stage-controller' | 'executor', systemNs: string, namespaces: string[], suffix: string, executorType?: string) {
+async function startRole(
+  cp: ControlPlane,
+  role: 'core' | 'watcher' | 'stage-controller' | 'executor',
+  systemNs: string,
+  namespaces: string[],
+  suffix: string,
+  executorType?: string,
+) {
   const port = await freePort();
-  const child = spawnRole(cp, executorType ? [role, executorType] : role, systemNs, {
-    KONFIDENCE_QUEUE_SUFFIX: suffix,
-    KONFIDENCE_WATCH_NAMESPACES: namespaces.join(','),
-    KONFIDENCE_HEALTH_PORT: String(port),
-    KONFIDENCE_STAGES_PER_NAMESPACE: '0',
-    KONFIDENCE_LOG_LEVEL: 'error',
-  }, ['ignore', 'ignore', 'inherit']);
+  const child = spawnRole(
+    cp,
+    executorType ? [role, executorType] : role,
+    systemNs,
+    {
+      KONFIDENCE_QUEUE_SUFFIX: suffix,
+      KONFIDENCE_WATCH_NAMESPACES: namespaces.join(','),
+      KONFIDENCE_HEALTH_PORT: String(port),
+      KONFIDENCE_STAGES_PER_NAMESPACE: '0',
+      KONFIDENCE_LOG_LEVEL: 'error',
+    },
+    ['ignore', 'ignore', 'inherit'],
+  );
   killOnExit(child);
   await untilReady(port, `the ${role}${executorType ? ` ${executorType}` : ''}`, 300_000, 100);
   return { role, pid: child.pid!, stop: () => stopRole(child) };
@@ -93,7 +126,10 @@ async function startRole(cp: ControlPlane, role: 'core' | 'watcher' | 'stage-con
 async function canarySystem(prefix: string, revisions: number) {
   if (IN_PROCESS) {
     const { kc, ns, systemNs, system } = await seededBenchSystem(prefix, revisions);
-    cleanups.push(() => removeNamespaces(kc, [ns, systemNs]), () => system.stop());
+    cleanups.push(
+      () => removeNamespaces(kc, [ns, systemNs]),
+      () => system.stop(),
+    );
     return { kc, ns, systemNs };
   }
   const { up } = await import('../scripts/env/control-plane.js');
@@ -121,18 +157,38 @@ async function canaryAgainstPlain() {
     apiVersion: API_VERSION,
     kind: 'ActivationExecutionPlan',
     metadata: { name: 'canary', namespace: systemNs },
-    spec: { steps: [{ name: 'gateway', tasks: ['gateway'] }, { name: 'mesh', tasks: ['mesh'] }], progression: { steps: [{ setWeight: 10 }, { setWeight: 50 }] } },
+    spec: {
+      steps: [
+        { name: 'gateway', tasks: ['gateway'] },
+        { name: 'mesh', tasks: ['mesh'] },
+      ],
+      progression: { steps: [{ setWeight: 10 }, { setWeight: 50 }] },
+    },
   });
   // The first switch makes revision 1 "previous" of the rest: every canary shares with a version.
-  await objects.create({ apiVersion: API_VERSION, kind: 'StageVersionUsage', metadata: { name: 'bench-active', namespace: ns }, spec: { reason: 'bench', stageVersionRef: { name: 'bench-1' } } });
-  const seen = new Map<string, number>();
-  const watch = await resumingWatch(kc, `/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`, (_t, o: any) => {
-    if (o.status?.phase === 'Succeeded' && !seen.has(o.metadata.name)) seen.set(o.metadata.name, Date.now());
+  await objects.create({
+    apiVersion: API_VERSION,
+    kind: 'StageVersionUsage',
+    metadata: { name: 'bench-active', namespace: ns },
+    spec: { reason: 'bench', stageVersionRef: { name: 'bench-1' } },
   });
+  const seen = new Map<string, number>();
+  const watch = await resumingWatch(
+    kc,
+    `/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`,
+    (_t, o: any) => {
+      if (o.status?.phase === 'Succeeded' && !seen.has(o.metadata.name)) seen.set(o.metadata.name, Date.now());
+    },
+  );
   cleanups.push(async () => watch.stop());
   const run = async (r: number, plan?: string) => {
     const at = Date.now();
-    await objects.create({ apiVersion: API_VERSION, kind: 'VectorActivation', metadata: { name: `to-${r}`, namespace: ns }, spec: { stage: 'bench', stageVersion: `bench-${r}`, ...(plan ? { executionPlan: plan } : {}) } });
+    await objects.create({
+      apiVersion: API_VERSION,
+      kind: 'VectorActivation',
+      metadata: { name: `to-${r}`, namespace: ns },
+      spec: { stage: 'bench', stageVersion: `bench-${r}`, ...(plan ? { executionPlan: plan } : {}) },
+    });
     return (await pollUntil(() => seen.get(`to-${r}`), 120_000, `to-${r} Succeeded`, 5)) - at;
   };
   const plain: number[] = [];
@@ -154,8 +210,16 @@ async function canaryAgainstPlain() {
   const ratio = +(c.median / p.median).toFixed(2);
   console.log(`plain switch, create → Succeeded (ms): ${JSON.stringify(p)}`);
   console.log(`canary 10 % → 50 % → 100 %, create → Succeeded (ms): ${JSON.stringify(c)}`);
-  console.log(`canary / plain: ${ratio}× (${c.median} ms vs ${p.median} ms, medians of ${PAIRS} interleaved pairs; ${IN_PROCESS ? 'every role in this process' : 'each role its own process'}); goal ≤ 1.5×`);
-  return { plainMs: p, canaryMs: c, canaryOverPlain: ratio, met: ratio <= 1.5, layout: IN_PROCESS ? 'in-process' : 'processes' };
+  console.log(
+    `canary / plain: ${ratio}× (${c.median} ms vs ${p.median} ms, medians of ${PAIRS} interleaved pairs; ${IN_PROCESS ? 'every role in this process' : 'each role its own process'}); goal ≤ 1.5×`,
+  );
+  return {
+    plainMs: p,
+    canaryMs: c,
+    canaryOverPlain: ratio,
+    met: ratio <= 1.5,
+    layout: IN_PROCESS ? 'in-process' : 'processes',
+  };
 }
 
 // --- a thousand activations waiting at gates, against idle ----------------------------------------
@@ -173,10 +237,13 @@ async function gatesAgainstIdle() {
   cleanups.push(() => removeNamespaces(kc, [...namespaces, systemNs]));
   await seedSleepyPlan(kc, namespaces, systemNs, 0);
   // The default plan's one step at 10 %, then an approval that waits a day.
-  await objects.mergeSpec('ActivationExecutionPlan', systemNs, 'default', { progression: { steps: [{ setWeight: 10 }, { pause: { timeoutSeconds: 86400 } }] } });
+  await objects.mergeSpec('ActivationExecutionPlan', systemNs, 'default', {
+    progression: { steps: [{ setWeight: 10 }, { pause: { timeoutSeconds: 86400 } }] },
+  });
   const stages = Array.from({ length: GATES }, (_, i) => ({ ns: namespaces[i % NAMESPACES]!, stage: `g${i}` }));
   console.log(`seeding ${GATES} Stages in ${NAMESPACES} namespaces, each with two StageVersions, the first active...`);
-  const cr = (ns: string, kind: string, name: string, spec: unknown) => objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace: ns }, spec });
+  const cr = (ns: string, kind: string, name: string, spec: unknown) =>
+    objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace: ns }, spec });
   await forEachLimited(stages, 16, async ({ ns, stage }) => {
     await cr(ns, 'StageVersion', `${stage}-1`, { stage, vector: 'gate:1', revision: 1 });
     await cr(ns, 'StageVersion', `${stage}-2`, { stage, vector: 'gate:2', revision: 2 });
@@ -190,22 +257,38 @@ async function gatesAgainstIdle() {
   const suffix = `-${id}`;
   // Closed after the system (its watcher would close the terminated runs out): the activations'
   // workflows and their Stages' locks, then (above) the namespaces.
-  const client = new Client({ connection: await Connection.connect({ address: cp.temporalAddress }), namespace: cp.testTemporalNamespace });
+  const client = new Client({
+    connection: await Connection.connect({ address: cp.temporalAddress }),
+    namespace: cp.testTemporalNamespace,
+  });
   const refs: string[] = [];
   cleanups.push(async () => {
     const locks = stages.map(({ ns, stage }) => stageLockWorkflowId(ns, stage));
-    await forEachLimited([...refs, ...locks], 16, (wf) => client.workflow.getHandle(wf).terminate('bench/progressive is done').catch(() => undefined));
+    await forEachLimited([...refs, ...locks], 16, (wf) =>
+      client.workflow
+        .getHandle(wf)
+        .terminate('bench/progressive is done')
+        .catch(() => undefined),
+    );
     await client.connection.close();
   });
   const connection = await NativeConnection.connect({ address: cp.temporalAddress });
-  const executor = await createExecutorWorker({ connection, namespace: cp.testTemporalNamespace, kubeConfig: kc, executor: sleepyExecutor, taskQueue: executorTaskQueue(sleepyExecutor.type) + suffix });
+  const executor = await createExecutorWorker({
+    connection,
+    namespace: cp.testTemporalNamespace,
+    kubeConfig: kc,
+    executor: sleepyExecutor,
+    taskQueue: executorTaskQueue(sleepyExecutor.type) + suffix,
+  });
   const executorRun = executor.run();
   cleanups.push(async () => {
     executor.shutdown();
     await executorRun;
     await connection.close();
   });
-  const roles = await Promise.all((['core', 'watcher', 'stage-controller'] as const).map((role) => startRole(cp, role, systemNs, namespaces, suffix)));
+  const roles = await Promise.all(
+    (['core', 'watcher', 'stage-controller'] as const).map((role) => startRole(cp, role, systemNs, namespaces, suffix)),
+  );
   cleanups.push(() => Promise.all(roles.map((r) => r.stop())));
   const core = roles[0]!;
   const processes = { ...cpuProcesses(cp.pids), ...Object.fromEntries(roles.map((r) => [r.role, r.pid])) };
@@ -249,7 +332,9 @@ async function gatesAgainstIdle() {
     console.log(`  the core worker's threads, CPU % of one core: ${JSON.stringify(Object.fromEntries(threads))}`);
     const requests = [...diff(apiserverRequests(cp.kubeconfig), requestsBefore)].sort((x, y) => y[1] - x[1]);
     console.log(`  kube-apiserver's requests over the ${SECONDS} s: ${JSON.stringify(Object.fromEntries(requests))}`);
-    return Object.fromEntries(Object.keys(processes).map((k) => [k, +(((after[k]! - before[k]!) / wall) * 100).toFixed(2)]));
+    return Object.fromEntries(
+      Object.keys(processes).map((k) => [k, +(((after[k]! - before[k]!) / wall) * 100).toFixed(2)]),
+    );
   };
   // Idle: the same Stages, nothing running, once the system is done with its start (two minutes:
   // the Stage controller's first passes over a thousand Stages take most of one).
@@ -276,21 +361,46 @@ async function gatesAgainstIdle() {
       refs.push(activationWorkflowId({ namespace: ns, name: object.metadata.name, uid: object.metadata.uid! }));
     });
     const wave = Math.min(i + BATCH, stages.length);
-    await pollUntil(() => atGate.size >= wave, 600_000, `${wave} activations at their gates (${atGate.size} so far)`, 500);
+    await pollUntil(
+      () => atGate.size >= wave,
+      600_000,
+      `${wave} activations at their gates (${atGate.size} so far)`,
+      500,
+    );
   }
   const reachedMs = Date.now() - started;
   console.log(`${GATES} at their gates after ${Math.round(reachedMs / 1000)} s`);
   await settle();
   const gated = await minute();
-  const peakRss = { ...Object.fromEntries(roles.map((r) => [r.role, peakRssMiB(r.pid)])), 'sleepy executor (this process, with its watches)': peakRssMiB('self') };
+  const peakRss = {
+    ...Object.fromEntries(roles.map((r) => [r.role, peakRssMiB(r.pid)])),
+    'sleepy executor (this process, with its watches)': peakRssMiB('self'),
+  };
   console.log(`${GATES} waiting at gates, CPU % of one core over ${SECONDS} s: ${JSON.stringify(gated)}`);
   console.log(`peak RSS (VmHWM) of each role over the run, MiB: ${JSON.stringify(peakRss)}`);
   await closeAll();
-  const total = (x: Record<string, number>) => +Object.values(x).reduce((a, b) => a + b, 0).toFixed(2);
-  return { gates: GATES, namespaces: NAMESPACES, seconds: SECONDS, reachedGatesMs: reachedMs, idleCpuPercent: idle, gatedCpuPercent: gated, totalIdle: total(idle), totalGated: total(gated), peakRssMiB: peakRss };
+  const total = (x: Record<string, number>) =>
+    +Object.values(x)
+      .reduce((a, b) => a + b, 0)
+      .toFixed(2);
+  return {
+    gates: GATES,
+    namespaces: NAMESPACES,
+    seconds: SECONDS,
+    reachedGatesMs: reachedMs,
+    idleCpuPercent: idle,
+    gatedCpuPercent: gated,
+    totalIdle: total(idle),
+    totalGated: total(gated),
+    peakRssMiB: peakRss,
+  };
 }
 
-const part = process.argv.includes('--gates-only') ? 'gates' : process.argv.includes('--canary-only') ? 'canary' : 'both';
+const part = process.argv.includes('--gates-only')
+  ? 'gates'
+  : process.argv.includes('--canary-only')
+    ? 'canary'
+    : 'both';
 const figures: Record<string, unknown> = {};
 try {
   if (part !== 'gates') figures.canary = await canaryAgainstPlain();

@@ -28,7 +28,14 @@ export function quantile(xs: readonly number[], q: number): number {
 }
 
 export function stats(xs: readonly number[]) {
-  return { runs: xs.length, median: Math.round(quantile(xs, 0.5)), p95: Math.round(quantile(xs, 0.95)), p99: Math.round(quantile(xs, 0.99)), min: Math.round(Math.min(...xs)), max: Math.round(Math.max(...xs)) };
+  return {
+    runs: xs.length,
+    median: Math.round(quantile(xs, 0.5)),
+    p95: Math.round(quantile(xs, 0.95)),
+    p99: Math.round(quantile(xs, 0.99)),
+    min: Math.round(Math.min(...xs)),
+    max: Math.round(Math.max(...xs)),
+  };
 }
 
 /** Reads `--name N` (a positive number) from the command line. */
@@ -91,7 +98,12 @@ const COUNTED_WITH_CHILDREN = new Set(['postgres']);
 export function machineCpuSeconds(): number {
   const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).map(Number);
   // user nice system idle iowait irq softirq steal: all but idle and iowait are busy.
-  return ticks.slice(0, 8).filter((_, i) => i !== 3 && i !== 4).reduce((a, b) => a + b, 0) / 100;
+  return (
+    ticks
+      .slice(0, 8)
+      .filter((_, i) => i !== 3 && i !== 4)
+      .reduce((a, b) => a + b, 0) / 100
+  );
 }
 
 /** Every local server's process and this one (which runs the system), for CPU figures. */
@@ -102,7 +114,12 @@ export const cpuProcesses = (pids: Pids): Record<string, number | undefined> => 
 
 /** CPU seconds used so far by each of `processes`. */
 export const cpuNow = (processes: Record<string, number | undefined>) =>
-  Object.fromEntries(Object.entries(processes).map(([k, pid]) => [k, COUNTED_WITH_CHILDREN.has(k) ? treeCpuSeconds(pid) : cpuSeconds(pid)]));
+  Object.fromEntries(
+    Object.entries(processes).map(([k, pid]) => [
+      k,
+      COUNTED_WITH_CHILDREN.has(k) ? treeCpuSeconds(pid) : cpuSeconds(pid),
+    ]),
+  );
 
 /** How a request is counted: `VERB group/resource[/subresource]` (the core group has no prefix). */
 const requestKey = (verb: string, group?: string, resource?: string, subresource?: string) =>
@@ -110,7 +127,10 @@ const requestKey = (verb: string, group?: string, resource?: string, subresource
 
 /** kube-apiserver's request counters, `VERB group/resource[/subresource]` → count (WATCH apart: long-running). */
 export function apiserverRequests(kubeconfig: string): Map<string, number> {
-  const text = execFileSync(binaries.kubectl, ['--kubeconfig', kubeconfig, 'get', '--raw', '/metrics'], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const text = execFileSync(binaries.kubectl, ['--kubeconfig', kubeconfig, 'get', '--raw', '/metrics'], {
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  });
   const counts = new Map<string, number>();
   for (const line of text.split('\n')) {
     if (!line.startsWith('apiserver_request_total{')) continue;
@@ -127,10 +147,19 @@ export const diff = (after: Map<string, number>, before: Map<string, number>) =>
   new Map([...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)] as const).filter(([, v]) => v > 0));
 
 /** Peak resident memory of a process over its life so far (VmHWM), MiB. */
-export const peakRssMiB = (pid: number | 'self') => +(Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024).toFixed(1);
+export const peakRssMiB = (pid: number | 'self') =>
+  +(Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024).toFixed(1);
 
 /** HTTP's name of an audit event's verb, as apiserver_request_total counts it. */
-const HTTP_VERB: Record<string, string> = { get: 'GET', list: 'LIST', create: 'POST', update: 'PUT', patch: 'PATCH', delete: 'DELETE', deletecollection: 'DELETE' };
+const HTTP_VERB: Record<string, string> = {
+  get: 'GET',
+  list: 'LIST',
+  create: 'POST',
+  update: 'PUT',
+  patch: 'PATCH',
+  delete: 'DELETE',
+  deletecollection: 'DELETE',
+};
 
 interface AuditEvent {
   verb: string;
@@ -178,7 +207,12 @@ export function auditLog(kc: k8s.KubeConfig) {
     readMore();
     if (marked > to) return;
     await core.readNamespace({ name: 'default' });
-    await pollUntil(() => (readMore(), marked > to || undefined), 10_000, 'the audit log to be written up to the window\'s end', 50);
+    await pollUntil(
+      () => (readMore(), marked > to || undefined),
+      10_000,
+      "the audit log to be written up to the window's end",
+      50,
+    );
   };
   return {
     async count(from: number, to: number, agents: (userAgent: string) => boolean): Promise<Map<string, number>> {

@@ -41,7 +41,9 @@ const ACTIVATIONS = numberArg('activations', 10_000);
 const UNFINISHED = numberArg('unfinished', 40);
 const QUIET_MS = numberArg('quiet-ms', 5_000);
 const ROLES = (stringArg('roles') ?? 'stage-controller,watcher').split(',') as ('stage-controller' | 'watcher')[];
-for (const role of ROLES) if (role !== 'stage-controller' && role !== 'watcher') throw new Error(`--roles: stage-controller, watcher or both (comma-separated), not ${role}`);
+for (const role of ROLES)
+  if (role !== 'stage-controller' && role !== 'watcher')
+    throw new Error(`--roles: stage-controller, watcher or both (comma-separated), not ${role}`);
 const KEEP = process.argv.includes('--keep');
 const REUSE = stringArg('reuse');
 
@@ -56,17 +58,23 @@ const stagesPer = Math.ceil(STAGES / NAMESPACES);
 const activationsPer = Math.ceil(ACTIVATIONS / NAMESPACES);
 const unfinishedPer = Math.ceil(UNFINISHED / NAMESPACES);
 
-const cr = (kind: string, namespace: string, name: string, spec: unknown) => objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec });
+const cr = (kind: string, namespace: string, name: string, spec: unknown) =>
+  objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec });
 
 // --- seed: per namespace, Stages already serving their StageVersion, and mostly final activations
 const stageWork = names.flatMap((ns) => Array.from({ length: stagesPer }, (_, i) => ({ ns, stage: `s${i}` })));
-const activationWork = names.flatMap((ns) => Array.from({ length: activationsPer }, (_, j) => ({ ns, j, open: j < unfinishedPer })));
+const activationWork = names.flatMap((ns) =>
+  Array.from({ length: activationsPer }, (_, j) => ({ ns, j, open: j < unfinishedPer })),
+);
 const seeded = performance.now();
 if (!REUSE) {
   await seedSleepyPlan(kc, names, systemNs, 0); // creates the namespaces too
   await forEachLimited(stageWork, 16, async ({ ns, stage }) => {
     await cr('StageVersion', ns, `${stage}-1`, { stage, vector: `bench/${stage}:1`, revision: 1 });
-    await cr('StageVersionUsage', ns, `${stage}-active`, { reason: `serves Stage ${stage}`, stageVersionRef: { name: `${stage}-1` } });
+    await cr('StageVersionUsage', ns, `${stage}-active`, {
+      reason: `serves Stage ${stage}`,
+      stageVersionRef: { name: `${stage}-1` },
+    });
     await cr('Stage', ns, stage, { vector: `bench/${stage}:1` });
   });
   await forEachLimited(activationWork, 16, async ({ ns, j, open }) => {
@@ -75,33 +83,66 @@ if (!REUSE) {
     const stage = open ? `s${j}` : `s${j % stagesPer}`;
     const name = `${open ? 'open' : 'done'}-${j}`;
     await cr('VectorActivation', ns, name, { stage, stageVersion: `${stage}-1` });
-    if (!open) await objects.patchStatus('VectorActivation', ns, name, { phase: 'Succeeded', reason: 'Bench', message: 'finished before the bench' });
+    if (!open)
+      await objects.patchStatus('VectorActivation', ns, name, {
+        phase: 'Succeeded',
+        reason: 'Bench',
+        message: 'finished before the bench',
+      });
   });
 }
-console.log(`${REUSE ? 'reused' : 'seeded'} ${names.length} namespaces: ${stageWork.length} Stages (with StageVersion and active usage), ${activationWork.length} VectorActivations (${names.length * unfinishedPer} unfinished) in ${Math.round((performance.now() - seeded) / 1000)} s`);
+console.log(
+  `${REUSE ? 'reused' : 'seeded'} ${names.length} namespaces: ${stageWork.length} Stages (with StageVersion and active usage), ${activationWork.length} VectorActivations (${names.length * unfinishedPer} unfinished) in ${Math.round((performance.now() - seeded) / 1000)} s`,
+);
 
-const metric = (text: string, name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+const metric = (text: string, name: string) =>
+  Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
 
-interface Start { role: string; start: 'first' | 'restart'; readyMs: number; quietMs: number; rssMiB: number; heapMiB: number; heapTotalMiB: number; externalMiB: number; apiserverWrites: number; workflowStarts: number }
+interface Start {
+  role: string;
+  start: 'first' | 'restart';
+  readyMs: number;
+  quietMs: number;
+  rssMiB: number;
+  heapMiB: number;
+  heapTotalMiB: number;
+  externalMiB: number;
+  apiserverWrites: number;
+  workflowStarts: number;
+}
 
 /** One start of a role: until it is ready and then quiet; its figures; then SIGTERM. */
 async function measure(role: 'watcher' | 'stage-controller', start: Start['start']): Promise<Start> {
   const port = await freePort();
   const begun = performance.now();
-  const child = spawnRole(cp, role, systemNs, {
-    KONFIDENCE_QUEUE_SUFFIX: suffix,
-    KONFIDENCE_WATCH_NAMESPACES: names.join(','),
-    KONFIDENCE_HEALTH_PORT: String(port),
-    KONFIDENCE_LOG_WRITES: 'true',
-    KONFIDENCE_LOG_LEVEL: 'warn',
-  }, ['ignore', 'pipe', 'inherit']);
+  const child = spawnRole(
+    cp,
+    role,
+    systemNs,
+    {
+      KONFIDENCE_QUEUE_SUFFIX: suffix,
+      KONFIDENCE_WATCH_NAMESPACES: names.join(','),
+      KONFIDENCE_HEALTH_PORT: String(port),
+      KONFIDENCE_LOG_WRITES: 'true',
+      KONFIDENCE_LOG_LEVEL: 'warn',
+    },
+    ['ignore', 'pipe', 'inherit'],
+  );
   const writes: { at: number; what: string }[] = [];
-  createInterface({ input: child.stdout! }).on('line', (l) => l.startsWith('[write] ') && writes.push({ at: performance.now(), what: l }));
+  createInterface({ input: child.stdout! }).on(
+    'line',
+    (l) => l.startsWith('[write] ') && writes.push({ at: performance.now(), what: l }),
+  );
   try {
     await untilReady(port, `the ${role}`, 300_000, 50);
     const readyMs = performance.now() - begun;
     // Quiet: no write for QUIET_MS (its start-up work is done).
-    await pollUntil(() => performance.now() - (writes.at(-1)?.at ?? begun + readyMs) >= QUIET_MS, 600_000, `the ${role} to go quiet`, 200);
+    await pollUntil(
+      () => performance.now() - (writes.at(-1)?.at ?? begun + readyMs) >= QUIET_MS,
+      600_000,
+      `the ${role} to go quiet`,
+      200,
+    );
     const quietMs = (writes.at(-1)?.at ?? begun + readyMs) - begun;
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     return {
@@ -129,7 +170,9 @@ try {
     for (const start of ['first', 'restart'] as const) {
       const s = await measure(role, start);
       starts.push(s);
-      console.log(`${role}, ${start} start: ready ${s.readyMs} ms, quiet after ${s.quietMs} ms, rss ${s.rssMiB} MiB, heap ${s.heapMiB} MiB, apiserver writes ${s.apiserverWrites}, workflow starts ${s.workflowStarts}`);
+      console.log(
+        `${role}, ${start} start: ready ${s.readyMs} ms, quiet after ${s.quietMs} ms, rss ${s.rssMiB} MiB, heap ${s.heapMiB} MiB, apiserver writes ${s.apiserverWrites}, workflow starts ${s.workflowStarts}`,
+      );
     }
   }
 } finally {
@@ -137,13 +180,24 @@ try {
   else await cleanUp();
 }
 async function cleanUp() {
-  for await (const wf of client.workflow.list({ query: `TaskQueue = 'konfidence-core${suffix}' AND ExecutionStatus = 'Running'` })) {
-    await client.workflow.getHandle(wf.workflowId).terminate('bench/scale is done').catch(() => undefined);
+  for await (const wf of client.workflow.list({
+    query: `TaskQueue = 'konfidence-core${suffix}' AND ExecutionStatus = 'Running'`,
+  })) {
+    await client.workflow
+      .getHandle(wf.workflowId)
+      .terminate('bench/scale is done')
+      .catch(() => undefined);
   }
   await removeNamespaces(kc, [...names, systemNs]);
 }
 await connection.close();
 console.table(starts);
 const unfinished = names.length * unfinishedPer;
-writeResult('scale', { namespaces: names.length, stages: stageWork.length, activations: activationWork.length, unfinished, starts });
+writeResult('scale', {
+  namespaces: names.length,
+  stages: stageWork.length,
+  activations: activationWork.length,
+  unfinished,
+  starts,
+});
 process.exit(0);

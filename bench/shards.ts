@@ -45,8 +45,10 @@ const LABEL = 'konfidence.cloud/bench-shards';
 const systemNs = `bench-shards-${id}-sys`;
 const names = Array.from({ length: NAMESPACES }, (_, i) => `bench-shards-${id}-${i}`);
 // Only the kinds this bench needs (ControllerStatus gained status.serving).
-await applyCrds(kc, readCrdFiles().filter((c) => ['shardingconfigs', 'controllerstatuses'].includes(c.spec.names.plural)));
-
+await applyCrds(
+  kc,
+  readCrdFiles().filter((c) => ['shardingconfigs', 'controllerstatuses'].includes(c.spec.names.plural)),
+);
 
 const seeded = performance.now();
 await core.createNamespace({ body: { metadata: { name: systemNs } } });
@@ -54,48 +56,97 @@ await forEachLimited(names, 8, async (ns) => {
   await core.createNamespace({ body: { metadata: { name: ns, labels: { [LABEL]: id } } } });
   for (let j = 0; j < PER_NAMESPACE; j++) {
     const name = `done-${j}`;
-    await objects.create({ apiVersion: API_VERSION, kind: 'VectorActivation', metadata: { name, namespace: ns }, spec: { stage: 'bench', stageVersion: `bench-${j}` } });
-    await objects.patchStatus('VectorActivation', ns, name, { phase: 'Succeeded', reason: 'Bench', message: 'finished before the bench' });
+    await objects.create({
+      apiVersion: API_VERSION,
+      kind: 'VectorActivation',
+      metadata: { name, namespace: ns },
+      spec: { stage: 'bench', stageVersion: `bench-${j}` },
+    });
+    await objects.patchStatus('VectorActivation', ns, name, {
+      phase: 'Succeeded',
+      reason: 'Bench',
+      message: 'finished before the bench',
+    });
   }
 });
-console.log(`seeded ${NAMESPACES} namespaces × ${PER_NAMESPACE} VectorActivations in ${Math.round((performance.now() - seeded) / 1000)} s`);
+console.log(
+  `seeded ${NAMESPACES} namespaces × ${PER_NAMESPACE} VectorActivations in ${Math.round((performance.now() - seeded) / 1000)} s`,
+);
 
 async function setConfig(hashShards: number): Promise<void> {
   const spec = { namespaceSelector: { matchLabels: { [LABEL]: id } }, hashShards };
   const current = await objects.get('ShardingConfig', systemNs, SHARDING_CONFIG_NAME);
-  if (!current) await objects.create({ apiVersion: API_VERSION, kind: 'ShardingConfig', metadata: { name: SHARDING_CONFIG_NAME, namespace: systemNs }, spec });
+  if (!current)
+    await objects.create({
+      apiVersion: API_VERSION,
+      kind: 'ShardingConfig',
+      metadata: { name: SHARDING_CONFIG_NAME, namespace: systemNs },
+      spec,
+    });
   else await objects.mergeSpec('ShardingConfig', systemNs, SHARDING_CONFIG_NAME, spec);
 }
 
-const metric = (text: string, name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+const metric = (text: string, name: string) =>
+  Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
 
-interface Run { shards: number; served: number; readyMs: number; servingMs: number; rssMiB: number; heapMiB: number }
+interface Run {
+  shards: number;
+  served: number;
+  readyMs: number;
+  servingMs: number;
+  rssMiB: number;
+  heapMiB: number;
+}
 
 async function measure(hashShards: number): Promise<Run> {
   await setConfig(hashShards);
-  const served = names.filter((n) => shardOf(n, { [LABEL]: id }, { hashShards, fallbackShard: 'default' }) === 'hash-0').length;
+  const served = names.filter(
+    (n) => shardOf(n, { [LABEL]: id }, { hashShards, fallbackShard: 'default' }) === 'hash-0',
+  ).length;
   const port = await freePort();
   const started = performance.now();
-  const child = spawnRole(cp, 'watcher', systemNs, {
-    KONFIDENCE_QUEUE_SUFFIX: `-bench-shards-${id}`,
-    KONFIDENCE_SHARD: 'hash-0',
-    KONFIDENCE_IDENTITY: `bench-${id}-${hashShards}-${started}`,
-    KONFIDENCE_RETRY_PERIOD_MS: '500',
-    KONFIDENCE_LEASE_DURATION_MS: '3000',
-    KONFIDENCE_RENEW_DEADLINE_MS: '2000',
-    KONFIDENCE_HEALTH_PORT: String(port),
-    KONFIDENCE_LOG_LEVEL: 'warn',
-  }, ['ignore', 'ignore', 'inherit']);
+  const child = spawnRole(
+    cp,
+    'watcher',
+    systemNs,
+    {
+      KONFIDENCE_QUEUE_SUFFIX: `-bench-shards-${id}`,
+      KONFIDENCE_SHARD: 'hash-0',
+      KONFIDENCE_IDENTITY: `bench-${id}-${hashShards}-${started}`,
+      KONFIDENCE_RETRY_PERIOD_MS: '500',
+      KONFIDENCE_LEASE_DURATION_MS: '3000',
+      KONFIDENCE_RENEW_DEADLINE_MS: '2000',
+      KONFIDENCE_HEALTH_PORT: String(port),
+      KONFIDENCE_LOG_LEVEL: 'warn',
+    },
+    ['ignore', 'ignore', 'inherit'],
+  );
   try {
     await untilReady(port, 'the watcher', 120_000, 50);
     const readyMs = performance.now() - started;
-    await pollUntil(async () => {
-      const st = await objects.get('ControllerStatus', systemNs, 'watcher-hash-0');
-      return st?.status?.serving?.namespaces?.length === served && st.status.serving.generation === (await objects.get('ShardingConfig', systemNs, SHARDING_CONFIG_NAME))?.metadata.generation;
-    }, 120_000, `the shard to serve its ${served} namespaces`, 50);
+    await pollUntil(
+      async () => {
+        const st = await objects.get('ControllerStatus', systemNs, 'watcher-hash-0');
+        return (
+          st?.status?.serving?.namespaces?.length === served &&
+          st.status.serving.generation ===
+            (await objects.get('ShardingConfig', systemNs, SHARDING_CONFIG_NAME))?.metadata.generation
+        );
+      },
+      120_000,
+      `the shard to serve its ${served} namespaces`,
+      50,
+    );
     const servingMs = performance.now() - started;
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    return { shards: hashShards, served, readyMs, servingMs, rssMiB: peakRssMiB(child.pid!), heapMiB: metric(text, 'nodejs_heap_size_used_bytes') / 2 ** 20 };
+    return {
+      shards: hashShards,
+      served,
+      readyMs,
+      servingMs,
+      rssMiB: peakRssMiB(child.pid!),
+      heapMiB: metric(text, 'nodejs_heap_size_used_bytes') / 2 ** 20,
+    };
   } finally {
     await stopRole(child);
   }
@@ -107,7 +158,9 @@ try {
     for (const n of [SHARDS, 1]) {
       const run = await measure(n);
       runs.push(run);
-      console.log(`run ${r + 1}: 1 of ${n} shards, ${run.served} namespaces: ready ${Math.round(run.readyMs)} ms, serving ${Math.round(run.servingMs)} ms, rss ${run.rssMiB.toFixed(1)} MiB, heap ${run.heapMiB.toFixed(1)} MiB`);
+      console.log(
+        `run ${r + 1}: 1 of ${n} shards, ${run.served} namespaces: ready ${Math.round(run.readyMs)} ms, serving ${Math.round(run.servingMs)} ms, rss ${run.rssMiB.toFixed(1)} MiB, heap ${run.heapMiB.toFixed(1)} MiB`,
+      );
     }
   }
 } finally {
@@ -116,9 +169,19 @@ try {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const summary = [SHARDS, 1].map((n) => {
   const of = runs.filter((r) => r.shards === n);
-  return { shards: n, served: of[0]!.served, readyMs: Math.round(median(of.map((r) => r.readyMs))), servingMs: Math.round(median(of.map((r) => r.servingMs))), rssMiB: +median(of.map((r) => r.rssMiB)).toFixed(1), heapMiB: +median(of.map((r) => r.heapMiB)).toFixed(1) };
+  return {
+    shards: n,
+    served: of[0]!.served,
+    readyMs: Math.round(median(of.map((r) => r.readyMs))),
+    servingMs: Math.round(median(of.map((r) => r.servingMs))),
+    rssMiB: +median(of.map((r) => r.rssMiB)).toFixed(1),
+    heapMiB: +median(of.map((r) => r.heapMiB)).toFixed(1),
+  };
 });
 console.table(summary);
 mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-writeFileSync(new URL(`./results/shards-${new Date().toISOString().replace(/[:.]/g, '-')}.json`, import.meta.url), JSON.stringify({ namespaces: NAMESPACES, perNamespace: PER_NAMESPACE, summary, runs }, null, 2));
+writeFileSync(
+  new URL(`./results/shards-${new Date().toISOString().replace(/[:.]/g, '-')}.json`, import.meta.url),
+  JSON.stringify({ namespaces: NAMESPACES, perNamespace: PER_NAMESPACE, summary, runs }, null, 2),
+);
 process.exit(0);

@@ -22,7 +22,12 @@ const RUNS = numberArg('runs', 5);
 // The roles get this process's environment: without the variable, a start bundles.
 delete process.env.KONFIDENCE_WORKFLOW_BUNDLE;
 type Way = 'prebuilt' | 'bundled at start';
-interface Start { way: Way; readyMs: number; cpuSeconds: number; peakRssMiB: number }
+interface Start {
+  way: Way;
+  readyMs: number;
+  cpuSeconds: number;
+  peakRssMiB: number;
+}
 
 buildDist();
 const dir = mkdtempSync(join(tmpdir(), 'konfidence-bundle-'));
@@ -39,12 +44,21 @@ await apply(objects, namespace);
 async function start(way: Way): Promise<Start> {
   const port = await freePort();
   const begun = performance.now();
-  const env: Record<string, string> = { KONFIDENCE_QUEUE_SUFFIX: `-${systemNs}`, KONFIDENCE_HEALTH_PORT: String(port), KONFIDENCE_LOG_LEVEL: 'warn' };
+  const env: Record<string, string> = {
+    KONFIDENCE_QUEUE_SUFFIX: `-${systemNs}`,
+    KONFIDENCE_HEALTH_PORT: String(port),
+    KONFIDENCE_LOG_LEVEL: 'warn',
+  };
   if (way === 'prebuilt') env.KONFIDENCE_WORKFLOW_BUNDLE = bundle;
   const child = spawnRole(cp, 'core', systemNs, env, ['ignore', 'ignore', 'inherit']);
   try {
     await untilReady(port, 'the core worker', 120_000, 20);
-    return { way, readyMs: Math.round(performance.now() - begun), cpuSeconds: cpuSeconds(child.pid), peakRssMiB: peakRssMiB(child.pid!) };
+    return {
+      way,
+      readyMs: Math.round(performance.now() - begun),
+      cpuSeconds: cpuSeconds(child.pid),
+      peakRssMiB: peakRssMiB(child.pid!),
+    };
   } finally {
     await stopRole(child);
   }
@@ -67,10 +81,18 @@ try {
 const summary = Object.fromEntries(
   (['prebuilt', 'bundled at start'] as Way[]).map((way) => {
     const of = starts.filter((s) => s.way === way);
-    return [way, { readyMs: stats(of.map((s) => s.readyMs)), cpuSeconds: stats(of.map((s) => s.cpuSeconds * 1000)), peakRssMiB: stats(of.map((s) => s.peakRssMiB)) }];
+    return [
+      way,
+      {
+        readyMs: stats(of.map((s) => s.readyMs)),
+        cpuSeconds: stats(of.map((s) => s.cpuSeconds * 1000)),
+        peakRssMiB: stats(of.map((s) => s.peakRssMiB)),
+      },
+    ];
   }),
 );
-const p = summary.prebuilt!, b = summary['bundled at start']!;
+const p = summary.prebuilt!,
+  b = summary['bundled at start']!;
 console.log(
   `core worker start, median of ${RUNS}: prebuilt bundle ready ${p.readyMs.median} ms, CPU ${p.cpuSeconds.median} ms, peak RSS ${p.peakRssMiB.median} MiB; ` +
     `bundled at start ready ${b.readyMs.median} ms, CPU ${b.cpuSeconds.median} ms, peak RSS ${b.peakRssMiB.median} MiB`,

@@ -51,11 +51,21 @@ async function runRole(which: string): Promise<void> {
 
 /** A role as its own process group (tsx runs the script in a child of its own), ready within a minute. */
 function startRole(which: string, args: string[], started: ChildProcess[]): Promise<void> {
-  const child = spawn(process.execPath, [join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(repoRoot, 'bench', 'step-shape.ts'), '--role', which, ...args], {
-    cwd: repoRoot,
-    stdio: ['ignore', 'pipe', 'inherit'],
-    detached: true,
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs'),
+      join(repoRoot, 'bench', 'step-shape.ts'),
+      '--role',
+      which,
+      ...args,
+    ],
+    {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      detached: true,
+    },
+  );
   started.push(child);
   killOnExit(child);
   return new Promise((resolve, reject) => {
@@ -80,8 +90,18 @@ async function measure(): Promise<void> {
   let connection: Connection | undefined;
   try {
     await core.createNamespace({ body: { metadata: { name: ns } } });
-    for (const name of CONFIG_MAPS) await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name }, data: {} } });
-    const common = ['--address', cp.temporalAddress, '--namespace', cp.testTemporalNamespace, '--kubeconfig', cp.kubeconfig, '--ns', ns];
+    for (const name of CONFIG_MAPS)
+      await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name }, data: {} } });
+    const common = [
+      '--address',
+      cp.temporalAddress,
+      '--namespace',
+      cp.testTemporalNamespace,
+      '--kubeconfig',
+      cp.kubeconfig,
+      '--ns',
+      ns,
+    ];
     await Promise.all([
       startRole('workflows', [...common, '--queue', `shape-core-${id}`], roles),
       startRole('executor', [...common, '--queue', `shape-executor-${id}`], roles),
@@ -123,8 +143,17 @@ async function measure(): Promise<void> {
       const c = stats(canary).median;
       const perStepMs = Math.round((c - p) / 4);
       const ratio = +(c / p).toFixed(2);
-      figures[m.mode] = { plainMs: p, canaryMs: c, perStepMs, ratio, plain: plain.map(Math.round), canary: canary.map(Math.round) };
-      console.log(`${m.says}: 2 steps ${p} ms, 6 steps ${c} ms (medians of ${PAIRS}): ${perStepMs} ms a step, ${ratio} ×`);
+      figures[m.mode] = {
+        plainMs: p,
+        canaryMs: c,
+        perStepMs,
+        ratio,
+        plain: plain.map(Math.round),
+        canary: canary.map(Math.round),
+      };
+      console.log(
+        `${m.says}: 2 steps ${p} ms, 6 steps ${c} ms (medians of ${PAIRS}): ${perStepMs} ms a step, ${ratio} ×`,
+      );
     }
     console.log(`wrote ${writeResult('step-shape', { pairs: PAIRS, ...figures })}`);
   } finally {

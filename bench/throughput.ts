@@ -40,12 +40,14 @@ const id = randomBytes(3).toString('hex');
 const systemNs = `tp-${id}-sys`;
 const namespaces = Array.from({ length: NAMESPACES }, (_, i) => `tp-${id}-${i}`);
 const stages = Array.from({ length: STAGES }, (_, i) => ({ namespace: namespaces[i % NAMESPACES]!, stage: `s${i}` }));
-const cr = (kind: string, namespace: string, name: string, spec: unknown) => objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec });
+const cr = (kind: string, namespace: string, name: string, spec: unknown) =>
+  objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec });
 
 await seedSleepyPlan(kc, namespaces, systemNs, 0);
 // StageVersions before their Stage (else the Stage controller makes one for the vector), 20 at once.
 const seeds = stages.map(({ namespace, stage }) => async () => {
-  for (let r = 1; r <= REVISIONS; r++) await cr('StageVersion', namespace, `${stage}-${r}`, { stage, vector: `${stage}:${r}`, revision: r });
+  for (let r = 1; r <= REVISIONS; r++)
+    await cr('StageVersion', namespace, `${stage}-${r}`, { stage, vector: `${stage}:${r}`, revision: r });
   await cr('Stage', namespace, stage, { vector: `${stage}:${REVISIONS}`, stageVersionHistoryLimit: REVISIONS + 1 });
 });
 for (let i = 0; i < seeds.length; i += 20) await Promise.all(seeds.slice(i, i + 20).map((s) => s()));
@@ -57,15 +59,20 @@ const done: { at: number; ms: number; phase: string }[] = [];
 const waiters = new Map<string, () => void>();
 const watches = await Promise.all(
   namespaces.map((ns) =>
-    new k8s.Watch(kc).watch(`/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`, {}, (_t, o: { metadata: { name: string; namespace: string }; status?: { phase?: string } }) => {
-      const key = `${o.metadata.namespace}/${o.metadata.name}`;
-      const start = created.get(key);
-      if (start === undefined || !FINAL.includes(o.status?.phase ?? '')) return;
-      created.delete(key);
-      const at = performance.now();
-      done.push({ at, ms: at - start, phase: o.status!.phase! });
-      waiters.get(key)?.();
-    }, () => undefined),
+    new k8s.Watch(kc).watch(
+      `/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`,
+      {},
+      (_t, o: { metadata: { name: string; namespace: string }; status?: { phase?: string } }) => {
+        const key = `${o.metadata.namespace}/${o.metadata.name}`;
+        const start = created.get(key);
+        if (start === undefined || !FINAL.includes(o.status?.phase ?? '')) return;
+        created.delete(key);
+        const at = performance.now();
+        done.push({ at, ms: at - start, phase: o.status!.phase! });
+        waiters.get(key)?.();
+      },
+      () => undefined,
+    ),
   ),
 );
 
@@ -79,7 +86,10 @@ const windowStart = performance.now() + WARMUP * 1000;
 let cpuAtStart: Record<string, number> = {};
 let cpuAtEnd: Record<string, number> = {};
 const stamped = () => ({ ...cpu(), at: performance.now() });
-const cpuTimers = [setTimeout(() => (cpuAtStart = stamped()), WARMUP * 1000), setTimeout(() => (cpuAtEnd = stamped()), (WARMUP + SECONDS) * 1000)];
+const cpuTimers = [
+  setTimeout(() => (cpuAtStart = stamped()), WARMUP * 1000),
+  setTimeout(() => (cpuAtEnd = stamped()), (WARMUP + SECONDS) * 1000),
+];
 
 async function loop({ namespace, stage }: { namespace: string; stage: string }): Promise<void> {
   for (let r = 1; r <= REVISIONS && performance.now() < deadline; r++) {
@@ -87,7 +97,12 @@ async function loop({ namespace, stage }: { namespace: string; stage: string }):
     const key = `${namespace}/${name}`;
     const finished = new Promise<void>((resolve) => waiters.set(key, resolve));
     created.set(key, performance.now());
-    await objects.create({ apiVersion: API_VERSION, kind: 'VectorActivation', metadata: { name, namespace }, spec: { stage, stageVersion: `${stage}-${r}` } });
+    await objects.create({
+      apiVersion: API_VERSION,
+      kind: 'VectorActivation',
+      metadata: { name, namespace },
+      spec: { stage, stageVersion: `${stage}-${r}` },
+    });
     await finished;
     waiters.delete(key);
   }
@@ -104,14 +119,27 @@ await removeNamespaces(kc, [...namespaces, systemNs]);
 // Only an activation that switched its Stage counts; any other ending is reported beside it.
 const ended = done.filter((d) => d.at >= windowStart && d.at <= windowEnd);
 const inWindow = ended.filter((d) => d.phase === 'Succeeded');
-const otherEndings = Object.fromEntries([...new Set(ended.map((d) => d.phase))].filter((p) => p !== 'Succeeded').map((p) => [p, ended.filter((d) => d.phase === p).length]));
+const otherEndings = Object.fromEntries(
+  [...new Set(ended.map((d) => d.phase))]
+    .filter((p) => p !== 'Succeeded')
+    .map((p) => [p, ended.filter((d) => d.phase === p).length]),
+);
 const seconds = (windowEnd - windowStart) / 1000;
 const perSecond = inWindow.length / seconds;
-const cpuPerActivation = inWindow.length === 0 ? {} : Object.fromEntries(Object.keys(processes).map((k) => [k, Math.round(((cpuAtEnd[k]! - cpuAtStart[k]!) * 1000) / inWindow.length)]));
+const cpuPerActivation =
+  inWindow.length === 0
+    ? {}
+    : Object.fromEntries(
+        Object.keys(processes).map((k) => [k, Math.round(((cpuAtEnd[k]! - cpuAtStart[k]!) * 1000) / inWindow.length)]),
+      );
 const cpuWindowSeconds = (cpuAtEnd.at! - cpuAtStart.at!) / 1000;
 const ours = Object.keys(processes).reduce((sum, k) => sum + (cpuAtEnd[k]! - cpuAtStart[k]! || 0), 0);
 /** Cores busy over the window: the whole machine's, and the share of it that is ours (servers and system). */
-const coresBusy = { machine: Number(((cpuAtEnd.machine! - cpuAtStart.machine!) / cpuWindowSeconds).toFixed(2)), ours: Number((ours / cpuWindowSeconds).toFixed(2)), cores: availableParallelism() };
+const coresBusy = {
+  machine: Number(((cpuAtEnd.machine! - cpuAtStart.machine!) / cpuWindowSeconds).toFixed(2)),
+  ours: Number((ours / cpuWindowSeconds).toFixed(2)),
+  cores: availableParallelism(),
+};
 const figures = {
   stages: STAGES,
   namespaces: NAMESPACES,
@@ -119,15 +147,37 @@ const figures = {
   succeeded: inWindow.length,
   otherEndings,
   perSecond: Number(perSecond.toFixed(2)),
-  latencyMs: { p50: Math.round(quantile(inWindow.map((d) => d.ms), 0.5)), p99: Math.round(quantile(inWindow.map((d) => d.ms), 0.99)) },
+  latencyMs: {
+    p50: Math.round(
+      quantile(
+        inWindow.map((d) => d.ms),
+        0.5,
+      ),
+    ),
+    p99: Math.round(
+      quantile(
+        inWindow.map((d) => d.ms),
+        0.99,
+      ),
+    ),
+  },
   cpuMsPerActivation: cpuPerActivation,
   coresBusy,
   ranOutOfRevisions: performance.now() < deadline,
 };
-console.log(`throughput: ${figures.perSecond} activations/s over ${figures.windowSeconds} s across ${STAGES} Stages in ${NAMESPACES} namespaces (goal ≥ 12/s); latency p50 ${figures.latencyMs.p50} ms, p99 ${figures.latencyMs.p99} ms`);
+console.log(
+  `throughput: ${figures.perSecond} activations/s over ${figures.windowSeconds} s across ${STAGES} Stages in ${NAMESPACES} namespaces (goal ≥ 12/s); latency p50 ${figures.latencyMs.p50} ms, p99 ${figures.latencyMs.p99} ms`,
+);
 if (Object.keys(otherEndings).length) console.log(`  not counted, ended otherwise: ${JSON.stringify(otherEndings)}`);
-console.log(`  CPU per succeeded activation (ms): ${Object.entries(cpuPerActivation).map(([k, v]) => `${k} ${v}`).join(', ')}`);
-console.log(`  cores busy over the window: ${coresBusy.ours} ours of ${coresBusy.machine} on the machine (${coresBusy.cores} cores)`);
-if (figures.ranOutOfRevisions) console.log(`  note: the Stages ran out of their ${REVISIONS} StageVersions before the window ended (--revisions)`);
+console.log(
+  `  CPU per succeeded activation (ms): ${Object.entries(cpuPerActivation)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ')}`,
+);
+console.log(
+  `  cores busy over the window: ${coresBusy.ours} ours of ${coresBusy.machine} on the machine (${coresBusy.cores} cores)`,
+);
+if (figures.ranOutOfRevisions)
+  console.log(`  note: the Stages ran out of their ${REVISIONS} StageVersions before the window ended (--revisions)`);
 writeResult('throughput', figures);
 process.exit(0);

@@ -30,11 +30,34 @@ export interface CommandSpec {
 }
 
 export const globalOptions: OptionSpec[] = [
-  { name: 'namespace', short: 'n', value: 'NAMESPACE', description: "Kubernetes namespace (default: the kubeconfig context's namespace, else default)" },
-  { name: 'kubeconfig', value: 'PATH', description: 'kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else in-cluster)' },
-  { name: 'output', short: 'o', value: 'FORMAT', choices: ['table', 'json'], description: 'output format: table (default) or json' },
-  { name: 'temporal-address', value: 'HOST:PORT', description: 'Temporal frontend (default: $TEMPORAL_ADDRESS, else 127.0.0.1:7233)' },
-  { name: 'temporal-namespace', value: 'NAMESPACE', description: 'Temporal namespace (default: $TEMPORAL_NAMESPACE, else default)' },
+  {
+    name: 'namespace',
+    short: 'n',
+    value: 'NAMESPACE',
+    description: "Kubernetes namespace (default: the kubeconfig context's namespace, else default)",
+  },
+  {
+    name: 'kubeconfig',
+    value: 'PATH',
+    description: 'kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else in-cluster)',
+  },
+  {
+    name: 'output',
+    short: 'o',
+    value: 'FORMAT',
+    choices: ['table', 'json'],
+    description: 'output format: table (default) or json',
+  },
+  {
+    name: 'temporal-address',
+    value: 'HOST:PORT',
+    description: 'Temporal frontend (default: $TEMPORAL_ADDRESS, else 127.0.0.1:7233)',
+  },
+  {
+    name: 'temporal-namespace',
+    value: 'NAMESPACE',
+    description: 'Temporal namespace (default: $TEMPORAL_NAMESPACE, else default)',
+  },
   { name: 'help', short: 'h', description: 'show help for the command' },
 ];
 
@@ -46,7 +69,9 @@ export interface ParsedCommandLine {
 }
 
 function find(specs: OptionSpec[], token: string): OptionSpec | undefined {
-  return token.startsWith('--') ? specs.find((o) => o.name === token.slice(2)) : specs.find((o) => o.short && `-${o.short}` === token);
+  return token.startsWith('--')
+    ? specs.find((o) => o.name === token.slice(2))
+    : specs.find((o) => o.short && `-${o.short}` === token);
 }
 
 /**
@@ -70,7 +95,10 @@ export function parseCommandLine(argv: string[], commands: CommandSpec[]): Parse
       if (commandName === undefined) {
         commandName = token;
         command = commands.find((c) => c.name === token);
-        if (!command && token !== 'help') throw usageError(`unknown command "${token}"; commands: ${commands.map((c) => c.name).join(', ')} (konfidence --help)`);
+        if (!command && token !== 'help')
+          throw usageError(
+            `unknown command "${token}"; commands: ${commands.map((c) => c.name).join(', ')} (konfidence --help)`,
+          );
       } else positionals.push(token);
       continue;
     }
@@ -80,8 +108,13 @@ export function parseCommandLine(argv: string[], commands: CommandSpec[]): Parse
     const spec = find(known, key);
     if (!spec) {
       const elsewhere = commands.find((c) => find(c.options, key));
-      if (!command && elsewhere) throw usageError(`flag ${key} belongs to "${elsewhere.name}": put it after the command (konfidence ${elsewhere.name} --help)`);
-      throw usageError(`unknown flag ${key}${command ? ` for "${command.name}" (konfidence ${command.name} --help)` : ' (konfidence --help)'}`);
+      if (!command && elsewhere)
+        throw usageError(
+          `flag ${key} belongs to "${elsewhere.name}": put it after the command (konfidence ${elsewhere.name} --help)`,
+        );
+      throw usageError(
+        `unknown flag ${key}${command ? ` for "${command.name}" (konfidence ${command.name} --help)` : ' (konfidence --help)'}`,
+      );
     }
     if (!spec.value) {
       if (eq > 0) throw usageError(`flag --${spec.name} takes no value`);
@@ -94,7 +127,8 @@ export function parseCommandLine(argv: string[], commands: CommandSpec[]): Parse
       value = argv[++i];
       if (value === undefined) throw usageError(`flag ${key} needs a value (${spec.value})`);
     }
-    if (spec.choices && !spec.choices.includes(value)) throw usageError(`flag ${key}: "${value}" is not one of ${spec.choices.join(', ')}`);
+    if (spec.choices && !spec.choices.includes(value))
+      throw usageError(`flag ${key}: "${value}" is not one of ${spec.choices.join(', ')}`);
     if (value === '') throw usageError(`flag ${key} needs a non-empty value (${spec.value})`);
     options[spec.name] = value;
   }
@@ -105,11 +139,16 @@ export function parseCommandLine(argv: string[], commands: CommandSpec[]): Parse
 export function checkPositionals(spec: CommandSpec, positionals: string[]): void {
   const required = spec.positionals.filter((p) => p.required).length;
   if (positionals.length < required) {
-    const missing = spec.positionals.slice(positionals.length).filter((p) => p.required).map((p) => p.name);
+    const missing = spec.positionals
+      .slice(positionals.length)
+      .filter((p) => p.required)
+      .map((p) => p.name);
     throw usageError(`${spec.name}: missing ${missing.join(' and ')}; usage: ${synopsis(spec)}`);
   }
   if (positionals.length > spec.positionals.length) {
-    throw usageError(`${spec.name}: unexpected argument "${positionals[spec.positionals.length]}"; usage: ${synopsis(spec)}`);
+    throw usageError(
+      `${spec.name}: unexpected argument "${positionals[spec.positionals.length]}"; usage: ${synopsis(spec)}`,
+    );
   }
 }
 
@@ -124,6 +163,7 @@ const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 
 export function parseDuration(flag: string, text: string): number {
   if (/^\d+(\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
   const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)];
-  if (!parts.length || parts.map((p) => p[0]).join('') !== text) throw usageError(`flag --${flag}: "${text}" is not a duration (e.g. 90s, 5m, 1h30m)`);
+  if (!parts.length || parts.map((p) => p[0]).join('') !== text)
+    throw usageError(`flag --${flag}: "${text}" is not a duration (e.g. 90s, 5m, 1h30m)`);
   return Math.round(parts.reduce((sum, p) => sum + Number(p[1]) * UNITS[p[2]!]!, 0));
 }

@@ -15,4 +15,5 @@ export interface Command extends CommandSpec {
   run(ctx: Context, args: Invocation): Promise<ExitCode>;
 }
 
-export const stringOption = (args: Invocation, name: string): string | undefined => (typeof args.options[name] === 'string' ? (args.options[name] as string) : undefined);
+export const stringOption = (args: Invocation, name: string): string | undefined =>
+  typeof args.options[name] === 'string' ? (args.options[name] as string) : undefined;

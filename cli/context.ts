@@ -38,14 +38,24 @@ export interface Settings {
 
 export function loadKube(options: Record<string, string | boolean>): k8s.KubeConfig {
   try {
-    return withUserAgent(loadKubeConfig(typeof options.kubeconfig === 'string' ? options.kubeconfig : undefined), userAgentOf('cli'));
+    return withUserAgent(
+      loadKubeConfig(typeof options.kubeconfig === 'string' ? options.kubeconfig : undefined),
+      userAgentOf('cli'),
+    );
   } catch (err) {
-    throw usageError(`cannot load the kubeconfig ${options.kubeconfig ?? process.env.KUBECONFIG ?? '(default)'}: ${(err as Error).message}`);
+    throw usageError(
+      `cannot load the kubeconfig ${options.kubeconfig ?? process.env.KUBECONFIG ?? '(default)'}: ${(err as Error).message}`,
+    );
   }
 }
 
 /** Flags first, then the environment and the kubeconfig context, then defaults. Pure. */
-export function settingsFrom(options: Record<string, string | boolean>, env: NodeJS.ProcessEnv, contextNamespace: string | undefined, program: string): Settings {
+export function settingsFrom(
+  options: Record<string, string | boolean>,
+  env: NodeJS.ProcessEnv,
+  contextNamespace: string | undefined,
+  program: string,
+): Settings {
   const str = (name: string) => (typeof options[name] === 'string' ? (options[name] as string) : undefined);
   return {
     namespace: str('namespace') ?? contextNamespace ?? 'default',
@@ -90,14 +100,21 @@ export class Context {
     const parsed = schema.safeParse(o);
     if (parsed.success) return parsed.data;
     const name = (o as { metadata?: { name?: string } }).metadata?.name;
-    this.io.err(`warning: ${kind} ${this.namespace}/${name} does not match its schema and is left out: ${describeIssues(parsed.error)}`);
+    this.io.err(
+      `warning: ${kind} ${this.namespace}/${name} does not match its schema and is left out: ${describeIssues(parsed.error)}`,
+    );
     return undefined;
   }
 
   async activation(name: string) {
     const o = await this.objects.get('VectorActivation', this.namespace, name);
     const va = o && this.parse(vectorActivationResource, 'VectorActivation', o);
-    if (!va) throw notFound(`VectorActivation ${name}`, this.namespace, `list them with "${this.settings.program} history STAGE -n ${this.namespace}" or "kubectl get va -n ${this.namespace}"`);
+    if (!va)
+      throw notFound(
+        `VectorActivation ${name}`,
+        this.namespace,
+        `list them with "${this.settings.program} history STAGE -n ${this.namespace}" or "kubectl get va -n ${this.namespace}"`,
+      );
     return va;
   }
 
@@ -113,7 +130,12 @@ export class Context {
 
   async requireStage(name: string) {
     const stage = await this.stage(name);
-    if (!stage) throw notFound(`Stage ${name}`, this.namespace, `list them with "kubectl get stages -n ${this.namespace}", or pass the namespace with -n`);
+    if (!stage)
+      throw notFound(
+        `Stage ${name}`,
+        this.namespace,
+        `list them with "kubectl get stages -n ${this.namespace}", or pass the namespace with -n`,
+      );
     return stage;
   }
 
@@ -138,7 +160,8 @@ export class Context {
    */
   async usages(): Promise<(stage: string) => Usages> {
     const items = await this.objects.list('StageVersionUsage', this.namespace);
-    const ref = (name: string) => items.find((u) => u.metadata.name === name)?.spec?.stageVersionRef?.name as string | undefined;
+    const ref = (name: string) =>
+      items.find((u) => u.metadata.name === name)?.spec?.stageVersionRef?.name as string | undefined;
     return (stage) => {
       const [active, target] = [ref(activeUsageName(stage)), ref(targetUsageName(stage))];
       return { ...(active ? { active } : {}), ...(target ? { target } : {}) };
@@ -149,7 +172,9 @@ export class Context {
    * A Temporal client, or why there is none: Temporal is optional for the CLI (only the live
    * progress comes from it), so an unreachable server is reported, not fatal.
    */
-  async temporal(): Promise<{ client: Client; call: <T>(fn: () => Promise<T>) => Promise<T>; close: () => Promise<void> } | { error: string }> {
+  async temporal(): Promise<
+    { client: Client; call: <T>(fn: () => Promise<T>) => Promise<T>; close: () => Promise<void> } | { error: string }
+  > {
     const { temporalAddress: address, temporalNamespace: namespace } = this.settings;
     try {
       // Loaded here: only status needs Temporal, and the SDK takes a while to load.

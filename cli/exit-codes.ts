@@ -36,11 +36,28 @@ export const usageError = (message: string) => new CliError(EXIT.usage, message)
 export const notFound = (what: string, namespace: string, hint: string) =>
   new CliError(EXIT.notFound, `${what} not found in namespace ${namespace}: ${hint}`);
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'SELF_SIGNED_CERT_IN_CHAIN']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'CERT_HAS_EXPIRED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+]);
 
 /** The system error code of a failed connection (node-fetch FetchError, or a cause chain), if any. */
 export function networkCode(err: unknown): string | undefined {
-  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+  for (
+    let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0;
+    e && depth < 5;
+    e = e.cause as typeof e, depth++
+  ) {
     if (typeof e.code === 'string' && NETWORK_CODES.has(e.code)) return e.code;
   }
   return undefined;
@@ -48,7 +65,9 @@ export function networkCode(err: unknown): string | undefined {
 
 /** An apiserver answer other than 2xx (@kubernetes/client-node's ApiException: code, body, headers). */
 function isApiException(err: unknown): err is { code: number; body: unknown } {
-  return err instanceof Error && typeof (err as { code?: unknown }).code === 'number' && 'body' in err && 'headers' in err;
+  return (
+    err instanceof Error && typeof (err as { code?: unknown }).code === 'number' && 'body' in err && 'headers' in err
+  );
 }
 
 /** What a failure means for the exit code. */
@@ -64,11 +83,15 @@ export function describeError(err: unknown, server: string | undefined): string 
   if (err instanceof CliError) return err.message;
   if (isApiException(err)) {
     const message = statusMessage(err.body, err.code);
-    if (err.code === 401 || err.code === 403) return `the Kubernetes API server refused the call (HTTP ${err.code}): ${message}; check your credentials and RBAC (kubectl auth can-i)`;
+    if (err.code === 401 || err.code === 403)
+      return `the Kubernetes API server refused the call (HTTP ${err.code}): ${message}; check your credentials and RBAC (kubectl auth can-i)`;
     return `the Kubernetes API server answered HTTP ${err.code}: ${message}`;
   }
   const code = networkCode(err);
-  if (code) return `cannot reach the Kubernetes API server ${server ?? ''} (${code}): check --kubeconfig / KUBECONFIG and that the cluster is up`.replace('  ', ' ');
+  if (code)
+    return `cannot reach the Kubernetes API server ${server ?? ''} (${code}): check --kubeconfig / KUBECONFIG and that the cluster is up`.replace(
+      '  ',
+      ' ',
+    );
   return err instanceof Error ? err.message : String(err);
 }
-

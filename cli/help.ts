@@ -46,7 +46,15 @@ export function commandHelp(spec: CommandSpec, program = 'konfidence'): string {
     `Usage: ${synopsis(spec, program)}`,
     '',
     spec.description,
-    ...(spec.positionals.length ? ['', 'Arguments:', ...spec.positionals.map((p) => `  ${p.name.padEnd(width)}  ${p.description}${p.required ? '' : ' (optional)'}`)] : []),
+    ...(spec.positionals.length
+      ? [
+          '',
+          'Arguments:',
+          ...spec.positionals.map(
+            (p) => `  ${p.name.padEnd(width)}  ${p.description}${p.required ? '' : ' (optional)'}`,
+          ),
+        ]
+      : []),
     ...(spec.options.length ? ['', 'Flags:', ...optionLines(spec.options)] : []),
     '',
     'Global flags:',

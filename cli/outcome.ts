@@ -26,10 +26,21 @@ export type WaitOutcome = { done: false } | { done: true; code: ExitCode; verdic
 export function waitOutcome(phase: string | undefined, reason: string | undefined): WaitOutcome {
   if (!isFinal(phase)) return { done: false };
   if (phase === 'Succeeded') return { done: true, code: EXIT.ok, verdict: 'the StageVersion serves the traffic' };
-  if (phase === 'Skipped' && reason === 'AlreadyActive') return { done: true, code: EXIT.ok, verdict: 'the StageVersion already served the traffic' };
-  if (phase === 'Skipped') return { done: true, code: EXIT.failed, verdict: `skipped (${reason ?? 'no reason given'}): the StageVersion does not serve the traffic` };
-  return { done: true, code: EXIT.failed, verdict: `${phase.toLowerCase()}: the StageVersion does not serve the traffic` };
+  if (phase === 'Skipped' && reason === 'AlreadyActive')
+    return { done: true, code: EXIT.ok, verdict: 'the StageVersion already served the traffic' };
+  if (phase === 'Skipped')
+    return {
+      done: true,
+      code: EXIT.failed,
+      verdict: `skipped (${reason ?? 'no reason given'}): the StageVersion does not serve the traffic`,
+    };
+  return {
+    done: true,
+    code: EXIT.failed,
+    verdict: `${phase.toLowerCase()}: the StageVersion does not serve the traffic`,
+  };
 }
 
 /** The answer to a cancel or retry the CLI asked for, as an exit code. */
-export const requestExitCode = (outcome: 'Accepted' | 'Refused'): ExitCode => (outcome === 'Accepted' ? EXIT.ok : EXIT.failed);
+export const requestExitCode = (outcome: 'Accepted' | 'Refused'): ExitCode =>
+  outcome === 'Accepted' ? EXIT.ok : EXIT.failed;

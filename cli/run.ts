@@ -12,7 +12,8 @@ export async function run(argv: string[], io: Io, program: string): Promise<Exit
   let server: string | undefined;
   try {
     const parsed = parseCommandLine(argv, commands);
-    const helpFor = parsed.command === 'help' ? parsed.positionals[0] : parsed.options.help ? parsed.command : undefined;
+    const helpFor =
+      parsed.command === 'help' ? parsed.positionals[0] : parsed.options.help ? parsed.command : undefined;
     if (parsed.command === undefined || parsed.command === 'help' || parsed.options.help) {
       if (helpFor === undefined) {
         // No command at all is a usage error: the help goes to stderr, exit 2.

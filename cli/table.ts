@@ -2,7 +2,10 @@
 
 /** Columns padded to their widest cell, two spaces apart, like kubectl get; empty cells show "-". */
 export function formatTable(header: string[], rows: (string | number | undefined)[][]): string {
-  const cells = [header, ...rows.map((r) => header.map((_, i) => (r[i] === undefined || r[i] === '' ? '-' : String(r[i]))))];
+  const cells = [
+    header,
+    ...rows.map((r) => header.map((_, i) => (r[i] === undefined || r[i] === '' ? '-' : String(r[i])))),
+  ];
   const widths = header.map((_, i) => Math.max(...cells.map((r) => r[i]!.length)));
   return cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n');
 }

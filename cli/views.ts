@@ -48,8 +48,21 @@ function progressionView(p: NonNullable<NonNullable<Activation['status']>['progr
     step: p.step,
     steps: p.steps,
     weight: p.weight,
-    ...(p.gate ? { gate: { type: p.gate.type, since: p.gate.since, ...(p.gate.until ? { until: p.gate.until } : {}), message: p.gate.message } } : {}),
-    analyses: (p.analysisRuns ?? []).map((r) => ({ name: r.name, phase: r.phase, values: r.measurements.map((m) => (m.value !== undefined ? String(m.value) : m.verdict)) })),
+    ...(p.gate
+      ? {
+          gate: {
+            type: p.gate.type,
+            since: p.gate.since,
+            ...(p.gate.until ? { until: p.gate.until } : {}),
+            message: p.gate.message,
+          },
+        }
+      : {}),
+    analyses: (p.analysisRuns ?? []).map((r) => ({
+      name: r.name,
+      phase: r.phase,
+      values: r.measurements.map((m) => (m.value !== undefined ? String(m.value) : m.verdict)),
+    })),
     ...(last ? { last: { action: last.action, ...(last.by ? { by: last.by } : {}), time: last.time } } : {}),
   };
 }
@@ -82,7 +95,11 @@ const created = (a: Activation) => formatTime(a.metadata.creationTimestamp) ?? '
 
 /** Newest first: creation time (seconds), then start time, then name, so that the order is stable. */
 export function newestFirst(a: Activation, b: Activation): number {
-  return created(b).localeCompare(created(a)) || (b.status?.startTime ?? '').localeCompare(a.status?.startTime ?? '') || a.metadata.name!.localeCompare(b.metadata.name!);
+  return (
+    created(b).localeCompare(created(a)) ||
+    (b.status?.startTime ?? '').localeCompare(a.status?.startTime ?? '') ||
+    a.metadata.name!.localeCompare(b.metadata.name!)
+  );
 }
 
 export interface Usages {
@@ -98,7 +115,9 @@ export interface Usages {
 export function stageStatusView(stage: StageResource, usages: Usages, activations: Activation[]): StageStatusView {
   const mine = activations.filter((a) => a.spec.stage === stage.metadata.name).sort(newestFirst);
   const running = mine.find((a) => a.status?.phase === 'InProgress');
-  const waiting = mine.filter((a) => !isFinal(a.status?.phase) && a !== running && !a.metadata.deletionTimestamp).reverse();
+  const waiting = mine
+    .filter((a) => !isFinal(a.status?.phase) && a !== running && !a.metadata.deletionTimestamp)
+    .reverse();
   const last = mine.find((a) => isFinal(a.status?.phase));
   // The usages are the record (the Stage status copies them, a moment later): they come first.
   const active = usages.active ?? stage.status?.activeStageVersion;
@@ -111,12 +130,31 @@ export function stageStatusView(stage: StageResource, usages: Usages, activation
     ...(active ? { active } : {}),
     ...(target ? { target } : {}),
     ...(stage.status?.traffic
-      ? { traffic: stage.status.traffic.map((t) => ({ route: `${t.route.kind} ${t.route.namespace}/${t.route.name} rule ${t.name ?? t.rule}`, kind: t.route.kind, weights: t.weights })) }
+      ? {
+          traffic: stage.status.traffic.map((t) => ({
+            route: `${t.route.kind} ${t.route.namespace}/${t.route.name} rule ${t.name ?? t.rule}`,
+            kind: t.route.kind,
+            weights: t.weights,
+          })),
+        }
       : {}),
     ...(running ? { running: runningView(running) } : {}),
-    waiting: waiting.map((a) => ({ name: a.metadata.name!, stageVersion: a.spec.stageVersion, phase: a.status?.phase ?? 'Pending', ...(created(a) ? { created: created(a) } : {}) })),
+    waiting: waiting.map((a) => ({
+      name: a.metadata.name!,
+      stageVersion: a.spec.stageVersion,
+      phase: a.status?.phase ?? 'Pending',
+      ...(created(a) ? { created: created(a) } : {}),
+    })),
     ...(last
-      ? { last: { name: last.metadata.name!, stageVersion: last.spec.stageVersion, phase: last.status!.phase!, ...(last.status?.reason ? { reason: last.status.reason } : {}), ...(last.status?.completionTime ? { completionTime: last.status.completionTime } : {}) } }
+      ? {
+          last: {
+            name: last.metadata.name!,
+            stageVersion: last.spec.stageVersion,
+            phase: last.status!.phase!,
+            ...(last.status?.reason ? { reason: last.status.reason } : {}),
+            ...(last.status?.completionTime ? { completionTime: last.status.completionTime } : {}),
+          },
+        }
       : {}),
   };
 }
@@ -130,7 +168,11 @@ function runningView(a: Activation): RunningView {
     ...(a.status?.startTime ? { startTime: a.status.startTime } : {}),
     ...(a.status?.workflowId ? { workflowId: a.status.workflowId } : {}),
     progressFrom: 'kubernetes',
-    steps: (a.status?.steps ?? []).map((s) => ({ name: s.name, phase: s.phase, tasks: s.tasks.map((t) => ({ ...t })) })),
+    steps: (a.status?.steps ?? []).map((s) => ({
+      name: s.name,
+      phase: s.phase,
+      tasks: s.tasks.map((t) => ({ ...t })),
+    })),
     ...(a.status?.progression ? { progression: progressionView(a.status.progression) } : {}),
   };
 }
@@ -138,7 +180,13 @@ function runningView(a: Activation): RunningView {
 /** The running activation with the steps its workflow reports (fresher than the status). */
 export function withProgress(running: RunningView, progress: ActivationProgress): RunningView {
   const { note: _dropped, ...rest } = running;
-  return { ...rest, phase: progress.phase, attempt: progress.attempt, progressFrom: 'workflow', steps: progress.steps.map((s) => ({ ...s, tasks: s.tasks.map((t) => ({ ...t })) })) };
+  return {
+    ...rest,
+    phase: progress.phase,
+    attempt: progress.attempt,
+    progressFrom: 'workflow',
+    steps: progress.steps.map((s) => ({ ...s, tasks: s.tasks.map((t) => ({ ...t })) })),
+  };
 }
 
 export function withNote(running: RunningView, note: string): RunningView {
@@ -156,38 +204,63 @@ export interface MeasuredShares {
  * The shares of the rates measured per StageVersion (undefined: the gateway has no series for it).
  * No request at all is no measurement: a share of nothing would read as 0 %.
  */
-export function measuredShares(rates: Record<string, number | undefined>, windowSeconds: number): MeasuredShares | undefined {
+export function measuredShares(
+  rates: Record<string, number | undefined>,
+  windowSeconds: number,
+): MeasuredShares | undefined {
   const total = Object.values(rates).reduce<number>((sum, r) => sum + (r ?? 0), 0);
   if (!(total > 0)) return undefined;
-  const percent = Object.fromEntries(Object.entries(rates).map(([sv, r]) => [sv, Math.round(((r ?? 0) / total) * 1000) / 10]));
+  const percent = Object.fromEntries(
+    Object.entries(rates).map(([sv, r]) => [sv, Math.round(((r ?? 0) / total) * 1000) / 10]),
+  );
   return { windowSeconds, requestsPerSecond: Math.round(total * 10) / 10, percent };
 }
 
-const renderShares = (m: MeasuredShares) => `${Object.entries(m.percent).map(([sv, p]) => `${sv} ${p}%`).join(', ')} (${m.requestsPerSecond} req/s)`;
+const renderShares = (m: MeasuredShares) =>
+  `${Object.entries(m.percent)
+    .map(([sv, p]) => `${sv} ${p}%`)
+    .join(', ')} (${m.requestsPerSecond} req/s)`;
 
 export function renderStatus(views: StageStatusView[], now: Date): string {
   return views.map((v) => renderStage(v, now)).join('\n\n');
 }
 
 function renderStage(v: StageStatusView, now: Date): string {
-  const lines = [`Stage ${v.namespace}/${v.stage}${v.phase ? ` (${v.phase})` : ''}`, `  vector:   ${v.vector}`, `  active:   ${v.active ?? '(none)'}`, `  target:   ${v.target ?? '(none)'}`];
+  const lines = [
+    `Stage ${v.namespace}/${v.stage}${v.phase ? ` (${v.phase})` : ''}`,
+    `  vector:   ${v.vector}`,
+    `  active:   ${v.active ?? '(none)'}`,
+    `  target:   ${v.target ?? '(none)'}`,
+  ];
   if (v.traffic?.length) {
     lines.push('  traffic:');
     for (const t of v.traffic) {
-      lines.push(`    ${t.route}: ${Object.entries(t.weights).map(([sv, w]) => `${sv} ${w}%`).join(', ') || 'nothing'}`);
-      if (t.measured) lines.push(`      measured at the gateway, last ${t.measured.windowSeconds}s: ${renderShares(t.measured)}`);
+      lines.push(
+        `    ${t.route}: ${
+          Object.entries(t.weights)
+            .map(([sv, w]) => `${sv} ${w}%`)
+            .join(', ') || 'nothing'
+        }`,
+      );
+      if (t.measured)
+        lines.push(`      measured at the gateway, last ${t.measured.windowSeconds}s: ${renderShares(t.measured)}`);
     }
   } else if (v.traffic) lines.push('  traffic:  (no managed route sends this Stage traffic)');
   const r = v.running;
   if (r) {
     const since = r.startTime ? `, started ${formatDuration(between(r.startTime, now) ?? 0)} ago` : '';
-    lines.push(`  running:  ${r.name} → ${r.stageVersion} (${r.phase}${r.attempt && r.attempt > 1 ? `, attempt ${r.attempt}` : ''}${since})`);
+    lines.push(
+      `  running:  ${r.name} → ${r.stageVersion} (${r.phase}${r.attempt && r.attempt > 1 ? `, attempt ${r.attempt}` : ''}${since})`,
+    );
     if (r.note) lines.push(`    note: ${r.note}`);
-    lines.push(`    steps (from ${r.progressFrom === 'workflow' ? "the workflow's progress query" : 'the VectorActivation status'}):`);
+    lines.push(
+      `    steps (from ${r.progressFrom === 'workflow' ? "the workflow's progress query" : 'the VectorActivation status'}):`,
+    );
     if (!r.steps.length) lines.push('      (none reported yet)');
     for (const [i, s] of r.steps.entries()) {
       lines.push(`      ${i + 1}. ${s.name}: ${s.phase}`);
-      for (const t of s.tasks) lines.push(`         - ${t.registration}: ${t.phase}${t.message ? ` (${t.message})` : ''}`);
+      for (const t of s.tasks)
+        lines.push(`         - ${t.registration}: ${t.phase}${t.message ? ` (${t.message})` : ''}`);
     }
     if (r.progression) lines.push(...renderProgression(r.name, v.namespace, r.stageVersion, r.progression, now));
   } else lines.push('  running:  (none)');
@@ -195,19 +268,32 @@ function renderStage(v: StageStatusView, now: Date): string {
     lines.push('  waiting:');
     for (const w of v.waiting) lines.push(`    ${w.name} → ${w.stageVersion} (${w.phase})`);
   } else lines.push('  waiting:  (none)');
-  if (v.last) lines.push(`  last:     ${v.last.name} → ${v.last.stageVersion} (${v.last.phase}${v.last.reason ? `, ${v.last.reason}` : ''}${v.last.completionTime ? `, ${v.last.completionTime}` : ''})`);
+  if (v.last)
+    lines.push(
+      `  last:     ${v.last.name} → ${v.last.stageVersion} (${v.last.phase}${v.last.reason ? `, ${v.last.reason}` : ''}${v.last.completionTime ? `, ${v.last.completionTime}` : ''})`,
+    );
   return lines.join('\n');
 }
 
-function renderProgression(name: string, namespace: string, stageVersion: string, p: ProgressionView, now: Date): string[] {
+function renderProgression(
+  name: string,
+  namespace: string,
+  stageVersion: string,
+  p: ProgressionView,
+  now: Date,
+): string[] {
   const at = p.step < p.steps ? `step ${p.step + 1}/${p.steps}` : 'the switch to 100 %';
   const lines = [`    progression: ${at}, ${p.weight} % to ${stageVersion}`];
   if (p.gate) {
     const until = p.gate.until ? `, until ${p.gate.until}` : '';
-    lines.push(`      waiting:  ${p.gate.type} for ${formatDuration(between(p.gate.since, now) ?? 0)}${until}: ${p.gate.message}`);
-    if (approvable(p.gate.type)) lines.push(`      approve:  konfidence approve ${name} -n ${namespace}   (or promote, abort)`);
+    lines.push(
+      `      waiting:  ${p.gate.type} for ${formatDuration(between(p.gate.since, now) ?? 0)}${until}: ${p.gate.message}`,
+    );
+    if (approvable(p.gate.type))
+      lines.push(`      approve:  konfidence approve ${name} -n ${namespace}   (or promote, abort)`);
   }
-  for (const a of p.analyses) lines.push(`      analysis ${a.name}: ${a.phase}${a.values.length ? ` (${a.values.join(', ')})` : ''}`);
+  for (const a of p.analyses)
+    lines.push(`      analysis ${a.name}: ${a.phase}${a.values.length ? ` (${a.values.join(', ')})` : ''}`);
   if (p.last) lines.push(`      last answer: ${p.last.action}${p.last.by ? ` by ${p.last.by}` : ''} at ${p.last.time}`);
   return lines;
 }
@@ -250,7 +336,16 @@ export function historyRows(activations: Activation[], stage: string, now: Date)
 export function renderHistory(rows: HistoryRow[]): string {
   return formatTable(
     ['NAME', 'STAGEVERSION', 'PHASE', 'REASON', 'ATTEMPT', 'STARTED', 'FINISHED', 'DURATION'],
-    rows.map((r) => [r.name, r.stageVersion, r.phase ?? 'Pending', r.reason, r.attempt, r.startTime, r.completionTime, r.durationSeconds === undefined ? undefined : formatDuration(r.durationSeconds * 1000)]),
+    rows.map((r) => [
+      r.name,
+      r.stageVersion,
+      r.phase ?? 'Pending',
+      r.reason,
+      r.attempt,
+      r.startTime,
+      r.completionTime,
+      r.durationSeconds === undefined ? undefined : formatDuration(r.durationSeconds * 1000),
+    ]),
   );
 }
 
@@ -294,7 +389,13 @@ export function phaseEvent(seen: Seen, type: string, a: Activation, now: Date): 
 }
 
 export function renderPhaseEvent(e: PhaseEvent): string {
-  const extra = [e.reason, e.attempt && e.attempt > 1 ? `attempt ${e.attempt}` : undefined, e.weight !== undefined ? `${e.weight} %` : undefined].filter(Boolean).join(', ');
+  const extra = [
+    e.reason,
+    e.attempt && e.attempt > 1 ? `attempt ${e.attempt}` : undefined,
+    e.weight !== undefined ? `${e.weight} %` : undefined,
+  ]
+    .filter(Boolean)
+    .join(', ');
   // A final phase says how it ended; a gate says what it waits for.
   const said = e.message && (isFinal(e.phase) || e.gate) ? `: ${e.message}` : '';
   return `${e.time}  ${e.name}  ${e.stage} → ${e.stageVersion}  ${e.phase}${extra ? ` (${extra})` : ''}${said}`;

@@ -74,7 +74,10 @@ export class NamespacedInformers {
   private readonly refusals = new Map<string, string>();
 
   constructor(private readonly options: NamespacedInformersOptions) {
-    this.gate = new LeaderGate(options.leadership, options.sharded ? (ns) => ns === options.systemNamespace || this.serving.has(ns) : undefined);
+    this.gate = new LeaderGate(
+      options.leadership,
+      options.sharded ? (ns) => ns === options.systemNamespace || this.serving.has(ns) : undefined,
+    );
     if (options.namespaces || options.sharded) this.watching = new Set(options.namespaces ?? []);
   }
 
@@ -91,7 +94,11 @@ export class NamespacedInformers {
 
   /** True once every cache of `kinds` has listed, and while the last list of each succeeded (readiness). */
   isSynced(): boolean {
-    return this.synced && !this.stopped && [...this.caches.values()].every((caches) => caches.kinds.every((cache) => cache.listed));
+    return (
+      this.synced &&
+      !this.stopped &&
+      [...this.caches.values()].every((caches) => caches.kinds.every((cache) => cache.listed))
+    );
   }
 
   /**
@@ -116,13 +123,20 @@ export class NamespacedInformers {
 
   private async retryRefused(): Promise<void> {
     for (const kind of this.options.optionalKinds ?? []) {
-      const refused = [...this.caches.values()].flatMap((caches) => caches.optional.get(kindKey(kind)) ?? []).filter((cache) => cache.refused);
+      const refused = [...this.caches.values()]
+        .flatMap((caches) => caches.optional.get(kindKey(kind)) ?? [])
+        .filter((cache) => cache.refused);
       if (refused.length === 0) continue;
       const n = this.retries.get(kindKey(kind)) ?? 0;
       this.retries.set(kindKey(kind), n + 1);
       const first = refused[n % refused.length]!;
       await first.resume();
-      if (first.listed) await forEachLimited(refused.filter((cache) => cache !== first), LIST_PARALLEL, (cache) => cache.resume());
+      if (first.listed)
+        await forEachLimited(
+          refused.filter((cache) => cache !== first),
+          LIST_PARALLEL,
+          (cache) => cache.resume(),
+        );
     }
   }
 
@@ -156,12 +170,19 @@ export class NamespacedInformers {
           this.options.onListed?.();
         },
         ...(this.options.slim ? { slim: this.options.slim } : {}),
-        ...(optional ? { onRefused: (refusal: string, status: number) => this.refused(optional, refusal, status) } : {}),
+        ...(optional
+          ? { onRefused: (refusal: string, status: number) => this.refused(optional, refusal, status) }
+          : {}),
         log: this.options.log,
       });
     const caches: NamespaceCaches = {
       kinds: this.options.kinds.map((kind) => cache({ plural: pluralOf(kind) })),
-      optional: new Map((this.options.optionalKinds ?? []).map((apiKind) => [kindKey(apiKind), cache({ group: apiKind.group, version: apiKind.version, plural: apiKind.plural }, apiKind)])),
+      optional: new Map(
+        (this.options.optionalKinds ?? []).map((apiKind) => [
+          kindKey(apiKind),
+          cache({ group: apiKind.group, version: apiKind.version, plural: apiKind.plural }, apiKind),
+        ]),
+      ),
     };
     this.caches.set(namespace ?? '', caches);
     await Promise.all([...caches.kinds, ...caches.optional.values()].map((cache) => cache.start()));
@@ -172,7 +193,9 @@ export class NamespacedInformers {
   private refused(kind: ApiKind, refusal: string, status: number): void {
     if (this.refusals.get(kindKey(kind)) === refusal) return;
     this.refusals.set(kindKey(kind), refusal);
-    this.options.log(`${kind.plural}.${kind.group} is not cached: ${refusal}; its list is tried again later`, { level: status === 404 ? 'info' : 'warn' });
+    this.options.log(`${kind.plural}.${kind.group} is not cached: ${refusal}; its list is tried again later`, {
+      level: status === 404 ? 'info' : 'warn',
+    });
   }
 
   /** Sharded: the shard serves these namespaces from now on. */
@@ -235,4 +258,5 @@ export class NamespacedInformers {
   }
 }
 
-const stopAll = (caches: NamespaceCaches) => Promise.all([...caches.kinds, ...caches.optional.values()].map((cache) => cache.stop()));
+const stopAll = (caches: NamespaceCaches) =>
+  Promise.all([...caches.kinds, ...caches.optional.values()].map((cache) => cache.stop()));

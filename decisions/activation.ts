@@ -28,13 +28,18 @@ export function clip(text: string, max = MAX_MESSAGE): string {
 
 /** A condition reason (CamelCase identifier) from any error type; "Error" when nothing is left. */
 export function reasonOf(type: string | undefined): string {
-  const cleaned = (type ?? '').replace(/[^A-Za-z0-9_]/g, '').replace(/^[^A-Za-z]+/, '').slice(0, 128);
+  const cleaned = (type ?? '')
+    .replace(/[^A-Za-z0-9_]/g, '')
+    .replace(/^[^A-Za-z]+/, '')
+    .slice(0, 128);
   return cleaned || 'Error';
 }
 
 // --- order ---------------------------------------------------------------------------------
 
-export type Verdict = { run: true; previous?: StageVersionInfo } | { run: false; phase: 'Skipped' | 'Failed'; reason: string; message: string };
+export type Verdict =
+  | { run: true; previous?: StageVersionInfo }
+  | { run: false; phase: 'Skipped' | 'Failed'; reason: string; message: string };
 
 export interface OrderInput {
   stage: string;
@@ -72,7 +77,12 @@ export function orderVerdict(i: OrderInput): Verdict {
     };
   }
   if (active.name === i.target.name && !i.retry) {
-    return { run: false, phase: 'Skipped', reason: 'AlreadyActive', message: `StageVersion ${i.target.name} already serves Stage ${i.stage}` };
+    return {
+      run: false,
+      phase: 'Skipped',
+      reason: 'AlreadyActive',
+      message: `StageVersion ${i.target.name} already serves Stage ${i.stage}`,
+    };
   }
   // "Previous" is what is active now, on a retry too (another activation may have run between).
   return { run: true, ...(active.name === i.target.name ? {} : { previous: active }) };
@@ -98,11 +108,22 @@ export interface StageLoss {
  * identified by its uid, never by its name alone). Before validation a missing Stage was never
  * there (StageNotFound); after it, it was deleted.
  */
-export function stageLoss(namespace: string, stage: string, seen: StageSeen | undefined, validatedUid?: string): StageLoss | undefined {
+export function stageLoss(
+  namespace: string,
+  stage: string,
+  seen: StageSeen | undefined,
+  validatedUid?: string,
+): StageLoss | undefined {
   const name = `Stage ${namespace}/${stage}`;
-  if (!seen) return validatedUid ? { reason: 'StageDeleted', message: `${name} was deleted` } : { reason: 'StageNotFound', message: `${name} does not exist` };
+  if (!seen)
+    return validatedUid
+      ? { reason: 'StageDeleted', message: `${name} was deleted` }
+      : { reason: 'StageNotFound', message: `${name} does not exist` };
   if (validatedUid !== undefined && seen.uid !== validatedUid) {
-    return { reason: 'StageDeleted', message: `${name} was deleted (the Stage of that name now is another one, uid ${seen.uid})` };
+    return {
+      reason: 'StageDeleted',
+      message: `${name} was deleted (the Stage of that name now is another one, uid ${seen.uid})`,
+    };
   }
   if (seen.deleting) return { reason: 'StageDeleted', message: `${name} is being deleted` };
   return undefined;
@@ -140,7 +161,11 @@ export interface PlanShape {
 }
 
 export function initialProgress(plan: PlanShape): StepProgress[] {
-  return plan.steps.map((s) => ({ name: s.name, phase: 'Pending', tasks: s.tasks.map((t) => ({ registration: t.registration, phase: 'Pending' })) }));
+  return plan.steps.map((s) => ({
+    name: s.name,
+    phase: 'Pending',
+    tasks: s.tasks.map((t) => ({ registration: t.registration, phase: 'Pending' })),
+  }));
 }
 
 /**
@@ -156,7 +181,11 @@ export function releasesUsage(phase: VectorActivationPhase, steps: readonly Step
 
 /** A step as it starts: InProgress, with each of its plan's tasks InProgress. */
 export function startedStep(step: PlanShape['steps'][number], progress: StepProgress): StepProgress {
-  return { ...progress, phase: 'InProgress', tasks: step.tasks.map((t) => ({ registration: t.registration, phase: 'InProgress' })) };
+  return {
+    ...progress,
+    phase: 'InProgress',
+    tasks: step.tasks.map((t) => ({ registration: t.registration, phase: 'InProgress' })),
+  };
 }
 
 /**
@@ -168,7 +197,9 @@ export function stepsToRun(plan: PlanShape, progress: readonly StepProgress[]): 
   if (progress.length === 0) return { run: plan.steps.map((_, i) => i) };
   const names = plan.steps.map((s) => s.name).join(',');
   if (names !== progress.map((s) => s.name).join(',')) {
-    return { error: `the plan's steps changed since the first attempt (now ${names}, then ${progress.map((s) => s.name).join(',')}); create a new VectorActivation` };
+    return {
+      error: `the plan's steps changed since the first attempt (now ${names}, then ${progress.map((s) => s.name).join(',')}); create a new VectorActivation`,
+    };
   }
   return { run: plan.steps.map((_, i) => i) };
 }
@@ -180,14 +211,25 @@ export function stepsToRun(plan: PlanShape, progress: readonly StepProgress[]): 
  * nothing, and a step none of whose tasks ran stays Pending (so the usage is given back when no
  * step ran, releasesUsage). `executions[i][j]`: the execution name of step i's task j in this attempt.
  */
-export function closedOutProgress(plan: PlanShape, steps: readonly StepProgress[], executions: readonly (readonly string[])[], recorded: ReadonlySet<string>): StepProgress[] {
+export function closedOutProgress(
+  plan: PlanShape,
+  steps: readonly StepProgress[],
+  executions: readonly (readonly string[])[],
+  recorded: ReadonlySet<string>,
+): StepProgress[] {
   const before = steps.length === plan.steps.length ? steps : initialProgress(plan);
   return plan.steps.map((step, i) => {
     const tasks = step.tasks.map((t, j): TaskProgress => {
-      const was = before[i]!.tasks.find((x) => x.registration === t.registration) ?? { registration: t.registration, phase: 'Pending' };
+      const was = before[i]!.tasks.find((x) => x.registration === t.registration) ?? {
+        registration: t.registration,
+        phase: 'Pending',
+      };
       const execution = executions[i]![j]!;
-      if (recorded.has(execution)) return { ...was, execution, phase: was.phase === 'Succeeded' ? 'Succeeded' : 'Error' };
-      return was.phase === 'InProgress' ? { registration: t.registration, phase: 'Error', message: 'ended: its run closed before it changed a route' } : was;
+      if (recorded.has(execution))
+        return { ...was, execution, phase: was.phase === 'Succeeded' ? 'Succeeded' : 'Error' };
+      return was.phase === 'InProgress'
+        ? { registration: t.registration, phase: 'Error', message: 'ended: its run closed before it changed a route' }
+        : was;
     });
     // A step in which no task ran (recorded, or succeeded) changed nothing: still Pending.
     const ran = tasks.some((t) => t.execution !== undefined || t.phase === 'Succeeded');
@@ -215,7 +257,12 @@ export function stepOutcome(outcomes: readonly TaskOutcome[], cancelled: boolean
 }
 
 export function taskProgressOf(outcomes: readonly TaskOutcome[]): TaskProgress[] {
-  return outcomes.map((o) => ({ registration: o.registration, execution: o.execution, phase: o.ok ? 'Succeeded' : 'Error', message: clip(o.message) }));
+  return outcomes.map((o) => ({
+    registration: o.registration,
+    execution: o.execution,
+    phase: o.ok ? 'Succeeded' : 'Error',
+    message: clip(o.message),
+  }));
 }
 
 // --- the end -------------------------------------------------------------------------------
@@ -238,8 +285,17 @@ export interface StopCause {
  * went (whatever else asked it to stop), else reason Cancelled.
  */
 export function stoppedEnding(where: string, stop: StopCause, state?: string): Ending {
-  if (stop.stageLost) return { phase: 'Cancelled', reason: 'StageDeleted', message: `${stop.stageLost}: the activation stopped ${where}; ${state ?? 'no route was changed'}` };
-  return { phase: 'Cancelled', reason: 'Cancelled', message: `cancelled ${where}${because(stop.reason)}${state ? `; ${state}` : ''}` };
+  if (stop.stageLost)
+    return {
+      phase: 'Cancelled',
+      reason: 'StageDeleted',
+      message: `${stop.stageLost}: the activation stopped ${where}; ${state ?? 'no route was changed'}`,
+    };
+  return {
+    phase: 'Cancelled',
+    reason: 'Cancelled',
+    message: `cancelled ${where}${because(stop.reason)}${state ? `; ${state}` : ''}`,
+  };
 }
 
 export interface FailureInput {
@@ -261,11 +317,19 @@ export interface FailureInput {
 
 /** ADR-0012 failure rule, Kargo's lesson: a failed activation says exactly what stayed applied. */
 export function failureEnding(i: FailureInput): Ending {
-  const applied = i.progress.filter((s) => s.phase === 'Succeeded' || (s.phase === 'Failed' && s.tasks.some((t) => t.phase === 'Succeeded'))).map((s) => s.name);
+  const applied = i.progress
+    .filter((s) => s.phase === 'Succeeded' || (s.phase === 'Failed' && s.tasks.some((t) => t.phase === 'Succeeded')))
+    .map((s) => s.name);
   // A task that ended Error after it ran may have changed some of its routes before it was refused.
-  const mayHaveChanged = (t: TaskProgress) => t.phase === 'Error' && t.execution !== undefined && (i.recorded === undefined || i.recorded.includes(t.execution));
-  const partly = i.progress.filter((s) => !applied.includes(s.name) && s.phase === 'Failed' && s.tasks.some(mayHaveChanged)).map((s) => s.name);
-  const left = [applied.length ? `steps left applied: ${applied.join(', ')}` : 'no step was applied', ...(partly.length ? [`maybe partly applied: ${partly.join(', ')}`] : [])].join('; ');
+  const mayHaveChanged = (t: TaskProgress) =>
+    t.phase === 'Error' && t.execution !== undefined && (i.recorded === undefined || i.recorded.includes(t.execution));
+  const partly = i.progress
+    .filter((s) => !applied.includes(s.name) && s.phase === 'Failed' && s.tasks.some(mayHaveChanged))
+    .map((s) => s.name);
+  const left = [
+    applied.length ? `steps left applied: ${applied.join(', ')}` : 'no step was applied',
+    ...(partly.length ? [`maybe partly applied: ${partly.join(', ')}`] : []),
+  ].join('; ');
   let state: string;
   if (i.onFailure !== 'Revert') state = left;
   else if (i.revert === 'partial') state = `the revert failed for some tasks; ${left}`;
@@ -289,11 +353,15 @@ export type RequestAnswer = { accepted: true } | { accepted: false; message: str
  */
 export function answerRequest(action: RequestAction, phase: string): RequestAnswer {
   if (action === 'cancel') {
-    if (phase === 'Succeeded' || phase === 'Skipped') return { accepted: false, message: `refused: the activation is ${phase}; nothing to cancel` };
+    if (phase === 'Succeeded' || phase === 'Skipped')
+      return { accepted: false, message: `refused: the activation is ${phase}; nothing to cancel` };
     return { accepted: true };
   }
   if (isRetryable(phase)) return { accepted: true };
-  return { accepted: false, message: `refused: the activation is ${phase}; only a Failed or Cancelled activation can be retried` };
+  return {
+    accepted: false,
+    message: `refused: the activation is ${phase}; only a Failed or Cancelled activation can be retried`,
+  };
 }
 
 // --- status --------------------------------------------------------------------------------
@@ -345,7 +413,10 @@ export function activationStatus(r: ActivationReport): ActivationReport {
     reason: reasonOf(r.reason),
     message: clip(r.message, MAX_TOP_MESSAGE),
     ...(r.firstError ? { firstError: clip(r.firstError) } : {}),
-    steps: r.steps.map((s) => ({ ...s, tasks: s.tasks.map((t) => (t.message ? { ...t, message: clip(t.message) } : t)) })),
+    steps: r.steps.map((s) => ({
+      ...s,
+      tasks: s.tasks.map((t) => (t.message ? { ...t, message: clip(t.message) } : t)),
+    })),
     ...(r.progression ? { progression: progressionStatus(r.progression) } : {}),
   };
 }

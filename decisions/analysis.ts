@@ -45,7 +45,13 @@ export interface QueryVars {
 
 /** The query with {{namespace}}, {{stage}}, {{stageVersion}}, {{previousStageVersion}} and {{activation}} filled in. */
 export function renderQuery(query: string, v: QueryVars): string {
-  const values: Record<string, string> = { namespace: v.namespace, stage: v.stage, stageVersion: v.stageVersion, previousStageVersion: v.previousStageVersion ?? '', activation: v.activation };
+  const values: Record<string, string> = {
+    namespace: v.namespace,
+    stage: v.stage,
+    stageVersion: v.stageVersion,
+    previousStageVersion: v.previousStageVersion ?? '',
+    activation: v.activation,
+  };
   return query.replace(/\{\{\s*(\w+)\s*\}\}/g, (whole, key: string) => values[key] ?? whole);
 }
 
@@ -54,10 +60,15 @@ export function renderQuery(query: string, v: QueryVars): string {
  * for the new version's backend Service (in the Stage's namespace). A built-in without a backend to
  * select is an error a person must fix, not a query that finds nothing.
  */
-export function analysisQuery(a: Pick<AnalysisRules, 'name' | 'query' | 'dataPlane'>, v: QueryVars): { query: string } | { error: string } {
+export function analysisQuery(
+  a: Pick<AnalysisRules, 'name' | 'query' | 'dataPlane'>,
+  v: QueryVars,
+): { query: string } | { error: string } {
   if (!a.dataPlane) return { query: renderQuery(a.query ?? '', v) };
   if (!v.backend) {
-    return { error: `analysis ${a.name} measures ${a.dataPlane.metric} of StageVersion ${v.stageVersion}'s requests, but it names no Service: set its spec.backend.service` };
+    return {
+      error: `analysis ${a.name} measures ${a.dataPlane.metric} of StageVersion ${v.stageVersion}'s requests, but it names no Service: set its spec.backend.service`,
+    };
   }
   return { query: dataPlaneQuery(a.dataPlane, { namespace: v.namespace, ...v.backend }) };
 }
@@ -104,7 +115,10 @@ export const holds = (condition: string, value: number) => parseCondition(condit
  * the failure condition does not); Inconclusive when neither does. No data follows the analysis'
  * rule; a query error is an Error.
  */
-export function measurementVerdict(a: Pick<AnalysisRules, 'successCondition' | 'failureCondition' | 'noData'>, r: QueryResult): MeasurementVerdict {
+export function measurementVerdict(
+  a: Pick<AnalysisRules, 'successCondition' | 'failureCondition' | 'noData'>,
+  r: QueryResult,
+): MeasurementVerdict {
   if ('error' in r) return 'Error';
   if ('noData' in r) return a.noData === 'Failed' ? 'Failed' : 'Inconclusive';
   const failed = a.failureCondition !== undefined ? holds(a.failureCondition, r.value) : undefined;
@@ -142,10 +156,22 @@ export interface AnalysisRun {
 }
 
 export function startRun(a: AnalysisRules, query: string, step: number, background: boolean): AnalysisRun {
-  return { name: a.name, step, ...(background ? { background } : {}), phase: 'Running', successful: 0, failed: 0, inconclusive: 0, errors: 0, consecutiveErrors: 0, query, measurements: [] };
+  return {
+    name: a.name,
+    step,
+    ...(background ? { background } : {}),
+    phase: 'Running',
+    successful: 0,
+    failed: 0,
+    inconclusive: 0,
+    errors: 0,
+    consecutiveErrors: 0,
+    query,
+    measurements: [],
+  };
 }
 
-const show = (m: Measured) => (m.value !== undefined ? String(m.value) : m.message ?? m.verdict);
+const show = (m: Measured) => (m.value !== undefined ? String(m.value) : (m.message ?? m.verdict));
 
 /**
  * The run after one more measurement, and its phase: Failed past the failure limit, Error past the
@@ -164,24 +190,46 @@ export function measured(a: AnalysisRules, run: AnalysisRun, m: Measured, perman
     measurements: [...run.measurements, m].slice(-MAX_MEASUREMENTS_SHOWN),
   };
   const values = next.measurements.map(show).join(', ');
-  const cond = [a.successCondition && `success: ${a.successCondition}`, a.failureCondition && `failure: ${a.failureCondition}`].filter(Boolean).join('; ');
+  const cond = [
+    a.successCondition && `success: ${a.successCondition}`,
+    a.failureCondition && `failure: ${a.failureCondition}`,
+  ]
+    .filter(Boolean)
+    .join('; ');
   const about = `analysis ${a.name} (${cond}) measured ${values}; query: ${run.query ?? a.query ?? ''}`;
-  if (next.failed > a.failureLimit) return { ...next, phase: 'Failed', message: `${about}: ${next.failed} failed measurements, more than the failureLimit ${a.failureLimit}` };
+  if (next.failed > a.failureLimit)
+    return {
+      ...next,
+      phase: 'Failed',
+      message: `${about}: ${next.failed} failed measurements, more than the failureLimit ${a.failureLimit}`,
+    };
   if (m.verdict === 'Error' && (permanentError || (next.consecutiveErrors ?? 0) > a.consecutiveErrorLimit)) {
-    const why = permanentError ? 'an error no retry can fix' : `${next.consecutiveErrors} query errors in a row, more than the consecutiveErrorLimit ${a.consecutiveErrorLimit}`;
+    const why = permanentError
+      ? 'an error no retry can fix'
+      : `${next.consecutiveErrors} query errors in a row, more than the consecutiveErrorLimit ${a.consecutiveErrorLimit}`;
     return { ...next, phase: 'Error', message: `${about}: ${why}: ${m.message ?? ''}`.trim() };
   }
   if (next.inconclusive > a.inconclusiveLimit) {
-    return { ...next, phase: 'Inconclusive', message: `${about}: ${next.inconclusive} inconclusive measurements, more than the inconclusiveLimit ${a.inconclusiveLimit}` };
+    return {
+      ...next,
+      phase: 'Inconclusive',
+      message: `${about}: ${next.inconclusive} inconclusive measurements, more than the inconclusiveLimit ${a.inconclusiveLimit}`,
+    };
   }
   const taken = next.successful + next.failed + next.inconclusive + next.errors;
   if (!run.background && taken >= a.count) return { ...next, phase: 'Successful', message: `${about}: passed` };
-  return { ...next, phase: 'Running', message: `${about}: ${taken}${run.background ? '' : ` of ${a.count}`} measurements` };
+  return {
+    ...next,
+    phase: 'Running',
+    message: `${about}: ${taken}${run.background ? '' : ` of ${a.count}`} measurements`,
+  };
 }
 
 /** A background run stopped at its end (`to`, or the switch): Successful unless it already ended otherwise. */
 export function stopped(run: AnalysisRun): AnalysisRun {
-  return run.phase === 'Running' ? { ...run, phase: 'Successful', message: `${run.message ?? `analysis ${run.name}`}; stopped at its last step` } : run;
+  return run.phase === 'Running'
+    ? { ...run, phase: 'Successful', message: `${run.message ?? `analysis ${run.name}`}; stopped at its last step` }
+    : run;
 }
 
 /** Whether a run's phase stops the activation: Failed and Error abort it, Inconclusive waits for a person. */
@@ -197,10 +245,15 @@ export { INCONCLUSIVE_TIMEOUT_SECONDS };
  * fix (the query must be aggregated), as is a query Prometheus refuses (bad_data).
  */
 export function resultOf(httpStatus: number, body: unknown): QueryResult {
-  const b = body as { status?: string; errorType?: string; error?: string; data?: { resultType?: string; result?: unknown } } | undefined;
+  const b = body as
+    | { status?: string; errorType?: string; error?: string; data?: { resultType?: string; result?: unknown } }
+    | undefined;
   if (httpStatus >= 400 || b?.status !== 'success') {
     const why = b?.error ? `${b.errorType ?? 'error'}: ${b.error}` : `HTTP ${httpStatus}`;
-    return { error: `Prometheus refused the query: ${why}`, permanent: httpStatus === 400 || b?.errorType === 'bad_data' };
+    return {
+      error: `Prometheus refused the query: ${why}`,
+      permanent: httpStatus === 400 || b?.errorType === 'bad_data',
+    };
   }
   const { resultType, result } = b.data ?? {};
   let raw: unknown;
@@ -208,11 +261,20 @@ export function resultOf(httpStatus: number, body: unknown): QueryResult {
   else if (resultType === 'vector') {
     const series = (result as { value?: unknown[] }[]) ?? [];
     if (series.length === 0) return { noData: 'the query returned no series' };
-    if (series.length > 1) return { error: `the query returned ${series.length} series; aggregate it to one value (sum, max, avg)`, permanent: true };
+    if (series.length > 1)
+      return {
+        error: `the query returned ${series.length} series; aggregate it to one value (sum, max, avg)`,
+        permanent: true,
+      };
     raw = series[0]!.value?.[1];
-  } else return { error: `the query returned a ${resultType ?? 'result of no type'}; an instant query must return a scalar or one series`, permanent: true };
+  } else
+    return {
+      error: `the query returned a ${resultType ?? 'result of no type'}; an instant query must return a scalar or one series`,
+      permanent: true,
+    };
   // Prometheus writes infinities as +Inf and -Inf, which Number() does not read.
   const value = raw === '+Inf' ? Infinity : raw === '-Inf' ? -Infinity : Number(raw);
-  if (typeof raw !== 'string' || Number.isNaN(value)) return { noData: `the query returned ${String(raw)} (no data, or a division by zero)` };
+  if (typeof raw !== 'string' || Number.isNaN(value))
+    return { noData: `the query returned ${String(raw)} (no data, or a division by zero)` };
   return { value };
 }

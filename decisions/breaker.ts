@@ -46,10 +46,17 @@ export const phaseOf = (status: CircuitBreakerStatus): CircuitBreakerPhase => st
  * plan not found, a name taken) says nothing of the routing the breakers guard, and would let one
  * tenant's bad objects open a breaker every namespace shares.
  */
-export const countsOnBreakers = (phase: string, touchedRouting: boolean): boolean => phase === 'Failed' && touchedRouting;
+export const countsOnBreakers = (phase: string, touchedRouting: boolean): boolean =>
+  phase === 'Failed' && touchedRouting;
 
 /** A phase change: reason, message and the transition time; the same phase keeps its time. */
-export function transition(status: CircuitBreakerStatus, phase: CircuitBreakerPhase, reason: string, message: string, now: Date): CircuitBreakerStatus {
+export function transition(
+  status: CircuitBreakerStatus,
+  phase: CircuitBreakerPhase,
+  reason: string,
+  message: string,
+  now: Date,
+): CircuitBreakerStatus {
   const changed = phaseOf(status) !== phase || !status.lastTransitionTime;
   return {
     ...status,
@@ -69,16 +76,28 @@ export function transition(status: CircuitBreakerStatus, phase: CircuitBreakerPh
 export function recordFailure(b: Breaker, failure: RecentFailure, now: Date): CircuitBreakerStatus {
   const since = now.getTime() - b.spec.windowSeconds * 1000;
   const known = (b.status.recentFailures ?? []).some((f) => f.key === failure.key);
-  const recent = [...(b.status.recentFailures ?? []), ...(known ? [] : [failure])].filter((f) => ms(f.time) > since).slice(-MAX_RECENT_FAILURES);
+  const recent = [...(b.status.recentFailures ?? []), ...(known ? [] : [failure])]
+    .filter((f) => ms(f.time) > since)
+    .slice(-MAX_RECENT_FAILURES);
   const status = { ...b.status, recentFailures: recent };
   if (phaseOf(b.status) === 'Open' || recent.length < b.spec.failureThreshold) return status;
-  const names = recent.slice(-b.spec.failureThreshold).map((f) => f.activation).join(', ');
-  return transition(status, 'Open', BREAKER_REASONS.tooManyFailures, `${recent.length} activations failed within ${b.spec.windowSeconds}s (${names}): new activations wait until the breaker closes`, now);
+  const names = recent
+    .slice(-b.spec.failureThreshold)
+    .map((f) => f.activation)
+    .join(', ');
+  return transition(
+    status,
+    'Open',
+    BREAKER_REASONS.tooManyFailures,
+    `${recent.length} activations failed within ${b.spec.windowSeconds}s (${names}): new activations wait until the breaker closes`,
+    now,
+  );
 }
 
 /** When an Open breaker opened by failures closes by itself; undefined: only by hand. */
 export function closesAt(b: Breaker): number | undefined {
-  if (phaseOf(b.status) !== 'Open' || b.status.reason !== BREAKER_REASONS.tooManyFailures || !b.spec.sleepWindowSeconds) return undefined;
+  if (phaseOf(b.status) !== 'Open' || b.status.reason !== BREAKER_REASONS.tooManyFailures || !b.spec.sleepWindowSeconds)
+    return undefined;
   return ms(b.status.lastTransitionTime) + b.spec.sleepWindowSeconds * 1000;
 }
 
@@ -86,7 +105,13 @@ export function closesAt(b: Breaker): number | undefined {
 export function applySleepWindow(b: Breaker, now: Date): CircuitBreakerStatus {
   const at = closesAt(b);
   if (at === undefined || now.getTime() < at) return b.status;
-  return transition(b.status, 'Closed', BREAKER_REASONS.sleepWindowElapsed, `closed by itself after the sleep window of ${b.spec.sleepWindowSeconds}s`, now);
+  return transition(
+    b.status,
+    'Closed',
+    BREAKER_REASONS.sleepWindowElapsed,
+    `closed by itself after the sleep window of ${b.spec.sleepWindowSeconds}s`,
+    now,
+  );
 }
 
 /** A close or open asked by hand (annotation or CLI), answered once per token. */
@@ -96,12 +121,21 @@ export function applyRequest(b: Breaker, action: 'close' | 'open', token: string
   const already = phaseOf(b.status) === phase;
   const next = already
     ? b.status
-    : transition(b.status, phase, action === 'close' ? BREAKER_REASONS.closedByHand : BREAKER_REASONS.openedByHand, action === 'close' ? `closed by hand (${token})` : `opened by hand (${token}): new activations wait until it is closed by hand`, now);
+    : transition(
+        b.status,
+        phase,
+        action === 'close' ? BREAKER_REASONS.closedByHand : BREAKER_REASONS.openedByHand,
+        action === 'close'
+          ? `closed by hand (${token})`
+          : `opened by hand (${token}): new activations wait until it is closed by hand`,
+        now,
+      );
   const message = already ? `already ${phase}` : `${phase} now`;
   return { ...next, lastRequest: { token, outcome: 'Accepted', message, time: kubeTime(now) } };
 }
 
-export type Take = { ok: true; status: CircuitBreakerStatus } | { ok: false; status: CircuitBreakerStatus; waitSeconds: number };
+export type Take =
+  { ok: true; status: CircuitBreakerStatus } | { ok: false; status: CircuitBreakerStatus; waitSeconds: number };
 
 /**
  * Takes one token for admission `key` (uid/attempt/step): refills by the time elapsed (R per
@@ -119,8 +153,12 @@ export function takeToken(b: Breaker, key: string, now: Date): Take {
   const tokens = Math.min(limit.routingChanges, (b.status.tokens ?? limit.routingChanges) + elapsed * perMs);
   // Milliseconds kept: a refill time rounded to the second would refill more than the time gone by.
   const refilled = { ...b.status, tokens: round(tokens), lastRefill: now.toISOString() };
-  if (tokens < 1) return { ok: false, status: refilled, waitSeconds: Math.max(1, Math.ceil((1 - tokens) / perMs / 1000)) };
-  return { ok: true, status: { ...refilled, tokens: round(tokens - 1), admissions: [...admissions, key].slice(-MAX_ADMISSIONS) } };
+  if (tokens < 1)
+    return { ok: false, status: refilled, waitSeconds: Math.max(1, Math.ceil((1 - tokens) / perMs / 1000)) };
+  return {
+    ok: true,
+    status: { ...refilled, tokens: round(tokens - 1), admissions: [...admissions, key].slice(-MAX_ADMISSIONS) },
+  };
 }
 
 /** Token counts are kept to 1/10⁶ (readable status); nearest, so that a bucket neither drifts down nor up. */
@@ -146,7 +184,10 @@ export function settle(b: Breaker, closeAnnotation: string | undefined, now: Dat
   let status = b.status;
   if (!status.phase) status = transition(status, 'Closed', BREAKER_REASONS.closed, 'no failures recorded', now);
   if (closeAnnotation !== undefined && status.handledClose !== closeAnnotation) {
-    status = { ...applyRequest({ ...b, status }, 'close', `${ANNOTATION_CLOSE}=${closeAnnotation}`, now), handledClose: closeAnnotation };
+    status = {
+      ...applyRequest({ ...b, status }, 'close', `${ANNOTATION_CLOSE}=${closeAnnotation}`, now),
+      handledClose: closeAnnotation,
+    };
   }
   return applySleepWindow({ ...b, status }, now);
 }

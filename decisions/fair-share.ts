@@ -33,7 +33,11 @@ export function fairShare(activations: readonly UnfinishedActivation[], limit: n
     if (same) same.push(a);
     else byStage.set(a.stage, [a]);
   }
-  const stages = [...byStage.values()].map((as) => ({ as, oldest: as.reduce((m, a) => (order(a, m) < 0 ? a : m)), started: as.some((a) => a.started) }));
+  const stages = [...byStage.values()].map((as) => ({
+    as,
+    oldest: as.reduce((m, a) => (order(a, m) < 0 ? a : m)),
+    started: as.some((a) => a.started),
+  }));
   const running = stages.filter((s) => s.started);
   const next = stages
     .filter((s) => !s.started)

@@ -28,4 +28,5 @@ export function newer(a: Candidate, b: Candidate): boolean {
 }
 
 /** The rule where only revisions are known (a StageVersion against another): strictly the higher one. */
-export const newerRevision = (a: number, b: number): boolean => newer({ revision: a, came: 0 }, { revision: b, came: 0 });
+export const newerRevision = (a: number, b: number): boolean =>
+  newer({ revision: a, came: 0 }, { revision: b, came: 0 });

@@ -36,17 +36,33 @@ export interface Gate {
 
 /** The gate a pause or approval step waits at, from `now` (workflow time, ms). */
 export function gateOf(kind: StepKind, now: number, label: string): Gate | undefined {
-  if (kind.kind === 'pause') return { type: 'Pause', until: now + kind.seconds * 1000, onTimeout: 'next', message: `${label}: paused for ${seconds(kind.seconds)}; approve or promote to go on now, abort to go back` };
+  if (kind.kind === 'pause')
+    return {
+      type: 'Pause',
+      until: now + kind.seconds * 1000,
+      onTimeout: 'next',
+      message: `${label}: paused for ${seconds(kind.seconds)}; approve or promote to go on now, abort to go back`,
+    };
   if (kind.kind === 'approval') {
     const then = kind.onTimeout === 'Continue' ? 'it goes on' : 'it aborts';
-    return { type: 'Approval', until: now + kind.seconds * 1000, onTimeout: kind.onTimeout === 'Continue' ? 'next' : 'abort', message: `${label}: waiting for an approval (after ${seconds(kind.seconds)} ${then}); approve, promote or abort` };
+    return {
+      type: 'Approval',
+      until: now + kind.seconds * 1000,
+      onTimeout: kind.onTimeout === 'Continue' ? 'next' : 'abort',
+      message: `${label}: waiting for an approval (after ${seconds(kind.seconds)} ${then}); approve, promote or abort`,
+    };
   }
   return undefined;
 }
 
 /** The gate an inconclusive analysis waits at for a person; after a day it aborts. */
 export function inconclusiveGate(now: number, label: string, about: string): Gate {
-  return { type: 'Inconclusive', until: now + INCONCLUSIVE_TIMEOUT_SECONDS * 1000, onTimeout: 'abort', message: `${label}: ${about}; approve to go on, abort to go back (aborts by itself after ${seconds(INCONCLUSIVE_TIMEOUT_SECONDS)})` };
+  return {
+    type: 'Inconclusive',
+    until: now + INCONCLUSIVE_TIMEOUT_SECONDS * 1000,
+    onTimeout: 'abort',
+    message: `${label}: ${about}; approve to go on, abort to go back (aborts by itself after ${seconds(INCONCLUSIVE_TIMEOUT_SECONDS)})`,
+  };
 }
 
 /** What ends a wait at a gate, in the order the workflow looks: a person's answer first. */
@@ -105,9 +121,16 @@ export function answerProgression(action: ProgressionAction, v: ProgressionView)
         : 'the activation Succeeded; nothing waits',
     );
   }
-  if (['Failed', 'Skipped', 'Cancelled'].includes(v.phase)) return refused(`the activation is ${v.phase}; nothing waits`);
-  if (v.phase !== 'InProgress') return refused(`the activation is ${v.phase}: it does not hold its Stage yet${action === 'abort' ? '; cancel it instead' : ''}`);
-  if (v.progressive === false) return refused(`the activation's plan has no progression; ${action === 'abort' ? 'cancel it instead' : 'nothing waits'}`);
+  if (['Failed', 'Skipped', 'Cancelled'].includes(v.phase))
+    return refused(`the activation is ${v.phase}; nothing waits`);
+  if (v.phase !== 'InProgress')
+    return refused(
+      `the activation is ${v.phase}: it does not hold its Stage yet${action === 'abort' ? '; cancel it instead' : ''}`,
+    );
+  if (v.progressive === false)
+    return refused(
+      `the activation's plan has no progression; ${action === 'abort' ? 'cancel it instead' : 'nothing waits'}`,
+    );
   if (v.ending === 'aborting') return refused('the activation is aborting already');
   if (v.pending) return refused(`${v.pending} was accepted already and is being acted on`);
   if (action === 'abort') return { accepted: true };
@@ -115,7 +138,9 @@ export function answerProgression(action: ProgressionAction, v: ProgressionView)
   if (action === 'promote') return { accepted: true };
   if (!v.gate) return refused('nothing waits for an approval now');
   const gate = GATES[v.gate];
-  return gate.approvable ? { accepted: true } : refused(`the activation runs ${gate.runs}, which decides by itself; promote skips it`);
+  return gate.approvable
+    ? { accepted: true }
+    : refused(`the activation runs ${gate.runs}, which decides by itself; promote skips it`);
 }
 
 // --- weights -------------------------------------------------------------------------------
@@ -139,7 +164,8 @@ export function progressionWeights(p: ProgressionSpec): number[] {
 
 /** The background analyses that run at step `i` (from its `from` step up to, not including, its `to` step). */
 export function backgroundAt(p: ProgressionSpec, i: number): string[] {
-  const at = (name: string | undefined, fallback: number) => (name === undefined ? fallback : p.steps.findIndex((s) => s.name === name));
+  const at = (name: string | undefined, fallback: number) =>
+    name === undefined ? fallback : p.steps.findIndex((s) => s.name === name);
   return (p.background ?? []).filter((b) => at(b.from, 0) <= i && i < at(b.to, p.steps.length)).map((b) => b.analysis);
 }
 

@@ -86,7 +86,9 @@ export function decidePublish(input: PublishInput): PublishDecision {
     current.endpoint === wanted.endpoint &&
     current.version === wanted.version &&
     sameInstant(current.leaderSince, wanted.leaderSince);
-  return converged ? { write: false, reason: 'converged' } : { write: true, reason: 'changed', activeController: wanted };
+  return converged
+    ? { write: false, reason: 'converged' }
+    : { write: true, reason: 'changed', activeController: wanted };
 }
 
 export interface PublishTiming {
@@ -102,6 +104,7 @@ export interface PublishTiming {
  */
 export function nextWaitMs(outcome: PublishDecision | 'error', timing: PublishTiming): number {
   if (outcome === 'error') return Math.min(timing.leadershipCheckMs, timing.publishIntervalMs);
-  if (!outcome.write && outcome.reason === 'not-leader') return Math.min(timing.leadershipCheckMs, timing.publishIntervalMs);
+  if (!outcome.write && outcome.reason === 'not-leader')
+    return Math.min(timing.leadershipCheckMs, timing.publishIntervalMs);
   return timing.publishIntervalMs;
 }

@@ -26,14 +26,18 @@ export function pinnedVersion(rollout: CoreRollout | undefined, namespace: strin
 }
 
 export type RolloutStep =
-  | { kind: 'canary'; namespaces: string[]; group: number }
-  | { kind: 'ramp'; percent: number }
-  | { kind: 'promote' };
+  { kind: 'canary'; namespaces: string[]; group: number } | { kind: 'ramp'; percent: number } | { kind: 'promote' };
 
 /** `a,b;c,d`: groups of namespaces (a shard's namespaces are a group); an error says what is wrong. */
 export function parseGroups(text: string): string[][] | { error: string } {
-  const groups = text.split(';').map((g) => g.split(',').map((n) => n.trim()).filter(Boolean));
-  if (groups.some((g) => g.length === 0)) return { error: `--groups "${text}": every group needs a namespace (groups separated by ";", namespaces by ",")` };
+  const groups = text.split(';').map((g) =>
+    g
+      .split(',')
+      .map((n) => n.trim())
+      .filter(Boolean),
+  );
+  if (groups.some((g) => g.length === 0))
+    return { error: `--groups "${text}": every group needs a namespace (groups separated by ";", namespaces by ",")` };
   const all = groups.flat();
   const twice = all.find((n, i) => all.indexOf(n) !== i);
   if (twice) return { error: `--groups "${text}": namespace ${twice} is in more than one group` };
@@ -42,8 +46,13 @@ export function parseGroups(text: string): string[][] | { error: string } {
 
 /** `10,50`: ramp percentages, rising, each above 0 and below 100 (100 is the promotion). */
 export function parsePercents(text: string): number[] | { error: string } {
-  const values = text.split(',').map((p) => p.trim()).filter(Boolean).map(Number);
-  if (values.some((v) => !Number.isFinite(v) || v <= 0 || v >= 100)) return { error: `--ramp "${text}": percentages between 0 and 100 (exclusive), e.g. 10,50` };
+  const values = text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)
+    .map(Number);
+  if (values.some((v) => !Number.isFinite(v) || v <= 0 || v >= 100))
+    return { error: `--ramp "${text}": percentages between 0 and 100 (exclusive), e.g. 10,50` };
   if (values.some((v, i) => i > 0 && v <= values[i - 1]!)) return { error: `--ramp "${text}": percentages must rise` };
   return values;
 }
@@ -69,13 +78,15 @@ export function stopReason(o: RunObservation): string | undefined {
   const open = o.breakers.filter((b) => b.phase === 'Open').map((b) => b.name);
   if (open.length) return `CircuitBreaker ${open.join(', ')} is Open`;
   const failed = o.canaryActivations.filter((a) => a.phase === 'Failed').map((a) => a.name);
-  if (failed.length) return `${failed.length} activation(s) on the new build failed: ${failed.slice(0, 5).join(', ')}${failed.length > 5 ? ', …' : ''}`;
+  if (failed.length)
+    return `${failed.length} activation(s) on the new build failed: ${failed.slice(0, 5).join(', ')}${failed.length > 5 ? ', …' : ''}`;
   return undefined;
 }
 
 /** What a step does, in the words `rollout run` prints. */
 export function describeStep(step: RolloutStep, build: string): string {
-  if (step.kind === 'canary') return `canary ${build} on group ${step.group} (namespaces ${step.namespaces.join(', ')})`;
+  if (step.kind === 'canary')
+    return `canary ${build} on group ${step.group} (namespaces ${step.namespaces.join(', ')})`;
   if (step.kind === 'ramp') return `ramp ${build} to ${step.percent}% of the other namespaces' new activations`;
   return `promote ${build}: current version, every new activation`;
 }

@@ -34,7 +34,11 @@ export function matches(labels: Record<string, string>, selector: LabelSelector)
  * wins), then the hash, else the fallback shard. Undefined only for a namespace outside the
  * installation's namespaceSelector (served by nobody, on purpose). No config: the fallback shard.
  */
-export function shardOf(namespace: string, labels: Record<string, string>, spec: ShardingConfigSpec | undefined): string | undefined {
+export function shardOf(
+  namespace: string,
+  labels: Record<string, string>,
+  spec: ShardingConfigSpec | undefined,
+): string | undefined {
   if (!spec) return FALLBACK_SHARD;
   if (spec.namespaceSelector && !matches(labels, spec.namespaceSelector)) return undefined;
   if (spec.canary?.namespaces.includes(namespace)) return spec.canary.shard;
@@ -94,7 +98,12 @@ export function decideServing(input: ServingInput): ServingDecision {
   for (const ns of [...input.assigned].sort()) {
     if (input.serving.has(ns)) continue;
     if (behind) {
-      waiting.push({ namespace: ns, reason: behind.serving ? `shard ${behind.shard} applies config generation ${behind.serving.generation}, this one ${input.generation}` : `shard ${behind.shard} has not published what it serves` });
+      waiting.push({
+        namespace: ns,
+        reason: behind.serving
+          ? `shard ${behind.shard} applies config generation ${behind.serving.generation}, this one ${input.generation}`
+          : `shard ${behind.shard} has not published what it serves`,
+      });
       continue;
     }
     const holder = live.find((p) => p.serving!.namespaces.includes(ns));

@@ -118,7 +118,8 @@ export interface NamespaceDecision {
 const FINAL = new Set(['Succeeded', 'Failed', 'Skipped', 'Cancelled']);
 const nameOf = (o: { metadata: { name?: string } }) => o.metadata.name ?? '';
 const deleting = (o: { metadata: { deletionTimestamp?: unknown } }) => Boolean(o.metadata.deletionTimestamp);
-const byRevisionDesc = (a: StageVersion, b: StageVersion) => b.spec.revision - a.spec.revision || nameOf(a).localeCompare(nameOf(b));
+const byRevisionDesc = (a: StageVersion, b: StageVersion) =>
+  b.spec.revision - a.spec.revision || nameOf(a).localeCompare(nameOf(b));
 
 export const isReady = (sv: StageVersion) =>
   !deleting(sv) && (sv.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
@@ -137,16 +138,23 @@ export function references(usage: Usage, sv: StageVersion): boolean {
 }
 
 /** The StageVersions a usage resolves to, newest first. */
-export const resolve = (usage: Usage, svs: StageVersion[]) => svs.filter((sv) => references(usage, sv)).sort(byRevisionDesc);
+export const resolve = (usage: Usage, svs: StageVersion[]) =>
+  svs.filter((sv) => references(usage, sv)).sort(byRevisionDesc);
 export const usersOf = (sv: StageVersion, usages: Usage[]) => usages.filter((u) => references(u, sv));
 
 /** The StageVersions of a Stage that an unfinished activation is about. */
 const activating = (stage: string, activations: Activation[]) =>
-  new Set(activations.filter((va) => va.spec.stage === stage && !FINAL.has(va.status?.phase ?? '')).map((va) => va.spec.stageVersion));
+  new Set(
+    activations
+      .filter((va) => va.spec.stage === stage && !FINAL.has(va.status?.phase ?? ''))
+      .map((va) => va.spec.stageVersion),
+  );
 
 /** The StageVersions a managed rule sends traffic to. */
 export function servingIn(traffic: ObservedTraffic | undefined): Set<string> {
-  return new Set((traffic?.rules ?? []).flatMap((r) => Object.entries(r.weights).flatMap(([name, w]) => (w > 0 ? [name] : []))));
+  return new Set(
+    (traffic?.rules ?? []).flatMap((r) => Object.entries(r.weights).flatMap(([name, w]) => (w > 0 ? [name] : []))),
+  );
 }
 
 /** A StageVersion no managed rule sends traffic to any more, protected until its drain has passed. */
@@ -177,7 +185,14 @@ export interface MarksDecision {
  * is not the active one and no activation of the Stage is unfinished: a rule this controller cannot
  * read may still send it traffic, and a running activation may send it traffic again.
  */
-export function servingMarks(stage: Stage, svs: StageVersion[], traffic: ObservedTraffic | undefined, active: string | undefined, activations: Activation[], now: Date): MarksDecision {
+export function servingMarks(
+  stage: Stage,
+  svs: StageVersion[],
+  traffic: ObservedTraffic | undefined,
+  active: string | undefined,
+  activations: Activation[],
+  now: Date,
+): MarksDecision {
   const name = nameOf(stage);
   const before = stage.status?.draining ?? [];
   if (!traffic) return { patches: [], draining: [...before] };
@@ -197,21 +212,33 @@ export function servingMarks(stage: Stage, svs: StageVersion[], traffic: Observe
       // Served again (a later activation, a person): no drain runs.
       if ((mark !== name || switchedOff) && !deleting(sv)) {
         const annotations = { [ANNOTATION_SERVING]: name, ...(switchedOff ? { [ANNOTATION_DRAIN_SINCE]: null } : {}) };
-        out.patches.push({ kind: 'StageVersion', name: version, metadata: { annotations }, why: `StageVersion ${version}: Stage ${name}'s routes send it traffic, marking it serving` });
+        out.patches.push({
+          kind: 'StageVersion',
+          name: version,
+          metadata: { annotations },
+          why: `StageVersion ${version}: Stage ${name}'s routes send it traffic, marking it serving`,
+        });
       }
       continue;
     }
     const marked = mark === name;
-    if (version === active || !(marked || servedBefore.has(version) || before.some((d) => d.stageVersion === version))) continue;
+    if (version === active || !(marked || servedBefore.has(version) || before.some((d) => d.stageVersion === version)))
+      continue;
     // A drain starts on traffic known whole, or when a switch says it moved all the traffic off;
     // one already running goes on whatever is read now.
-    const since = before.find((d) => d.stageVersion === version)?.since ?? switchedOff ?? (known ? now.toISOString() : undefined);
+    const since =
+      before.find((d) => d.stageVersion === version)?.since ?? switchedOff ?? (known ? now.toISOString() : undefined);
     if (since === undefined) continue;
     const ends = new Date(since).getTime() + drainMs;
     if (ends <= now.getTime() && (known || switchedOff) && pending.size === 0) {
       if (marked || switchedOff) {
         const annotations = { [ANNOTATION_SERVING]: null, ...(switchedOff ? { [ANNOTATION_DRAIN_SINCE]: null } : {}) };
-        out.patches.push({ kind: 'StageVersion', name: version, metadata: { annotations }, why: `StageVersion ${version}: no route of Stage ${name} sends it traffic any more and it has drained, clearing the serving mark` });
+        out.patches.push({
+          kind: 'StageVersion',
+          name: version,
+          metadata: { annotations },
+          why: `StageVersion ${version}: no route of Stage ${name} sends it traffic any more and it has drained, clearing the serving mark`,
+        });
       }
       continue;
     }
@@ -254,7 +281,14 @@ export function latestRevision(stage: Stage, svs: StageVersion[]): number {
   return Math.max(stage.status?.latestRevision ?? 0, ...own);
 }
 
-const ownerRef = (stage: Stage) => ({ apiVersion: API_VERSION, kind: 'Stage', name: nameOf(stage), uid: stage.metadata.uid ?? '', controller: true, blockOwnerDeletion: true });
+const ownerRef = (stage: Stage) => ({
+  apiVersion: API_VERSION,
+  kind: 'Stage',
+  name: nameOf(stage),
+  uid: stage.metadata.uid ?? '',
+  controller: true,
+  blockOwnerDeletion: true,
+});
 
 /**
  * The Stage's target StageVersion. The newest one (highest revision, not being deleted) when it has
@@ -262,11 +296,16 @@ const ownerRef = (stage: Stage) => ({ apiVersion: API_VERSION, kind: 'Stage', na
  * vector: a rollback (v1 → v2 → v1) then activates something newer than the active one, as the
  * activation requires. Names taken by other objects are skipped.
  */
-export function decideTarget(stage: Stage, svs: StageVersion[], namespace: string): { target: StageVersion; create: boolean; latestRevision: number } {
+export function decideTarget(
+  stage: Stage,
+  svs: StageVersion[],
+  namespace: string,
+): { target: StageVersion; create: boolean; latestRevision: number } {
   const name = nameOf(stage);
   const latest = latestRevision(stage, svs);
   const newest = svs.filter((sv) => sv.spec.stage === name && !deleting(sv)).sort(byRevisionDesc)[0];
-  if (newest && newest.spec.vector === stage.spec.vector) return { target: newest, create: false, latestRevision: latest };
+  if (newest && newest.spec.vector === stage.spec.vector)
+    return { target: newest, create: false, latestRevision: latest };
   const taken = new Set(svs.map(nameOf));
   let revision = latest + 1;
   while (taken.has(joinName(name, revision))) revision++;
@@ -286,23 +325,45 @@ export function decideTarget(stage: Stage, svs: StageVersion[], namespace: strin
 }
 
 /** The "target" usage follows the target; the old target stays held by the active usage if it serves. */
-export function targetUsage(stage: Stage, target: string, usages: Usage[], namespace: string): Create | SpecPatch | undefined {
+export function targetUsage(
+  stage: Stage,
+  target: string,
+  usages: Usage[],
+  namespace: string,
+): Create | SpecPatch | undefined {
   const name = targetUsageName(nameOf(stage));
   const spec = { reason: `target vector of Stage ${nameOf(stage)}`, stageVersionRef: { name: target } };
   const existing = usages.find((u) => nameOf(u) === name);
   if (!existing) {
     const labels = { [LABEL_USAGE]: 'target', [LABEL_STAGE_NAME]: labelValue(nameOf(stage)) };
-    const object: Usage = { apiVersion: API_VERSION, kind: 'StageVersionUsage', metadata: { name, namespace, labels, ownerReferences: [ownerRef(stage)] }, spec };
+    const object: Usage = {
+      apiVersion: API_VERSION,
+      kind: 'StageVersionUsage',
+      metadata: { name, namespace, labels, ownerReferences: [ownerRef(stage)] },
+      spec,
+    };
     return { object, why: `creating the target usage of Stage ${nameOf(stage)} on ${target}` };
   }
   if (existing.spec.stageVersionRef?.name === target) return undefined;
-  return { kind: 'StageVersionUsage', name, spec: { ...spec, stageVersionSelector: null }, why: `moving the target usage of Stage ${nameOf(stage)} to ${target}` };
+  return {
+    kind: 'StageVersionUsage',
+    name,
+    spec: { ...spec, stageVersionSelector: null },
+    why: `moving the target usage of Stage ${nameOf(stage)} to ${target}`,
+  };
 }
 
 /** A Ready target that does not serve yet gets one VectorActivation (ADR-0012 step 1), unless one exists. */
-export function activationFor(stage: Stage, target: StageVersion, active: string | undefined, activations: Activation[], namespace: string): Create | undefined {
+export function activationFor(
+  stage: Stage,
+  target: StageVersion,
+  active: string | undefined,
+  activations: Activation[],
+  namespace: string,
+): Create | undefined {
   if (!isReady(target) || active === nameOf(target)) return undefined;
-  if (activations.some((va) => va.spec.stage === nameOf(stage) && va.spec.stageVersion === nameOf(target))) return undefined;
+  if (activations.some((va) => va.spec.stage === nameOf(stage) && va.spec.stageVersion === nameOf(target)))
+    return undefined;
   const object: Activation = {
     apiVersion: API_VERSION,
     kind: 'VectorActivation',
@@ -333,16 +394,52 @@ export function stageStatus(
   now: Date,
 ) {
   const target = nameOf(s.target);
-  const ended = s.activations.filter((va) => va.spec.stage === nameOf(stage) && va.spec.stageVersion === target && FINAL.has(va.status?.phase ?? ''));
-  const failed = ended.length > 0 && ended.every((va) => va.status?.phase !== 'Succeeded') ? ended[ended.length - 1] : undefined;
+  const ended = s.activations.filter(
+    (va) => va.spec.stage === nameOf(stage) && va.spec.stageVersion === target && FINAL.has(va.status?.phase ?? ''),
+  );
+  const failed =
+    ended.length > 0 && ended.every((va) => va.status?.phase !== 'Succeeded') ? ended[ended.length - 1] : undefined;
   const [phase, condition]: [string, ConditionInput] =
     s.active === target
-      ? ['Ready', { type: 'Ready', status: 'True', reason: 'TargetActive', message: `StageVersion ${target} serves the traffic` }]
+      ? [
+          'Ready',
+          {
+            type: 'Ready',
+            status: 'True',
+            reason: 'TargetActive',
+            message: `StageVersion ${target} serves the traffic`,
+          },
+        ]
       : failed
-        ? ['Degraded', { type: 'Ready', status: 'False', reason: 'ActivationFailed', message: `activation ${nameOf(failed)} of ${target} ended ${failed.status?.phase}: ${failed.status?.message ?? ''}`.trim() }]
+        ? [
+            'Degraded',
+            {
+              type: 'Ready',
+              status: 'False',
+              reason: 'ActivationFailed',
+              message:
+                `activation ${nameOf(failed)} of ${target} ended ${failed.status?.phase}: ${failed.status?.message ?? ''}`.trim(),
+            },
+          ]
         : isReady(s.target)
-          ? ['Progressing', { type: 'Ready', status: 'False', reason: 'Activating', message: `switching traffic to ${target}${s.active ? ` from ${s.active}` : ''}` }]
-          : ['Progressing', { type: 'Ready', status: 'False', reason: 'WaitingForStageVersion', message: `waiting for StageVersion ${target} to become Ready` }];
+          ? [
+              'Progressing',
+              {
+                type: 'Ready',
+                status: 'False',
+                reason: 'Activating',
+                message: `switching traffic to ${target}${s.active ? ` from ${s.active}` : ''}`,
+              },
+            ]
+          : [
+              'Progressing',
+              {
+                type: 'Ready',
+                status: 'False',
+                reason: 'WaitingForStageVersion',
+                message: `waiting for StageVersion ${target} to become Ready`,
+              },
+            ];
   const generation = stage.metadata.generation;
   return {
     phase,
@@ -355,14 +452,25 @@ export function stageStatus(
     controllerStatus: { namespace: s.systemNamespace, name: controllerStatusName('stage-controller', s.shard) },
     conditions: setCondition(stage.status?.conditions, condition, generation, now),
     // What the routes hold, when they could be read (else the last reading stays).
-    ...(s.traffic ? { traffic: s.traffic.rules.slice(0, 64), servingStageVersions: newestFirst(servingIn(s.traffic), s.stageVersions ?? []) } : {}),
+    ...(s.traffic
+      ? {
+          traffic: s.traffic.rules.slice(0, 64),
+          servingStageVersions: newestFirst(servingIn(s.traffic), s.stageVersions ?? []),
+        }
+      : {}),
     // Absent (null in the patch) when nothing drains.
     draining: s.draining?.length ? s.draining.slice(0, 64) : undefined,
   };
 }
 
 const newestFirst = (names: Set<string>, svs: StageVersion[]) =>
-  [...names].sort((a, b) => (svs.find((x) => nameOf(x) === b)?.spec.revision ?? 0) - (svs.find((x) => nameOf(x) === a)?.spec.revision ?? 0) || a.localeCompare(b)).slice(0, 64);
+  [...names]
+    .sort(
+      (a, b) =>
+        (svs.find((x) => nameOf(x) === b)?.spec.revision ?? 0) -
+          (svs.find((x) => nameOf(x) === a)?.spec.revision ?? 0) || a.localeCompare(b),
+    )
+    .slice(0, 64);
 
 /** Usage status: what it resolves to and the StageVersionReady / StageVersionNotFound conditions. */
 export function usageStatus(usage: Usage, svs: StageVersion[], now: Date) {
@@ -373,14 +481,36 @@ export function usageStatus(usage: Usage, svs: StageVersion[], now: Date) {
   // StageVersionNotFound is present only while True.
   let conditions = (usage.status?.conditions ?? []).filter((c) => c.type !== 'StageVersionNotFound' || !found);
   if (!found) {
-    const what = usage.spec.stageVersionRef ? `StageVersion ${usage.spec.stageVersionRef.name}` : 'no StageVersion matches the selector';
-    conditions = setCondition(conditions, { type: 'StageVersionNotFound', status: 'True', reason: 'StageVersionNotFound', message: `${what} not found` }, generation, now);
+    const what = usage.spec.stageVersionRef
+      ? `StageVersion ${usage.spec.stageVersionRef.name}`
+      : 'no StageVersion matches the selector';
+    conditions = setCondition(
+      conditions,
+      { type: 'StageVersionNotFound', status: 'True', reason: 'StageVersionNotFound', message: `${what} not found` },
+      generation,
+      now,
+    );
   }
   const ready: ConditionInput = !found
-    ? { type: 'StageVersionReady', status: 'False', reason: 'StageVersionNotFound', message: 'no StageVersion to be ready' }
+    ? {
+        type: 'StageVersionReady',
+        status: 'False',
+        reason: 'StageVersionNotFound',
+        message: 'no StageVersion to be ready',
+      }
     : notReady.length > 0
-      ? { type: 'StageVersionReady', status: 'False', reason: 'StageVersionNotReady', message: `not Ready: ${notReady.map(nameOf).join(', ')}` }
-      : { type: 'StageVersionReady', status: 'True', reason: 'StageVersionReady', message: 'StageVersion is rolled out and ready for traffic' };
+      ? {
+          type: 'StageVersionReady',
+          status: 'False',
+          reason: 'StageVersionNotReady',
+          message: `not Ready: ${notReady.map(nameOf).join(', ')}`,
+        }
+      : {
+          type: 'StageVersionReady',
+          status: 'True',
+          reason: 'StageVersionReady',
+          message: 'StageVersion is rolled out and ready for traffic',
+        };
   return {
     phase: !found ? 'NotFound' : notReady.length > 0 ? 'NotReady' : 'Ready',
     stageVersions: resolved.map(nameOf),
@@ -429,21 +559,35 @@ export function protection(
   }
   if (why.length === 0) return { waitMessage };
   const conditional = metadata.finalizers ? { resourceVersion: sv.metadata.resourceVersion } : {};
-  return { patch: { kind: 'StageVersion', name: nameOf(sv), metadata, ...conditional, why: `StageVersion ${nameOf(sv)}: ${why.join('; ')}` }, waitMessage };
+  return {
+    patch: {
+      kind: 'StageVersion',
+      name: nameOf(sv),
+      metadata,
+      ...conditional,
+      why: `StageVersion ${nameOf(sv)}: ${why.join('; ')}`,
+    },
+    waitMessage,
+  };
 }
 
 /** Canonical JSON: the apiserver may return keys in another order. */
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
   if (v && typeof v === 'object' && !(v instanceof Date)) {
-    const entries = Object.entries(v).filter(([, x]) => x !== undefined).sort(([a], [b]) => a.localeCompare(b));
+    const entries = Object.entries(v)
+      .filter(([, x]) => x !== undefined)
+      .sort(([a], [b]) => a.localeCompare(b));
     return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonical(x)}`).join(',')}}`;
   }
   return JSON.stringify(v) ?? 'null';
 }
 
 /** The merge patch from `observed` to `desired` over the fields `desired` names; undefined if none changes. */
-export function statusPatch(observed: Record<string, unknown> | undefined, desired: Record<string, unknown>): Record<string, unknown> | undefined {
+export function statusPatch(
+  observed: Record<string, unknown> | undefined,
+  desired: Record<string, unknown>,
+): Record<string, unknown> | undefined {
   const patch: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(desired)) {
     if (canonical(observed?.[key] ?? null) !== canonical(value ?? null)) patch[key] = value ?? null;
@@ -455,19 +599,39 @@ export function statusPatch(observed: Record<string, unknown> | undefined, desir
 export function decideNamespace(o: Observed, now: Date, options: DecisionOptions = {}): NamespaceDecision {
   const systemNamespace = options.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE;
   const plan: NamespaceDecision = { metadata: [], creates: [], specs: [], deletes: [], statuses: [] };
-  const status = (kind: StatusPatch['kind'], name: string, observed: object | undefined, desired: Record<string, unknown>) => {
+  const status = (
+    kind: StatusPatch['kind'],
+    name: string,
+    observed: object | undefined,
+    desired: Record<string, unknown>,
+  ) => {
     const patch = statusPatch(observed as Record<string, unknown> | undefined, desired);
     if (patch) plan.statuses.push({ kind, name, patch });
   };
 
   const living = new Set(o.stages.filter((st) => !deleting(st)).map(nameOf));
   const servingOf = (stage: string) => servingIn(o.traffic?.get(stage));
-  const activeOf = (stage: string) => o.usages.find((u) => nameOf(u) === activeUsageName(stage))?.spec.stageVersionRef?.name;
+  const activeOf = (stage: string) =>
+    o.usages.find((u) => nameOf(u) === activeUsageName(stage))?.spec.stageVersionRef?.name;
   // Marks and drains first: a draining version keeps its in-use finalizer (protection).
-  const marks = new Map(o.stages.filter((st) => !deleting(st)).map((st) => [nameOf(st), servingMarks(st, o.stageVersions, o.traffic?.get(nameOf(st)), activeOf(nameOf(st)), o.activations, now)]));
-  const drainingOf = (stage: string) => new Map((marks.get(stage)?.draining ?? []).map((d) => [d.stageVersion, d.since]));
+  const marks = new Map(
+    o.stages
+      .filter((st) => !deleting(st))
+      .map((st) => [
+        nameOf(st),
+        servingMarks(st, o.stageVersions, o.traffic?.get(nameOf(st)), activeOf(nameOf(st)), o.activations, now),
+      ]),
+  );
+  const drainingOf = (stage: string) =>
+    new Map((marks.get(stage)?.draining ?? []).map((d) => [d.stageVersion, d.since]));
   for (const sv of o.stageVersions) {
-    const { patch, waitMessage } = protection(sv, o.usages, living, servingOf(sv.spec.stage), drainingOf(sv.spec.stage));
+    const { patch, waitMessage } = protection(
+      sv,
+      o.usages,
+      living,
+      servingOf(sv.spec.stage),
+      drainingOf(sv.spec.stage),
+    );
     if (patch) plan.metadata.push(patch);
     if (waitMessage) status('StageVersion', nameOf(sv), sv.status, { message: waitMessage });
   }
@@ -477,7 +641,11 @@ export function decideNamespace(o: Observed, now: Date, options: DecisionOptions
     const decision = decideTarget(stage, o.stageVersions, o.namespace);
     const target = nameOf(decision.target);
     targets.set(nameOf(stage), target);
-    if (decision.create) plan.creates.push({ object: decision.target, why: `Stage ${nameOf(stage)}: StageVersion revision ${decision.latestRevision} for ${stage.spec.vector}` });
+    if (decision.create)
+      plan.creates.push({
+        object: decision.target,
+        why: `Stage ${nameOf(stage)}: StageVersion revision ${decision.latestRevision} for ${stage.spec.vector}`,
+      });
     const usage = targetUsage(stage, target, o.usages, o.namespace);
     if (usage && 'object' in usage) plan.creates.push(usage);
     else if (usage) plan.specs.push(usage);
@@ -515,8 +683,21 @@ export function decideNamespace(o: Observed, now: Date, options: DecisionOptions
     const limit = stage.spec.stageVersionHistoryLimit ?? 3;
     // Routes that could not be read now: nothing is deleted on a guess.
     if (o.traffic?.has(nameOf(stage)) && o.traffic.get(nameOf(stage)) === undefined) continue;
-    for (const sv of cleanupCandidates(nameOf(stage), o.stageVersions, o.usages, o.activations, limit, targets.get(nameOf(stage)), servingOf(nameOf(stage)))) {
-      plan.deletes.push({ kind: 'StageVersion', name: nameOf(sv), uid: sv.metadata.uid, why: `StageVersion ${nameOf(sv)} is unused and beyond the history limit ${limit} of Stage ${nameOf(stage)}` });
+    for (const sv of cleanupCandidates(
+      nameOf(stage),
+      o.stageVersions,
+      o.usages,
+      o.activations,
+      limit,
+      targets.get(nameOf(stage)),
+      servingOf(nameOf(stage)),
+    )) {
+      plan.deletes.push({
+        kind: 'StageVersion',
+        name: nameOf(sv),
+        uid: sv.metadata.uid,
+        why: `StageVersion ${nameOf(sv)} is unused and beyond the history limit ${limit} of Stage ${nameOf(stage)}`,
+      });
     }
   }
   return plan;
@@ -533,7 +714,9 @@ export function decideNamespace(o: Observed, now: Date, options: DecisionOptions
  */
 export function freshReads(plan: NamespaceDecision): { objects: boolean; routes: boolean } {
   const releases = plan.metadata.some(
-    (p) => (p.metadata.finalizers && !p.metadata.finalizers.includes(FINALIZER_IN_USE)) || p.metadata.annotations?.[ANNOTATION_SERVING] === null,
+    (p) =>
+      (p.metadata.finalizers && !p.metadata.finalizers.includes(FINALIZER_IN_USE)) ||
+      p.metadata.annotations?.[ANNOTATION_SERVING] === null,
   );
   return {
     objects: plan.deletes.length > 0 || plan.creates.some((c) => c.object.kind === 'StageVersion'),

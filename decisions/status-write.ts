@@ -61,15 +61,30 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 /** The workflow's fields of a status as read (anything else left out). */
 export function knownStatus(generation: number, status: Record<string, unknown> | undefined): KnownStatus {
   if (!status) return { generation };
-  return { generation, status: Object.fromEntries(WORKFLOW_FIELDS.filter((f) => status[f] !== undefined).map((f) => [f, status[f]])) as WorkflowStatus };
+  return {
+    generation,
+    status: Object.fromEntries(
+      WORKFLOW_FIELDS.filter((f) => status[f] !== undefined).map((f) => [f, status[f]]),
+    ) as WorkflowStatus,
+  };
 }
 
 /**
  * The conditions once `phase` is written over `conditions` (lastTransitionTime moves only when a
  * condition's status does, to `now`), each observing `generation`.
  */
-export function carriedConditions(conditions: readonly Condition[] | undefined, generation: number | undefined, phase: VectorActivationPhase, reason: string, message: string, now: Date): Condition[] {
-  return activationConditions(phase, reason, message).reduce((all, c) => setCondition(all, c, generation, now), [...(conditions ?? [])]);
+export function carriedConditions(
+  conditions: readonly Condition[] | undefined,
+  generation: number | undefined,
+  phase: VectorActivationPhase,
+  reason: string,
+  message: string,
+  now: Date,
+): Condition[] {
+  return activationConditions(phase, reason, message).reduce(
+    (all, c) => setCondition(all, c, generation, now),
+    [...(conditions ?? [])],
+  );
 }
 
 /** RFC 7386: what a JSON merge patch makes of `target` (null removes a field, an object merges, anything else replaces). */
@@ -92,15 +107,27 @@ function fieldsOf(known: KnownStatus, report: ActivationReport, conditions: Cond
  * A write of `report` over `known` at `now`: the conditions it sets and what the object holds
  * once it is written (the next write's known status).
  */
-export function statusWrite(known: KnownStatus, report: ActivationReport, now: Date): { conditions: Condition[]; after: KnownStatus } {
-  const conditions = carriedConditions(known.status?.conditions, known.generation, report.phase, report.reason, report.message, now);
+export function statusWrite(
+  known: KnownStatus,
+  report: ActivationReport,
+  now: Date,
+): { conditions: Condition[]; after: KnownStatus } {
+  const conditions = carriedConditions(
+    known.status?.conditions,
+    known.generation,
+    report.phase,
+    report.reason,
+    report.message,
+    now,
+  );
   const status = mergePatched(known.status ?? {}, fieldsOf(known, report, conditions)) as WorkflowStatus;
   return { conditions, after: { generation: known.generation, status } };
 }
 
 /** Whether two JSON values are equal (the order of an object's keys aside; an undefined field is an absent one). */
 export function sameJson(a: unknown, b: unknown): boolean {
-  if (Array.isArray(a) || Array.isArray(b)) return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => sameJson(x, b[i]));
+  if (Array.isArray(a) || Array.isArray(b))
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => sameJson(x, b[i]));
   if (isObject(a) && isObject(b)) {
     const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
     return [...keys].every((k) => sameJson(a[k], b[k]));
@@ -112,7 +139,9 @@ export function sameJson(a: unknown, b: unknown): boolean {
 function withoutNulls(v: unknown): Json {
   if (Array.isArray(v)) return v.map(withoutNulls);
   if (!isObject(v)) return v as Json;
-  return Object.fromEntries(Object.entries(v).flatMap(([k, x]) => (x === undefined || x === null ? [] : [[k, withoutNulls(x)]])));
+  return Object.fromEntries(
+    Object.entries(v).flatMap(([k, x]) => (x === undefined || x === null ? [] : [[k, withoutNulls(x)]])),
+  );
 }
 
 /** The JSON patch operations that make of `known` what the merge patch `patch` makes of the object, under `path`. */
@@ -135,14 +164,29 @@ function mergeOps(path: string, known: Record<string, unknown>, patch: Record<st
  * is set on its own: what the workflow does not write stays. `extra`: fields it writes without
  * knowing them (coreBuildId).
  */
-export function statusPatch(uid: string, known: KnownStatus, report: ActivationReport, conditions: Condition[], extra: Record<string, unknown> = {}): PatchOp[] {
+export function statusPatch(
+  uid: string,
+  known: KnownStatus,
+  report: ActivationReport,
+  conditions: Condition[],
+  extra: Record<string, unknown> = {},
+): PatchOp[] {
   const fields = { ...fieldsOf(known, report, conditions), ...extra };
   const guard: PatchOp[] = [
     { op: 'test', path: '/metadata/uid', value: uid },
     { op: 'test', path: '/metadata/generation', value: known.generation },
   ];
-  if (!known.status) return [...guard, { op: 'test', path: '/status', value: null }, { op: 'add', path: '/status', value: withoutNulls(fields) }];
+  if (!known.status)
+    return [
+      ...guard,
+      { op: 'test', path: '/status', value: null },
+      { op: 'add', path: '/status', value: withoutNulls(fields) },
+    ];
   const before = known.status as Record<string, unknown>;
-  const compared = COMPARED_FIELDS.map((f): PatchOp => ({ op: 'test', path: `/status/${f}`, value: before[f] === undefined ? null : withoutNulls(before[f]) }));
+  const compared = COMPARED_FIELDS.map((f): PatchOp => ({
+    op: 'test',
+    path: `/status/${f}`,
+    value: before[f] === undefined ? null : withoutNulls(before[f]),
+  }));
   return [...guard, ...compared, ...mergeOps('/status', before, fields)];
 }

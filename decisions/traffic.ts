@@ -38,17 +38,28 @@ export function percentOf(weights: Record<string, number>): TrafficAssignment {
  * execution named, whatever its end (Succeeded, Error, timed out): a task refused halfway may have
  * changed some of its routes, and its record says what they held before.
  */
-export function restoreOrder(progress: readonly StepProgress[], failedStep: number): { step: number; tasks: { registration: string; execution: string }[] }[] {
+export function restoreOrder(
+  progress: readonly StepProgress[],
+  failedStep: number,
+): { step: number; tasks: { registration: string; execution: string }[] }[] {
   const out: { step: number; tasks: { registration: string; execution: string }[] }[] = [];
   for (let i = failedStep; i >= 0; i--) {
-    const ran = progress[i]!.tasks.flatMap((t) => ((t.phase === 'Succeeded' || t.phase === 'Error') && t.execution ? [{ registration: t.registration, execution: t.execution }] : []));
+    const ran = progress[i]!.tasks.flatMap((t) =>
+      (t.phase === 'Succeeded' || t.phase === 'Error') && t.execution
+        ? [{ registration: t.registration, execution: t.execution }]
+        : [],
+    );
     if (ran.length > 0) out.push({ step: i, tasks: ran });
   }
   return out;
 }
 
 const sameRule = (a: RuleRecord, b: RuleRecord) =>
-  a.route.group === b.route.group && a.route.kind === b.route.kind && a.route.namespace === b.route.namespace && a.route.name === b.route.name && (a.name ?? a.index) === (b.name ?? b.index);
+  a.route.group === b.route.group &&
+  a.route.kind === b.route.kind &&
+  a.route.namespace === b.route.namespace &&
+  a.route.name === b.route.name &&
+  (a.name ?? a.index) === (b.name ?? b.index);
 
 const holds = (rule: RuleRecord, assignment: TrafficAssignment) => {
   const now = percentOf(rule.traffic);
@@ -62,7 +73,10 @@ const holds = (rule: RuleRecord, assignment: TrafficAssignment) => {
  * what was there before this activation); else the rule as found now (another activation or a
  * person moved it: that is what a revert must put back).
  */
-export function inheritedRecord(now: readonly RuleRecord[], earlier: { record: readonly RuleRecord[]; assignment: TrafficAssignment } | undefined): RuleRecord[] {
+export function inheritedRecord(
+  now: readonly RuleRecord[],
+  earlier: { record: readonly RuleRecord[]; assignment: TrafficAssignment } | undefined,
+): RuleRecord[] {
   if (!earlier) return [...now];
   return now.map((rule) => {
     const before = earlier.record.find((r) => sameRule(r, rule));
@@ -75,8 +89,14 @@ export function inheritedRecord(now: readonly RuleRecord[], earlier: { record: r
  * the execution assigned (or, for a progression, what any of its rounds assigned: a round cut short
  * left some rules at the round before). A rule moved since (another activation, a person) is left as it is.
  */
-export function unmovedRules(record: readonly RuleRecord[], now: readonly RuleRecord[], assigned: TrafficAssignment | readonly TrafficAssignment[]): RuleRecord[] {
-  const assignments = Array.isArray(assigned) ? (assigned as readonly TrafficAssignment[]) : [assigned as TrafficAssignment];
+export function unmovedRules(
+  record: readonly RuleRecord[],
+  now: readonly RuleRecord[],
+  assigned: TrafficAssignment | readonly TrafficAssignment[],
+): RuleRecord[] {
+  const assignments = Array.isArray(assigned)
+    ? (assigned as readonly TrafficAssignment[])
+    : [assigned as TrafficAssignment];
   return record.filter((r) => {
     const current = now.find((n) => sameRule(n, r));
     return current !== undefined && assignments.some((a) => holds(current, a));
@@ -111,11 +131,21 @@ export interface ReportedRule {
  * Revert that did not succeed, leave their rules unknown; an Apply without a record changed nothing. Undefined when any rule is unknown.
  */
 export function reportedRules(executions: readonly ReportedExecution[]): ReportedRule[] | undefined {
-  const order = [...executions].sort((a, b) => a.created.localeCompare(b.created) || (a.action === b.action ? a.name.localeCompare(b.name) : a.action === 'Revert' ? 1 : -1));
+  const order = [...executions].sort(
+    (a, b) =>
+      a.created.localeCompare(b.created) ||
+      (a.action === b.action ? a.name.localeCompare(b.name) : a.action === 'Revert' ? 1 : -1),
+  );
   const rules = new Map<string, ReportedRule | 'unknown'>();
-  const id = (r: RuleRecord) => `${r.route.group}/${r.route.kind}/${r.route.namespace}/${r.route.name}#${r.name ?? r.index}`;
+  const id = (r: RuleRecord) =>
+    `${r.route.group}/${r.route.kind}/${r.route.namespace}/${r.route.name}#${r.name ?? r.index}`;
   const set = (r: RuleRecord, weights: TrafficAssignment | 'unknown') =>
-    rules.set(id(r), weights === 'unknown' ? 'unknown' : { route: r.route, rule: r.index, ...(r.name ? { name: r.name } : {}), weights });
+    rules.set(
+      id(r),
+      weights === 'unknown'
+        ? 'unknown'
+        : { route: r.route, rule: r.index, ...(r.name ? { name: r.name } : {}), weights },
+    );
   for (const e of order) {
     const applied = e.action === 'Apply' ? e : order.find((x) => x.name === e.revertOf);
     const touched = e.action === 'Apply' ? e.record : applied?.record;

@@ -4,7 +4,13 @@
  * for, and start-up with many objects touches only the unfinished ones. Pure; table-tested in
  * test/unit/watcher-decisions.test.ts.
  */
-import { ANNOTATION_ABORT, ANNOTATION_APPROVE, ANNOTATION_CANCEL, ANNOTATION_PROMOTE, ANNOTATION_RETRY } from '../shared/activation.js';
+import {
+  ANNOTATION_ABORT,
+  ANNOTATION_APPROVE,
+  ANNOTATION_CANCEL,
+  ANNOTATION_PROMOTE,
+  ANNOTATION_RETRY,
+} from '../shared/activation.js';
 import { answerRequest, isFinal, type RequestAction } from './activation.js';
 import { answerProgression, type ProgressionAction } from './progression.js';
 
@@ -61,8 +67,16 @@ export function watcherActions(o: ObservedActivation): WatcherAction[] {
     if (o.answered.some((a) => a.action === action && a.token === token)) continue;
     const by = requesterOf(action, value);
     const about = by ? { by } : {};
-    const answer = !isFinal(o.phase) ? { accepted: true as const } : action === 'cancel' || action === 'retry' ? answerRequest(action, o.phase!) : answerProgression(action, { phase: o.phase! });
-    actions.push(answer.accepted ? { kind: 'relay', action, token, ...about } : { kind: 'refuse', action, token, message: answer.message, ...about });
+    const answer = !isFinal(o.phase)
+      ? { accepted: true as const }
+      : action === 'cancel' || action === 'retry'
+        ? answerRequest(action, o.phase!)
+        : answerProgression(action, { phase: o.phase! });
+    actions.push(
+      answer.accepted
+        ? { kind: 'relay', action, token, ...about }
+        : { kind: 'refuse', action, token, message: answer.message, ...about },
+    );
   }
   return actions;
 }
@@ -83,7 +97,10 @@ export function closedWorkflow(status: string, workflowId: string): { reason: st
 /** The final status the watcher writes itself when the close-out run cannot be had (it closed too). */
 export function closedWorkflowEnding(status: string, workflowId: string): { reason: string; message: string } {
   const { reason, message } = closedWorkflow(status, workflowId);
-  return { reason, message: `${message}; the Stage, the StageVersion and the activation usage were released, nothing was reverted` };
+  return {
+    reason,
+    message: `${message}; the Stage, the StageVersion and the activation usage were released, nothing was reverted`,
+  };
 }
 
 /**

@@ -29,10 +29,16 @@ export function apiError(err: unknown, doing: string): ExecutorError {
 }
 
 /** A route's whole reference as one key: group, kind, namespace, name. */
-export const routeKey = (kind: Pick<RouteKind, 'group' | 'kind'>, namespace: string, name: string) => `${kind.group}/${kind.kind}/${namespace}/${name}`;
+export const routeKey = (kind: Pick<RouteKind, 'group' | 'kind'>, namespace: string, name: string) =>
+  `${kind.group}/${kind.kind}/${namespace}/${name}`;
 
 /** The route from `ctx.routes`, else the watch's cache (`ctx.cachedRoute`), else the apiserver; a copy to edit. */
-export async function readRoute(kind: RouteKind, namespace: string, name: string, ctx: ExecutorContext): Promise<Route> {
+export async function readRoute(
+  kind: RouteKind,
+  namespace: string,
+  name: string,
+  ctx: ExecutorContext,
+): Promise<Route> {
   const key = routeKey(kind, namespace, name);
   const cached = ctx.routes?.get(key);
   if (cached) return structuredClone(await cached) as Route;
@@ -48,7 +54,12 @@ async function fetchRoute(kind: RouteKind, namespace: string, name: string, ctx:
     return (await api.getNamespacedCustomObject({ ...kind, namespace, name })) as Route;
   } catch (err) {
     // A missing route is a registration that names the wrong object: no retry brings it back.
-    if (apiStatus(err) === 404) throw new ExecutorError(`${kind.kind} ${namespace}/${name} not found: create it or correct the registration's spec`, false, 404);
+    if (apiStatus(err) === 404)
+      throw new ExecutorError(
+        `${kind.kind} ${namespace}/${name} not found: create it or correct the registration's spec`,
+        false,
+        404,
+      );
     throw apiError(err, `reading ${kind.kind} ${namespace}/${name}`);
   }
 }

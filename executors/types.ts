@@ -19,7 +19,6 @@ export interface RouteKind {
 // The domain types an executor sees, defined with the API's kinds.
 export type { RouteRef, RuleRecord, StageVersionInfo, TrafficAssignment };
 
-
 export interface TaskInput {
   /** The ActivationExecution this task reports through, and records what it found in. */
   execution: { namespace: string; name: string };
@@ -99,7 +98,12 @@ export interface Executor<Config = unknown> {
    * `route` would, on a rule it cannot manage: what it returns is what `route` will change.
    * `lenient`: a report of what the rules hold (the Stage's traffic), which refuses nothing.
    */
-  observe(input: TaskInput, config: Config, ctx: ExecutorContext, options?: { lenient?: boolean }): Promise<RuleRecord[]>;
+  observe(
+    input: TaskInput,
+    config: Config,
+    ctx: ExecutorContext,
+    options?: { lenient?: boolean },
+  ): Promise<RuleRecord[]>;
   /** Sets every managed rule to exactly `assignment`; idempotent (a repeat finds nothing to change). */
   route(input: TaskInput, assignment: TrafficAssignment, config: Config, ctx: ExecutorContext): Promise<TaskResult>;
   /**
@@ -117,7 +121,10 @@ export interface Executor<Config = unknown> {
 
 /** Renders `{stage}`, `{stageVersion}`, `{revision}` in a name pattern. */
 export function renderPattern(pattern: string, stage: string, sv: StageVersionInfo): string {
-  return pattern.replaceAll('{stage}', stage).replaceAll('{stageVersion}', sv.name).replaceAll('{revision}', String(sv.revision));
+  return pattern
+    .replaceAll('{stage}', stage)
+    .replaceAll('{stageVersion}', sv.name)
+    .replaceAll('{revision}', String(sv.revision));
 }
 
 /** A configuration or route problem that no retry can fix. */

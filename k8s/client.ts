@@ -19,7 +19,10 @@ export { k8s };
  * connections, as client-go's transport cache does.
  */
 function shareAgents(): void {
-  const proto = k8s.KubeConfig.prototype as unknown as { createAgent: (cluster: unknown, options: Record<string, unknown>) => Agent; sharedAgents?: boolean };
+  const proto = k8s.KubeConfig.prototype as unknown as {
+    createAgent: (cluster: unknown, options: Record<string, unknown>) => Agent;
+    sharedAgents?: boolean;
+  };
   if (proto.sharedAgents) return;
   const original = proto.createAgent;
   const agents = new Map<string, Agent>();
@@ -39,7 +42,11 @@ function shareAgents(): void {
       // Made of all the options (it takes the TLS ones: CA, certificate, key, ciphers, ...): a
       // connection given a context ignores those options of its own.
       const secureContext = direct ? tls.createSecureContext(options as tls.SecureContextOptions) : undefined;
-      agent = original.call(this, cluster, { ...options, keepAlive: true, ...(secureContext ? { secureContext } : {}) });
+      agent = original.call(this, cluster, {
+        ...options,
+        keepAlive: true,
+        ...(secureContext ? { secureContext } : {}),
+      });
       // A few distinct configurations are expected (one per kubeconfig and credential); bound it anyway.
       if (agents.size >= 64) agents.delete(agents.keys().next().value!);
       agents.set(key, agent);
@@ -67,7 +74,10 @@ export function setRequestTimeout(ms: number): void {
 
 function deadlineCalls(): void {
   type Context = { getSignal(): AbortSignal | undefined; setSignal(signal: AbortSignal): void };
-  const proto = k8s.KubeConfig.prototype as unknown as { applySecurityAuthentication: (context: Context) => Promise<void>; deadlines?: boolean };
+  const proto = k8s.KubeConfig.prototype as unknown as {
+    applySecurityAuthentication: (context: Context) => Promise<void>;
+    deadlines?: boolean;
+  };
   if (proto.deadlines) return;
   const original = proto.applySecurityAuthentication;
   // Every generated API call (and KubernetesObjectApi's) passes here just before it is sent.
@@ -131,4 +141,3 @@ export function apiMessage(err: unknown): string {
   if (timedOut(err)) return `the apiserver did not answer within ${requestTimeoutMs / 1000} s`;
   return err instanceof Error ? err.message : String(err);
 }
-

@@ -6,18 +6,22 @@ import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';
 import { apply, k8s } from './client.js';
 
 /** Next to the sources, or two levels up when this runs compiled from dist/k8s/. */
-export const crdDir = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../crds' : '../../crds', import.meta.url));
+export const crdDir = fileURLToPath(
+  new URL(import.meta.url.endsWith('.ts') ? '../crds' : '../../crds', import.meta.url),
+);
 
 /**
  * Reads CRD files into client-node's typed models. A plain parsed object would lose every
  * `x-kubernetes-*` key on the way out: the client serializes CRDs by the model's camelCase names.
  */
 export function readCrdFiles(dir = crdDir): k8s.V1CustomResourceDefinition[] {
-  return readdirSync(dir)
-    // kustomization.yaml lists these files for deploy/; it is no CRD.
-    .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
-    .sort()
-    .map((f) => k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(join(dir, f), 'utf8')));
+  return (
+    readdirSync(dir)
+      // kustomization.yaml lists these files for deploy/; it is no CRD.
+      .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
+      .sort()
+      .map((f) => k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(join(dir, f), 'utf8')))
+  );
 }
 
 function established(crd: k8s.V1CustomResourceDefinition): boolean {
@@ -62,8 +66,11 @@ export async function ensureNamespace(kc: k8s.KubeConfig, name: string): Promise
 /** Applies the admission policies shipped with the CRDs (crds/admission/). */
 export async function applyAdmission(kc: k8s.KubeConfig, dir = join(crdDir, 'admission')): Promise<void> {
   const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
-  for (const f of readdirSync(dir).filter((x) => x.endsWith('.yaml')).sort()) {
-    for (const o of k8s.loadAllYaml(readFileSync(join(dir, f), 'utf8'))) await apply(objects, o as k8s.KubernetesObject);
+  for (const f of readdirSync(dir)
+    .filter((x) => x.endsWith('.yaml'))
+    .sort()) {
+    for (const o of k8s.loadAllYaml(readFileSync(join(dir, f), 'utf8')))
+      await apply(objects, o as k8s.KubernetesObject);
   }
 }
 

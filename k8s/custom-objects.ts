@@ -19,7 +19,14 @@ export interface CustomObject {
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
     finalizers?: string[];
-    ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean; blockOwnerDeletion?: boolean }[];
+    ownerReferences?: {
+      apiVersion: string;
+      kind: string;
+      name: string;
+      uid: string;
+      controller?: boolean;
+      blockOwnerDeletion?: boolean;
+    }[];
     deletionTimestamp?: string;
     creationTimestamp?: string;
   };
@@ -51,30 +58,62 @@ export class CustomObjects {
     this.api = kc.makeApiClient(k8s.CustomObjectsApi);
   }
 
-  async get<T extends CustomObject = CustomObject>(kind: string, namespace: string, name: string): Promise<T | undefined> {
+  async get<T extends CustomObject = CustomObject>(
+    kind: string,
+    namespace: string,
+    name: string,
+  ): Promise<T | undefined> {
     try {
-      return (await this.api.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: pluralOf(kind), name })) as T;
+      return (await this.api.getNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: pluralOf(kind),
+        name,
+      })) as T;
     } catch (err) {
       if (apiStatus(err) === 404) return undefined;
       throw err;
     }
   }
 
-  async list<T extends CustomObject = CustomObject>(kind: string, namespace: string, labelSelector?: string): Promise<T[]> {
-    const res = await this.api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: pluralOf(kind), labelSelector });
+  async list<T extends CustomObject = CustomObject>(
+    kind: string,
+    namespace: string,
+    labelSelector?: string,
+  ): Promise<T[]> {
+    const res = await this.api.listNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: pluralOf(kind),
+      labelSelector,
+    });
     return (res as { items: T[] }).items;
   }
 
   async listAllNamespaces<T extends CustomObject = CustomObject>(kind: string): Promise<T[]> {
-    const res = await this.api.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, plural: pluralOf(kind) });
+    const res = await this.api.listCustomObjectForAllNamespaces({
+      group: GROUP,
+      version: VERSION,
+      plural: pluralOf(kind),
+    });
     return (res as { items: T[] }).items;
   }
 
   /** Creates the object, or returns the existing one of that name (a repeated create). */
-  async create<T extends CustomObject = CustomObject>(object: T): Promise<{ object: CustomObject & T; created: boolean }> {
+  async create<T extends CustomObject = CustomObject>(
+    object: T,
+  ): Promise<{ object: CustomObject & T; created: boolean }> {
     const namespace = object.metadata.namespace!;
     try {
-      const created = await this.api.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: pluralOf(object.kind), body: object });
+      const created = await this.api.createNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: pluralOf(object.kind),
+        body: object,
+      });
       return { object: created as T, created: true };
     } catch (err) {
       if (apiStatus(err) !== 409) throw err;
@@ -93,7 +132,10 @@ export class CustomObjects {
    * gives. Anything else of that name is someone else's: it is left alone and the create refused
    * (NameTakenError).
    */
-  async createOwned<T extends CustomObject = CustomObject>(object: T, ownerUid: string): Promise<{ object: CustomObject & T; created: boolean }> {
+  async createOwned<T extends CustomObject = CustomObject>(
+    object: T,
+    ownerUid: string,
+  ): Promise<{ object: CustomObject & T; created: boolean }> {
     const owner = object.metadata.ownerReferences?.find((o) => o.uid === ownerUid);
     for (let attempt = 0; attempt < 5; attempt++) {
       const result = await this.create(object);
@@ -102,25 +144,39 @@ export class CustomObjects {
       const labels = result.object.metadata.labels ?? {};
       const predecessor = owners.length
         ? owner !== undefined && owners.some((o) => o.kind === owner.kind && o.name === owner.name)
-        : Object.entries(object.metadata.labels ?? {}).every(([k, v]) => labels[k] === v) && Object.keys(object.metadata.labels ?? {}).length > 0;
+        : Object.entries(object.metadata.labels ?? {}).every(([k, v]) => labels[k] === v) &&
+          Object.keys(object.metadata.labels ?? {}).length > 0;
       if (!predecessor) throw new NameTakenError(object, owner, owners);
       await this.delete(object.kind, object.metadata.namespace!, object.metadata.name, result.object.metadata.uid);
     }
-    throw new Error(`${object.kind} ${object.metadata.namespace}/${object.metadata.name} of a predecessor is still there after five deletions`);
+    throw new Error(
+      `${object.kind} ${object.metadata.namespace}/${object.metadata.name} of a predecessor is still there after five deletions`,
+    );
   }
 
   /** Replaces the spec with a JSON merge patch (used for objects whose spec may change). */
   async mergeSpec(kind: string, namespace: string, name: string, spec: unknown): Promise<void> {
-    if (!(await this.mergePatch(kind, namespace, name, { spec }, false))) throw new Error(`${kind} ${namespace}/${name} not found`);
+    if (!(await this.mergePatch(kind, namespace, name, { spec }, false)))
+      throw new Error(`${kind} ${namespace}/${name} not found`);
   }
 
   /** Merge-patches labels, annotations or finalizers (null removes a key); false when the object is gone. */
-  async mergeMetadata(kind: string, namespace: string, name: string, metadata: Record<string, unknown>): Promise<boolean> {
+  async mergeMetadata(
+    kind: string,
+    namespace: string,
+    name: string,
+    metadata: Record<string, unknown>,
+  ): Promise<boolean> {
     return (await this.mergeMetadataOf(kind, namespace, name, metadata)) !== undefined;
   }
 
   /** mergeMetadata, answering the object as written (undefined when it is gone): no read after it. */
-  mergeMetadataOf(kind: string, namespace: string, name: string, metadata: Record<string, unknown>): Promise<CustomObject | undefined> {
+  mergeMetadataOf(
+    kind: string,
+    namespace: string,
+    name: string,
+    metadata: Record<string, unknown>,
+  ): Promise<CustomObject | undefined> {
     return this.mergePatch(kind, namespace, name, { metadata }, false);
   }
 
@@ -136,7 +192,12 @@ export class CustomObjects {
    * Applies a JSON patch to the status subresource, answering the object as written (undefined
    * when it is gone). Only its status changes, but its `test`s see the whole object (metadata.uid).
    */
-  jsonPatchStatus(kind: string, namespace: string, name: string, operations: object[]): Promise<CustomObject | undefined> {
+  jsonPatchStatus(
+    kind: string,
+    namespace: string,
+    name: string,
+    operations: object[],
+  ): Promise<CustomObject | undefined> {
     return this.patch(kind, namespace, name, operations, k8s.PatchStrategy.JsonPatch, true);
   }
 
@@ -149,25 +210,52 @@ export class CustomObjects {
    * Merge-patches the status only if the object is still at `resourceVersion` (optimistic
    * concurrency): false when it is gone or someone wrote it since it was read.
    */
-  async patchStatusAt(kind: string, namespace: string, name: string, resourceVersion: string, status: unknown): Promise<boolean> {
+  async patchStatusAt(
+    kind: string,
+    namespace: string,
+    name: string,
+    resourceVersion: string,
+    status: unknown,
+  ): Promise<boolean> {
     try {
-      return (await this.mergePatch(kind, namespace, name, { metadata: { resourceVersion }, status }, true)) !== undefined;
+      return (
+        (await this.mergePatch(kind, namespace, name, { metadata: { resourceVersion }, status }, true)) !== undefined
+      );
     } catch (err) {
       if (apiStatus(err) === 409) return false;
       throw err;
     }
   }
 
-  private mergePatch(kind: string, namespace: string, name: string, body: object, status: boolean): Promise<CustomObject | undefined> {
+  private mergePatch(
+    kind: string,
+    namespace: string,
+    name: string,
+    body: object,
+    status: boolean,
+  ): Promise<CustomObject | undefined> {
     return this.patch(kind, namespace, name, body, k8s.PatchStrategy.MergePatch, status);
   }
 
   /** The object as written; undefined when it is gone. */
-  private async patch(kind: string, namespace: string, name: string, body: object, strategy: k8s.PatchStrategy, status: boolean): Promise<CustomObject | undefined> {
+  private async patch(
+    kind: string,
+    namespace: string,
+    name: string,
+    body: object,
+    strategy: k8s.PatchStrategy,
+    status: boolean,
+  ): Promise<CustomObject | undefined> {
     const params = { group: GROUP, version: VERSION, namespace, plural: pluralOf(kind), name, body };
-    const options = k8s.setHeaderOptions('Content-Type', strategy, strategy === k8s.PatchStrategy.JsonPatch ? { middleware: [goEscapedBody] } : undefined);
+    const options = k8s.setHeaderOptions(
+      'Content-Type',
+      strategy,
+      strategy === k8s.PatchStrategy.JsonPatch ? { middleware: [goEscapedBody] } : undefined,
+    );
     try {
-      const written = status ? await this.api.patchNamespacedCustomObjectStatus(params, options) : await this.api.patchNamespacedCustomObject(params, options);
+      const written = status
+        ? await this.api.patchNamespacedCustomObjectStatus(params, options)
+        : await this.api.patchNamespacedCustomObject(params, options);
       return written as CustomObject;
     } catch (err) {
       if (apiStatus(err) === 404) return undefined;
@@ -195,7 +283,11 @@ export class CustomObjects {
 
 /** The name a controller gives an object it owns is taken by an object someone else owns: no retry frees it. */
 export class NameTakenError extends Error {
-  constructor(object: CustomObject, owner: { kind: string; name: string } | undefined, owners: { kind: string; name: string }[]) {
+  constructor(
+    object: CustomObject,
+    owner: { kind: string; name: string } | undefined,
+    owners: { kind: string; name: string }[],
+  ) {
     const whose = owners.length ? `owned by ${owners.map((o) => `${o.kind} ${o.name}`).join(', ')}` : 'owned by nobody';
     const forWhom = owner ? ` for ${owner.kind} ${owner.name}` : '';
     super(

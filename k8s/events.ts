@@ -60,7 +60,14 @@ export function eventName(regardingName: string, micros: number): string {
 }
 
 /** Whether an existing Event says what we are about to say (client-go's isomorphic events, plus the note). */
-export function saysTheSame(existing: Pick<k8s.EventsV1Event, 'type' | 'reason' | 'action' | 'note' | 'regarding'>, type: string, reason: string, action: string, note: string, regarding: Regarding): boolean {
+export function saysTheSame(
+  existing: Pick<k8s.EventsV1Event, 'type' | 'reason' | 'action' | 'note' | 'regarding'>,
+  type: string,
+  reason: string,
+  action: string,
+  note: string,
+  regarding: Regarding,
+): boolean {
   const r = existing.regarding;
   return (
     existing.type === type &&
@@ -110,10 +117,21 @@ export function eventRecorder(kc: k8s.KubeConfig, log: (message: string) => void
   }
 
   /** Bumps the series of the Event that says the same (unless `once`: none can), or creates one; true when done. */
-  async function countOrCreate(regarding: Regarding, type: EventType, reason: string, action: string, note: string, once: boolean): Promise<boolean> {
+  async function countOrCreate(
+    regarding: Regarding,
+    type: EventType,
+    reason: string,
+    action: string,
+    note: string,
+    once: boolean,
+  ): Promise<boolean> {
     const { namespace } = regarding;
-    const selector = regarding.uid ? `regarding.uid=${regarding.uid}` : `regarding.kind=${regarding.kind},regarding.name=${regarding.name}`;
-    const items = once ? [] : (await api.listNamespacedEvent({ namespace, fieldSelector: `${selector},reason=${reason}` })).items;
+    const selector = regarding.uid
+      ? `regarding.uid=${regarding.uid}`
+      : `regarding.kind=${regarding.kind},regarding.name=${regarding.name}`;
+    const items = once
+      ? []
+      : (await api.listNamespacedEvent({ namespace, fieldSelector: `${selector},reason=${reason}` })).items;
     const existing = items.find((e) => saysTheSame(e, type, reason, action, note, regarding));
     if (existing) {
       // series needs count ≥ 2 and lastObservedTime; everything else of an events.k8s.io/v1 Event is immutable.
@@ -151,7 +169,14 @@ export function eventRecorder(kc: k8s.KubeConfig, log: (message: string) => void
    * attempt (activities/transition-events.ts), or one conditional on a resourceVersion. Created
    * without the look-up for a repeat.
    */
-  return async function record(regarding: Regarding, type: EventType, reason: string, note: string, action = reason, { once = false }: RecordOptions = {}): Promise<void> {
+  return async function record(
+    regarding: Regarding,
+    type: EventType,
+    reason: string,
+    note: string,
+    action = reason,
+    { once = false }: RecordOptions = {},
+  ): Promise<void> {
     const r = eventWord(reason);
     const a = eventWord(action);
     const n = clipNote(note);
@@ -171,7 +196,9 @@ export function eventRecorder(kc: k8s.KubeConfig, log: (message: string) => void
     } catch (err) {
       lastError = err;
     }
-    log(`Event ${r} on ${regarding.kind} ${regarding.namespace}/${regarding.name} not written: ${apiMessage(lastError)}`);
+    log(
+      `Event ${r} on ${regarding.kind} ${regarding.namespace}/${regarding.name} not written: ${apiMessage(lastError)}`,
+    );
   };
 }
 export type EventRecorder = ReturnType<typeof eventRecorder>;
@@ -183,10 +210,23 @@ export interface RecordOptions {
  * Records what decisions/events.ts decided, one after the other (their names, hence kubectl's
  * order, follow). `uids` holds the uids known already (`Kind/name`); the others are read.
  */
-export async function recordEvents(record: EventRecorder, namespace: string, events: readonly EventSpec[], uids: Record<string, string | undefined> = {}, options: RecordOptions = {}): Promise<void> {
+export async function recordEvents(
+  record: EventRecorder,
+  namespace: string,
+  events: readonly EventSpec[],
+  uids: Record<string, string | undefined> = {},
+  options: RecordOptions = {},
+): Promise<void> {
   for (const e of events) {
     const uid = uids[`${e.kind}/${e.name}`];
-    await record({ apiVersion: API_VERSION, kind: e.kind, namespace, name: e.name, ...(uid ? { uid } : {}) }, e.type, e.reason, e.note, e.action, options);
+    await record(
+      { apiVersion: API_VERSION, kind: e.kind, namespace, name: e.name, ...(uid ? { uid } : {}) },
+      e.type,
+      e.reason,
+      e.note,
+      e.action,
+      options,
+    );
   }
 }
 

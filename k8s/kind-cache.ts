@@ -54,7 +54,9 @@ export class KindCache {
       // A copy without the field, not `delete`: deleting turns each object's metadata into a
       // dictionary, some 400 bytes more per cached object (bench/scale).
       if (obj.metadata && 'managedFields' in obj.metadata) {
-        const { managedFields: _dropped, ...metadata } = obj.metadata as typeof obj.metadata & { managedFields?: unknown };
+        const { managedFields: _dropped, ...metadata } = obj.metadata as typeof obj.metadata & {
+          managedFields?: unknown;
+        };
         obj.metadata = metadata;
       }
       o.slim?.(obj);
@@ -63,7 +65,9 @@ export class KindCache {
     const { plural, namespace } = o;
     const group = o.group ?? GROUP;
     const version = o.version ?? VERSION;
-    this.path = namespace ? `/apis/${group}/${version}/namespaces/${namespace}/${plural}` : `/apis/${group}/${version}/${plural}`;
+    this.path = namespace
+      ? `/apis/${group}/${version}/namespaces/${namespace}/${plural}`
+      : `/apis/${group}/${version}/${plural}`;
     // In pages, each slimmed as it comes: one response of 10,000 objects, and all of them whole
     // at once, set the process's memory high for good (bench/scale.ts). A continued list is one
     // consistent snapshot, whose resourceVersion the watch starts from.
@@ -74,11 +78,14 @@ export class KindCache {
         let next: string | undefined;
         do {
           const params = { group, version, plural, limit: LIST_PAGE, ...(next ? { _continue: next } : {}) };
-          page = (await (namespace ? api.listNamespacedCustomObject({ ...params, namespace }) : api.listCustomObjectForAllNamespaces(params))) as k8s.KubernetesListObject<k8s.KubernetesObject>;
+          page = (await (namespace
+            ? api.listNamespacedCustomObject({ ...params, namespace })
+            : api.listCustomObjectForAllNamespaces(params))) as k8s.KubernetesListObject<k8s.KubernetesObject>;
           for (const item of page.items) slim(item as unknown as CustomObject);
           items.push(...page.items);
           // CustomObjectsApi answers plain JSON: the token is `continue` (the typed model's `_continue`).
-          next = (page.metadata as { continue?: string } | undefined)?.continue || page.metadata?._continue || undefined;
+          next =
+            (page.metadata as { continue?: string } | undefined)?.continue || page.metadata?._continue || undefined;
         } while (next);
         this.listedOk = this.everListed = true;
         this.refusedNow = false;
@@ -108,7 +115,10 @@ export class KindCache {
         o.onRefused(apiMessage(err), status);
         return;
       }
-      o.log(`watch of ${this.path} broke (${apiMessage(err)}); re-listing`, { level: 'warn', ...(namespace ? { namespace } : {}) });
+      o.log(`watch of ${this.path} broke (${apiMessage(err)}); re-listing`, {
+        level: 'warn',
+        ...(namespace ? { namespace } : {}),
+      });
       setTimeout(() => !this.stopped && void this.informer.start().catch(() => undefined), RESTART_DELAY_MS);
     });
   }
@@ -146,7 +156,9 @@ export class KindCache {
 
   /** The cached objects of a namespace, by name (the order a list gives). */
   list<T extends CustomObject = CustomObject>(namespace: string): T[] {
-    return (this.informer.list(namespace) as unknown as T[]).sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
+    return (this.informer.list(namespace) as unknown as T[]).sort((a, b) =>
+      a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0,
+    );
   }
 
   /** The cached object of that name, if any. */

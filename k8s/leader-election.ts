@@ -28,7 +28,10 @@ export function standalone(identity: string): Leadership {
 }
 
 /** The Lease of each elected role, in the system namespace. */
-export const LEASE_NAMES = { watcher: 'konfidence-watcher', 'stage-controller': 'konfidence-stage-controller' } as const;
+export const LEASE_NAMES = {
+  watcher: 'konfidence-watcher',
+  'stage-controller': 'konfidence-stage-controller',
+} as const;
 
 /** The Lease of a role's shard (KONFIDENCE_SHARD): `<role lease>-<shard>`; unsharded, the role's. */
 export function leaseName(role: keyof typeof LEASE_NAMES, shard?: string): string {
@@ -92,9 +95,12 @@ export class LeaderElector implements Leadership {
     this.renewDeadlineMs = o.renewDeadlineMs ?? 10_000;
     this.retryPeriodMs = o.retryPeriodMs ?? 2_000;
     if (!o.identity) throw new Error('leader election needs an identity');
-    if (this.leaseDurationMs <= this.renewDeadlineMs) throw new Error('leaseDuration must be greater than renewDeadline');
-    if (this.renewDeadlineMs <= 1.2 * this.retryPeriodMs) throw new Error('renewDeadline must be greater than 1.2 × retryPeriod');
-    if (this.leaseDurationMs < 1_000) throw new Error('leaseDuration must be at least 1 s (the Lease counts whole seconds)');
+    if (this.leaseDurationMs <= this.renewDeadlineMs)
+      throw new Error('leaseDuration must be greater than renewDeadline');
+    if (this.renewDeadlineMs <= 1.2 * this.retryPeriodMs)
+      throw new Error('renewDeadline must be greater than 1.2 × retryPeriod');
+    if (this.leaseDurationMs < 1_000)
+      throw new Error('leaseDuration must be at least 1 s (the Lease counts whole seconds)');
     this.api = o.kubeConfig.makeApiClient(k8s.CoordinationV1Api);
     this.log = o.log ?? componentLogger('leader-election', { lease: o.name }).fn();
   }
@@ -130,7 +136,9 @@ export class LeaderElector implements Leadership {
     const wasLeading = this.leading;
     this.leading = false;
     if (wasLeading) {
-      await this.release().catch((err: unknown) => this.log(`could not release Lease ${this.o.namespace}/${this.o.name}: ${apiMessage(err)}`));
+      await this.release().catch((err: unknown) =>
+        this.log(`could not release Lease ${this.o.namespace}/${this.o.name}: ${apiMessage(err)}`),
+      );
       this.o.onStoppedLeading?.();
     }
   }
@@ -140,7 +148,10 @@ export class LeaderElector implements Leadership {
       const started = monotonic();
       let acquired = false;
       try {
-        acquired = await this.withTimeout(this.tryAcquireOrRenew(), Math.max(this.retryPeriodMs, this.renewDeadlineMs / 2));
+        acquired = await this.withTimeout(
+          this.tryAcquireOrRenew(),
+          Math.max(this.retryPeriodMs, this.renewDeadlineMs / 2),
+        );
         this.lastError = undefined;
       } catch (err) {
         const message = apiMessage(err);
@@ -156,9 +167,14 @@ export class LeaderElector implements Leadership {
           this.log(`${this.identity} leads (Lease ${this.o.namespace}/${this.o.name})`);
           this.o.onStartedLeading?.();
         }
-      } else if (this.leading && (this.observedHolder !== this.identity || monotonic() - this.renewedAt >= this.renewDeadlineMs)) {
+      } else if (
+        this.leading &&
+        (this.observedHolder !== this.identity || monotonic() - this.renewedAt >= this.renewDeadlineMs)
+      ) {
         this.leading = false;
-        this.log(`${this.identity} stopped leading (Lease ${this.o.namespace}/${this.o.name} ${this.observedHolder !== this.identity ? `taken by ${this.observedHolder || 'nobody'}` : 'not renewed within the renew deadline'})`);
+        this.log(
+          `${this.identity} stopped leading (Lease ${this.o.namespace}/${this.o.name} ${this.observedHolder !== this.identity ? `taken by ${this.observedHolder || 'nobody'}` : 'not renewed within the renew deadline'})`,
+        );
         this.o.onStoppedLeading?.();
       }
       // client-go: the leader renews every retry period; candidates retry with jitter (here up to +20 %).
@@ -194,7 +210,13 @@ export class LeaderElector implements Leadership {
           namespace,
           body: {
             metadata: { name, namespace },
-            spec: { holderIdentity: this.identity, leaseDurationSeconds: durationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 },
+            spec: {
+              holderIdentity: this.identity,
+              leaseDurationSeconds: durationSeconds,
+              acquireTime: now,
+              renewTime: now,
+              leaseTransitions: 0,
+            },
           },
         });
         this.observe(created);
@@ -234,7 +256,13 @@ export class LeaderElector implements Leadership {
     const lease = await this.api.readNamespacedLease({ name, namespace });
     if (lease.spec?.holderIdentity !== this.identity) return;
     const now = new k8s.V1MicroTime(Date.now());
-    lease.spec = { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1, renewTime: now, acquireTime: now };
+    lease.spec = {
+      ...lease.spec,
+      holderIdentity: undefined,
+      leaseDurationSeconds: 1,
+      renewTime: now,
+      acquireTime: now,
+    };
     await this.api.replaceNamespacedLease({ name, namespace, body: lease });
     this.log(`${this.identity} released Lease ${namespace}/${name}`);
   }
@@ -269,17 +297,26 @@ const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  */
 export function fenceWrites(
   kc: k8s.KubeConfig,
-  o: { leadership?: Leadership; onWrite?: (method: string, url: string) => void; serves?: (namespace: string) => boolean },
+  o: {
+    leadership?: Leadership;
+    onWrite?: (method: string, url: string) => void;
+    serves?: (namespace: string) => boolean;
+  },
 ): k8s.KubeConfig {
   const fenced = Object.create(kc) as k8s.KubeConfig;
   fenced.applySecurityAuthentication = async (context) => {
     const method = String(context.getHttpMethod());
     if (!READ_METHODS.has(method)) {
       const path = new URL(context.getUrl()).pathname;
-      if (o.leadership && !o.leadership.isLeader()) throw new NotLeaderError(o.leadership.identity, `${method} ${path}`);
+      if (o.leadership && !o.leadership.isLeader())
+        throw new NotLeaderError(o.leadership.identity, `${method} ${path}`);
       // Sharded: a write in a namespace the shard no longer serves is its new owner's to make.
       const namespace = /\/namespaces\/([^/]+)\//.exec(path)?.[1];
-      if (namespace && o.serves && !o.serves(namespace)) throw new NotLeaderError(o.leadership?.identity ?? 'this replica', `${method} ${path}: its shard no longer serves namespace ${namespace}`);
+      if (namespace && o.serves && !o.serves(namespace))
+        throw new NotLeaderError(
+          o.leadership?.identity ?? 'this replica',
+          `${method} ${path}: its shard no longer serves namespace ${namespace}`,
+        );
       o.onWrite?.(method, new URL(context.getUrl()).pathname);
     }
     return kc.applySecurityAuthentication(context);
@@ -322,13 +359,19 @@ export class LeaderGate {
   /** Throws NotLeaderError unless acting (and, sharded, serving `namespace`): call it right before a write. */
   fence(what: string, namespace?: string): void {
     if (!this.acting()) throw new NotLeaderError(this.leadership!.identity, what);
-    if (namespace && this.serves && !this.serves(namespace)) throw new NotLeaderError(this.leadership?.identity ?? 'this replica', `${what}: its shard no longer serves namespace ${namespace}`);
+    if (namespace && this.serves && !this.serves(namespace))
+      throw new NotLeaderError(
+        this.leadership?.identity ?? 'this replica',
+        `${what}: its shard no longer serves namespace ${namespace}`,
+      );
   }
 
   /** `kc` itself standalone; else one whose mutating requests are refused while not leader. */
   kubeConfig(kc: k8s.KubeConfig): k8s.KubeConfig {
     const { leadership, serves } = this;
-    return leadership || serves ? fenceWrites(kc, { ...(leadership ? { leadership } : {}), ...(serves ? { serves } : {}) }) : kc;
+    return leadership || serves
+      ? fenceWrites(kc, { ...(leadership ? { leadership } : {}), ...(serves ? { serves } : {}) })
+      : kc;
   }
 
   /** Calls `tookOver` each time this replica becomes leader; nothing standalone. */

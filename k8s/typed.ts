@@ -36,11 +36,21 @@ export function parseTyped<K extends TypedKind>(kind: K, object: unknown): Typed
   throw new InvalidObjectError(`${kind} ${meta?.namespace}/${meta?.name} does not match its schema: ${problems}`);
 }
 
-export async function getTyped<K extends TypedKind>(objects: CustomObjects, kind: K, namespace: string, name: string): Promise<Typed<K> | undefined> {
+export async function getTyped<K extends TypedKind>(
+  objects: CustomObjects,
+  kind: K,
+  namespace: string,
+  name: string,
+): Promise<Typed<K> | undefined> {
   const o = await objects.get(kind, namespace, name);
   return o ? parseTyped(kind, o) : undefined;
 }
 
-export async function listTyped<K extends TypedKind>(objects: CustomObjects, kind: K, namespace: string, labelSelector?: string): Promise<Typed<K>[]> {
+export async function listTyped<K extends TypedKind>(
+  objects: CustomObjects,
+  kind: K,
+  namespace: string,
+  labelSelector?: string,
+): Promise<Typed<K>[]> {
   return (await objects.list(kind, namespace, labelSelector)).map((o) => parseTyped(kind, o));
 }

@@ -16,7 +16,10 @@ export const IMAGE_ENTRYPOINT = ['node', 'dist/worker/main.js'] as const;
 /** Compiles the runtime sources into dist/; throws with tsc's output when they do not compile. */
 export function buildDist(): void {
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-  execFileSync(process.execPath, [tsc, '-p', join(repoRoot, 'tsconfig.build.json')], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  execFileSync(process.execPath, [tsc, '-p', join(repoRoot, 'tsconfig.build.json')], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 /**
@@ -27,8 +30,14 @@ export function buildDist(): void {
 export function nodeFlagsOf(container: { command?: string[] }): string[] {
   const command = container.command;
   if (!command) return [];
-  if (command[0] !== IMAGE_ENTRYPOINT[0] || command.at(-1) !== IMAGE_ENTRYPOINT[1] || command.slice(1, -1).some((f) => !f.startsWith('--'))) {
-    throw new Error(`a container's command must be "node [--flags] dist/worker/main.js" (the image's entry point), not "${command.join(' ')}"`);
+  if (
+    command[0] !== IMAGE_ENTRYPOINT[0] ||
+    command.at(-1) !== IMAGE_ENTRYPOINT[1] ||
+    command.slice(1, -1).some((f) => !f.startsWith('--'))
+  ) {
+    throw new Error(
+      `a container's command must be "node [--flags] dist/worker/main.js" (the image's entry point), not "${command.join(' ')}"`,
+    );
   }
   return command.slice(1, -1);
 }

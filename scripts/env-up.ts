@@ -7,11 +7,16 @@
  */
 import { up } from './env/control-plane.js';
 
-const PROFILE_NAMES = { dev: 'dev server', postgres: 'server on PostgreSQL', cluster: 'server on PostgreSQL, one process per service' } as const;
+const PROFILE_NAMES = {
+  dev: 'dev server',
+  postgres: 'server on PostgreSQL',
+  cluster: 'server on PostgreSQL, one process per service',
+} as const;
 const json = process.argv.includes('--json');
 const args = process.argv.slice(2);
 const flag = args.indexOf('--temporal');
-const temporal = flag >= 0 ? args[flag + 1] : args.find((a) => a.startsWith('--temporal='))?.slice('--temporal='.length);
+const temporal =
+  flag >= 0 ? args[flag + 1] : args.find((a) => a.startsWith('--temporal='))?.slice('--temporal='.length);
 const cp = await up(json ? (line) => console.error(line) : console.log, { temporal }).catch((err: Error) => {
   // The message says what failed and shows the server's log; a stack trace adds nothing to act on.
   console.error(`env:up: ${err.message}`);

@@ -35,14 +35,20 @@ function parse(argv: string[]): { service: string; port: number; namespace: stri
   if (unknown.length) throw new Error(`unknown option --${unknown[0]}; ${USAGE}`);
   const [service, portText] = positionals;
   if (!service || !portText || positionals.length > 2) throw new Error(USAGE);
-  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(service)) throw new Error(`"${service}" is no Service name (a DNS label: lower case letters, digits, "-")`);
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(service))
+    throw new Error(`"${service}" is no Service name (a DNS label: lower case letters, digits, "-")`);
   const portOf = (text: string, what: string) => {
     const n = Number(text);
     if (!Number.isInteger(n) || n < 1 || n > 65535) throw new Error(`${what} "${text}" is not a port (1 to 65535)`);
     return n;
   };
   const port = portOf(portText, 'PORT');
-  return { service, port, namespace: options.namespace ?? 'default', servicePort: options['service-port'] ? portOf(options['service-port'], '--service-port') : DEFAULT_SERVICE_PORT };
+  return {
+    service,
+    port,
+    namespace: options.namespace ?? 'default',
+    servicePort: options['service-port'] ? portOf(options['service-port'], '--service-port') : DEFAULT_SERVICE_PORT,
+  };
 }
 
 let args: ReturnType<typeof parse>;
@@ -76,7 +82,10 @@ const forwarder = createServer((inbound) => {
 });
 await new Promise<void>((resolve) => {
   forwarder.once('error', (err: NodeJS.ErrnoException) => {
-    const why = err.code === 'EADDRINUSE' ? `a process already listens on port ${args.servicePort} of every address (a server on 0.0.0.0?): pick another --service-port` : err.message;
+    const why =
+      err.code === 'EADDRINUSE'
+        ? `a process already listens on port ${args.servicePort} of every address (a server on 0.0.0.0?): pick another --service-port`
+        : err.message;
     console.error(`cannot listen on ${address}:${args.servicePort}: ${why}`);
     process.exit(1);
   });

@@ -14,13 +14,20 @@ const namespace = i >= 0 ? args.splice(i, 2)[1] : undefined;
 const [workflowId, out] = args;
 const cp = current();
 if (!workflowId || !out || !cp) {
-  console.error(cp ? 'usage: record-history.ts <workflowId> <out.json> [--namespace NS]' : 'the local servers are down: npm run env:up');
+  console.error(
+    cp
+      ? 'usage: record-history.ts <workflowId> <out.json> [--namespace NS]'
+      : 'the local servers are down: npm run env:up',
+  );
   process.exit(2);
 }
 const connection = await Connection.connect({ address: cp.temporalAddress });
 const client = new Client({ connection, namespace: namespace ?? cp.testTemporalNamespace });
 const history = await client.workflow.getHandle(workflowId).fetchHistory();
-const object = proto.temporal.api.history.v1.History.toObject(proto.temporal.api.history.v1.History.fromObject(history), { longs: String, enums: String, bytes: String });
+const object = proto.temporal.api.history.v1.History.toObject(
+  proto.temporal.api.history.v1.History.fromObject(history),
+  { longs: String, enums: String, bytes: String },
+);
 writeFileSync(out, `${JSON.stringify(object, null, 1)}\n`);
 console.log(`${out}: ${history.events?.length ?? 0} events of ${workflowId}`);
 await connection.close();

@@ -10,7 +10,16 @@
  * `tsx scripts/route-crds.ts` fetches ahead (scripts/install-binaries.sh runs it) and prints the folders.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -20,7 +29,8 @@ import { readCrdFiles } from '../k8s/crds.js';
 import { versions } from './env/paths.js';
 
 export const crdCache =
-  process.env.KONFIDENCE_CRD_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'konfidence-activation', 'crds');
+  process.env.KONFIDENCE_CRD_CACHE ??
+  join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'konfidence-activation', 'crds');
 
 interface Source {
   module: string;
@@ -35,16 +45,23 @@ const SOURCES: Source[] = [
     module: 'sigs.k8s.io/gateway-api',
     versionKey: 'GATEWAY_API_VERSION',
     files: Object.fromEntries(
-      ['httproutes', 'gatewayclasses', 'gateways', 'grpcroutes', 'referencegrants', 'backendtlspolicies'].map((plural) => [
-        `config/crd/standard/gateway.networking.k8s.io_${plural}.yaml`,
-        [`${plural}.gateway.networking.k8s.io`],
-      ]),
+      ['httproutes', 'gatewayclasses', 'gateways', 'grpcroutes', 'referencegrants', 'backendtlspolicies'].map(
+        (plural) => [
+          `config/crd/standard/gateway.networking.k8s.io_${plural}.yaml`,
+          [`${plural}.gateway.networking.k8s.io`],
+        ],
+      ),
     ),
   },
   {
     module: 'istio.io/api',
     versionKey: 'ISTIO_API_VERSION',
-    files: { 'kubernetes/customresourcedefinitions.gen.yaml': ['virtualservices.networking.istio.io', 'destinationrules.networking.istio.io'] },
+    files: {
+      'kubernetes/customresourcedefinitions.gen.yaml': [
+        'virtualservices.networking.istio.io',
+        'destinationrules.networking.istio.io',
+      ],
+    },
   },
 ];
 
@@ -59,11 +76,17 @@ function moduleDir(module: string, version: string): string {
   let out: string;
   try {
     // Outside any go.mod: a plain download of one module version.
-    out = execFileSync('go', ['mod', 'download', '-json', `${module}@${version}`], { cwd: tmpdir(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    out = execFileSync('go', ['mod', 'download', '-json', `${module}@${version}`], {
+      cwd: tmpdir(),
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   } catch (err) {
     const e = err as { stdout?: string; message: string };
     const reported = e.stdout ? (safeParse(e.stdout)?.Error as string | undefined) : undefined;
-    throw new Error(`go mod download ${module}@${version} failed: ${reported ?? e.message} (Go and the Go module proxy are needed once per version)`);
+    throw new Error(
+      `go mod download ${module}@${version} failed: ${reported ?? e.message} (Go and the Go module proxy are needed once per version)`,
+    );
   }
   return safeParse(out)!.Dir as string;
 }
@@ -90,7 +113,9 @@ function fetchSource(source: Source): string {
       // Copy each document's text as published: re-serializing could drop or reorder fields.
       const documents = readFileSync(join(dir, file), 'utf8').split(/^---\s*$/m);
       for (const name of names) {
-        const text = documents.find((d) => (parse(d) as { metadata?: { name?: string } } | null)?.metadata?.name === name);
+        const text = documents.find(
+          (d) => (parse(d) as { metadata?: { name?: string } } | null)?.metadata?.name === name,
+        );
         if (!text) throw new Error(`${source.module}@${version} ${file} has no CRD ${name}`);
         writeFileSync(join(scratch, `${name}.yaml`), text.trimStart());
       }

@@ -51,7 +51,12 @@ export const SAMPLE_PLAN = {
     { name: 'mesh', tasks: ['sample-mesh'] },
   ],
   progression: {
-    steps: [{ setWeight: 10, name: 'canary' }, { analysis: { name: 'success-rate' } }, { setWeight: 50, name: 'half' }, { pause: { timeoutSeconds: 3600 }, name: 'approval' }],
+    steps: [
+      { setWeight: 10, name: 'canary' },
+      { analysis: { name: 'success-rate' } },
+      { setWeight: 50, name: 'half' },
+      { pause: { timeoutSeconds: 3600 }, name: 'approval' },
+    ],
     abort: { weights: [10], intervalSeconds: 10 },
   },
   // Built in: the share of the new version's requests the gateway saw answered without a 5xx. A
@@ -70,7 +75,12 @@ export const SAMPLE_PLAN = {
 };
 
 /** Routes, registrations and the default plan: what a platform team sets up once. */
-async function prepare(kc: k8s.KubeConfig, objects: CustomObjects, systemNamespace: string, say: (line: string) => void): Promise<void> {
+async function prepare(
+  kc: k8s.KubeConfig,
+  objects: CustomObjects,
+  systemNamespace: string,
+  say: (line: string) => void,
+): Promise<void> {
   await applyCrds(kc, routeCrds());
   await untilNotTerminating(kc, say);
   await ensureNamespace(kc, SAMPLE_NAMESPACE);
@@ -83,14 +93,22 @@ async function prepare(kc: k8s.KubeConfig, objects: CustomObjects, systemNamespa
       spec: {
         parentRefs: [GATEWAY_PARENT_REF],
         hostnames: [SAMPLE_HOST],
-        rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/' } }], backendRefs: [{ name: 'shop-v1', port: 8080, weight: 100 }] }],
+        rules: [
+          {
+            matches: [{ path: { type: 'PathPrefix', value: '/' } }],
+            backendRefs: [{ name: 'shop-v1', port: 8080, weight: 100 }],
+          },
+        ],
       },
     },
     {
       apiVersion: 'networking.istio.io/v1',
       kind: 'VirtualService',
       metadata: { name: STAGE, namespace: SAMPLE_NAMESPACE },
-      spec: { hosts: [STAGE], http: [{ name: 'primary', route: [{ destination: { host: STAGE, subset: 'v1' }, weight: 100 }] }] },
+      spec: {
+        hosts: [STAGE],
+        http: [{ name: 'primary', route: [{ destination: { host: STAGE, subset: 'v1' }, weight: 100 }] }],
+      },
     },
   ];
   for (const route of routes) {
@@ -99,12 +117,25 @@ async function prepare(kc: k8s.KubeConfig, objects: CustomObjects, systemNamespa
     } catch (err) {
       if (apiStatus(err) !== 409) throw err;
       // A route of an earlier run: activations moved its rules on; where it attaches is the sample's.
-      if (route.kind === 'HTTPRoute') await generic.patch({ ...route, spec: { parentRefs: route.spec.parentRefs, hostnames: route.spec.hostnames } }, undefined, undefined, undefined, undefined, k8s.PatchStrategy.MergePatch);
+      if (route.kind === 'HTTPRoute')
+        await generic.patch(
+          { ...route, spec: { parentRefs: route.spec.parentRefs, hostnames: route.spec.hostnames } },
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          k8s.PatchStrategy.MergePatch,
+        );
     }
   }
   // Created, or brought up to date: a sample of an older checkout may have left other specs.
   const cr = async (kind: string, name: string, spec: unknown) => {
-    const { created } = await objects.create({ apiVersion: API_VERSION, kind, metadata: { name, namespace: systemNamespace }, spec });
+    const { created } = await objects.create({
+      apiVersion: API_VERSION,
+      kind,
+      metadata: { name, namespace: systemNamespace },
+      spec,
+    });
     if (!created) await objects.mergeSpec(kind, systemNamespace, name, spec);
   };
   await cr('ActivationTaskRegistration', 'sample-gateway', {
@@ -115,7 +146,11 @@ async function prepare(kc: k8s.KubeConfig, objects: CustomObjects, systemNamespa
   await cr('ActivationTaskRegistration', 'sample-mesh', {
     type: 'istio',
     timeoutSeconds: 60,
-    spec: { virtualServices: [{ name: STAGE, namespace: SAMPLE_NAMESPACE }], host: STAGE, adopt: [{ host: STAGE, subset: 'legacy' }] },
+    spec: {
+      virtualServices: [{ name: STAGE, namespace: SAMPLE_NAMESPACE }],
+      host: STAGE,
+      adopt: [{ host: STAGE, subset: 'legacy' }],
+    },
   });
   // "default": the plan of every VectorActivation that names none, as the Stage controller's do.
   await cr('ActivationExecutionPlan', 'default', SAMPLE_PLAN);
@@ -139,8 +174,15 @@ async function untilNotTerminating(kc: k8s.KubeConfig, say: (line: string) => vo
     }
   };
   if (!(await terminating())) return;
-  say(`namespace ${SAMPLE_NAMESPACE} is being deleted: waiting for it to go (at most ${NAMESPACE_GONE_MS / 60_000} minutes)`);
-  await pollUntil(async () => !(await terminating()), NAMESPACE_GONE_MS, `namespace ${SAMPLE_NAMESPACE} to finish terminating`, 500);
+  say(
+    `namespace ${SAMPLE_NAMESPACE} is being deleted: waiting for it to go (at most ${NAMESPACE_GONE_MS / 60_000} minutes)`,
+  );
+  await pollUntil(
+    async () => !(await terminating()),
+    NAMESPACE_GONE_MS,
+    `namespace ${SAMPLE_NAMESPACE} to finish terminating`,
+    500,
+  );
 }
 
 /** The backend of revision `r`: what the deployment of it provides. */
@@ -149,13 +191,26 @@ const backendOf = (revision: number) => ({ service: `shop-v${revision}`, port: 8
 /** Resolves once the version's server answers (npm start runs them): a Ready version is one that serves. */
 export type Deployed = (stageVersion: string) => Promise<void>;
 
-async function markReady(objects: CustomObjects, sv: CustomObject, revision: number, deployed: Deployed): Promise<void> {
+async function markReady(
+  objects: CustomObjects,
+  sv: CustomObject,
+  revision: number,
+  deployed: Deployed,
+): Promise<void> {
   const backend = backendOf(revision);
   await objects.mergeSpec('StageVersion', SAMPLE_NAMESPACE, sv.metadata.name, { ...sv.spec, backend });
   await deployed(sv.metadata.name);
   await objects.patchStatus('StageVersion', SAMPLE_NAMESPACE, sv.metadata.name, {
     phase: 'Ready',
-    conditions: [{ type: 'Ready', status: 'True', reason: 'RolledOut', message: `Service ${backend.service} is available (the sample plays the deployment)`, lastTransitionTime: kubeTime() }],
+    conditions: [
+      {
+        type: 'Ready',
+        status: 'True',
+        reason: 'RolledOut',
+        message: `Service ${backend.service} is available (the sample plays the deployment)`,
+        lastTransitionTime: kubeTime(),
+      },
+    ],
   });
 }
 
@@ -163,10 +218,24 @@ async function markReady(objects: CustomObjects, sv: CustomObject, revision: num
  * A new Stage starts out serving 1.0.0, as if activated before: its StageVersion shop-1 is held by
  * the Stage's "active" usage before it is Ready, so no activation is made for it.
  */
-async function bootstrap(objects: CustomObjects, wait: <T>(what: string, probe: () => Promise<T | undefined>) => Promise<T>, say: (line: string) => void, deployed: Deployed): Promise<void> {
+async function bootstrap(
+  objects: CustomObjects,
+  wait: <T>(what: string, probe: () => Promise<T | undefined>) => Promise<T>,
+  say: (line: string) => void,
+  deployed: Deployed,
+): Promise<void> {
   const vector = `${IMAGE}:1.0.0`;
-  const { object: stage } = await objects.create({ apiVersion: API_VERSION, kind: 'Stage', metadata: { name: STAGE, namespace: SAMPLE_NAMESPACE }, spec: { vector } });
-  const sv = await wait('the Stage controller to create the first StageVersion', async () => (await objects.list('StageVersion', SAMPLE_NAMESPACE)).find((x) => x.spec.stage === STAGE && x.spec.vector === vector));
+  const { object: stage } = await objects.create({
+    apiVersion: API_VERSION,
+    kind: 'Stage',
+    metadata: { name: STAGE, namespace: SAMPLE_NAMESPACE },
+    spec: { vector },
+  });
+  const sv = await wait('the Stage controller to create the first StageVersion', async () =>
+    (await objects.list('StageVersion', SAMPLE_NAMESPACE)).find(
+      (x) => x.spec.stage === STAGE && x.spec.vector === vector,
+    ),
+  );
   await objects.create({
     apiVersion: API_VERSION,
     kind: 'StageVersionUsage',
@@ -174,13 +243,19 @@ async function bootstrap(objects: CustomObjects, wait: <T>(what: string, probe: 
       name: activeUsageName(STAGE),
       namespace: SAMPLE_NAMESPACE,
       labels: { [LABEL_USAGE]: 'active', [LABEL_STAGE_NAME]: STAGE },
-      ownerReferences: [{ apiVersion: API_VERSION, kind: 'Stage', name: STAGE, uid: stage.metadata.uid!, blockOwnerDeletion: true }],
+      ownerReferences: [
+        { apiVersion: API_VERSION, kind: 'Stage', name: STAGE, uid: stage.metadata.uid!, blockOwnerDeletion: true },
+      ],
     },
     spec: { reason: `serves the traffic of Stage ${STAGE}`, stageVersionRef: { name: sv.metadata.name } },
   });
   await markReady(objects, sv, sv.spec.revision, deployed);
-  await wait(`Stage ${STAGE} to be Ready on ${sv.metadata.name}`, async () => ((await objects.get('Stage', SAMPLE_NAMESPACE, STAGE))?.status?.phase === 'Ready' ? true : undefined));
-  say(`0. Stage ${STAGE} serves ${sv.metadata.name} (${vector}), as if activated before: the canary shares its traffic with it`);
+  await wait(`Stage ${STAGE} to be Ready on ${sv.metadata.name}`, async () =>
+    (await objects.get('Stage', SAMPLE_NAMESPACE, STAGE))?.status?.phase === 'Ready' ? true : undefined,
+  );
+  say(
+    `0. Stage ${STAGE} serves ${sv.metadata.name} (${vector}), as if activated before: the canary shares its traffic with it`,
+  );
 }
 
 /** The next vector: 1.0.1 for a new Stage, else the current one's patch version plus one. */
@@ -189,7 +264,12 @@ function nextVector(current: string | undefined): string {
   return `${IMAGE}:1.0.${patch + 1}`;
 }
 
-export async function runSample(kc: k8s.KubeConfig, systemNamespace: string, say: (line: string) => void, deployed: Deployed = async () => undefined): Promise<SampleRun> {
+export async function runSample(
+  kc: k8s.KubeConfig,
+  systemNamespace: string,
+  say: (line: string) => void,
+  deployed: Deployed = async () => undefined,
+): Promise<SampleRun> {
   const objects = new CustomObjects(kc);
   await prepare(kc, objects, systemNamespace, say);
   const wait = <T>(what: string, probe: () => Promise<T | undefined>) => pollUntil(probe, STEP_TIMEOUT_MS, what, 200);
@@ -201,7 +281,13 @@ export async function runSample(kc: k8s.KubeConfig, systemNamespace: string, say
   const from: string | undefined = stage?.status?.activeStageVersion;
   const vector = nextVector(stage?.spec.vector);
   if (stage) await objects.mergeSpec('Stage', SAMPLE_NAMESPACE, STAGE, { vector });
-  else await objects.create({ apiVersion: API_VERSION, kind: 'Stage', metadata: { name: STAGE, namespace: SAMPLE_NAMESPACE }, spec: { vector } });
+  else
+    await objects.create({
+      apiVersion: API_VERSION,
+      kind: 'Stage',
+      metadata: { name: STAGE, namespace: SAMPLE_NAMESPACE },
+      spec: { vector },
+    });
   say(`1. Stage ${STAGE}: spec.vector set to ${vector}${from ? ` (serving ${from})` : ' (new Stage)'}`);
 
   // 2. The Stage controller's answer: a StageVersion of that vector, the Stage's target.
@@ -221,7 +307,9 @@ export async function runSample(kc: k8s.KubeConfig, systemNamespace: string, say
 
   // 4. The Stage controller creates the VectorActivation; the watcher starts its workflow.
   const va = await wait(`the Stage controller to create the VectorActivation of ${to}`, async () =>
-    (await objects.list('VectorActivation', SAMPLE_NAMESPACE)).find((o) => o.spec.stage === STAGE && o.spec.stageVersion === to),
+    (await objects.list('VectorActivation', SAMPLE_NAMESPACE)).find(
+      (o) => o.spec.stage === STAGE && o.spec.stageVersion === to,
+    ),
   );
   say(`4. VectorActivation ${va.metadata.name} created by the Stage controller`);
   return {

@@ -58,7 +58,11 @@ const system = await startSystem({
   ...(namespaces ? { namespaces } : {}),
 });
 // The sample's versions as real servers behind the gateway, as a deployment would run them.
-const apps = new LocalApps({ kubeConfig, namespaces: [SAMPLE_NAMESPACE], log: (line) => console.log(`  apps: ${line}`) });
+const apps = new LocalApps({
+  kubeConfig,
+  namespaces: [SAMPLE_NAMESPACE],
+  log: (line) => console.log(`  apps: ${line}`),
+});
 let load: Load | undefined;
 /** Ctrl-C at any point, a gate's wait included: the load, the sample's servers and the workers stop. */
 let stopping: Promise<void> | undefined;
@@ -93,8 +97,20 @@ The sample: a new version of Stage ${SAMPLE_NAMESPACE}/shop, from the vector cha
 load = startLoad({ gatewayUrl: cp.gatewayUrl, host: SAMPLE_HOST, rate: SAMPLE_LOAD_RATE, keepLast: SAMPLE_LOAD_KEPT });
 // A version is marked Ready once its server answers, as a deployment's readiness would say.
 const deployed = (stageVersion: string) =>
-  pollUntil(() => apps.deployed(SAMPLE_NAMESPACE, stageVersion) || undefined, 60_000, `the server of ${stageVersion}`, 100).then(() => apps.address(SAMPLE_NAMESPACE, stageVersion)).then(() => undefined);
-const sample = await runSample(kubeConfig, config.KONFIDENCE_SYSTEM_NAMESPACE, (line) => console.log(`  ${line}`), deployed);
+  pollUntil(
+    () => apps.deployed(SAMPLE_NAMESPACE, stageVersion) || undefined,
+    60_000,
+    `the server of ${stageVersion}`,
+    100,
+  )
+    .then(() => apps.address(SAMPLE_NAMESPACE, stageVersion))
+    .then(() => undefined);
+const sample = await runSample(
+  kubeConfig,
+  config.KONFIDENCE_SYSTEM_NAMESPACE,
+  (line) => console.log(`  ${line}`),
+  deployed,
+);
 const workflowId = activationWorkflowId(sample.activation);
 const link = workflowUrl(config, workflowId);
 
@@ -131,9 +147,16 @@ const gated = await pollUntil(
 if (!final(gated)) {
   // What the requests say of the new weight: those answered after it was set, a few seconds' worth.
   const since = performance.now();
-  await pollUntil(async () => performance.now() - since >= MEASURE_MS || undefined, MEASURE_MS + 5_000, 'the requests at the new weight', 100);
+  await pollUntil(
+    async () => performance.now() - since >= MEASURE_MS || undefined,
+    MEASURE_MS + 5_000,
+    'the requests at the new weight',
+    100,
+  );
   const answered = load.sent.filter((x) => x.at >= since && x.version);
-  const shares = [...new Set(answered.map((x) => x.version!))].sort().map((v) => `${v} ${Math.round((answered.filter((x) => x.version === v).length / answered.length) * 100)} %`);
+  const shares = [...new Set(answered.map((x) => x.version!))]
+    .sort()
+    .map((v) => `${v} ${Math.round((answered.filter((x) => x.version === v).length / answered.length) * 100)} %`);
   console.log(`  the gateway sent the last ${answered.length} requests to: ${shares.join(', ')}`);
   console.log(`The canary sends ${gated!.status.progression.weight} % to ${sample.to}, its analysis passed, and it waits for your approval:
   npx konfidence approve ${name} -n ${SAMPLE_NAMESPACE}        (or promote, abort)
@@ -141,7 +164,9 @@ if (!final(gated)) {
 `);
   if (once) {
     // As `konfidence approve` does: the annotation, signed with the caller's user name.
-    await objects.mergeMetadata('VectorActivation', SAMPLE_NAMESPACE, name, { annotations: { [ANNOTATION_APPROVE]: `${await whoAmI(kubeConfig)} npm-start-once-${Date.now()}` } });
+    await objects.mergeMetadata('VectorActivation', SAMPLE_NAMESPACE, name, {
+      annotations: { [ANNOTATION_APPROVE]: `${await whoAmI(kubeConfig)} npm-start-once-${Date.now()}` },
+    });
     console.log('Approved (--once).');
   }
 }

@@ -90,6 +90,10 @@ export interface ActivationProgress {
   reason?: string;
   message?: string;
   attempt: number;
-  steps: { name: string; phase: string; tasks: { registration: string; execution?: string; phase: string; message?: string }[] }[];
+  steps: {
+    name: string;
+    phase: string;
+    tasks: { registration: string; execution?: string; phase: string; message?: string }[];
+  }[];
 }
 export const progressQuery = defineQuery<ActivationProgress>('progress');

@@ -34,7 +34,11 @@ export interface CachedActivation {
   };
 }
 
-export const refOf = (o: CachedActivation): ActivationRef => ({ namespace: o.metadata!.namespace!, name: o.metadata!.name!, uid: o.metadata!.uid! });
+export const refOf = (o: CachedActivation): ActivationRef => ({
+  namespace: o.metadata!.namespace!,
+  name: o.metadata!.name!,
+  uid: o.metadata!.uid!,
+});
 export const workflowIdOf = (o: CachedActivation): string => activationWorkflowId(refOf(o));
 export const stageOf = (o: CachedActivation): string => o.spec?.stage ?? '';
 export const createdOf = (o: CachedActivation): string => new Date(o.metadata!.creationTimestamp ?? 0).toISOString();

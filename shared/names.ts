@@ -20,7 +20,10 @@ function hash(text: string): string {
 
 /** A DNS-1123 subdomain (object name) from parts joined by '-'. */
 export function joinName(...parts: (string | number)[]): string {
-  const name = parts.join('-').toLowerCase().replace(/[^a-z0-9.-]/g, '-');
+  const name = parts
+    .join('-')
+    .toLowerCase()
+    .replace(/[^a-z0-9.-]/g, '-');
   if (name.length <= MAX_NAME) return name;
   return `${name.slice(0, MAX_NAME - 8).replace(/[-.]+$/, '')}-${hash(name)}`;
 }
@@ -35,7 +38,10 @@ export function labelValue(name: string): string {
 
 /** A DNS-1123 label (≤ 63, [a-z0-9-]) that stands for `name`: step names, task queue parts. */
 export function dnsLabelOf(name: string): string {
-  const cleaned = name.toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/^-+|-+$/g, '');
+  const cleaned = name
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, '-')
+    .replace(/^-+|-+$/g, '');
   if (cleaned === name && name.length <= MAX_LABEL) return name;
   const suffix = hash(name);
   const head = cleaned.slice(0, MAX_LABEL - 8).replace(/-+$/, '');
@@ -51,6 +57,20 @@ export const stageLeaseName = (stage: string) => joinName('konfidence-stage', st
  * The ActivationExecution of one task: of step `step`, in attempt `attempt`, at the progression's
  * weight round `round` (0: the first, or the only one, which carries no round).
  */
-export function executionName(activation: string, step: number, registration: string, attempt: number, revert = false, round = 0): string {
-  return joinName(activation, step, ...(round > 0 ? [`w${round}`] : []), registration, ...(attempt > 1 ? [`r${attempt}`] : []), ...(revert ? ['revert'] : []));
+export function executionName(
+  activation: string,
+  step: number,
+  registration: string,
+  attempt: number,
+  revert = false,
+  round = 0,
+): string {
+  return joinName(
+    activation,
+    step,
+    ...(round > 0 ? [`w${round}`] : []),
+    registration,
+    ...(attempt > 1 ? [`r${attempt}`] : []),
+    ...(revert ? ['revert'] : []),
+  );
 }

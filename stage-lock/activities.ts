@@ -1,6 +1,11 @@
 /** Activities around the per-Stage lock workflow that a workflow cannot do itself. */
 import { ApplicationFailure } from '@temporalio/activity';
-import { WithStartWorkflowOperation, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import {
+  WithStartWorkflowOperation,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  type Client,
+} from '@temporalio/client';
 import {
   expectLockSignal,
   lockGrantedSignal,
@@ -32,12 +37,25 @@ const summary = (namespace: string, stage: string) => `Serializes the activation
  * Tells the Stage's lock (starting it if none runs) that `request` is on its way: older requests
  * wait for it a while instead of being granted (expectLockSignal). The watcher's, for a burst's newest.
  */
-export function expectStageLock(client: Client, taskQueue: string, namespace: string, stage: string, request: LockRequest): Promise<void> {
+export function expectStageLock(
+  client: Client,
+  taskQueue: string,
+  namespace: string,
+  stage: string,
+  request: LockRequest,
+): Promise<void> {
   return signalLock(client, taskQueue, namespace, stage, expectLockSignal, request);
 }
 
 /** Sends the Stage's lock `signal` with `request`, starting the lock workflow if none runs. */
-async function signalLock(client: Client, taskQueue: string, namespace: string, stage: string, signal: typeof requestLockSignal, request: LockRequest): Promise<void> {
+async function signalLock(
+  client: Client,
+  taskQueue: string,
+  namespace: string,
+  stage: string,
+  signal: typeof requestLockSignal,
+  request: LockRequest,
+): Promise<void> {
   await client.workflow.signalWithStart('stageLock', {
     workflowId: stageLockWorkflowId(namespace, stage),
     taskQueue,
@@ -50,7 +68,8 @@ async function signalLock(client: Client, taskQueue: string, namespace: string, 
 
 export function createLockActivities(client: Client, taskQueue: string) {
   /** Queues the request at the Stage's lock, starting the lock workflow if none runs. */
-  const requestStageLock = (namespace: string, stage: string, request: LockRequest) => signalLock(client, taskQueue, namespace, stage, requestLockSignal, request);
+  const requestStageLock = (namespace: string, stage: string, request: LockRequest) =>
+    signalLock(client, taskQueue, namespace, stage, requestLockSignal, request);
 
   return {
     requestStageLock,
@@ -59,14 +78,25 @@ export function createLockActivities(client: Client, taskQueue: string) {
      * Asks the Stage's lock (starting it if none runs) and returns its answer: granted at once when
      * the Stage is free. Safe to repeat: the holder asking again is told it holds the Stage.
      */
-    async askStageLock(namespace: string, stage: string, request: LockRequest, answerWithinMs = ANSWER_WITHIN_MS): Promise<LockAnswer> {
+    async askStageLock(
+      namespace: string,
+      stage: string,
+      request: LockRequest,
+      answerWithinMs = ANSWER_WITHIN_MS,
+    ): Promise<LockAnswer> {
       const workflowId = stageLockWorkflowId(namespace, stage);
       const deadline = AbortSignal.timeout(answerWithinMs);
       try {
         return await answeredBy(client, deadline, () =>
           client.workflow.executeUpdateWithStart(requestLockUpdate, {
             args: [request],
-            startWorkflowOperation: new WithStartWorkflowOperation('stageLock', { workflowId, taskQueue, args: [], workflowIdConflictPolicy: 'USE_EXISTING', staticSummary: summary(namespace, stage) }),
+            startWorkflowOperation: new WithStartWorkflowOperation('stageLock', {
+              workflowId,
+              taskQueue,
+              args: [],
+              workflowIdConflictPolicy: 'USE_EXISTING',
+              staticSummary: summary(namespace, stage),
+            }),
           }),
         );
       } catch (err) {
@@ -91,15 +121,25 @@ export function createLockActivities(client: Client, taskQueue: string) {
      * of this client's retries on the way (a client signal right after a refused Update was seen
      * taking 1.9 s where a signal without them took 13 ms).
      */
-    async releaseStageLock(namespace: string, stage: string, requester: string, answerWithinMs = RELEASE_ANSWER_WITHIN_MS): Promise<void> {
+    async releaseStageLock(
+      namespace: string,
+      stage: string,
+      requester: string,
+      answerWithinMs = RELEASE_ANSWER_WITHIN_MS,
+    ): Promise<void> {
       const lock = client.workflow.getHandle(stageLockWorkflowId(namespace, stage));
       const deadline = AbortSignal.timeout(answerWithinMs);
       let answer: ReleaseAnswer;
       try {
-        answer = await answeredBy(client, deadline, () => lock.executeUpdate(releaseLockUpdate, { args: [{ requester }] }));
+        answer = await answeredBy(client, deadline, () =>
+          lock.executeUpdate(releaseLockUpdate, { args: [{ requester }] }),
+        );
       } catch (err) {
         if (err instanceof WorkflowNotFoundError) return;
-        throw ApplicationFailure.nonRetryable(`the Stage's lock did not answer the release: ${(err as Error).message}; release by signal`, RELEASE_UNANSWERED);
+        throw ApplicationFailure.nonRetryable(
+          `the Stage's lock did not answer the release: ${(err as Error).message}; release by signal`,
+          RELEASE_UNANSWERED,
+        );
       }
       if (!answer.granted) return;
       try {
@@ -133,7 +173,9 @@ export function createLockActivities(client: Client, taskQueue: string) {
  * deadline): the wait ends at the deadline whatever the request does, and its late outcome is dropped.
  */
 async function answeredBy<T>(client: Client, deadline: AbortSignal, update: () => Promise<T>): Promise<T> {
-  const late = new Promise<never>((_, reject) => deadline.addEventListener('abort', () => reject(new Error('no answer in time')), { once: true }));
+  const late = new Promise<never>((_, reject) =>
+    deadline.addEventListener('abort', () => reject(new Error('no answer in time')), { once: true }),
+  );
   const asked = client.withAbortSignal(deadline, update);
   late.catch(() => undefined);
   asked.catch(() => undefined);

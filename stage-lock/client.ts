@@ -28,7 +28,15 @@ import {
   takeStageWaiting as takeStageWaitingPolicy,
 } from '../workflows/policies.js';
 import type { LockActivities } from './activities.js';
-import { lockGrantedSignal, lockNewerWaitingSignal, lockSupersededSignal, releaseLockSignal, stageLockWorkflowId, STAGE_LEASE_HELD, type LockAnswer } from './contract.js';
+import {
+  lockGrantedSignal,
+  lockNewerWaitingSignal,
+  lockSupersededSignal,
+  releaseLockSignal,
+  stageLockWorkflowId,
+  STAGE_LEASE_HELD,
+  type LockAnswer,
+} from './contract.js';
 
 /**
  * Asking the lock is one Update-with-start that the lock answers at once: a local activity, inside
@@ -39,7 +47,8 @@ const { askStageLock } = proxyLocalActivities<LockActivities>(stageLockCall("ask
 const { releaseStageLock } = proxyLocalActivities<LockActivities>(stageLockCall("give the Stage's lock back"));
 
 /** Taking and clearing the Lease are bookkeeping on the handoff's path: local activities (workflows/policies.ts). */
-const takeStageWaiting = (seconds: number) => proxyLocalActivities<ActivationActivities>(takeStageWaitingPolicy(seconds)).takeStage;
+const takeStageWaiting = (seconds: number) =>
+  proxyLocalActivities<ActivationActivities>(takeStageWaitingPolicy(seconds)).takeStage;
 const { takeStage: takeStageOnce } = proxyLocalActivities<ActivationActivities>(TAKE_STAGE_ONCE);
 const { renewStageLease } = proxyLocalActivities<ActivationActivities>(RENEW_STAGE_LEASE);
 const { releaseStageLease } = proxyLocalActivities<ActivationActivities>(RELEASE_STAGE_LEASE);
@@ -130,7 +139,11 @@ export class StageAccess {
    * Takes the Lease (after the grant) and reads the Stage under it, in one local activity; then
    * renews the Lease in the background until `release()`.
    */
-  async takeStage(stageUid: string, read: Pick<TakeStageInput, 'stageVersion' | 'executionPlan' | 'created' | 'puttingBack'>, onLeaseHeld: (message: string) => Promise<void>): Promise<TakenStage> {
+  async takeStage(
+    stageUid: string,
+    read: Pick<TakeStageInput, 'stageVersion' | 'executionPlan' | 'created' | 'puttingBack'>,
+    onLeaseHeld: (message: string) => Promise<void>,
+  ): Promise<TakenStage> {
     // The activity may fail after the Lease was taken: release() then clears it (only if ours).
     this.leaseHeld = true;
     const input = { namespace: this.namespace, stage: this.stage, stageUid, holder: this.holder, ...read };

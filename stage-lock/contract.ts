@@ -27,7 +27,8 @@ export const requestLockSignal = defineSignal<[LockRequest]>('requestLock');
 export const STAGE_LEASE_HELD = 'StageLeaseHeld';
 
 /** The lock's answer to a request made as an Update: a free Stage is granted in it. */
-export type LockAnswer = { outcome: 'granted' } | { outcome: 'queued' } | { outcome: 'superseded'; by: string; revision: number };
+export type LockAnswer =
+  { outcome: 'granted' } | { outcome: 'queued' } | { outcome: 'superseded'; by: string; revision: number };
 /**
  * The request as an Update (with start): answered at once, so that an activation finding its Stage
  * free waits for no signal. A lock run on a build from before it refuses it; ask by signal then.

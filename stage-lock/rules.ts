@@ -120,7 +120,11 @@ export function step(state: RuleState, event: LockEvent, now: number): { state: 
         if (own) notices.push(own);
         break;
       }
-      let answer: LockAnswer = !own ? { outcome: 'queued' } : own.type === 'granted' ? { outcome: 'granted' } : { outcome: 'superseded', by: own.by.activation, revision: own.by.revision };
+      let answer: LockAnswer = !own
+        ? { outcome: 'queued' }
+        : own.type === 'granted'
+          ? { outcome: 'granted' }
+          : { outcome: 'superseded', by: own.by.activation, revision: own.by.revision };
       // As an Update a free Stage is granted in the answer: the loop would grant it next anyway,
       // one signal round trip later.
       if (grantable(next, now) && next.waiting[0]?.requester === req.requester) {
@@ -170,9 +174,15 @@ export function step(state: RuleState, event: LockEvent, now: number): { state: 
 }
 
 function expect(state: RuleState, req: LockRequest, now: number): void {
-  if (state.holder?.requester === req.requester || state.waiting.some((waiter) => waiter.requester === req.requester) || supersederOf(state, req.requester)) return;
+  if (
+    state.holder?.requester === req.requester ||
+    state.waiting.some((waiter) => waiter.requester === req.requester) ||
+    supersederOf(state, req.requester)
+  )
+    return;
   // Told again (a new leader, a restart): the wait keeps its end, so it is bounded by EXPECT_MS.
-  if (state.expected && (state.expected.requester === req.requester || !newer(later(req), earlier(state.expected)))) return;
+  if (state.expected && (state.expected.requester === req.requester || !newer(later(req), earlier(state.expected))))
+    return;
   state.expected = { ...req, until: now + EXPECT_MS };
 }
 
@@ -183,14 +193,19 @@ function request(state: RuleState, req: LockRequest, notices: LockNotice[]): Tol
   // The requester asked again (its activity was retried): confirm, do not queue it twice.
   if (state.holder?.requester === req.requester) return { type: 'granted', to: req.requester };
   if (state.waiting.some((waiter) => waiter.requester === req.requester)) return undefined;
-  const winner = supersederOf(state, req.requester) ?? state.waiting.find((waiter) => newer(earlier(waiter), later(req)));
+  const winner =
+    supersederOf(state, req.requester) ?? state.waiting.find((waiter) => newer(earlier(waiter), later(req)));
   if (winner) return supersede(state, req, winner);
   for (const older of state.waiting) notices.push(supersede(state, older, req));
   state.waiting = [req];
   // The holder is told, once, that a newer StageVersion waits: a progressive activation waiting at
   // a gate then gives the Stage up instead of holding it for days against a fix. The revision alone
   // decides here: a second activation of the same StageVersion brings no fix.
-  if (state.holder && newerRevision(req.revision, state.holder.revision) && state.toldNewer !== state.holder.requester) {
+  if (
+    state.holder &&
+    newerRevision(req.revision, state.holder.revision) &&
+    state.toldNewer !== state.holder.requester
+  ) {
     state.toldNewer = state.holder.requester;
     notices.push({ type: 'newerWaits', to: state.holder.requester, newer: req });
   }
@@ -216,7 +231,10 @@ function toldBy(state: LockState, releaser: string): string | undefined {
 }
 
 function supersede(state: RuleState, loser: LockRequest, by: LockRequest): Told {
-  state.superseded = [...state.superseded.filter(([requesterName]) => requesterName !== loser.requester), [loser.requester, by] as const].slice(-SUPERSEDED_MEMORY);
+  state.superseded = [
+    ...state.superseded.filter(([requesterName]) => requesterName !== loser.requester),
+    [loser.requester, by] as const,
+  ].slice(-SUPERSEDED_MEMORY);
   return { type: 'superseded', to: loser.requester, by };
 }
 

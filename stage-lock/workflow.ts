@@ -36,7 +36,18 @@ import {
   type LockRequest,
   type LockState,
 } from './contract.js';
-import { expectation, grantable, idle, initialState, isSignal, kept, step, type LockEvent, type LockNotice, type LockSignalNotice } from './rules.js';
+import {
+  expectation,
+  grantable,
+  idle,
+  initialState,
+  isSignal,
+  kept,
+  step,
+  type LockEvent,
+  type LockNotice,
+  type LockSignalNotice,
+} from './rules.js';
 import { LOCK_HOLDER_CHECK } from '../workflows/policies.js';
 
 /**
@@ -75,7 +86,10 @@ export interface StageLockOptions {
  * old one wrote and answers an old activation's requests (docs/scale.md, "Controller versions").
  * Declared only on a versioned worker: an unversioned one must not send a behaviour (the SDK refuses).
  */
-setWorkflowOptions(() => (workflowInfo().currentDeploymentVersion?.deploymentName ? { versioningBehavior: 'AUTO_UPGRADE' } : {}), stageLock);
+setWorkflowOptions(
+  () => (workflowInfo().currentDeploymentVersion?.deploymentName ? { versioningBehavior: 'AUTO_UPGRADE' } : {}),
+  stageLock,
+);
 export async function stageLock(initial: LockState = { waiting: [] }, options: StageLockOptions = {}): Promise<void> {
   let state = initialState(initial);
   const outbox: LockSignalNotice[] = [];
@@ -99,9 +113,15 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
   setHandler(lockStateQuery, () => kept(state));
   setHandler(expectLockSignal, (request) => void apply({ type: 'expect', request }));
   setHandler(requestLockSignal, (request) => void apply({ type: 'request', request, by: 'signal' }));
-  setHandler(requestLockUpdate, (request) => apply({ type: 'request', request, by: 'update' }).find((n) => n.type === 'answer')!.answer);
+  setHandler(
+    requestLockUpdate,
+    (request) => apply({ type: 'request', request, by: 'update' }).find((n) => n.type === 'answer')!.answer,
+  );
   setHandler(releaseLockSignal, ({ requester }) => void apply({ type: 'release', requester, by: 'signal' }));
-  setHandler(releaseLockUpdate, ({ requester }) => apply({ type: 'release', requester, by: 'update' }).find((n) => n.type === 'released')!.answer);
+  setHandler(
+    releaseLockUpdate,
+    ({ requester }) => apply({ type: 'release', requester, by: 'update' }).find((n) => n.type === 'released')!.answer,
+  );
 
   /** Nothing held, waiting, expected or left to send. */
   const quiet = () => idle(state, Date.now()) && outbox.length === 0;
@@ -137,7 +157,8 @@ export async function stageLock(initial: LockState = { waiting: [] }, options: S
     for (const n of notices) {
       const target = getExternalWorkflowHandle(n.to);
       try {
-        if (n.type === 'newerWaits') await target.signal(lockNewerWaitingSignal, { by: n.newer.activation, revision: n.newer.revision });
+        if (n.type === 'newerWaits')
+          await target.signal(lockNewerWaitingSignal, { by: n.newer.activation, revision: n.newer.revision });
         else if (n.type === 'granted') await target.signal(lockGrantedSignal, { lock: workflowInfo().workflowId });
         else await target.signal(lockSupersededSignal, { by: n.by.activation, revision: n.by.revision });
       } catch (err) {

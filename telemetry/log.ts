@@ -60,11 +60,16 @@ export interface LoggerOptions {
 }
 
 /** Level and format from the environment; an unknown value fails at start, like every setting. */
-export function loggerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, isTty = Boolean(process.stdout.isTTY)): { level: Level; format: Format } {
+export function loggerOptionsFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  isTty = Boolean(process.stdout.isTTY),
+): { level: Level; format: Format } {
   const level = (env.KONFIDENCE_LOG_LEVEL || 'info').toLowerCase();
-  if (!(LEVELS as readonly string[]).includes(level)) throw new Error(`invalid configuration: KONFIDENCE_LOG_LEVEL: "${level}" is not one of ${LEVELS.join(', ')}`);
+  if (!(LEVELS as readonly string[]).includes(level))
+    throw new Error(`invalid configuration: KONFIDENCE_LOG_LEVEL: "${level}" is not one of ${LEVELS.join(', ')}`);
   const format = (env.KONFIDENCE_LOG_FORMAT || (isTty ? 'text' : 'json')).toLowerCase();
-  if (format !== 'json' && format !== 'text') throw new Error(`invalid configuration: KONFIDENCE_LOG_FORMAT: "${format}" is not json or text`);
+  if (format !== 'json' && format !== 'text')
+    throw new Error(`invalid configuration: KONFIDENCE_LOG_FORMAT: "${format}" is not json or text`);
   return { level: level as Level, format };
 }
 
@@ -84,7 +89,9 @@ function textValue(value: unknown): string {
 export function formatRecord(format: Format, time: Date, level: Level, message: string, fields: LogFields): string {
   const defined = Object.entries(fields).filter(([, v]) => v !== undefined);
   if (format === 'json') {
-    const rest = Object.fromEntries(defined.filter(([k]) => !['time', 'level', 'msg'].includes(k)).map(([k, v]) => [k, errorText(v)]));
+    const rest = Object.fromEntries(
+      defined.filter(([k]) => !['time', 'level', 'msg'].includes(k)).map(([k, v]) => [k, errorText(v)]),
+    );
     try {
       return JSON.stringify({ time: time.toISOString(), level, msg: message, ...rest });
     } catch {
@@ -93,9 +100,18 @@ export function formatRecord(format: Format, time: Date, level: Level, message: 
     }
   }
   const { component, ...others } = Object.fromEntries(defined) as LogFields;
-  const ordered = [...FIXED.filter((k) => k in others).map((k) => [k, others[k]] as const), ...Object.entries(others).filter(([k]) => !(FIXED as readonly string[]).includes(k))];
+  const ordered = [
+    ...FIXED.filter((k) => k in others).map((k) => [k, others[k]] as const),
+    ...Object.entries(others).filter(([k]) => !(FIXED as readonly string[]).includes(k)),
+  ];
   const clock = time.toISOString().slice(11, 23);
-  return [clock, level.toUpperCase().padEnd(5), ...(component ? [`[${component}]`] : []), message, ...ordered.map(([k, v]) => `${k}=${textValue(v)}`)].join(' ');
+  return [
+    clock,
+    level.toUpperCase().padEnd(5),
+    ...(component ? [`[${component}]`] : []),
+    message,
+    ...ordered.map(([k, v]) => `${k}=${textValue(v)}`),
+  ].join(' ');
 }
 
 export function createLogger(o: LoggerOptions = {}): Logger {
@@ -143,4 +159,5 @@ export function logger(): Logger {
 }
 
 /** A component's logger: `logger().child({ component })`. */
-export const componentLogger = (component: string, fields: LogFields = {}): Logger => logger().child({ component, ...fields });
+export const componentLogger = (component: string, fields: LogFields = {}): Logger =>
+  logger().child({ component, ...fields });

@@ -21,7 +21,7 @@ const activations = new Counter({
 
 const activationDuration = new Histogram({
   name: 'konfidence_activation_duration_seconds',
-  help: 'From the VectorActivation\'s creation to its final phase (waiting for the Stage included), by final phase.',
+  help: "From the VectorActivation's creation to its final phase (waiting for the Stage included), by final phase.",
   labelNames: ['phase'] as const,
   buckets: [1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600],
   registers: [registry],
@@ -29,7 +29,7 @@ const activationDuration = new Histogram({
 
 const handoff = new Histogram({
   name: 'konfidence_stage_handoff_seconds',
-  help: 'From the release of a Stage\'s Lease by one activation to its taking by the next one, which was waiting for it.',
+  help: "From the release of a Stage's Lease by one activation to its taking by the next one, which was waiting for it.",
   buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
   registers: [registry],
 });
@@ -51,7 +51,7 @@ const watched = function* () {
 };
 new Gauge({
   name: 'konfidence_activations_waiting',
-  help: 'VectorActivations in phase Waiting (queued at their Stage\'s lock), per Stage, as the watcher\'s cache sees them.',
+  help: "VectorActivations in phase Waiting (queued at their Stage's lock), per Stage, as the watcher's cache sees them.",
   labelNames: ['namespace', 'stage'] as const,
   registers: [registry],
   collect() {
@@ -66,12 +66,13 @@ new Gauge({
   registers: [registry],
   collect() {
     this.reset();
-    for (const { namespace, stage, weight } of watched()) if (weight !== undefined) this.set({ namespace, stage }, weight);
+    for (const { namespace, stage, weight } of watched())
+      if (weight !== undefined) this.set({ namespace, stage }, weight);
   },
 });
 new Gauge({
   name: 'konfidence_activations_at_gate',
-  help: 'Progressive activations waiting at a gate, by the gate\'s type (Pause, Approval, Analysis, Webhook, Inconclusive), as the watcher\'s cache sees them.',
+  help: "Progressive activations waiting at a gate, by the gate's type (Pause, Approval, Analysis, Webhook, Inconclusive), as the watcher's cache sees them.",
   labelNames: ['gate'] as const,
   registers: [registry],
   collect() {
@@ -90,7 +91,7 @@ const gateWait = new Histogram({
 
 const analysisRuns = new Counter({
   name: 'konfidence_analysis_runs_total',
-  help: 'Analysis runs that ended, by analysis name (a plan\'s spec.analyses) and verdict (Successful, Failed, Inconclusive, Error).',
+  help: "Analysis runs that ended, by analysis name (a plan's spec.analyses) and verdict (Successful, Failed, Inconclusive, Error).",
   labelNames: ['analysis', 'phase'] as const,
   registers: [registry],
 });
@@ -105,21 +106,35 @@ const analysisMeasurements = new Counter({
 /** What the metrics read of a progression's status (decisions/activation.ts ProgressionReport). */
 export interface ProgressionSeen {
   gate?: { type: string; since: string } | null;
-  analysisRuns?: readonly { name: string; step?: number; background?: boolean; phase: string; measurements: readonly { time: string; verdict: string }[] }[];
+  analysisRuns?: readonly {
+    name: string;
+    step?: number;
+    background?: boolean;
+    phase: string;
+    measurements: readonly { time: string; verdict: string }[];
+  }[];
 }
 
 /**
  * After a status write of a progressive activation: the wait at a gate that ended, the analysis
  * runs that ended and the measurements taken since the status written before.
  */
-export function recordProgression(before: ProgressionSeen | undefined, after: ProgressionSeen | undefined, now = Date.now()): void {
+export function recordProgression(
+  before: ProgressionSeen | undefined,
+  after: ProgressionSeen | undefined,
+  now = Date.now(),
+): void {
   if (!after) return;
   const gate = before?.gate;
-  if (gate && (!after.gate || after.gate.since !== gate.since)) gateWait.observe({ gate: gate.type }, Math.max(0, (now - Date.parse(gate.since)) / 1000));
+  if (gate && (!after.gate || after.gate.since !== gate.since))
+    gateWait.observe({ gate: gate.type }, Math.max(0, (now - Date.parse(gate.since)) / 1000));
   for (const run of after.analysisRuns ?? []) {
-    const was = before?.analysisRuns?.find((r) => r.name === run.name && r.step === run.step && r.background === run.background);
+    const was = before?.analysisRuns?.find(
+      (r) => r.name === run.name && r.step === run.step && r.background === run.background,
+    );
     const last = was?.measurements.at(-1)?.time ?? '';
-    for (const m of run.measurements) if (m.time > last) analysisMeasurements.inc({ analysis: run.name, verdict: m.verdict });
+    for (const m of run.measurements)
+      if (m.time > last) analysisMeasurements.inc({ analysis: run.name, verdict: m.verdict });
     if (run.phase !== 'Running' && was?.phase !== run.phase) analysisRuns.inc({ analysis: run.name, phase: run.phase });
   }
 }
@@ -141,7 +156,7 @@ const executorErrors = new Counter({
 
 const eventLag = new Histogram({
   name: 'konfidence_event_lag_seconds',
-  help: 'From an object\'s last change (newest managedFields time, else creationTimestamp; 1 s resolution) to the handler of its watch event, by component and kind.',
+  help: "From an object's last change (newest managedFields time, else creationTimestamp; 1 s resolution) to the handler of its watch event, by component and kind.",
   labelNames: ['component', 'kind'] as const,
   buckets: [0.5, 1, 2, 5, 10, 30, 60, 300],
   registers: [registry],
@@ -177,7 +192,8 @@ export function recordActivationPhase(before: StatusSeen, phase: string, reason:
   if (before.status?.phase === phase) return;
   activations.inc({ phase, reason });
   const created = before.metadata.creationTimestamp ? new Date(before.metadata.creationTimestamp).getTime() : NaN;
-  if (FINAL.has(phase) && Number.isFinite(created)) activationDuration.observe({ phase }, Math.max(0, (now - created) / 1000));
+  if (FINAL.has(phase) && Number.isFinite(created))
+    activationDuration.observe({ phase }, Math.max(0, (now - created) / 1000));
 }
 
 export function observeStageHandoff(seconds: number): void {
@@ -191,16 +207,24 @@ export function addWatchedSource(source: () => Iterable<WatchedActivation>): () 
 }
 
 /** Starts timing one executor task attempt; call the result once with its outcome. */
-export function timeExecutorTask(executor: string, action: string): (outcome: 'succeeded' | 'failed' | 'cancelled', errorType?: string) => void {
+export function timeExecutorTask(
+  executor: string,
+  action: string,
+): (outcome: 'succeeded' | 'failed' | 'cancelled', errorType?: string) => void {
   const end = executorTask.startTimer({ executor, action });
   return (outcome, errorType) => {
     end({ outcome });
-    if (outcome !== 'succeeded') executorErrors.inc({ executor, type: errorType ?? (outcome === 'cancelled' ? 'Cancelled' : 'Error') });
+    if (outcome !== 'succeeded')
+      executorErrors.inc({ executor, type: errorType ?? (outcome === 'cancelled' ? 'Cancelled' : 'Error') });
   };
 }
 
 export interface WatchedObject {
-  metadata?: { creationTimestamp?: string | Date; deletionTimestamp?: string | Date; managedFields?: { time?: string | Date }[] };
+  metadata?: {
+    creationTimestamp?: string | Date;
+    deletionTimestamp?: string | Date;
+    managedFields?: { time?: string | Date }[];
+  };
 }
 
 /** When the object last changed as far as its metadata says (seconds resolution), or undefined. */
@@ -217,7 +241,13 @@ export function lastChange(o: WatchedObject): number | undefined {
  * Observes how late a watch event's handler runs. Changes from before `since` (the watch's start)
  * are backlog that an initial list delivers, not lag, and are left out; the resolution is 1 s.
  */
-export function observeEventLag(component: string, kind: string, o: WatchedObject, since: number, now = Date.now()): void {
+export function observeEventLag(
+  component: string,
+  kind: string,
+  o: WatchedObject,
+  since: number,
+  now = Date.now(),
+): void {
   const changed = lastChange(o);
   // The apiserver's times are whole seconds: a change in the second the watch started counts.
   if (changed === undefined || changed < Math.floor(since / 1000) * 1000) return;

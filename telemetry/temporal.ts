@@ -38,7 +38,8 @@ export function sdkFields(meta: LogMetadata | undefined): LogFields {
 
 /** The SDK's Logger interface on top of ours. */
 export function sdkLogger(base: Logger): SdkLogger {
-  const log = (level: LogLevel, message: string, meta?: LogMetadata) => base.log(level.toLowerCase() as Level, message, sdkFields(meta));
+  const log = (level: LogLevel, message: string, meta?: LogMetadata) =>
+    base.log(level.toLowerCase() as Level, message, sdkFields(meta));
   return {
     log,
     trace: (m, meta) => log('TRACE', m, meta),

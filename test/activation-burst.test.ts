@@ -36,12 +36,16 @@ it(`runs a burst of ${N} activations on one Stage one at a time and ends with th
   const phases = new Map<string, string>();
   const ran = new Set<string>();
   let maxInProgress = 0;
-  const watch = await resumingWatch(s.kc, `/apis/${GROUP}/${VERSION}/namespaces/${s.ns}/vectoractivations`, (_type, o) => {
-    phases.set(o.metadata.name, o.status?.phase ?? 'none');
-    const inProgress = [...phases.values()].filter((p) => p === 'InProgress').length;
-    if (o.status?.phase === 'InProgress') ran.add(o.metadata.name);
-    maxInProgress = Math.max(maxInProgress, inProgress);
-  });
+  const watch = await resumingWatch(
+    s.kc,
+    `/apis/${GROUP}/${VERSION}/namespaces/${s.ns}/vectoractivations`,
+    (_type, o) => {
+      phases.set(o.metadata.name, o.status?.phase ?? 'none');
+      const inProgress = [...phases.values()].filter((p) => p === 'InProgress').length;
+      if (o.status?.phase === 'InProgress') ran.add(o.metadata.name);
+      maxInProgress = Math.max(maxInProgress, inProgress);
+    },
+  );
 
   try {
     // Created at once, in shuffled order, as a CI pipeline and a person racing each other might.
@@ -49,13 +53,16 @@ it(`runs a burst of ${N} activations on one Stage one at a time and ends with th
     await Promise.all(order.map((r) => activate(s, `hot-to-${r}`, 'hot', r)));
     // Fresh reads decide when all are done (the watch above only checks the InProgress rule).
     await pollUntil(
-      async () => (await s.objects.list('VectorActivation', s.ns)).filter((va) => FINAL.includes(va.status?.phase)).length === N,
+      async () =>
+        (await s.objects.list('VectorActivation', s.ns)).filter((va) => FINAL.includes(va.status?.phase)).length === N,
       120_000,
       'every activation to finish',
       200,
     ).catch(async (err: Error) => {
       const left = (await s.objects.list('VectorActivation', s.ns)).filter((va) => !FINAL.includes(va.status?.phase));
-      throw new Error(`${err.message}; unfinished: ${JSON.stringify(left.map((va) => ({ name: va.metadata.name, status: va.status })))}`);
+      throw new Error(
+        `${err.message}; unfinished: ${JSON.stringify(left.map((va) => ({ name: va.metadata.name, status: va.status })))}`,
+      );
     });
   } finally {
     watch.stop();
@@ -63,7 +70,11 @@ it(`runs a burst of ${N} activations on one Stage one at a time and ends with th
 
   expect({ maxInProgress, watchEnded: watch.ended }).toEqual({ maxInProgress: 1, watchEnded: undefined });
   const newest = await s.objects.get('VectorActivation', s.ns, `hot-to-${N}`);
-  expect({ phase: newest?.status.phase, reason: newest?.status.reason, error: newest?.status.firstError }).toEqual({ phase: 'Succeeded', reason: 'Activated', error: undefined });
+  expect({ phase: newest?.status.phase, reason: newest?.status.reason, error: newest?.status.firstError }).toEqual({
+    phase: 'Succeeded',
+    reason: 'Activated',
+    error: undefined,
+  });
   expect((await s.objects.get('StageVersionUsage', s.ns, 'hot-active'))?.spec.stageVersionRef.name).toBe(`hot-${N}`);
   expect((await routes(s, 'hot')).api).toEqual(['mirror-sink:0', `hot-shop-v${N}:100`]);
   // O(1) runs: besides the newest, at most the one that held the Stage before the burst was complete.
@@ -75,7 +86,11 @@ it(`runs a burst of ${N} activations on one Stage one at a time and ends with th
     // Revision 1 already serves: if its activation gets the Stage before a newer one finished, it
     // is AlreadyActive; every other older one is Superseded while waiting or OlderThanActive after.
     const reasons = r === 1 ? /^(Superseded|OlderThanActive|AlreadyActive)$/ : /^(Superseded|OlderThanActive)$/;
-    expect({ name, phase: va?.status.phase, reason: va?.status.reason }).toEqual({ name, phase: 'Skipped', reason: expect.stringMatching(reasons) });
+    expect({ name, phase: va?.status.phase, reason: va?.status.reason }).toEqual({
+      name,
+      phase: 'Skipped',
+      reason: expect.stringMatching(reasons),
+    });
   }
 });
 
@@ -97,7 +112,13 @@ it('a burst the watcher sees at once gets one workflow: the older activations en
     expect((await routes(b, 'cold')).api).toEqual(['mirror-sink:0', 'cold-shop-v6:100']);
     for (const r of [2, 3, 4, 5]) {
       const va = await b.objects.get('VectorActivation', b.ns, `cold-to-${r}`);
-      expect({ r, phase: va?.status.phase, reason: va?.status.reason, message: va?.status.message, workflowId: va?.status.workflowId }).toEqual({
+      expect({
+        r,
+        phase: va?.status.phase,
+        reason: va?.status.reason,
+        message: va?.status.message,
+        workflowId: va?.status.workflowId,
+      }).toEqual({
         r,
         phase: 'Skipped',
         reason: 'Superseded',
@@ -105,7 +126,9 @@ it('a burst the watcher sees at once gets one workflow: the older activations en
         workflowId: undefined,
       });
       // No workflow ran for it: nothing in Temporal, nothing on the Stage's path.
-      const describe = b.client.workflow.getHandle(activationWorkflowId({ namespace: b.ns, name: `cold-to-${r}`, uid: va!.metadata.uid! })).describe();
+      const describe = b.client.workflow
+        .getHandle(activationWorkflowId({ namespace: b.ns, name: `cold-to-${r}`, uid: va!.metadata.uid! }))
+        .describe();
       await expect(describe).rejects.toBeInstanceOf(WorkflowNotFoundError);
     }
   } finally {
@@ -123,9 +146,13 @@ it('a burst that arrives in two pieces runs once: the newest of the first piece 
     await seedActive(b, 'warm', 1);
     await seedPlan(b, 'warm');
     const ran = new Set<string>();
-    const watch = await resumingWatch(b.kc, `/apis/${GROUP}/${VERSION}/namespaces/${b.ns}/vectoractivations`, (_type, o) => {
-      if (o.status?.phase === 'InProgress') ran.add(o.metadata.name);
-    });
+    const watch = await resumingWatch(
+      b.kc,
+      `/apis/${GROUP}/${VERSION}/namespaces/${b.ns}/vectoractivations`,
+      (_type, o) => {
+        if (o.status?.phase === 'InProgress') ran.add(o.metadata.name);
+      },
+    );
     try {
       // The first piece, seen whole (the watcher starts after it): the older of the two ends
       // Skipped at once, the newer waits for the rest of its burst.
@@ -140,7 +167,11 @@ it('a burst that arrives in two pieces runs once: the newest of the first piece 
       watch.stop();
     }
     const third = await b.objects.get('VectorActivation', b.ns, 'warm-to-3');
-    expect({ phase: third?.status.phase, message: third?.status.message, workflowId: third?.status.workflowId }).toEqual({
+    expect({
+      phase: third?.status.phase,
+      message: third?.status.message,
+      workflowId: third?.status.workflowId,
+    }).toEqual({
       phase: 'Skipped',
       message: `superseded before it started by the newer activation ${b.ns}/warm-to-4 (revision 4)`,
       workflowId: undefined,

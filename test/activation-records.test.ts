@@ -46,7 +46,14 @@ async function workflowExists(ref: ActivationRef): Promise<boolean> {
 }
 
 function watcherFor(namespace: string): ActivationController {
-  return new ActivationController({ kubeConfig: s.kc, client: s.client, taskQueue: s.coreTaskQueue, namespaces: [namespace], queueSuffix: `-${s.ns}`, log: () => undefined });
+  return new ActivationController({
+    kubeConfig: s.kc,
+    client: s.client,
+    taskQueue: s.coreTaskQueue,
+    namespaces: [namespace],
+    queueSuffix: `-${s.ns}`,
+    log: () => undefined,
+  });
 }
 
 it('starts workflows at start-up for the unfinished activations only', async () => {
@@ -56,7 +63,11 @@ it('starts workflows at start-up for the unfinished activations only', async () 
   const names = Array.from({ length: 12 }, (_, i) => `old-${i}`);
   for (const [i, name] of names.entries()) {
     await create(s, object('VectorActivation', ns, name, { stage: 'gone', stageVersion: 'gone-1' }));
-    await s.objects.patchStatus('VectorActivation', ns, name, { phase: finals[i % finals.length], reason: 'Recorded', message: 'ran long ago' });
+    await s.objects.patchStatus('VectorActivation', ns, name, {
+      phase: finals[i % finals.length],
+      reason: 'Recorded',
+      message: 'ran long ago',
+    });
   }
   await create(s, object('VectorActivation', ns, 'new-one', { stage: 'gone', stageVersion: 'gone-1' }));
 
@@ -82,15 +93,29 @@ it('closes out an activation whose workflow was terminated: Failed with the reas
   expect(va.status.message).toContain('was terminated');
   // Its execution ended first, with the reason an External controller stops on.
   const [execution] = await s.objects.list('ActivationExecution', s.ns, `${LABEL_VECTOR_ACTIVATION}=term-to-2`);
-  expect(execution?.status).toMatchObject({ phase: 'Error', reason: 'Cancelled', message: expect.stringContaining('was terminated') });
+  expect(execution?.status).toMatchObject({
+    phase: 'Error',
+    reason: 'Cancelled',
+    message: expect.stringContaining('was terminated'),
+  });
   expect(await s.objects.get('StageVersionUsage', s.ns, 'term-to-2-activation')).toBeUndefined();
-  expect((await s.objects.get('StageVersion', s.ns, 'term-2'))?.metadata.annotations?.[ANNOTATION_ACTIVATED_BY]).toBeUndefined();
-  const lease = await s.kc.makeApiClient(k8s.CoordinationV1Api).readNamespacedLease({ name: 'konfidence-stage-term', namespace: s.ns });
+  expect(
+    (await s.objects.get('StageVersion', s.ns, 'term-2'))?.metadata.annotations?.[ANNOTATION_ACTIVATED_BY],
+  ).toBeUndefined();
+  const lease = await s.kc
+    .makeApiClient(k8s.CoordinationV1Api)
+    .readNamespacedLease({ name: 'konfidence-stage-term', namespace: s.ns });
   expect(lease.spec?.holderIdentity).toBeUndefined();
 
   // The Stage is free for the next activation at once.
-  await create(s, object('ActivationTaskRegistration', s.systemNs, 'term-quick', { type: 'sleepy', spec: { seconds: 0 } }));
-  await create(s, object('ActivationExecutionPlan', s.systemNs, 'term-quick', { steps: [{ name: 'wait', tasks: ['term-quick'] }] }));
+  await create(
+    s,
+    object('ActivationTaskRegistration', s.systemNs, 'term-quick', { type: 'sleepy', spec: { seconds: 0 } }),
+  );
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, 'term-quick', { steps: [{ name: 'wait', tasks: ['term-quick'] }] }),
+  );
   await activate(s, 'term-to-3', 'term', 3, { executionPlan: 'term-quick' });
   await waitFor(s, 'VectorActivation', 'term-to-3', phaseIs('Succeeded'), 30_000);
 });
@@ -99,19 +124,49 @@ it('closes out a terminated workflow whose first step moved a route: the StageVe
   await seedStage(s, 'held', [1, 2]);
   await seedRoutes(s, 'held', 1);
   await seedPlan(s, 'held', { plan: 'held-routes' });
-  await create(s, object('ActivationTaskRegistration', s.systemNs, 'held-slow', { type: 'sleepy', timeoutSeconds: 120, spec: { seconds: 60 } }));
-  await create(s, object('ActivationExecutionPlan', s.systemNs, 'held-plan', { steps: [{ name: 'gateway', tasks: ['held-gateway'] }, { name: 'wait', tasks: ['held-slow'] }] }));
+  await create(
+    s,
+    object('ActivationTaskRegistration', s.systemNs, 'held-slow', {
+      type: 'sleepy',
+      timeoutSeconds: 120,
+      spec: { seconds: 60 },
+    }),
+  );
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, 'held-plan', {
+      steps: [
+        { name: 'gateway', tasks: ['held-gateway'] },
+        { name: 'wait', tasks: ['held-slow'] },
+      ],
+    }),
+  );
   await activate(s, 'held-to-2', 'held', 2, { executionPlan: 'held-plan' });
-  await pollUntil(() => [...startedExecutions].some((n) => n.startsWith('held-to-2-1-')), 30_000, 'the second step to start');
-  await s.client.workflow.getHandle(activationWorkflowId(await refOf('held-to-2'))).terminate('test: terminated after the route moved');
+  await pollUntil(
+    () => [...startedExecutions].some((n) => n.startsWith('held-to-2-1-')),
+    30_000,
+    'the second step to start',
+  );
+  await s.client.workflow
+    .getHandle(activationWorkflowId(await refOf('held-to-2')))
+    .terminate('test: terminated after the route moved');
 
   await waitFor(s, 'VectorActivation', 'held-to-2', phaseIs('Failed', 'Succeeded', 'Cancelled'), 30_000);
   // The route still sends held-2 traffic: its activation usage stays, and the Stage controller marks it serving.
   expect(await s.objects.get('StageVersionUsage', s.ns, 'held-to-2-activation')).toBeDefined();
-  await pollUntil(async () => {
-    s.stageController!.enqueue(s.ns);
-    return (await s.objects.get('StageVersion', s.ns, 'held-2'))?.metadata.annotations?.['konfidence.cloud/serving-stage'] === 'held';
-  }, 30_000, 'held-2 to be marked serving', 200);
+  await pollUntil(
+    async () => {
+      s.stageController!.enqueue(s.ns);
+      return (
+        (await s.objects.get('StageVersion', s.ns, 'held-2'))?.metadata.annotations?.[
+          'konfidence.cloud/serving-stage'
+        ] === 'held'
+      );
+    },
+    30_000,
+    'held-2 to be marked serving',
+    200,
+  );
 });
 
 it('a waiting activation whose lock workflow was terminated asks again and runs', async () => {
@@ -134,11 +189,25 @@ it('never runs a finished activation again after Temporal dropped its workflow a
   await seedPlan(s, 'done');
   await activate(s, 'done-to-2', 'done', 2);
   // Finished: Succeeded, and its close-out finalizer gone (taken away right after that status).
-  const finished = await waitFor(s, 'VectorActivation', 'done-to-2', (o) => o.status?.phase === 'Succeeded' && !o.metadata.finalizers?.length);
+  const finished = await waitFor(
+    s,
+    'VectorActivation',
+    'done-to-2',
+    (o) => o.status?.phase === 'Succeeded' && !o.metadata.finalizers?.length,
+  );
   const ref = await refOf('done-to-2');
 
   // What Temporal's retention does to a closed workflow, done now.
-  await run(binaries.temporal, ['workflow', 'delete', '--workflow-id', activationWorkflowId(ref), '--address', temporalAddress(), '--namespace', temporalNamespace()]);
+  await run(binaries.temporal, [
+    'workflow',
+    'delete',
+    '--workflow-id',
+    activationWorkflowId(ref),
+    '--address',
+    temporalAddress(),
+    '--namespace',
+    temporalNamespace(),
+  ]);
   await pollUntil(async () => !(await workflowExists(ref)), 60_000, 'Temporal to forget the closed workflow');
 
   await s.watcher.stop();

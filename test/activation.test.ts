@@ -53,13 +53,22 @@ describe('activation', () => {
     expect(await s.objects.get('StageVersionUsage', s.ns, 'dev-to-2-activation')).toBeUndefined();
 
     const executions = await s.objects.list('ActivationExecution', s.ns, `${LABEL_VECTOR_ACTIVATION}=dev-to-2`);
-    expect(executions.map((e) => [e.metadata.labels?.[LABEL_REGISTRATION], e.spec.action, e.status?.phase]).sort()).toEqual([
+    expect(
+      executions.map((e) => [e.metadata.labels?.[LABEL_REGISTRATION], e.spec.action, e.status?.phase]).sort(),
+    ).toEqual([
       ['dev-gateway', 'Apply', 'Succeeded'],
       ['dev-mesh', 'Apply', 'Succeeded'],
     ]);
-    for (const e of executions) expect(e.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'VectorActivation', name: 'dev-to-2', uid: va.metadata.uid });
+    for (const e of executions)
+      expect(e.metadata.ownerReferences?.[0]).toMatchObject({
+        kind: 'VectorActivation',
+        name: 'dev-to-2',
+        uid: va.metadata.uid,
+      });
 
-    const lease = await s.kc.makeApiClient(k8s.CoordinationV1Api).readNamespacedLease({ name: 'konfidence-stage-dev', namespace: s.ns });
+    const lease = await s.kc
+      .makeApiClient(k8s.CoordinationV1Api)
+      .readNamespacedLease({ name: 'konfidence-stage-dev', namespace: s.ns });
     expect(lease.spec?.holderIdentity).toBeUndefined();
   });
 });
@@ -68,7 +77,12 @@ describe('activation failures', () => {
   it('fails on a plan naming a missing registration, touching no route', async () => {
     await seedStage(s, 'badplan', [1, 2]);
     await seedRoutes(s, 'badplan', 1);
-    await create(s, object('ActivationExecutionPlan', s.systemNs, 'badplan-plan', { steps: [{ name: 'only', tasks: ['no-such-registration'] }] }));
+    await create(
+      s,
+      object('ActivationExecutionPlan', s.systemNs, 'badplan-plan', {
+        steps: [{ name: 'only', tasks: ['no-such-registration'] }],
+      }),
+    );
     await activate(s, 'badplan-to-2', 'badplan', 2, { executionPlan: 'badplan-plan' });
     const va = await waitFor(s, 'VectorActivation', 'badplan-to-2', phaseIs('Failed'));
     expect(va.status.reason).toBe('InvalidPlan');
@@ -80,8 +94,19 @@ describe('activation failures', () => {
   it('fails on a registration with an invalid executor spec, touching no route', async () => {
     await seedStage(s, 'badspec', [1, 2]);
     await seedRoutes(s, 'badspec', 1);
-    await create(s, object('ActivationTaskRegistration', s.systemNs, 'badspec-gateway', { type: 'gateway-api', spec: { routes: [] } }));
-    await create(s, object('ActivationExecutionPlan', s.systemNs, 'badspec-plan', { steps: [{ name: 'only', tasks: ['badspec-gateway'] }] }));
+    await create(
+      s,
+      object('ActivationTaskRegistration', s.systemNs, 'badspec-gateway', {
+        type: 'gateway-api',
+        spec: { routes: [] },
+      }),
+    );
+    await create(
+      s,
+      object('ActivationExecutionPlan', s.systemNs, 'badspec-plan', {
+        steps: [{ name: 'only', tasks: ['badspec-gateway'] }],
+      }),
+    );
     await activate(s, 'badspec-to-2', 'badspec', 2, { executionPlan: 'badspec-plan' });
     const va = await waitFor(s, 'VectorActivation', 'badspec-to-2', phaseIs('Failed'));
     expect(va.status.reason).toBe('InvalidExecutorSpec');
@@ -92,8 +117,19 @@ describe('activation failures', () => {
   it('ends a task past its timeout in Error, stops the executor, fails the activation and lets the next one proceed', async () => {
     await seedStage(s, 'slow', [1, 2, 3]);
     await seedRoutes(s, 'slow', 1);
-    await create(s, object('ActivationTaskRegistration', s.systemNs, 'slow-sleepy', { type: 'sleepy', timeoutSeconds: 2, heartbeatTimeoutSeconds: 1, spec: { seconds: 60 } }));
-    await create(s, object('ActivationExecutionPlan', s.systemNs, 'slow-plan', { steps: [{ name: 'wait', tasks: ['slow-sleepy'] }] }));
+    await create(
+      s,
+      object('ActivationTaskRegistration', s.systemNs, 'slow-sleepy', {
+        type: 'sleepy',
+        timeoutSeconds: 2,
+        heartbeatTimeoutSeconds: 1,
+        spec: { seconds: 60 },
+      }),
+    );
+    await create(
+      s,
+      object('ActivationExecutionPlan', s.systemNs, 'slow-plan', { steps: [{ name: 'wait', tasks: ['slow-sleepy'] }] }),
+    );
     await activate(s, 'slow-to-2', 'slow', 2, { executionPlan: 'slow-plan' });
     const va = await waitFor(s, 'VectorActivation', 'slow-to-2', phaseIs('Failed'), 30_000);
     expect(va.status.reason).toBe('TaskFailed');
@@ -101,7 +137,11 @@ describe('activation failures', () => {
     const [execution] = await s.objects.list('ActivationExecution', s.ns, `${LABEL_VECTOR_ACTIVATION}=slow-to-2`);
     expect(execution?.status).toMatchObject({ phase: 'Error' });
     expect(execution?.status.message).toContain('timed out after 2s');
-    await pollUntil(() => stoppedExecutions.has(execution!.metadata.name), 10_000, 'the sleepy executor to see its cancellation');
+    await pollUntil(
+      () => stoppedExecutions.has(execution!.metadata.name),
+      10_000,
+      'the sleepy executor to see its cancellation',
+    );
     // The active usage was never touched, and the Stage is free for the next activation.
     expect(await s.objects.get('StageVersionUsage', s.ns, 'slow-active')).toBeUndefined();
     await seedPlan(s, 'slow', { plan: 'slow-routes' });
@@ -117,7 +157,13 @@ describe('activation failures', () => {
     await activate(s, 'rev-to-2', 'rev', 2, { executionPlan: 'rev-plan' });
     await waitFor(s, 'VectorActivation', 'rev-to-2', phaseIs('Succeeded'));
 
-    await create(s, object('ActivationTaskRegistration', s.systemNs, 'rev-failing', { type: 'failing', spec: { message: 'mesh refused' } }));
+    await create(
+      s,
+      object('ActivationTaskRegistration', s.systemNs, 'rev-failing', {
+        type: 'failing',
+        spec: { message: 'mesh refused' },
+      }),
+    );
     await create(
       s,
       object('ActivationExecutionPlan', s.systemNs, 'rev-revert', {
@@ -134,9 +180,16 @@ describe('activation failures', () => {
     expect(va.status.message).toContain('every task that ran was reverted');
     expect(va.status.steps.map((x: { phase: string }) => x.phase)).toEqual(['Reverted', 'Failed']);
     // Traffic is back on the active StageVersion, which kept its usage.
-    expect(await routes(s, 'rev')).toEqual({ api: ['mirror-sink:0', 'rev-shop-v2:100'], static: ['static-files'], primary: ['shop/v2:100'], legacy: ['legacy-shop'] });
+    expect(await routes(s, 'rev')).toEqual({
+      api: ['mirror-sink:0', 'rev-shop-v2:100'],
+      static: ['static-files'],
+      primary: ['shop/v2:100'],
+      legacy: ['legacy-shop'],
+    });
     expect((await s.objects.get('StageVersionUsage', s.ns, 'rev-active'))?.spec.stageVersionRef.name).toBe('rev-2');
-    const reverts = (await s.objects.list('ActivationExecution', s.ns, `${LABEL_VECTOR_ACTIVATION}=rev-to-3`)).filter((e) => e.spec.action === 'Revert');
+    const reverts = (await s.objects.list('ActivationExecution', s.ns, `${LABEL_VECTOR_ACTIVATION}=rev-to-3`)).filter(
+      (e) => e.spec.action === 'Revert',
+    );
     expect(reverts.map((e) => [e.spec.registration, e.status?.phase]).sort()).toEqual([
       ['rev-gateway', 'Succeeded'],
       ['rev-mesh', 'Succeeded'],
@@ -147,16 +200,35 @@ describe('activation failures', () => {
     await seedStage(s, 'par-a', [1, 2]);
     await seedStage(s, 'par-b', [1, 2]);
     for (const st of ['par-a', 'par-b']) {
-      await create(s, object('ActivationTaskRegistration', s.systemNs, `${st}-sleepy`, { type: 'sleepy', timeoutSeconds: 30, spec: { seconds: 2 } }));
-      await create(s, object('ActivationExecutionPlan', s.systemNs, `${st}-plan`, { steps: [{ name: 'wait', tasks: [`${st}-sleepy`] }] }));
+      await create(
+        s,
+        object('ActivationTaskRegistration', s.systemNs, `${st}-sleepy`, {
+          type: 'sleepy',
+          timeoutSeconds: 30,
+          spec: { seconds: 2 },
+        }),
+      );
+      await create(
+        s,
+        object('ActivationExecutionPlan', s.systemNs, `${st}-plan`, {
+          steps: [{ name: 'wait', tasks: [`${st}-sleepy`] }],
+        }),
+      );
     }
     await activate(s, 'par-a-to-2', 'par-a', 2, { executionPlan: 'par-a-plan' });
     await activate(s, 'par-b-to-2', 'par-b', 2, { executionPlan: 'par-b-plan' });
     // Both are InProgress at one moment: neither waits for the other's Stage.
-    await pollUntil(async () => {
-      const [a, b] = await Promise.all(['par-a-to-2', 'par-b-to-2'].map((n) => s.objects.get('VectorActivation', s.ns, n)));
-      return a?.status?.phase === 'InProgress' && b?.status?.phase === 'InProgress';
-    }, 20_000, 'both activations InProgress together', 50);
+    await pollUntil(
+      async () => {
+        const [a, b] = await Promise.all(
+          ['par-a-to-2', 'par-b-to-2'].map((n) => s.objects.get('VectorActivation', s.ns, n)),
+        );
+        return a?.status?.phase === 'InProgress' && b?.status?.phase === 'InProgress';
+      },
+      20_000,
+      'both activations InProgress together',
+      50,
+    );
     await waitFor(s, 'VectorActivation', 'par-a-to-2', phaseIs('Succeeded'));
     await waitFor(s, 'VectorActivation', 'par-b-to-2', phaseIs('Succeeded'));
   });

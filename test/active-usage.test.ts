@@ -27,8 +27,13 @@ afterAll(async () => {
 });
 
 const point = (target: string, active: string, known: Record<string, number> = revisions) =>
-  usageActivities(coreDeps(s.kc, s.systemNs, () => undefined)).pointActiveUsage(s.ns, 'late', stageUid, target, { active, uids: {}, revisions: known });
-const activeNow = async () => (await s.objects.get('StageVersionUsage', s.ns, 'late-active'))?.spec.stageVersionRef?.name;
+  usageActivities(coreDeps(s.kc, s.systemNs, () => undefined)).pointActiveUsage(s.ns, 'late', stageUid, target, {
+    active,
+    uids: {},
+    revisions: known,
+  });
+const activeNow = async () =>
+  (await s.objects.get('StageVersionUsage', s.ns, 'late-active'))?.spec.stageVersionRef?.name;
 
 it('moves from what the switch read; found elsewhere, moves on only onto a newer StageVersion', async () => {
   await point('late-3', 'late-1');
@@ -45,15 +50,18 @@ it('moves from what the switch read; found elsewhere, moves on only onto a newer
   expect(await activeNow()).toBe('late-3');
 });
 
-it("a late repeat of a switch leaves its target unmarked once a newer StageVersion serves; a repeat of the last switch keeps it serving", async () => {
-  const serveInstead = (name: string, holder: string) => stageVersionActivities(coreDeps(s.kc, s.systemNs, () => undefined)).serveInstead(s.ns, name, 'late', holder);
+it('a late repeat of a switch leaves its target unmarked once a newer StageVersion serves; a repeat of the last switch keeps it serving', async () => {
+  const serveInstead = (name: string, holder: string) =>
+    stageVersionActivities(coreDeps(s.kc, s.systemNs, () => undefined)).serveInstead(s.ns, name, 'late', holder);
   const marks = async (name: string) => (await s.objects.get('StageVersion', s.ns, name))?.metadata.annotations ?? {};
   await s.objects.mergeSpec('StageVersionUsage', s.ns, 'late-active', { stageVersionRef: { name: 'late-3' } });
   // The switch to late-2 traded its in-activation mark long ago; late-3 serves now.
   await serveInstead('late-2', `${s.ns}/late-to-2`);
   expect(await marks('late-2')).not.toHaveProperty([ANNOTATION_SERVING]);
   // The switch to late-3 itself, its mark still there, then once more after it traded it.
-  await s.objects.mergeMetadata('StageVersion', s.ns, 'late-3', { annotations: { [ANNOTATION_ACTIVATED_BY]: `${s.ns}/late-to-3` } });
+  await s.objects.mergeMetadata('StageVersion', s.ns, 'late-3', {
+    annotations: { [ANNOTATION_ACTIVATED_BY]: `${s.ns}/late-to-3` },
+  });
   await serveInstead('late-3', `${s.ns}/late-to-3`);
   await serveInstead('late-3', `${s.ns}/late-to-3`);
   expect(await marks('late-3')).toMatchObject({ [ANNOTATION_SERVING]: 'late' });

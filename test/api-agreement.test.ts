@@ -16,13 +16,58 @@ const seed = Number(process.env.KONFIDENCE_FUZZ_SEED ?? 20261129);
 // Values that sit on either side of the schemas' bounds. No null: the apiserver prunes nulls of
 // non-nullable fields (and then applies defaults), which is a transport detail, not a rule.
 const values: unknown[] = [
-  '', 'x', 'dev-2', 'Dev_2', 'UPPER', 'a'.repeat(63), 'a'.repeat(64), 'a'.repeat(254), 'a.b', '-a',
-  'Revert', 'Stop', 'External', 'Worker', 'Apply', 'gateway-api', 'konfidence.cloud/stage-name',
-  0, 1, -1, 2, 10, 300, 3600, 3601, 86400, 86401, 65535, 70000, 1.5,
-  true, false, [], ['a'], ['a', 'a'], ['a', 'b'], [{ name: 's', tasks: ['t'] }], {}, { a: 'b' },
-  { name: 'dev-2' }, { matchLabels: { 'konfidence.cloud/stage-name': 'dev' } }, { matchLabels: {} },
-  'result < 0.05', 'result >= 0.9 && result <= 1', 'len(result) > 0', { durationSeconds: 60 }, { timeoutSeconds: 60, onTimeout: 'Continue' },
-  { name: 'error-ratio' }, { name: 'unknown' }, 'http://x.test/', 'Abort', 'Inconclusive',
+  '',
+  'x',
+  'dev-2',
+  'Dev_2',
+  'UPPER',
+  'a'.repeat(63),
+  'a'.repeat(64),
+  'a'.repeat(254),
+  'a.b',
+  '-a',
+  'Revert',
+  'Stop',
+  'External',
+  'Worker',
+  'Apply',
+  'gateway-api',
+  'konfidence.cloud/stage-name',
+  0,
+  1,
+  -1,
+  2,
+  10,
+  300,
+  3600,
+  3601,
+  86400,
+  86401,
+  65535,
+  70000,
+  1.5,
+  true,
+  false,
+  [],
+  ['a'],
+  ['a', 'a'],
+  ['a', 'b'],
+  [{ name: 's', tasks: ['t'] }],
+  {},
+  { a: 'b' },
+  { name: 'dev-2' },
+  { matchLabels: { 'konfidence.cloud/stage-name': 'dev' } },
+  { matchLabels: {} },
+  'result < 0.05',
+  'result >= 0.9 && result <= 1',
+  'len(result) > 0',
+  { durationSeconds: 60 },
+  { timeoutSeconds: 60, onTimeout: 'Continue' },
+  { name: 'error-ratio' },
+  { name: 'unknown' },
+  'http://x.test/',
+  'Abort',
+  'Inconclusive',
 ];
 
 type Json = Record<string, unknown> | unknown[];
@@ -37,7 +82,21 @@ function containers(node: unknown, path: (string | number)[] = []): { node: Json
   return [here, ...children];
 }
 
-const extraKeys = ['stageVersionRef', 'stageVersionSelector', 'heartbeatTimeoutSeconds', 'onFailure', 'backend', 'tasks', 'name', 'setWeight', 'pause', 'analysis', 'durationSeconds', 'successCondition', 'from'];
+const extraKeys = [
+  'stageVersionRef',
+  'stageVersionSelector',
+  'heartbeatTimeoutSeconds',
+  'onFailure',
+  'backend',
+  'tasks',
+  'name',
+  'setWeight',
+  'pause',
+  'analysis',
+  'durationSeconds',
+  'successCondition',
+  'from',
+];
 
 function mutate(s: Sample, rnd: ReturnType<typeof seededRandom>): string {
   const { node, path } = rnd.pick(containers(s.spec));

@@ -81,7 +81,14 @@ describe('invalid objects', () => {
     const custom = kubeConfig().makeApiClient(k8s.CustomObjectsApi);
     const { status, message } = await refusal(
       custom.patchNamespacedCustomObjectStatus(
-        { group: GROUP, version: VERSION, namespace: ns, plural: 'vectoractivations', name: 'bad-phase', body: { status: { phase: 'Done' } } },
+        {
+          group: GROUP,
+          version: VERSION,
+          namespace: ns,
+          plural: 'vectoractivations',
+          name: 'bad-phase',
+          body: { status: { phase: 'Done' } },
+        },
         k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
       ),
     );

@@ -18,22 +18,48 @@ let s: TestSystem;
 beforeAll(async () => {
   s = await startTestSystem('breaker', { lockAskAgainSeconds: 2, watcherCheckIntervalMs: 1_000 });
   // The servers may have been set up before the kind existed.
-  await applyCrds(s.kc, readCrdFiles().filter((c) => c.metadata?.name === crdName(CircuitBreaker)));
-  await create(s, object('ActivationTaskRegistration', s.systemNs, 'quick', { type: 'sleepy', timeoutSeconds: 60, spec: { seconds: 0 } }));
-  await create(s, object('ActivationTaskRegistration', s.systemNs, 'broken', { type: 'failing', timeoutSeconds: 60, spec: { message: 'the backend refused the change' } }));
-  await create(s, object('ActivationExecutionPlan', s.systemNs, 'default', { steps: [{ name: 'route', tasks: ['quick'] }] }));
-  await create(s, object('ActivationExecutionPlan', s.systemNs, 'broken-plan', { steps: [{ name: 'route', tasks: ['broken'] }] }));
+  await applyCrds(
+    s.kc,
+    readCrdFiles().filter((c) => c.metadata?.name === crdName(CircuitBreaker)),
+  );
+  await create(
+    s,
+    object('ActivationTaskRegistration', s.systemNs, 'quick', {
+      type: 'sleepy',
+      timeoutSeconds: 60,
+      spec: { seconds: 0 },
+    }),
+  );
+  await create(
+    s,
+    object('ActivationTaskRegistration', s.systemNs, 'broken', {
+      type: 'failing',
+      timeoutSeconds: 60,
+      spec: { message: 'the backend refused the change' },
+    }),
+  );
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, 'default', { steps: [{ name: 'route', tasks: ['quick'] }] }),
+  );
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, 'broken-plan', { steps: [{ name: 'route', tasks: ['broken'] }] }),
+  );
 });
 afterAll(async () => {
   await s?.stop();
 });
 // A test that failed must not leave its breaker holding the next test's activations.
 afterEach(async () => {
-  for (const b of await s.objects.list('CircuitBreaker', s.systemNs)) await s.objects.delete('CircuitBreaker', s.systemNs, b.metadata.name);
+  for (const b of await s.objects.list('CircuitBreaker', s.systemNs))
+    await s.objects.delete('CircuitBreaker', s.systemNs, b.metadata.name);
 });
 
-const breaker = (name: string, spec: Record<string, unknown>) => create(s, object('CircuitBreaker', s.systemNs, name, spec));
-const breakerIs = (name: string, done: (o: CustomObject) => boolean, timeoutMs = 60_000) => waitFor(s, 'CircuitBreaker', name, done, timeoutMs, s.systemNs);
+const breaker = (name: string, spec: Record<string, unknown>) =>
+  create(s, object('CircuitBreaker', s.systemNs, name, spec));
+const breakerIs = (name: string, done: (o: CustomObject) => boolean, timeoutMs = 60_000) =>
+  waitFor(s, 'CircuitBreaker', name, done, timeoutMs, s.systemNs);
 
 /** A Stage serving revision 1, with revision 2 to activate. */
 async function stage(name: string): Promise<void> {
@@ -42,10 +68,15 @@ async function stage(name: string): Promise<void> {
 }
 
 async function executionsOf(activation: string): Promise<CustomObject[]> {
-  return (await s.objects.list('ActivationExecution', s.ns)).filter((e) => e.metadata.labels?.[LABEL_VECTOR_ACTIVATION] === activation);
+  return (await s.objects.list('ActivationExecution', s.ns)).filter(
+    (e) => e.metadata.labels?.[LABEL_VECTOR_ACTIVATION] === activation,
+  );
 }
 
-const gauge = async (name: string) => (await metricsText()).match(new RegExp(`^konfidence_circuit_breaker_state\\{breaker="${name}",scope="[^"]+"\\} (\\d)$`, 'm'))?.[1];
+const gauge = async (name: string) =>
+  (await metricsText()).match(
+    new RegExp(`^konfidence_circuit_breaker_state\\{breaker="${name}",scope="[^"]+"\\} (\\d)$`, 'm'),
+  )?.[1];
 
 it('K failures open the breaker; a new activation waits without a route change until `konfidence breaker close` closes it', async () => {
   await breaker('team', { scope: { namespace: s.ns }, failureThreshold: 2, windowSeconds: 600 });
@@ -53,7 +84,9 @@ it('K failures open the breaker; a new activation waits without a route change u
   // Failed before any route (no such Stage, no such plan): a tenant's bad objects count on no breaker.
   await activate(s, 'no-stage-to-2', 'no-stage', 2);
   await activate(s, 'no-plan-to-2', 'no-plan', 2, { executionPlan: 'no-such-plan' });
-  expect((await waitFor(s, 'VectorActivation', 'no-stage-to-2', phaseIs('Failed'))).status.reason).toBe('StageNotFound');
+  expect((await waitFor(s, 'VectorActivation', 'no-stage-to-2', phaseIs('Failed'))).status.reason).toBe(
+    'StageNotFound',
+  );
   expect((await waitFor(s, 'VectorActivation', 'no-plan-to-2', phaseIs('Failed'))).status.reason).toBe('InvalidPlan');
   // Counted (or not) before Failed is written: the breaker is as it stays.
   expect((await breakerIs('team', () => true)).status?.recentFailures ?? []).toEqual([]);
@@ -62,8 +95,15 @@ it('K failures open the breaker; a new activation waits without a route change u
   for (const name of ['fail-a-to-2', 'fail-b-to-2']) await waitFor(s, 'VectorActivation', name, phaseIs('Failed'));
 
   const opened = await breakerIs('team', (o) => o.status?.phase === 'Open');
-  expect(opened.status).toMatchObject({ reason: 'TooManyFailures', lastTransitionTime: expect.any(String), message: expect.stringContaining('2 activations failed within 600s') });
-  expect(opened.status.recentFailures.map((f: { activation: string }) => f.activation).sort()).toEqual([`${s.ns}/fail-a-to-2`, `${s.ns}/fail-b-to-2`]);
+  expect(opened.status).toMatchObject({
+    reason: 'TooManyFailures',
+    lastTransitionTime: expect.any(String),
+    message: expect.stringContaining('2 activations failed within 600s'),
+  });
+  expect(opened.status.recentFailures.map((f: { activation: string }) => f.activation).sort()).toEqual([
+    `${s.ns}/fail-a-to-2`,
+    `${s.ns}/fail-b-to-2`,
+  ]);
   expect(await gauge('team')).toBe('2');
 
   await activate(s, 'ok-to-2', 'ok', 2);
@@ -77,7 +117,12 @@ it('K failures open the breaker; a new activation waits without a route change u
   expect((await waitFor(s, 'VectorActivation', 'ok-to-2', () => true)).status.phase).toBe('Succeeded');
   expect(await executionsOf('ok-to-2')).toHaveLength(1);
   const after = await breakerIs('team', () => true);
-  expect(after.status).toMatchObject({ phase: 'Closed', reason: 'ClosedByHand', recentFailures: [], lastRequest: { outcome: 'Accepted', token: expect.stringMatching(/^konfidence\.cloud\/close=cli-/) } });
+  expect(after.status).toMatchObject({
+    phase: 'Closed',
+    reason: 'ClosedByHand',
+    recentFailures: [],
+    lastRequest: { outcome: 'Accepted', token: expect.stringMatching(/^konfidence\.cloud\/close=cli-/) },
+  });
   expect(await gauge('team')).toBe('0');
 
   const missing = await konfidence('breaker', 'status', 'nope', '--system-namespace', s.systemNs);
@@ -109,7 +154,8 @@ it('a breaker opened by hand holds new activations until closed by hand; a cance
   await Promise.all([stage('held'), stage('dropped')]);
   await activate(s, 'held-to-2', 'held', 2);
   await activate(s, 'dropped-to-2', 'dropped', 2);
-  for (const name of ['held-to-2', 'dropped-to-2']) await waitFor(s, 'VectorActivation', name, (o) => o.status?.reason === 'CircuitOpen');
+  for (const name of ['held-to-2', 'dropped-to-2'])
+    await waitFor(s, 'VectorActivation', name, (o) => o.status?.reason === 'CircuitOpen');
   await kubectl('annotate', 'va', 'dropped-to-2', '-n', s.ns, 'konfidence.cloud/cancel=not-now');
   const dropped = await waitFor(s, 'VectorActivation', 'dropped-to-2', phaseIs('Cancelled'));
   expect(dropped.status.message).toContain('cancelled while waiting at a CircuitBreaker');
@@ -123,18 +169,31 @@ it('a breaker opened by hand holds new activations until closed by hand; a cance
   await stage('late');
   await activate(s, 'late-to-2', 'late', 2);
   await waitFor(s, 'VectorActivation', 'late-to-2', (o) => o.status?.reason === 'CircuitOpen');
-  expect((await s.objects.get('CircuitBreaker', s.systemNs, 'manual'))!.status).toMatchObject({ phase: 'Open', reason: 'OpenedByHand' });
+  expect((await s.objects.get('CircuitBreaker', s.systemNs, 'manual'))!.status).toMatchObject({
+    phase: 'Open',
+    reason: 'OpenedByHand',
+  });
   expect((await s.objects.get('VectorActivation', s.ns, 'held-to-2'))!.status.reason).toBe('CircuitOpen');
   await kubectl('annotate', 'cb', 'manual', '-n', s.systemNs, 'konfidence.cloud/close=by-kubectl');
   for (const name of ['held-to-2', 'late-to-2']) await waitFor(s, 'VectorActivation', name, phaseIs('Succeeded'));
   const closed = await breakerIs('manual', () => true);
-  expect(closed.status).toMatchObject({ phase: 'Closed', reason: 'ClosedByHand', handledClose: 'by-kubectl', lastRequest: { token: 'konfidence.cloud/close=by-kubectl', outcome: 'Accepted' } });
+  expect(closed.status).toMatchObject({
+    phase: 'Closed',
+    reason: 'ClosedByHand',
+    handledClose: 'by-kubectl',
+    lastRequest: { token: 'konfidence.cloud/close=by-kubectl', outcome: 'Accepted' },
+  });
 });
 
 it('a burst of activations on several Stages respects the rate: R routing changes per interval, the others wait RateLimited', async () => {
   const R = 2;
   const INTERVAL = 6;
-  await breaker('rate', { scope: { namespace: s.ns }, failureThreshold: 32, windowSeconds: 60, rateLimit: { routingChanges: R, intervalSeconds: INTERVAL } });
+  await breaker('rate', {
+    scope: { namespace: s.ns },
+    failureThreshold: 32,
+    windowSeconds: 60,
+    rateLimit: { routingChanges: R, intervalSeconds: INTERVAL },
+  });
   const names = ['b1', 'b2', 'b3', 'b4', 'b5', 'b6'];
   await Promise.all(names.map((n) => stage(n)));
   await Promise.all(names.map((n) => activate(s, `${n}-to-2`, n, 2)));
@@ -158,7 +217,8 @@ it('a burst of activations on several Stages respects the rate: R routing change
     .sort((a, b) => a - b);
   expect(starts).toHaveLength(names.length);
   for (let i = 0; i < starts.length; i++) {
-    for (let j = i; j < starts.length; j++) expect(j - i + 1).toBeLessThanOrEqual(R + Math.floor((R * (starts[j]! - starts[i]! + 1)) / INTERVAL));
+    for (let j = i; j < starts.length; j++)
+      expect(j - i + 1).toBeLessThanOrEqual(R + Math.floor((R * (starts[j]! - starts[i]! + 1)) / INTERVAL));
   }
   // Four tokens beyond the burst of R refill in 4·interval/R seconds.
   expect(starts.at(-1)! - starts[0]!).toBeGreaterThanOrEqual(((names.length - R) * INTERVAL) / R - 2);

@@ -106,10 +106,18 @@ it.each([
 });
 
 it.each([
-  ['status of a Stage', ['status', 'nosuch'], 'Stage nosuch not found in namespace NS: list them with "kubectl get stages -n NS"'],
+  [
+    'status of a Stage',
+    ['status', 'nosuch'],
+    'Stage nosuch not found in namespace NS: list them with "kubectl get stages -n NS"',
+  ],
   ['history of a Stage', ['history', 'nosuch'], 'Stage nosuch not found in namespace NS'],
   ['cancel', ['cancel', 'nosuch'], 'VectorActivation nosuch not found in namespace NS'],
-  ['activate of a StageVersion', ['activate', 'shop', 'shop-99'], 'StageVersion shop-99 not found in namespace NS: list them with "kubectl get stageversions -n NS"'],
+  [
+    'activate of a StageVersion',
+    ['activate', 'shop', 'shop-99'],
+    'StageVersion shop-99 not found in namespace NS: list them with "kubectl get stageversions -n NS"',
+  ],
 ])('an unknown object exits 3 and is named: %s', async (_n, args, message) => {
   const r = await cli(...args);
   expect(r.code).toBe(EXIT.notFound);
@@ -120,10 +128,15 @@ it.each([
 it('an apiserver out of reach exits 4 and says what to check', async () => {
   const port = await freePort(); // free: nobody listens there
   const kubeconfig = join(tempDir('konfidence-kc-'), 'config');
-  writeFileSync(kubeconfig, readFileSync(process.env.KUBECONFIG!, 'utf8').replace(/server: .*/g, `server: https://127.0.0.1:${port}`));
+  writeFileSync(
+    kubeconfig,
+    readFileSync(process.env.KUBECONFIG!, 'utf8').replace(/server: .*/g, `server: https://127.0.0.1:${port}`),
+  );
   const r = await cli('status', '--kubeconfig', kubeconfig);
   expect(r.code).toBe(EXIT.unreachable);
-  expect(r.stderr).toContain(`cannot reach the Kubernetes API server https://127.0.0.1:${port} (ECONNREFUSED): check --kubeconfig / KUBECONFIG`);
+  expect(r.stderr).toContain(
+    `cannot reach the Kubernetes API server https://127.0.0.1:${port} (ECONNREFUSED): check --kubeconfig / KUBECONFIG`,
+  );
 });
 
 it('activate --wait succeeds and exits 0; status shows the active StageVersion (table and json)', async () => {
@@ -133,7 +146,12 @@ it('activate --wait succeeds and exits 0; status shows the active StageVersion (
   expect(r.stdout).toMatch(new RegExp(`${succeeded}  Succeeded \\(Activated\\)`));
   expect(r.stdout.trim().split('\n').pop()).toBe(`${succeeded}: the StageVersion serves the traffic`);
 
-  expect(await json('status', 'shop')).toMatchObject({ stage: 'shop', active: 'shop-2', waiting: [], last: { name: succeeded, phase: 'Succeeded' } });
+  expect(await json('status', 'shop')).toMatchObject({
+    stage: 'shop',
+    active: 'shop-2',
+    waiting: [],
+    last: { name: succeeded, phase: 'Succeeded' },
+  });
   expect((await json('status')).map((v: { stage: string }) => v.stage)).toEqual(['shop']);
   const text = await cli('status', 'shop');
   expect(text.stdout).toContain('  active:   shop-2\n');
@@ -145,24 +163,40 @@ it('during a slow activation status shows the running step from the workflow, or
   const started = await cli('activate', 'shop', 'shop-3', '--plan', 'shop-plan', '--wait', '--timeout', '3s');
   expect(started.code).toBe(EXIT.timeout);
   slow = started.stdout.match(/^vectoractivation\/(shop-3-[0-9a-f]{6}) created/m)![1]!;
-  expect(started.stderr).toMatch(new RegExp(`^error: VectorActivation ${s.ns}/${slow} is still \\w+ after 3s; it goes on`));
+  expect(started.stderr).toMatch(
+    new RegExp(`^error: VectorActivation ${s.ns}/${slow} is still \\w+ after 3s; it goes on`),
+  );
 
   // The sleepy task takes 60 s: its step is InProgress for that long.
-  const view = await pollUntil(async () => {
-    const v = await json('status', 'shop');
-    return v.running?.progressFrom === 'workflow' && v.running.steps[0]?.tasks[0]?.phase === 'InProgress' ? v : undefined;
-  }, 60_000, 'status to show the running step', 500);
-  expect(view.running).toMatchObject({ name: slow, stageVersion: 'shop-3', phase: 'InProgress', steps: [{ name: 'wait', phase: 'InProgress', tasks: [{ registration: 'shop-sleepy', phase: 'InProgress' }] }] });
+  const view = await pollUntil(
+    async () => {
+      const v = await json('status', 'shop');
+      return v.running?.progressFrom === 'workflow' && v.running.steps[0]?.tasks[0]?.phase === 'InProgress'
+        ? v
+        : undefined;
+    },
+    60_000,
+    'status to show the running step',
+    500,
+  );
+  expect(view.running).toMatchObject({
+    name: slow,
+    stageVersion: 'shop-3',
+    phase: 'InProgress',
+    steps: [{ name: 'wait', phase: 'InProgress', tasks: [{ registration: 'shop-sleepy', phase: 'InProgress' }] }],
+  });
   expect(view.active).toBe('shop-2');
   const text = (await cli('status', 'shop')).stdout;
   expect(text).toContain(`  running:  ${slow} → shop-3 (InProgress`);
-  expect(text).toContain("    steps (from the workflow's progress query):\n      1. wait: InProgress\n         - shop-sleepy: InProgress");
+  expect(text).toContain(
+    "    steps (from the workflow's progress query):\n      1. wait: InProgress\n         - shop-sleepy: InProgress",
+  );
 
   const closed = await freePort();
   const offline = await cli('status', 'shop', '--temporal-address', `127.0.0.1:${closed}`);
   expect(offline.code).toBe(EXIT.ok);
   expect(offline.stdout).toContain(`    note: Temporal at 127.0.0.1:${closed} is unreachable`);
-  expect(offline.stdout).toContain("; showing what Kubernetes has\n");
+  expect(offline.stdout).toContain('; showing what Kubernetes has\n');
   expect(offline.stdout).toContain('    steps (from the VectorActivation status):\n      1. wait: InProgress');
 
   const cancel = await cli('cancel', slow);
@@ -173,23 +207,46 @@ it('during a slow activation status shows the running step from the workflow, or
 
 it('cancel and retry of a Succeeded activation are refused with the reason and exit 1; retry of the Cancelled one runs it again', async () => {
   const cancel = await cli('cancel', succeeded);
-  expect(cancel).toMatchObject({ code: EXIT.failed, stdout: 'Refused: the activation is Succeeded; nothing to cancel\n' });
+  expect(cancel).toMatchObject({
+    code: EXIT.failed,
+    stdout: 'Refused: the activation is Succeeded; nothing to cancel\n',
+  });
   const retry = await json('retry', slow).catch((err: Error) => err);
-  expect(retry).toMatchObject({ name: slow, action: 'retry', outcome: 'Accepted', token: expect.stringMatching(/^konfidence\.cloud\/retry=cli-/) });
+  expect(retry).toMatchObject({
+    name: slow,
+    action: 'retry',
+    outcome: 'Accepted',
+    token: expect.stringMatching(/^konfidence\.cloud\/retry=cli-/),
+  });
   await waitFor(s, 'VectorActivation', slow, (o) => o.status?.attempt === 2 && o.status?.phase === 'InProgress');
   const refused = await cli('retry', succeeded, '-o', 'json');
   expect(refused.code).toBe(EXIT.failed);
-  expect(JSON.parse(refused.stdout)).toMatchObject({ outcome: 'Refused', message: 'refused: the activation is Succeeded; only a Failed or Cancelled activation can be retried' });
+  expect(JSON.parse(refused.stdout)).toMatchObject({
+    outcome: 'Refused',
+    message: 'refused: the activation is Succeeded; only a Failed or Cancelled activation can be retried',
+  });
   // The running retry is cancelled again: each call is a new request (a new token), answered anew.
   expect((await cli('cancel', slow)).code).toBe(EXIT.ok);
   await waitFor(s, 'VectorActivation', slow, phaseIs('Cancelled'));
 });
 
-it('history lists the Stage\'s activations newest first with phase, reason, attempt and times', async () => {
+it("history lists the Stage's activations newest first with phase, reason, attempt and times", async () => {
   const rows = await json('history', 'shop');
   expect(rows.map((r: { name: string }) => r.name)).toEqual([slow, succeeded]);
-  expect(rows[0]).toMatchObject({ stageVersion: 'shop-3', phase: 'Cancelled', attempt: 2, startTime: expect.any(String), completionTime: expect.any(String) });
-  expect(rows[1]).toMatchObject({ stageVersion: 'shop-2', phase: 'Succeeded', reason: 'Activated', attempt: 1, durationSeconds: expect.any(Number) });
+  expect(rows[0]).toMatchObject({
+    stageVersion: 'shop-3',
+    phase: 'Cancelled',
+    attempt: 2,
+    startTime: expect.any(String),
+    completionTime: expect.any(String),
+  });
+  expect(rows[1]).toMatchObject({
+    stageVersion: 'shop-2',
+    phase: 'Succeeded',
+    reason: 'Activated',
+    attempt: 1,
+    durationSeconds: expect.any(Number),
+  });
   const lines = (await cli('history', 'shop')).stdout.trim().split('\n');
   expect(lines[0]).toMatch(/^NAME\s+STAGEVERSION\s+PHASE\s+REASON\s+ATTEMPT\s+STARTED\s+FINISHED\s+DURATION$/);
   expect(lines.slice(1).map((l) => l.split(/\s+/)[0])).toEqual([slow, succeeded]);
@@ -202,10 +259,17 @@ it('watch streams the phases of a new activation and stops at --until-final with
   watcher.stdout.setEncoding('utf8').on('data', (d: string) => lines.push(...d.split('\n').filter(Boolean)));
   const exited = new Promise<number | null>((resolve) => watcher.on('close', resolve));
   // It prints the activations as they are now first: then it is watching.
-  await pollUntil(() => lines.some((l) => JSON.parse(l).name === succeeded), 30_000, 'watch to list the existing activations');
+  await pollUntil(
+    () => lines.some((l) => JSON.parse(l).name === succeeded),
+    30_000,
+    'watch to list the existing activations',
+  );
   expect((await cli('activate', 'shop', 'shop-4', '--name', name)).code).toBe(EXIT.ok);
   expect(await exited).toBe(EXIT.ok);
-  const phases = lines.map((l) => JSON.parse(l)).filter((e) => e.name === name).map((e) => e.phase);
+  const phases = lines
+    .map((l) => JSON.parse(l))
+    .filter((e) => e.name === name)
+    .map((e) => e.phase);
   expect(phases[phases.length - 1]).toBe('Succeeded');
   expect(phases).toContain('InProgress');
   const order = ['Pending', 'Waiting', 'InProgress', 'Succeeded'];
@@ -215,7 +279,11 @@ it('watch streams the phases of a new activation and stops at --until-final with
   let out = '';
   endless.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
   const ended = new Promise<number | null>((resolve) => endless.on('close', resolve));
-  await pollUntil(() => out.includes(`  ${name}  shop → shop-4  Succeeded`), 30_000, 'watch to print the current phases');
+  await pollUntil(
+    () => out.includes(`  ${name}  shop → shop-4  Succeeded`),
+    30_000,
+    'watch to print the current phases',
+  );
   endless.kill('SIGINT');
   expect(await ended).toBe(EXIT.ok);
 });

@@ -27,7 +27,10 @@ type Case = (typeof cases)[number];
 
 /** The routes' whole specs: a put-back must be exact. */
 async function specs(stage: string) {
-  return Promise.all([(await readOther(s.kc, ...HTTPROUTE, s.ns, `${stage}-shop`)).spec, (await readOther(s.kc, ...VIRTUALSERVICE, s.ns, `${stage}-shop`)).spec]);
+  return Promise.all([
+    (await readOther(s.kc, ...HTTPROUTE, s.ns, `${stage}-shop`)).spec,
+    (await readOther(s.kc, ...VIRTUALSERVICE, s.ns, `${stage}-shop`)).spec,
+  ]);
 }
 
 /**
@@ -43,25 +46,54 @@ async function seed(stage: string, { weight, type }: Case, onFailure: 'Revert' |
     type === 'gateway-api'
       ? { routes: [{ name: `${stage}-shop`, namespace: s.ns, rules: [0] }], weight }
       : { virtualServices: [{ name: `${stage}-shop`, namespace: s.ns, routes: ['primary'] }], host: 'shop', weight };
-  await create(s, object('ActivationTaskRegistration', s.systemNs, `${stage}-routes`, { type, timeoutSeconds: 30, spec }));
-  const work = Array.from({ length: steps - 1 }, (_, i) => ({ name: `work-${i + 1}`, tasks: [`${stage}-work-${i + 1}`] }));
-  for (const w of work) await create(s, object('ActivationTaskRegistration', s.systemNs, w.tasks[0]!, { type: 'sleepy', timeoutSeconds: 60, spec: { seconds: 4, records: true } }));
-  await create(s, object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, { onFailure, steps: [{ name: 'routes', tasks: [`${stage}-routes`] }, ...work] }));
+  await create(
+    s,
+    object('ActivationTaskRegistration', s.systemNs, `${stage}-routes`, { type, timeoutSeconds: 30, spec }),
+  );
+  const work = Array.from({ length: steps - 1 }, (_, i) => ({
+    name: `work-${i + 1}`,
+    tasks: [`${stage}-work-${i + 1}`],
+  }));
+  for (const w of work)
+    await create(
+      s,
+      object('ActivationTaskRegistration', s.systemNs, w.tasks[0]!, {
+        type: 'sleepy',
+        timeoutSeconds: 60,
+        spec: { seconds: 4, records: true },
+      }),
+    );
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, {
+      onFailure,
+      steps: [{ name: 'routes', tasks: [`${stage}-routes`] }, ...work],
+    }),
+  );
   return specs(stage);
 }
 
-const executions = async (va: string) => s.objects.list('ActivationExecution', s.ns, `${LABEL_VECTOR_ACTIVATION}=${va}`);
+const executions = async (va: string) =>
+  s.objects.list('ActivationExecution', s.ns, `${LABEL_VECTOR_ACTIVATION}=${va}`);
 
 /** Waits until the activation's second step runs (its routes were changed) and its task recorded what it found. */
 async function inSecondStep(name: string) {
   const va = await waitFor(s, 'VectorActivation', name, (o) => o.status?.steps?.[1]?.phase === 'InProgress', 60_000);
-  await pollUntil(async () => (await executions(name)).some((e) => e.spec.step === 'work-1' && e.status?.record), 30_000, `${name}'s second step to record`, 100);
+  await pollUntil(
+    async () => (await executions(name)).some((e) => e.spec.step === 'work-1' && e.status?.record),
+    30_000,
+    `${name}'s second step to record`,
+    100,
+  );
   return va;
 }
 
 /** The Stage is let go: its Lease has no holder. */
 async function stageFree(stage: string) {
-  const lease = await s.kc.makeApiClient(k8s.CoordinationV1Api).readNamespacedLease({ name: stageLeaseName(stage), namespace: s.ns }).catch(() => undefined);
+  const lease = await s.kc
+    .makeApiClient(k8s.CoordinationV1Api)
+    .readNamespacedLease({ name: stageLeaseName(stage), namespace: s.ns })
+    .catch(() => undefined);
   return !lease?.spec?.holderIdentity;
 }
 
@@ -81,17 +113,29 @@ describe.each(['Revert', 'Stop'] as const)('a workflow terminated from outside, 
         expect(va.status.reason).toBe('WorkflowTerminated');
         const after = await specs(stage);
         if (onFailure === 'Revert') {
-          expect(va.status.message).toMatch(/was terminated; every task that ran was reverted: its routes are back as it found them$/);
+          expect(va.status.message).toMatch(
+            /was terminated; every task that ran was reverted: its routes are back as it found them$/,
+          );
           expect(after).toEqual(before);
         } else {
-          expect(va.status.message).toMatch(/was terminated; steps left applied: routes; maybe partly applied: work-1$/);
+          expect(va.status.message).toMatch(
+            /was terminated; steps left applied: routes; maybe partly applied: work-1$/,
+          );
           expect(after).not.toEqual(before);
         }
         // Every execution ended before the Stage was let go; the finalizer is gone.
         for (const e of await executions(`${stage}-to-2`)) expect(['Succeeded', 'Error']).toContain(e.status?.phase);
-        const work = (await executions(`${stage}-to-2`)).find((e) => e.spec.action === 'Apply' && e.spec.step === 'work-1');
+        const work = (await executions(`${stage}-to-2`)).find(
+          (e) => e.spec.action === 'Apply' && e.spec.step === 'work-1',
+        );
         expect(work?.status).toMatchObject({ phase: 'Error', reason: 'Cancelled' });
-        await waitFor(s, 'VectorActivation', `${stage}-to-2`, (o) => !o.metadata.finalizers?.includes(FINALIZER_CLOSE_OUT), 10_000);
+        await waitFor(
+          s,
+          'VectorActivation',
+          `${stage}-to-2`,
+          (o) => !o.metadata.finalizers?.includes(FINALIZER_CLOSE_OUT),
+          10_000,
+        );
         expect(await stageFree(stage)).toBe(true);
       }),
     );
@@ -108,7 +152,12 @@ describe('a VectorActivation deleted mid-run', () => {
         await inSecondStep(`${stage}-to-2`);
         await kubectl('delete', 'va', `${stage}-to-2`, '-n', s.ns, '--wait=false');
         // Being deleted, it is still there: the watcher told its workflow, which is reverting.
-        await pollUntil(async () => !(await s.objects.get('VectorActivation', s.ns, `${stage}-to-2`)), 60_000, `${stage}-to-2 to be gone`, 200);
+        await pollUntil(
+          async () => !(await s.objects.get('VectorActivation', s.ns, `${stage}-to-2`)),
+          60_000,
+          `${stage}-to-2 to be gone`,
+          200,
+        );
         expect(await specs(stage)).toEqual(before);
         expect(await stageFree(stage)).toBe(true);
       }),
@@ -130,7 +179,12 @@ describe('a VectorActivation deleted mid-run', () => {
     for (const { stage } of staged) await kubectl('delete', 'va', `${stage}-to-2`, '-n', s.ns, '--wait=false');
     await Promise.all(
       staged.map(async ({ stage, before }) => {
-        await pollUntil(async () => !(await s.objects.get('VectorActivation', s.ns, `${stage}-to-2`)), 60_000, `${stage}-to-2 to be gone`, 200);
+        await pollUntil(
+          async () => !(await s.objects.get('VectorActivation', s.ns, `${stage}-to-2`)),
+          60_000,
+          `${stage}-to-2 to be gone`,
+          200,
+        );
         expect(await specs(stage)).toEqual(before);
         expect(await stageFree(stage)).toBe(true);
       }),

@@ -11,7 +11,14 @@ import { join, posix, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { deployTemporalDir, postgresProfileBinaries, repoRoot, versions } from '../scripts/env/paths.js';
-import { databaseEnv, searchAttributeArgs, serverArgs, serverEnv, type ServerPorts, uiEnv } from '../scripts/env/temporal-server.js';
+import {
+  databaseEnv,
+  searchAttributeArgs,
+  serverArgs,
+  serverEnv,
+  type ServerPorts,
+  uiEnv,
+} from '../scripts/env/temporal-server.js';
 
 const run = promisify(execFile);
 
@@ -25,7 +32,9 @@ interface Service {
   depends_on?: Record<string, { condition: string }>;
 }
 
-const compose = parse(readFileSync(join(repoRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, Service> };
+const compose = parse(readFileSync(join(repoRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+  services: Record<string, Service>;
+};
 const services = compose.services;
 const service = (name: string): Service => {
   const s = services[name];
@@ -89,7 +98,12 @@ describe('docker-compose.yml', () => {
       const s = service(name);
       expect(s.environment?.TEMPORAL_ADDRESS).toBe('temporal:7233');
       // The kubeconfig the component reads is the one mounted from the host.
-      const targets = s.volumes?.map((v) => v.replace(/:(ro|rw)$/, '').split(':').pop());
+      const targets = s.volumes?.map((v) =>
+        v
+          .replace(/:(ro|rw)$/, '')
+          .split(':')
+          .pop(),
+      );
       expect(targets).toContain(s.environment?.KUBECONFIG);
       // Started once the namespace and its search attributes exist.
       expect(s.depends_on?.['temporal-namespace']?.condition).toBe('service_completed_successfully');
@@ -104,13 +118,18 @@ describe('docker-compose.yml', () => {
       expect(service(name).image).toBe(`temporalio/admin-tools:${versions.TEMPORAL_ADMIN_TOOLS_TAG}`);
     }
     // The admin tools (temporal-sql-tool, schema files) are the server's own version.
-    expect(versions.TEMPORAL_ADMIN_TOOLS_TAG).toMatch(new RegExp(`^${bare(versions.TEMPORAL_SERVER_VERSION!).replace(/\./g, '\\.')}-`));
+    expect(versions.TEMPORAL_ADMIN_TOOLS_TAG).toMatch(
+      new RegExp(`^${bare(versions.TEMPORAL_SERVER_VERSION!).replace(/\./g, '\\.')}-`),
+    );
   });
 
   it('starts temporal-server as the local profile does: same arguments, config template, dynamic config and variables', () => {
     const temporal = service('temporal');
     const root = deployMount(temporal);
-    expect([...(temporal.entrypoint ?? []), ...(temporal.command ?? [])]).toEqual(['temporal-server', ...serverArgs(root)]);
+    expect([...(temporal.entrypoint ?? []), ...(temporal.command ?? [])]).toEqual([
+      'temporal-server',
+      ...serverArgs(root),
+    ]);
     // The variables config/postgres.yaml reads: the compose file sets exactly those the profile sets.
     expect(sorted(temporal.environment)).toEqual(sorted(serverEnv(anyPorts)));
     const localDynamicConfig = relative(deployTemporalDir, serverEnv(anyPorts).DYNAMIC_CONFIG_FILE_PATH!);
@@ -137,9 +156,17 @@ describe('docker-compose.yml', () => {
     const server = postgresProfileBinaries.temporalServer;
     if (!existsSync(server)) throw new Error(`${server} is missing: run npm run env:install`);
     const env = { ...process.env, ...service('temporal').environment };
-    const { stdout } = await run(server, ['--config', join(deployTemporalDir, 'config'), '--env', 'postgres', 'render-config'], { env });
+    const { stdout } = await run(
+      server,
+      ['--config', join(deployTemporalDir, 'config'), '--env', 'postgres', 'render-config'],
+      { env },
+    );
     const config = parse(stdout) as {
-      persistence: { defaultStore: string; visibilityStore: string; datastores: Record<string, { sql: { pluginName: string; connectAddr: string } }> };
+      persistence: {
+        defaultStore: string;
+        visibilityStore: string;
+        datastores: Record<string, { sql: { pluginName: string; connectAddr: string } }>;
+      };
       services: Record<string, { rpc: { grpcPort: number; bindOnIP: string } }>;
       dynamicConfigClient: { filepath: string };
     };

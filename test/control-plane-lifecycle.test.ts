@@ -32,7 +32,9 @@ describe('control plane lifecycle', () => {
     const second = await controlPlane.up(() => {});
     expect(second.started).toBe(true);
     expect(second.ports).toEqual(first.ports);
-    expect(await kubectlOn(second, 'get', 'configmap', 'survivor', '-n', 'default', '-o', 'jsonpath={.data.k}')).toBe('v');
+    expect(await kubectlOn(second, 'get', 'configmap', 'survivor', '-n', 'default', '-o', 'jsonpath={.data.k}')).toBe(
+      'v',
+    );
 
     // down stopped the gateway too; up started it again, on its port.
     expect(isAlive(first.pids.gateway)).toBe(false);
@@ -47,8 +49,8 @@ describe('control plane lifecycle', () => {
     // Only what died was restarted: Temporal (and its workflows) kept running.
     expect(third.pids.temporal).toBe(second.pids.temporal);
     expect(third.pids.etcd).toBe(second.pids.etcd);
-    expect(await kubectlOn(third, 'get', 'crd', 'vectoractivations.landscape.konfidence.cloud', '-o', 'name')).toContain(
-      'vectoractivations',
-    );
+    expect(
+      await kubectlOn(third, 'get', 'crd', 'vectoractivations.landscape.konfidence.cloud', '-o', 'name'),
+    ).toContain('vectoractivations');
   });
 });

@@ -54,20 +54,40 @@ describe('local control plane', () => {
     expect(cp.gatewayUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const gateway = JSON.parse(await kubectl('get', 'gateway', GATEWAY_NAME, '-n', GATEWAY_NAMESPACE, '-o', 'json'));
     expect(gateway.spec.listeners).toEqual([expect.objectContaining({ port: cp.ports.gateway, protocol: 'HTTP' })]);
-    expect(gateway.status.conditions.filter((c: { status: string }) => c.status === 'True').map((c: { type: string }) => c.type)).toEqual(expect.arrayContaining(['Accepted', 'Programmed']));
+    expect(
+      gateway.status.conditions
+        .filter((c: { status: string }) => c.status === 'True')
+        .map((c: { type: string }) => c.type),
+    ).toEqual(expect.arrayContaining(['Accepted', 'Programmed']));
     // The Gateway API's standard channel, as published at the pinned version.
     const crds = (await kubeConfig().makeApiClient(k8s.ApiextensionsV1Api).listCustomResourceDefinition()).items
       .filter((c) => c.metadata!.name!.endsWith('.gateway.networking.k8s.io'))
-      .map((c) => `${c.metadata!.name} ${c.metadata!.annotations?.['gateway.networking.k8s.io/channel']} ${c.metadata!.annotations?.['gateway.networking.k8s.io/bundle-version']}`);
+      .map(
+        (c) =>
+          `${c.metadata!.name} ${c.metadata!.annotations?.['gateway.networking.k8s.io/channel']} ${c.metadata!.annotations?.['gateway.networking.k8s.io/bundle-version']}`,
+      );
     expect(crds.sort()).toEqual(
-      ['backendtlspolicies', 'gatewayclasses', 'gateways', 'grpcroutes', 'httproutes', 'referencegrants'].map((p) => `${p}.gateway.networking.k8s.io standard ${versions.GATEWAY_API_VERSION}`),
+      ['backendtlspolicies', 'gatewayclasses', 'gateways', 'grpcroutes', 'httproutes', 'referencegrants'].map(
+        (p) => `${p}.gateway.networking.k8s.io standard ${versions.GATEWAY_API_VERSION}`,
+      ),
     );
-    expect(await kubectl('get', 'service', 'kubernetes', '-n', 'default', '-o', 'jsonpath={.spec.clusterIP}')).toBe('127.200.0.1');
+    expect(await kubectl('get', 'service', 'kubernetes', '-n', 'default', '-o', 'jsonpath={.spec.clusterIP}')).toBe(
+      '127.200.0.1',
+    );
     // Prometheus scrapes it (every second): the query answers 1.
-    await pollUntil(async () => {
-      const res = await fetch(`${cp.prometheusUrl}/api/v1/query?query=${encodeURIComponent('up{component="gateway"}')}`);
-      return ((await res.json()) as { data: { result: { value: [number, string] }[] } }).data.result[0]?.value[1] === '1';
-    }, 30_000, 'Prometheus to scrape the gateway', 250);
+    await pollUntil(
+      async () => {
+        const res = await fetch(
+          `${cp.prometheusUrl}/api/v1/query?query=${encodeURIComponent('up{component="gateway"}')}`,
+        );
+        return (
+          ((await res.json()) as { data: { result: { value: [number, string] }[] } }).data.result[0]?.value[1] === '1'
+        );
+      },
+      30_000,
+      'Prometheus to scrape the gateway',
+      250,
+    );
   });
 
   it('serves Kubernetes v1.34 over TLS to the admin of the written kubeconfig', async () => {

@@ -10,7 +10,9 @@ describe('generated CRDs', () => {
   const rendered = renderCrds(allKinds);
 
   it('are committed exactly as the generator writes them (else: npm run crds:generate)', () => {
-    const committed = readdirSync(crdDir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.yaml')).sort();
+    const committed = readdirSync(crdDir, { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.yaml'))
+      .sort();
     expect(committed).toEqual([...rendered.keys()].sort());
     for (const [file, text] of rendered) {
       expect({ file, text: readFileSync(join(crdDir, file), 'utf8') }).toEqual({ file, text });

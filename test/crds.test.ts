@@ -16,7 +16,11 @@ describe('CRDs', () => {
     for (const def of allKinds) {
       const crd = await ext.readCustomResourceDefinition({ name: crdName(def) });
       const status = Object.fromEntries((crd.status?.conditions ?? []).map((c) => [c.type, c.status]));
-      expect({ kind: def.kind, ...status }).toMatchObject({ kind: def.kind, Established: 'True', NamesAccepted: 'True' });
+      expect({ kind: def.kind, ...status }).toMatchObject({
+        kind: def.kind,
+        Established: 'True',
+        NamesAccepted: 'True',
+      });
       expect(crd.spec.group).toBe(GROUP);
       expect(crd.spec.scope).toBe('Namespaced');
       expect(crd.spec.versions[0]?.subresources?.status).toEqual({});
@@ -25,12 +29,17 @@ describe('CRDs', () => {
 
   it('shows printer columns, short names and the konfidence category in kubectl', async () => {
     const ns = await freshNamespace('crd-kubectl');
-    await objectApi(kc).create({ ...sample('VectorActivation', 'activate-dev-2'), metadata: { name: 'activate-dev-2', namespace: ns } });
+    await objectApi(kc).create({
+      ...sample('VectorActivation', 'activate-dev-2'),
+      metadata: { name: 'activate-dev-2', namespace: ns },
+    });
     const table = await kubectl('get', 'va', '-n', ns);
     const [header, row] = table.trim().split('\n');
     expect(header?.split(/\s+/)).toEqual(['NAME', 'STAGE', 'STAGEVERSION', 'WEIGHT', 'GATE', 'PHASE', 'AGE']);
     expect(row).toMatch(/^activate-dev-2\s+dev\s+dev-2\s+/);
-    expect(await kubectl('get', 'konfidence', '-n', ns, '-o', 'name')).toContain('vectoractivation.landscape.konfidence.cloud/activate-dev-2');
+    expect(await kubectl('get', 'konfidence', '-n', ns, '-o', 'name')).toContain(
+      'vectoractivation.landscape.konfidence.cloud/activate-dev-2',
+    );
     for (const def of allKinds) {
       for (const short of def.shortNames) {
         // Every short name resolves (an empty list prints to stderr, not an error).
@@ -47,7 +56,14 @@ describe('CRDs', () => {
     expect((created as { status?: unknown }).status).toBeUndefined();
     const custom = kc.makeApiClient(k8s.CustomObjectsApi);
     await custom.patchNamespacedCustomObjectStatus(
-      { group: GROUP, version: 'v1alpha1', namespace: ns, plural: 'vectoractivations', name: 'with-status', body: { status: { phase: 'Waiting', message: 'waiting for Stage dev' } } },
+      {
+        group: GROUP,
+        version: 'v1alpha1',
+        namespace: ns,
+        plural: 'vectoractivations',
+        name: 'with-status',
+        body: { status: { phase: 'Waiting', message: 'waiting for Stage dev' } },
+      },
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
     );
     expect(await kubectl('get', 'va', 'with-status', '-n', ns, '-o', 'jsonpath={.status.phase}')).toBe('Waiting');
@@ -67,7 +83,10 @@ describe('CRDs', () => {
       apiVersion: 'networking.istio.io/v1',
       kind: 'VirtualService',
       metadata: { name: 'shop', namespace: ns },
-      spec: { hosts: ['shop'], http: [{ name: 'primary', route: [{ destination: { host: 'shop', subset: 'v1' }, weight: 100 }] }] },
+      spec: {
+        hosts: ['shop'],
+        http: [{ name: 'primary', route: [{ destination: { host: 'shop', subset: 'v1' }, weight: 100 }] }],
+      },
     });
     await expect(
       api.create({

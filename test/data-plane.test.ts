@@ -22,7 +22,10 @@ import { create, object, phaseIs, readOther, startTestSystem, waitFor, type Test
 let s: TestSystem;
 let apps: LocalApps;
 beforeAll(async () => {
-  s = await startTestSystem('data-plane', { watcherCheckIntervalMs: 1000, prometheusUrl: process.env.KONFIDENCE_PROMETHEUS_URL! });
+  s = await startTestSystem('data-plane', {
+    watcherCheckIntervalMs: 1000,
+    prometheusUrl: process.env.KONFIDENCE_PROMETHEUS_URL!,
+  });
   apps = new LocalApps({ kubeConfig: s.kc, namespaces: [s.ns] });
   await apps.start();
 });
@@ -62,7 +65,14 @@ interface LoadOptions {
  * Runs an activation of `stage` to `version` under a steady load through the gateway: the load
  * starts once the gateway routes to `from`, and runs `after` ms past the activation's end.
  */
-async function underLoad(stage: string, from: string, name: string, r: number, spec: Record<string, unknown>, o: LoadOptions = {}): Promise<Run> {
+async function underLoad(
+  stage: string,
+  from: string,
+  name: string,
+  r: number,
+  spec: Record<string, unknown>,
+  o: LoadOptions = {},
+): Promise<Run> {
   const { after = 3_000, via = gatewayUrl() } = o;
   await routedTo(s, stage, from, via);
   const weights = await recordWeights(s, stage);
@@ -79,7 +89,9 @@ async function underLoad(stage: string, from: string, name: string, r: number, s
     await pollUntil(() => performance.now() >= until, after + 5_000, 'the load to run on after the end', 50);
     const sent = await load.stop();
     // The figures docs/data-plane.md quotes, one line per path.
-    console.log(`${name} (attempt ${o.attempt ?? 1}): ${ended.phase}, ${sent.length} requests, ${unexpectedFailures(sent).length} failed`);
+    console.log(
+      `${name} (attempt ${o.attempt ?? 1}): ${ended.phase}, ${sent.length} requests, ${unexpectedFailures(sent).length} failed`,
+    );
     return { sent, timeline: await weights.stop(), endedAt: ended.at, phase: ended.phase };
   } finally {
     await load.stop();
@@ -89,11 +101,17 @@ async function underLoad(stage: string, from: string, name: string, r: number, s
 
 /** When the activation reached a final phase (on the load's clock, in `attempt` or a later one), and which. */
 function endOf(name: string, attempt = 1): Promise<{ at: number; phase: string }> {
-  return pollUntil(async () => {
-    const va = await s.objects.get('VectorActivation', s.ns, name);
-    const ended = va && phaseIs('Succeeded', 'Failed', 'Cancelled', 'Skipped')(va) && (va.status.attempt ?? 1) >= attempt;
-    return ended ? { at: performance.now(), phase: va.status.phase as string } : undefined;
-  }, 120_000, `${name} to end`, 50);
+  return pollUntil(
+    async () => {
+      const va = await s.objects.get('VectorActivation', s.ns, name);
+      const ended =
+        va && phaseIs('Succeeded', 'Failed', 'Cancelled', 'Skipped')(va) && (va.status.attempt ?? 1) >= attempt;
+      return ended ? { at: performance.now(), phase: va.status.phase as string } : undefined;
+    },
+    120_000,
+    `${name} to end`,
+    50,
+  );
 }
 
 /** Waits until `n` more requests were sent (a weight window long enough to judge). */
@@ -104,7 +122,12 @@ const moreRequests = (load: Load, n: number) => {
 
 /** What the requests prove, in one object: failures not told, the windows judged, the worst split error. */
 function verdict(run: Run, version: string) {
-  const windows = weightWindows(run.sent, run.timeline, { version, marginMs: MARGIN_MS, minRequests: MIN_WINDOW, end: run.sent.at(-1)?.at });
+  const windows = weightWindows(run.sent, run.timeline, {
+    version,
+    marginMs: MARGIN_MS,
+    minRequests: MIN_WINDOW,
+    end: run.sent.at(-1)?.at,
+  });
   return {
     failures: unexpectedFailures(run.sent).slice(0, 5),
     weights: windows.map((w) => w.recorded),
@@ -115,7 +138,13 @@ function verdict(run: Run, version: string) {
 it('a plain switch: no request fails, and after Succeeded every request reaches the new version', async () => {
   const stage = 'plain';
   await seedServed(s, stage, [1, 2], 1);
-  await create(s, object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, { onFailure: 'Revert', steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }] }));
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, {
+      onFailure: 'Revert',
+      steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }],
+    }),
+  );
   await apps.settled();
 
   const run = await underLoad(stage, `${stage}-1`, `${stage}-to-2`, 2, { executionPlan: `${stage}-plan` });
@@ -128,10 +157,14 @@ it('a plain switch: no request fails, and after Succeeded every request reaches 
   const switchedIn = allOnAfter(run.sent, `${stage}-2`, run.endedAt);
   expect(switchedIn).toBeDefined();
   expect(switchedIn!).toBeLessThan(1_000);
-  console.log(`plain switch: ${run.sent.length} requests, every one on ${stage}-2 ${Math.round(switchedIn!)} ms after Succeeded`);
+  console.log(
+    `plain switch: ${run.sent.length} requests, every one on ${stage}-2 ${Math.round(switchedIn!)} ms after Succeeded`,
+  );
   // Its verify asked the gateway: the implementation accepted the generation written.
   const [execution] = await s.objects.list('ActivationExecution', s.ns, `${LABEL_VECTOR_ACTIVATION}=${stage}-to-2`);
-  expect(execution?.status?.message).toMatch(new RegExp(`HTTPRoute ${s.ns}/${stage}-shop generation \\d+ accepted by traefik.io/gateway-controller$`));
+  expect(execution?.status?.message).toMatch(
+    new RegExp(`HTTPRoute ${s.ns}/${stage}-shop generation \\d+ accepted by traefik.io/gateway-controller$`),
+  );
 });
 
 describe.each(['Revert', 'Stop'] as const)('a route the gateway refuses, onFailure %s', (onFailure) => {
@@ -147,10 +180,14 @@ describe.each(['Revert', 'Stop'] as const)('a route the gateway refuses, onFailu
     const va = await waitFor(s, 'VectorActivation', `${stage}-to-2`, phaseIs('Succeeded', 'Failed'), 60_000);
     expect(va.status.phase).toBe('Failed');
     expect(va.status.firstError).toMatch(
-      new RegExp(`traefik.io/gateway-controller refuses HTTPRoute ${s.ns}/${stage}-shop \\(generation \\d+\\) on Gateway konfidence-gateway/local: ResolvedRefs False .*service "${stage}-shop-v2" not found`),
+      new RegExp(
+        `traefik.io/gateway-controller refuses HTTPRoute ${s.ns}/${stage}-shop \\(generation \\d+\\) on Gateway konfidence-gateway/local: ResolvedRefs False .*service "${stage}-shop-v2" not found`,
+      ),
     );
     const route = await readOther(s.kc, 'gateway.networking.k8s.io', 'v1', 'httproutes', s.ns, `${stage}-shop`);
-    const backends = route.spec.rules[0].backendRefs.map((b: { name: string; weight: number }) => `${b.name}:${b.weight}`);
+    const backends = route.spec.rules[0].backendRefs.map(
+      (b: { name: string; weight: number }) => `${b.name}:${b.weight}`,
+    );
     expect(backends).toEqual(onFailure === 'Revert' ? [`${stage}-shop-v1:100`] : [`${stage}-shop-v2:100`]);
   });
 });
@@ -158,8 +195,17 @@ describe.each(['Revert', 'Stop'] as const)('a route the gateway refuses, onFailu
 it('a canary 10 → 50 → 100 %: no request fails, and every weight window splits as the Stage records it', async () => {
   const stage = 'canary';
   await seedServed(s, stage, [1, 2], 1);
-  const progression = { steps: [{ setWeight: 10 }, { pause: { durationSeconds: 6 } }, { setWeight: 50 }, { pause: { durationSeconds: 6 } }] };
-  await create(s, object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, { onFailure: 'Stop', steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }], progression }));
+  const progression = {
+    steps: [{ setWeight: 10 }, { pause: { durationSeconds: 6 } }, { setWeight: 50 }, { pause: { durationSeconds: 6 } }],
+  };
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, {
+      onFailure: 'Stop',
+      steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }],
+      progression,
+    }),
+  );
   await apps.settled();
 
   const run = await underLoad(stage, `${stage}-1`, `${stage}-to-2`, 2, { executionPlan: `${stage}-plan` });
@@ -171,7 +217,8 @@ it('a canary 10 → 50 → 100 %: no request fails, and every weight window spli
   console.log(`canary: ${run.sent.length} requests, worst window split error ${v.worstError.toFixed(2)} points`);
 });
 
-const planOf = (stage: string, name: string, spec: Record<string, unknown>) => create(s, object('ActivationExecutionPlan', s.systemNs, `${stage}-${name}`, spec));
+const planOf = (stage: string, name: string, spec: Record<string, unknown>) =>
+  create(s, object('ActivationExecutionPlan', s.systemNs, `${stage}-${name}`, spec));
 
 /** The workflow of an activation, for the Updates a person sends it. */
 async function workflowOf(name: string) {
@@ -180,15 +227,29 @@ async function workflowOf(name: string) {
 }
 
 /** Polls until the activation waits at a gate of `type`. */
-const atGate = (name: string, type: string) => waitFor(s, 'VectorActivation', name, (o) => o.status?.progression?.gate?.type === type, 60_000);
+const atGate = (name: string, type: string) =>
+  waitFor(s, 'VectorActivation', name, (o) => o.status?.progression?.gate?.type === type, 60_000);
 
 describe.each(['Revert', 'Stop'] as const)('a failed step (onFailure %s)', (onFailure) => {
   it('fails no request: the traffic goes back as recorded, or stays on the new version, as the plan says; a retry after the task is mended then switches it', async () => {
     const stage = `failed-${onFailure.toLowerCase()}`;
     await seedServed(s, stage, [1, 2], 1);
     // The routes first, then a task that fails (until a person mends its registration).
-    await create(s, object('ActivationTaskRegistration', s.systemNs, `${stage}-boom`, { type: 'failing', timeoutSeconds: 30, spec: { message: 'the new version does not start' } }));
-    await planOf(stage, 'plan', { onFailure, steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }, { name: 'check', tasks: [`${stage}-boom`] }] });
+    await create(
+      s,
+      object('ActivationTaskRegistration', s.systemNs, `${stage}-boom`, {
+        type: 'failing',
+        timeoutSeconds: 30,
+        spec: { message: 'the new version does not start' },
+      }),
+    );
+    await planOf(stage, 'plan', {
+      onFailure,
+      steps: [
+        { name: 'gateway', tasks: [`${stage}-gateway`] },
+        { name: 'check', tasks: [`${stage}-boom`] },
+      ],
+    });
     await apps.settled();
 
     const run = await underLoad(stage, `${stage}-1`, `${stage}-to-2`, 2, { executionPlan: `${stage}-plan` });
@@ -198,33 +259,55 @@ describe.each(['Revert', 'Stop'] as const)('a failed step (onFailure %s)', (onFa
     expect(allOnAfter(run.sent, stays, run.endedAt)).toBeDefined();
 
     // Mended, and retried: every step runs again from the truth, and the switch completes.
-    await s.objects.mergeSpec('ActivationTaskRegistration', s.systemNs, `${stage}-boom`, { type: 'sleepy', timeoutSeconds: 30, spec: { seconds: 0 } });
-    const retried = await underLoad(stage, stays, `${stage}-to-2`, 2, {}, {
-      attempt: 2,
-      during: async () => {
-        await (await workflowOf(`${stage}-to-2`)).executeUpdate(retryUpdate, { args: [{ by: 'admin' }] });
-      },
+    await s.objects.mergeSpec('ActivationTaskRegistration', s.systemNs, `${stage}-boom`, {
+      type: 'sleepy',
+      timeoutSeconds: 30,
+      spec: { seconds: 0 },
     });
+    const retried = await underLoad(
+      stage,
+      stays,
+      `${stage}-to-2`,
+      2,
+      {},
+      {
+        attempt: 2,
+        during: async () => {
+          await (await workflowOf(`${stage}-to-2`)).executeUpdate(retryUpdate, { args: [{ by: 'admin' }] });
+        },
+      },
+    );
     expect(retried.phase).toBe('Succeeded');
     expect(unexpectedFailures(retried.sent)).toEqual([]);
     expect(allOnAfter(retried.sent, `${stage}-2`, retried.endedAt)).toBeDefined();
   });
 });
 
-it('an abort at a canary\'s gate goes back down its ramp, then to the record, and no request fails', async () => {
+it("an abort at a canary's gate goes back down its ramp, then to the record, and no request fails", async () => {
   const stage = 'abort';
   await seedServed(s, stage, [1, 2], 1);
   const progression = { steps: [{ setWeight: 20 }, { pause: {} }], abort: { weights: [10], intervalSeconds: 5 } };
-  await planOf(stage, 'plan', { onFailure: 'Revert', steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }], progression });
+  await planOf(stage, 'plan', {
+    onFailure: 'Revert',
+    steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }],
+    progression,
+  });
   await apps.settled();
 
-  const run = await underLoad(stage, `${stage}-1`, `${stage}-to-2`, 2, { executionPlan: `${stage}-plan` }, {
-    during: async (load) => {
-      await atGate(`${stage}-to-2`, 'Approval');
-      await moreRequests(load, MIN_WINDOW + 500);
-      await (await workflowOf(`${stage}-to-2`)).executeUpdate(abortUpdate, { args: [{ by: 'admin' }] });
+  const run = await underLoad(
+    stage,
+    `${stage}-1`,
+    `${stage}-to-2`,
+    2,
+    { executionPlan: `${stage}-plan` },
+    {
+      during: async (load) => {
+        await atGate(`${stage}-to-2`, 'Approval');
+        await moreRequests(load, MIN_WINDOW + 500);
+        await (await workflowOf(`${stage}-to-2`)).executeUpdate(abortUpdate, { args: [{ by: 'admin' }] });
+      },
     },
-  });
+  );
   expect(run.phase).toBe('Failed');
   const v = verdict(run, `${stage}-2`);
   expect(v.failures).toEqual([]);
@@ -239,17 +322,43 @@ it("a failed analysis of the gateway's own metrics: the new version failing a fi
   await apps.behave(s.ns, `${stage}-2`, { failRatio: 0.2 });
   // Built-in measurements, filled in with the StageVersion's backend: no PromQL in the plan.
   const analyses = [
-    { name: 'success', dataPlane: { metric: 'request-success-rate', windowSeconds: 10 }, initialDelaySeconds: 10, intervalSeconds: 5, count: 3, successCondition: 'result >= 0.95' },
-    { name: 'latency', dataPlane: { metric: 'request-duration-p99', windowSeconds: 10 }, initialDelaySeconds: 5, intervalSeconds: 5, successCondition: 'result < 0.5' },
+    {
+      name: 'success',
+      dataPlane: { metric: 'request-success-rate', windowSeconds: 10 },
+      initialDelaySeconds: 10,
+      intervalSeconds: 5,
+      count: 3,
+      successCondition: 'result >= 0.95',
+    },
+    {
+      name: 'latency',
+      dataPlane: { metric: 'request-duration-p99', windowSeconds: 10 },
+      initialDelaySeconds: 5,
+      intervalSeconds: 5,
+      successCondition: 'result < 0.5',
+    },
   ];
-  const progression = { steps: [{ setWeight: 20 }, { analysis: { name: 'success' } }], background: [{ analysis: 'latency' }], abort: { weights: [10], intervalSeconds: 5 } };
-  await planOf(stage, 'plan', { onFailure: 'Stop', steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }], progression, analyses });
+  const progression = {
+    steps: [{ setWeight: 20 }, { analysis: { name: 'success' } }],
+    background: [{ analysis: 'latency' }],
+    abort: { weights: [10], intervalSeconds: 5 },
+  };
+  await planOf(stage, 'plan', {
+    onFailure: 'Stop',
+    steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }],
+    progression,
+    analyses,
+  });
 
   const run = await underLoad(stage, `${stage}-1`, `${stage}-to-2`, 2, { executionPlan: `${stage}-plan` });
   expect(run.phase).toBe('Failed');
   const va = await s.objects.get('VectorActivation', s.ns, `${stage}-to-2`);
   expect(va?.status?.reason).toBe('AnalysisFailed');
-  const runs = va?.status?.progression?.analysisRuns as { name: string; phase: string; measurements: { value?: number }[] }[];
+  const runs = va?.status?.progression?.analysisRuns as {
+    name: string;
+    phase: string;
+    measurements: { value?: number }[];
+  }[];
   const success = runs.find((r) => r.name === 'success')!;
   expect(success.phase).toBe('Failed');
   // The gateway counted about the fifth the app was told to fail.
@@ -267,25 +376,38 @@ it("a failed analysis of the gateway's own metrics: the new version failing a fi
   expect(told.length).toBeGreaterThan(0);
   expect(told.every((x) => x.at < run.endedAt)).toBe(true);
   expect(allOnAfter(run.sent, `${stage}-1`, run.endedAt)).toBeLessThan(1_000);
-  console.log(`analysis: the gateway measured a success rate of ${success.measurements[0]?.value} and a p99 of ${latency.measurements[0]?.value} s; ${told.length} told failures, none after the ramp back`);
+  console.log(
+    `analysis: the gateway measured a success rate of ${success.measurements[0]?.value} and a p99 of ${latency.measurements[0]?.value} s; ${told.length} told failures, none after the ramp back`,
+  );
 });
 
 it('a canary waiting at its gate, superseded by a newer version: its share goes back at once, the newer one switches, and no request fails', async () => {
   const stage = 'newer';
   await seedServed(s, stage, [1, 2, 3], 1);
-  await planOf(stage, 'canary', { onFailure: 'Stop', steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }], progression: { steps: [{ setWeight: 30 }, { pause: {} }] } });
+  await planOf(stage, 'canary', {
+    onFailure: 'Stop',
+    steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }],
+    progression: { steps: [{ setWeight: 30 }, { pause: {} }] },
+  });
   await planOf(stage, 'plain', { onFailure: 'Stop', steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }] });
   await apps.settled();
 
   let newerEnded: { at: number; phase: string } | undefined;
-  const run = await underLoad(stage, `${stage}-1`, `${stage}-to-2`, 2, { executionPlan: `${stage}-canary` }, {
-    during: async (load) => {
-      await atGate(`${stage}-to-2`, 'Approval');
-      await moreRequests(load, MIN_WINDOW + 500);
-      await activate(s, `${stage}-to-3`, stage, 3, { executionPlan: `${stage}-plain` });
-      newerEnded = await endOf(`${stage}-to-3`);
+  const run = await underLoad(
+    stage,
+    `${stage}-1`,
+    `${stage}-to-2`,
+    2,
+    { executionPlan: `${stage}-canary` },
+    {
+      during: async (load) => {
+        await atGate(`${stage}-to-2`, 'Approval');
+        await moreRequests(load, MIN_WINDOW + 500);
+        await activate(s, `${stage}-to-3`, stage, 3, { executionPlan: `${stage}-plain` });
+        newerEnded = await endOf(`${stage}-to-3`);
+      },
     },
-  });
+  );
   expect(run.phase).toBe('Cancelled');
   expect(newerEnded?.phase).toBe('Succeeded');
   const v = verdict(run, `${stage}-2`);
@@ -303,7 +425,10 @@ it('a switch, then a rollback to the old vector (a new revision, as the Stage co
 
   const forward = await underLoad(stage, `${stage}-1`, `${stage}-to-2`, 2, { executionPlan: `${stage}-plan` });
   const back = await underLoad(stage, `${stage}-2`, `${stage}-to-3`, 3, { executionPlan: `${stage}-plan` });
-  for (const [run, version] of [[forward, `${stage}-2`], [back, `${stage}-3`]] as const) {
+  for (const [run, version] of [
+    [forward, `${stage}-2`],
+    [back, `${stage}-3`],
+  ] as const) {
     expect(run.phase).toBe('Succeeded');
     expect(unexpectedFailures(run.sent)).toEqual([]);
     expect(allOnAfter(run.sent, version, run.endedAt)).toBeDefined();
@@ -328,22 +453,40 @@ describe('nothing is let go while the gateway still sends it requests: the old v
 
   it.each([
     ['no drain: the old version goes while the gateway still sends it requests, and they fail', 0],
-    ['a drain longer than the gateway takes: the old version goes only after it, and no request fails', 2 * LATE_SECONDS + 4],
+    [
+      'a drain longer than the gateway takes: the old version goes only after it, and no request fails',
+      2 * LATE_SECONDS + 4,
+    ],
   ])('%s', async (_n, drainSeconds) => {
     const stage = `undeploy-${drainSeconds}`;
     // History limit 0: the Stage controller deletes the old version as soon as nothing holds it.
     await seedServed(s, stage, [1, 2], 1, { stageVersionHistoryLimit: 0, drainSeconds }, slow.parentRef);
-    await create(s, object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, { onFailure: 'Revert', steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }] }));
+    await create(
+      s,
+      object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, {
+        onFailure: 'Revert',
+        steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }],
+      }),
+    );
     await apps.settled();
 
     // The touch just before makes the switch's route write wait for the gateway's throttle.
-    const run = await underLoad(stage, `${stage}-1`, `${stage}-to-2`, 2, { executionPlan: `${stage}-plan` }, { via: slow.url, before: () => slow.touch(), after: (drainSeconds + 5) * 1000 });
+    const run = await underLoad(
+      stage,
+      `${stage}-1`,
+      `${stage}-to-2`,
+      2,
+      { executionPlan: `${stage}-plan` },
+      { via: slow.url, before: () => slow.touch(), after: (drainSeconds + 5) * 1000 },
+    );
     expect(run.phase).toBe('Succeeded');
     // The system let the old version go: deleted, and its server stopped.
     await pollUntil(() => !apps.deployed(s.ns, `${stage}-1`) || undefined, 30_000, `${stage}-1 to be undeployed`, 100);
     const failed = unexpectedFailures(run.sent);
     const lastOld = [...run.sent].filter((x) => x.version === `${stage}-1`).reduce((t, x) => Math.max(t, x.at), 0);
-    console.log(`undeploy, drainSeconds ${drainSeconds}: ${run.sent.length} requests, ${failed.length} failed; the gateway sent the old version requests until ${Math.round(lastOld - run.endedAt)} ms after Succeeded`);
+    console.log(
+      `undeploy, drainSeconds ${drainSeconds}: ${run.sent.length} requests, ${failed.length} failed; the gateway sent the old version requests until ${Math.round(lastOld - run.endedAt)} ms after Succeeded`,
+    );
     if (drainSeconds === 0) expect(failed.length).toBeGreaterThan(0);
     else expect(failed).toEqual([]);
   });

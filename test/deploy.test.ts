@@ -24,7 +24,10 @@ import { buildDist, distMain, nodeFlagsOf } from '../scripts/dist.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const deployDir = join(root, 'deploy');
-type Manifest = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } } & Record<string, any>;
+type Manifest = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } } & Record<
+  string,
+  any
+>;
 type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
 
 interface Component {
@@ -49,7 +52,10 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const c of components) c.child.kill('SIGKILL');
-  for (const o of clusterScoped) await objectApi(s.kc).delete(o).catch(() => undefined);
+  for (const o of clusterScoped)
+    await objectApi(s.kc)
+      .delete(o)
+      .catch(() => undefined);
   await s?.stop();
   // The components' kubeconfigs, and any overlay a test wrote: removed whether the tests passed or not.
   for (const dir of [kubeconfigDir, ...dirs]) rmSync(dir, { recursive: true, force: true });
@@ -57,17 +63,25 @@ afterAll(async () => {
 const dirs: string[] = [];
 
 const ofKind = (kind: string) => manifests.filter((m) => m.kind === kind);
-const deployment = (component: string) => ofKind('Deployment').find((d) => d.metadata.name === `konfidence-${component}`)!;
+const deployment = (component: string) =>
+  ofKind('Deployment').find((d) => d.metadata.name === `konfidence-${component}`)!;
 
 /**
  * The base's RBAC for `sa` (its ServiceAccount, the roles bound to it), moved into this file's system
  * namespace, cluster-scoped names made unique; `edit` may take rules away. Returns the user to impersonate.
  */
-async function applyRbac(sa: string, as = sa, edit: (rules: Rule[], kind: string) => Rule[] = (r) => r, from = manifests): Promise<string> {
+async function applyRbac(
+  sa: string,
+  as = sa,
+  edit: (rules: Rule[], kind: string) => Rule[] = (r) => r,
+  from = manifests,
+): Promise<string> {
   const ofKind = (kind: string) => from.filter((m) => m.kind === kind);
   const objects = k8s.KubernetesObjectApi.makeApiClient(s.kc);
   const unique = (name: string) => `${name}-${as === sa ? '' : `${as}-`}${s.ns}`;
-  const bindings = [...ofKind('ClusterRoleBinding'), ...ofKind('RoleBinding')].filter((b) => b.subjects.some((x: any) => x.name === sa));
+  const bindings = [...ofKind('ClusterRoleBinding'), ...ofKind('RoleBinding')].filter((b) =>
+    b.subjects.some((x: any) => x.name === sa),
+  );
   await apply(objects, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: as, namespace: s.systemNs } });
   for (const binding of bindings) {
     const cluster = binding.kind === 'ClusterRoleBinding';
@@ -102,10 +116,19 @@ function impersonating(user: string): string {
  * image's ENTRYPOINT does (node dist/worker/main.js, built in beforeAll), with this file's namespaces, queues and a
  * free port.
  */
-async function run(component: string, user: string, extraEnv: Record<string, string> = {}, d = deployment(component)): Promise<Component> {
+async function run(
+  component: string,
+  user: string,
+  extraEnv: Record<string, string> = {},
+  d = deployment(component),
+): Promise<Component> {
   const container = d.spec.template.spec.containers[0];
   const port = await freePort();
-  const literal = Object.fromEntries((container.env as { name: string; value?: string }[]).filter((e) => e.value !== undefined).map((e) => [e.name, e.value!]));
+  const literal = Object.fromEntries(
+    (container.env as { name: string; value?: string }[])
+      .filter((e) => e.value !== undefined)
+      .map((e) => [e.name, e.value!]),
+  );
   const child = spawn(process.execPath, [...nodeFlagsOf(container), distMain, ...container.args], {
     cwd: root,
     env: {
@@ -123,21 +146,29 @@ async function run(component: string, user: string, extraEnv: Record<string, str
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const c: Component = { name: d.metadata.name.replace(/^konfidence-/, ''), child, lines: [], port };
-  for (const stream of [child.stdout!, child.stderr!]) createInterface({ input: stream }).on('line', (l) => c.lines.push(l));
+  for (const stream of [child.stdout!, child.stderr!])
+    createInterface({ input: stream }).on('line', (l) => c.lines.push(l));
   components.push(c);
   return c;
 }
 
 const ready = (c: Component) =>
-  pollUntil(async () => (await fetch(`http://127.0.0.1:${c.port}/readyz`).catch(() => undefined))?.status === 200, 90_000, `${c.name} to be ready`, 250).catch(
-    (err: Error) => {
-      throw new Error(`${err.message}; its log ends: ${c.lines.slice(-5).join(' | ')}`);
-    },
-  );
+  pollUntil(
+    async () => (await fetch(`http://127.0.0.1:${c.port}/readyz`).catch(() => undefined))?.status === 200,
+    90_000,
+    `${c.name} to be ready`,
+    250,
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}; its log ends: ${c.lines.slice(-5).join(' | ')}`);
+  });
 
 async function stopAll(): Promise<void> {
   for (const c of components) c.child.kill('SIGTERM');
-  await pollUntil(() => components.every((c) => c.child.exitCode !== null || c.child.signalCode !== null), 40_000, 'the components to exit');
+  await pollUntil(
+    () => components.every((c) => c.child.exitCode !== null || c.child.signalCode !== null),
+    40_000,
+    'the components to exit',
+  );
 }
 
 /** A log line's message: the `msg` of a JSON record (telemetry/log.ts), else the line. */
@@ -150,7 +181,8 @@ function message(line: string): string {
 }
 
 /** Resident memory of a component's process (MiB), for the Deployments' requests (docs/deploy.md). */
-const rssMiB = (c: Component) => Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${c.child.pid}/status`, 'utf8'))?.[1]) / 1024);
+const rssMiB = (c: Component) =>
+  Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${c.child.pid}/status`, 'utf8'))?.[1]) / 1024);
 
 it('applies: kubectl apply --dry-run=server -k deploy/', async () => {
   const out = await kubectl('apply', '--dry-run=server', '-k', deployDir);
@@ -175,7 +207,11 @@ it('runs every component with 2 replicas, probes, limits, non-root and read-only
       limits: Object.keys(c.resources.limits).sort(),
       requests: Object.keys(c.resources.requests).sort(),
       pod: [pod.securityContext.runAsNonRoot, pod.securityContext.seccompProfile.type],
-      container: [c.securityContext.readOnlyRootFilesystem, c.securityContext.allowPrivilegeEscalation, c.securityContext.capabilities.drop],
+      container: [
+        c.securityContext.readOnlyRootFilesystem,
+        c.securityContext.allowPrivilegeEscalation,
+        c.securityContext.capabilities.drop,
+      ],
       identity: env.KONFIDENCE_IDENTITY,
       endpoint: env.KONFIDENCE_ENDPOINT,
       election: env.KONFIDENCE_LEADER_ELECTION ?? 'false',
@@ -206,7 +242,8 @@ it('runs every component with 2 replicas, probes, limits, non-root and read-only
 
 it('completes an activation with every component as its own ServiceAccount, nothing refused', async () => {
   const users = new Map<string, string>();
-  for (const c of ['core', 'watcher', 'stage-controller', 'executor-gateway-api', 'executor-istio']) users.set(c, await applyRbac(`konfidence-${c}`));
+  for (const c of ['core', 'watcher', 'stage-controller', 'executor-gateway-api', 'executor-istio'])
+    users.set(c, await applyRbac(`konfidence-${c}`));
   const started = await Promise.all([...users].map(([c, user]) => run(c, user)));
   await Promise.all(started.map(ready));
 
@@ -219,28 +256,58 @@ it('completes an activation with every component as its own ServiceAccount, noth
   await waitFor(s, 'StageVersion', 'shop-2', () => true, 60_000);
   await rollOut(s, 'shop-2', { service: 'shop-shop-v2', port: 8080, subset: 'v2' });
   const va = await waitFor(s, 'VectorActivation', 'activate-shop-2', phaseIs('Succeeded', 'Failed'), 120_000);
-  expect({ phase: va.status.phase, message: va.status.message }).toEqual({ phase: 'Succeeded', message: expect.any(String) });
-  expect(await routes(s, 'shop')).toEqual({ api: ['mirror-sink:0', 'shop-shop-v2:100'], static: ['static-files'], primary: ['shop/v2:100'], legacy: ['legacy-shop'] });
+  expect({ phase: va.status.phase, message: va.status.message }).toEqual({
+    phase: 'Succeeded',
+    message: expect.any(String),
+  });
+  expect(await routes(s, 'shop')).toEqual({
+    api: ['mirror-sink:0', 'shop-shop-v2:100'],
+    static: ['static-files'],
+    primary: ['shop/v2:100'],
+    legacy: ['legacy-shop'],
+  });
   await waitFor(s, 'Stage', 'shop', (st) => st.status?.activeStageVersion === 'shop-2', 30_000);
   // The leaders published themselves through their Roles in the system namespace.
   for (const role of ['watcher', 'stage-controller']) {
-    const cs = await waitFor(s, 'ControllerStatus', role, (o) => o.status?.activeController?.identity === `${role}-0`, 30_000, s.systemNs);
-    expect(cs.status.activeController.endpoint).toBe(`http://127.0.0.1:${components.find((c) => c.name === role)!.port}`);
+    const cs = await waitFor(
+      s,
+      'ControllerStatus',
+      role,
+      (o) => o.status?.activeController?.identity === `${role}-0`,
+      30_000,
+      s.systemNs,
+    );
+    expect(cs.status.activeController.endpoint).toBe(
+      `http://127.0.0.1:${components.find((c) => c.name === role)!.port}`,
+    );
   }
   console.log(`resident memory after the activation (MiB): ${started.map((c) => `${c.name} ${rssMiB(c)}`).join(', ')}`);
   // Best-effort writes (Events, the publisher) log a refusal instead of failing: none may appear.
-  expect(started.flatMap((c) => c.lines.map(message).filter((l) => /forbidden|cannot (get|list|watch|create|update|patch|delete)/i.test(l)).map((l) => `${c.name}: ${l}`))).toEqual([]);
+  expect(
+    started.flatMap((c) =>
+      c.lines
+        .map(message)
+        .filter((l) => /forbidden|cannot (get|list|watch|create|update|patch|delete)/i.test(l))
+        .map((l) => `${c.name}: ${l}`),
+    ),
+  ).toEqual([]);
   await stopAll();
 }, 300_000);
 
 it('a watcher without list on vectoractivations says which permission it lacks', async () => {
   const user = await applyRbac('konfidence-watcher', 'watcher-without-list', (rules) =>
-    rules.map((r) => (r.resources.includes('vectoractivations') ? { ...r, verbs: r.verbs.filter((v) => v !== 'list') } : r)),
+    rules.map((r) =>
+      r.resources.includes('vectoractivations') ? { ...r, verbs: r.verbs.filter((v) => v !== 'list') } : r,
+    ),
   );
   const watcher = await run('watcher', user);
   const wanted = `User "${user}" cannot list resource "vectoractivations" in API group "landscape.konfidence.cloud" in the namespace "${s.ns}"`;
   // It keeps re-listing (a granted rule heals it without a restart) and logs the apiserver's refusal.
-  const line = await pollUntil(() => watcher.lines.map(message).find((m) => m.includes(wanted)), 60_000, `the refusal in the watcher's log`).catch((err: Error) => {
+  const line = await pollUntil(
+    () => watcher.lines.map(message).find((m) => m.includes(wanted)),
+    60_000,
+    `the refusal in the watcher's log`,
+  ).catch((err: Error) => {
     throw new Error(`${err.message}; its log ends: ${watcher.lines.slice(-3).join(' | ')}`);
   });
   expect(line).toMatch(/^watch of \S+ broke \(vectoractivations.landscape.konfidence.cloud is forbidden: User/);
@@ -259,11 +326,16 @@ it('a core worker without get on activationexecutionplans fails the activation w
   const watcher = await applyRbac('konfidence-watcher');
   await Promise.all([run('core', user, env), run('watcher', watcher, env)].map(async (c) => ready(await c)));
   await create(s, object('Stage', ns, 'denied', { vector: 'example/vector:0.0.1' }));
-  await create(s, object('StageVersion', ns, 'denied-1', { stage: 'denied', vector: 'example/vector:0.0.1', revision: 1 }));
+  await create(
+    s,
+    object('StageVersion', ns, 'denied-1', { stage: 'denied', vector: 'example/vector:0.0.1', revision: 1 }),
+  );
   await create(s, object('VectorActivation', ns, 'denied-to-1', { stage: 'denied', stageVersion: 'denied-1' }));
   const va = await waitFor(s, 'VectorActivation', 'denied-to-1', phaseIs('Succeeded', 'Failed'), 90_000, ns);
   expect(va.status.phase).toBe('Failed');
-  expect(va.status.message).toContain(`User "${user}" cannot get resource "activationexecutionplans" in API group "landscape.konfidence.cloud" in the namespace "${s.systemNs}"`);
+  expect(va.status.message).toContain(
+    `User "${user}" cannot get resource "activationexecutionplans" in API group "landscape.konfidence.cloud" in the namespace "${s.systemNs}"`,
+  );
   await stopAll();
 }, 200_000);
 
@@ -284,19 +356,28 @@ it("the worker-versioning component makes the core worker's build the release's 
     }),
   );
   await kubectl('apply', '--dry-run=server', '-k', overlay);
-  const core = parseAllDocuments(await kubectl('kustomize', overlay)).map((d) => d.toJS() as Manifest).find((m) => m.kind === 'Deployment' && m.metadata.name === 'konfidence-core')!;
+  const core = parseAllDocuments(await kubectl('kustomize', overlay))
+    .map((d) => d.toJS() as Manifest)
+    .find((m) => m.kind === 'Deployment' && m.metadata.name === 'konfidence-core')!;
   const container = core.spec.template.spec.containers[0];
   const buildId = container.env.find((e: any) => e.name === 'KONFIDENCE_BUILD_ID');
   expect(buildId.valueFrom.fieldRef.fieldPath).toBe("metadata.labels['app.kubernetes.io/version']");
-  expect([container.image, core.spec.template.metadata.labels['app.kubernetes.io/version']]).toEqual(['registry.example/konfidence-activation:v1.2.3', 'v1.2.3']);
+  expect([container.image, core.spec.template.metadata.labels['app.kubernetes.io/version']]).toEqual([
+    'registry.example/konfidence-activation:v1.2.3',
+    'v1.2.3',
+  ]);
   // The pod defaults are still there: the component adds to the env, it does not replace it.
-  expect(container.env.map((e: any) => e.name)).toEqual(expect.arrayContaining(['KONFIDENCE_IDENTITY', 'KONFIDENCE_SYSTEM_NAMESPACE', 'KONFIDENCE_BUILD_ID']));
+  expect(container.env.map((e: any) => e.name)).toEqual(
+    expect.arrayContaining(['KONFIDENCE_IDENTITY', 'KONFIDENCE_SYSTEM_NAMESPACE', 'KONFIDENCE_BUILD_ID']),
+  );
 });
 
 describe('the sharded overlay (deploy/overlays/sharded)', () => {
   let sharded: Manifest[];
   beforeAll(async () => {
-    sharded = parseAllDocuments(await kubectl('kustomize', join(deployDir, 'overlays/sharded'))).map((d) => d.toJS() as Manifest);
+    sharded = parseAllDocuments(await kubectl('kustomize', join(deployDir, 'overlays/sharded'))).map(
+      (d) => d.toJS() as Manifest,
+    );
   });
 
   it('applies, and replaces the unsharded watcher and Stage controller with one elected pair per shard', async () => {
@@ -306,7 +387,12 @@ describe('the sharded overlay (deploy/overlays/sharded)', () => {
       .filter((m) => m.kind === 'Deployment')
       .map((d) => {
         const env = Object.fromEntries(d.spec.template.spec.containers[0].env.map((e: any) => [e.name, e.value]));
-        return [d.metadata.name, env.KONFIDENCE_SHARD ?? '-', d.spec.selector.matchLabels['konfidence.cloud/shard'] ?? '-', env.KONFIDENCE_LEADER_ELECTION ?? 'false'];
+        return [
+          d.metadata.name,
+          env.KONFIDENCE_SHARD ?? '-',
+          d.spec.selector.matchLabels['konfidence.cloud/shard'] ?? '-',
+          env.KONFIDENCE_LEADER_ELECTION ?? 'false',
+        ];
       });
     expect(deployments.sort()).toEqual([
       ['konfidence-core', '-', '-', 'false'],
@@ -317,7 +403,12 @@ describe('the sharded overlay (deploy/overlays/sharded)', () => {
       ['konfidence-watcher-hash-0', 'hash-0', 'hash-0', 'true'],
       ['konfidence-watcher-hash-1', 'hash-1', 'hash-1', 'true'],
     ]);
-    expect(sharded.filter((m) => m.kind === 'PodDisruptionBudget').map((p) => p.metadata.name).sort()).toEqual(deployments.map(([name]) => name).sort());
+    expect(
+      sharded
+        .filter((m) => m.kind === 'PodDisruptionBudget')
+        .map((p) => p.metadata.name)
+        .sort(),
+    ).toEqual(deployments.map(([name]) => name).sort());
   });
 
   it("a shard's watcher and Stage controller serve its namespaces as their own ServiceAccounts, nothing refused", async () => {
@@ -337,10 +428,24 @@ describe('the sharded overlay (deploy/overlays/sharded)', () => {
     await Promise.all(started.map(ready));
     for (const role of ['watcher', 'stage-controller']) {
       // Both written through the overlay's Role: the shard's list, and its leader (the publisher).
-      const cs = await waitFor(s, 'ControllerStatus', `${role}-hash-0`, (o) => o.status?.serving?.namespaces?.includes(s.ns) && o.status?.activeController, 60_000, s.systemNs);
+      const cs = await waitFor(
+        s,
+        'ControllerStatus',
+        `${role}-hash-0`,
+        (o) => o.status?.serving?.namespaces?.includes(s.ns) && o.status?.activeController,
+        60_000,
+        s.systemNs,
+      );
       expect([cs.status.serving.identity, cs.status.activeController.identity]).toEqual([`${role}-0`, `${role}-0`]);
     }
-    expect(started.flatMap((c) => c.lines.map(message).filter((l) => /forbidden|cannot (get|list|watch|create|update|patch|delete)/i.test(l)).map((l) => `${c.name}: ${l}`))).toEqual([]);
+    expect(
+      started.flatMap((c) =>
+        c.lines
+          .map(message)
+          .filter((l) => /forbidden|cannot (get|list|watch|create|update|patch|delete)/i.test(l))
+          .map((l) => `${c.name}: ${l}`),
+      ),
+    ).toEqual([]);
     await stopAll();
   }, 200_000);
 });

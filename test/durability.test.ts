@@ -27,7 +27,12 @@ afterAll(async () => {
 function startCoreWorker(): ChildProcess & { polling: () => boolean } {
   const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts', 'core'], {
     cwd: root,
-    env: { ...process.env, KONFIDENCE_SYSTEM_NAMESPACE: s.systemNs, KONFIDENCE_QUEUE_SUFFIX: `-${s.ns}`, KONFIDENCE_HEALTH_PORT: '0' },
+    env: {
+      ...process.env,
+      KONFIDENCE_SYSTEM_NAMESPACE: s.systemNs,
+      KONFIDENCE_QUEUE_SUFFIX: `-${s.ns}`,
+      KONFIDENCE_HEALTH_PORT: '0',
+    },
     stdio: ['ignore', 'pipe', 'ignore'],
   });
   let output = '';
@@ -41,28 +46,66 @@ const exited = (c: ChildProcess) => c.exitCode !== null || c.signalCode !== null
 it('completes an activation after its core worker was SIGKILLed mid-run and restarted', async () => {
   await seedStage(s, 'crash', [1, 2]);
   await seedRoutes(s, 'crash', 1);
-  await create(s, object('ActivationTaskRegistration', s.systemNs, 'crash-sleepy', { type: 'sleepy', timeoutSeconds: 60, spec: { seconds: 3 } }));
-  await create(s, object('ActivationTaskRegistration', s.systemNs, 'crash-gateway', { type: 'gateway-api', spec: { routes: [{ name: 'crash-shop', rules: [0] }] } }));
-  await create(s, object('ActivationExecutionPlan', s.systemNs, 'crash-plan', { steps: [{ name: 'wait', tasks: ['crash-sleepy'] }, { name: 'gateway', tasks: ['crash-gateway'] }] }));
+  await create(
+    s,
+    object('ActivationTaskRegistration', s.systemNs, 'crash-sleepy', {
+      type: 'sleepy',
+      timeoutSeconds: 60,
+      spec: { seconds: 3 },
+    }),
+  );
+  await create(
+    s,
+    object('ActivationTaskRegistration', s.systemNs, 'crash-gateway', {
+      type: 'gateway-api',
+      spec: { routes: [{ name: 'crash-shop', rules: [0] }] },
+    }),
+  );
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, 'crash-plan', {
+      steps: [
+        { name: 'wait', tasks: ['crash-sleepy'] },
+        { name: 'gateway', tasks: ['crash-gateway'] },
+      ],
+    }),
+  );
 
   const first = startCoreWorker();
   await activate(s, 'crash-to-2', 'crash', 2, { executionPlan: 'crash-plan' });
   await waitFor(s, 'VectorActivation', 'crash-to-2', phaseIs('InProgress'), 60_000);
-  await pollUntil(() => [...startedExecutions].some((n) => n.startsWith('crash-to-2-')), 30_000, 'the first step to run');
+  await pollUntil(
+    () => [...startedExecutions].some((n) => n.startsWith('crash-to-2-')),
+    30_000,
+    'the first step to run',
+  );
   first.kill('SIGKILL');
   await pollUntil(() => first.exitCode !== null || first.signalCode !== null, 10_000, 'the core worker to die');
 
   startCoreWorker();
   const va = await waitFor(s, 'VectorActivation', 'crash-to-2', phaseIs('Succeeded', 'Failed'), 90_000);
-  expect({ phase: va.status.phase, message: va.status.message }).toEqual({ phase: 'Succeeded', message: expect.any(String) });
+  expect({ phase: va.status.phase, message: va.status.message }).toEqual({
+    phase: 'Succeeded',
+    message: expect.any(String),
+  });
   expect(va.status.steps.map((x: { phase: string }) => x.phase)).toEqual(['Succeeded', 'Succeeded']);
   expect((await routes(s, 'crash')).api).toEqual(['mirror-sink:0', 'crash-shop-v2:100']);
 });
 
 it('stops a core worker cleanly on SIGTERM mid-activation; the next one completes the activation', async () => {
   await seedStage(s, 'term', [1, 2]);
-  await create(s, object('ActivationTaskRegistration', s.systemNs, 'term-sleepy', { type: 'sleepy', timeoutSeconds: 60, spec: { seconds: 3 } }));
-  await create(s, object('ActivationExecutionPlan', s.systemNs, 'term-plan', { steps: [{ name: 'wait', tasks: ['term-sleepy'] }] }));
+  await create(
+    s,
+    object('ActivationTaskRegistration', s.systemNs, 'term-sleepy', {
+      type: 'sleepy',
+      timeoutSeconds: 60,
+      spec: { seconds: 3 },
+    }),
+  );
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, 'term-plan', { steps: [{ name: 'wait', tasks: ['term-sleepy'] }] }),
+  );
 
   // Only this test's worker polls: the earlier test's survivor goes first, the way a rolling update replaces it.
   for (const c of children.filter((c) => !exited(c))) c.kill('SIGTERM');
@@ -85,15 +128,33 @@ it("a progression's pause survives its core worker's SIGKILL: a new worker goes 
   await seedStage(s, 'pause', [1, 2]);
   await seedRoutes(s, 'pause', 1);
   await seedActive(s, 'pause', 1);
-  await create(s, object('ActivationTaskRegistration', s.systemNs, 'pause-gateway', { type: 'gateway-api', spec: { routes: [{ name: 'pause-shop', rules: [0] }] } }));
+  await create(
+    s,
+    object('ActivationTaskRegistration', s.systemNs, 'pause-gateway', {
+      type: 'gateway-api',
+      spec: { routes: [{ name: 'pause-shop', rules: [0] }] },
+    }),
+  );
   const progression = { steps: [{ setWeight: 10 }, { pause: { durationSeconds: 8 } }] };
-  await create(s, object('ActivationExecutionPlan', s.systemNs, 'pause-plan', { steps: [{ name: 'gateway', tasks: ['pause-gateway'] }], progression }));
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, 'pause-plan', {
+      steps: [{ name: 'gateway', tasks: ['pause-gateway'] }],
+      progression,
+    }),
+  );
 
   for (const c of children.filter((c) => !exited(c))) c.kill('SIGKILL');
   await pollUntil(() => children.every(exited), 30_000, 'the earlier core workers to exit');
   const first = startCoreWorker();
   await activate(s, 'pause-to-2', 'pause', 2, { executionPlan: 'pause-plan' });
-  const paused = await waitFor(s, 'VectorActivation', 'pause-to-2', (o) => o.status?.progression?.gate?.type === 'Pause', 60_000);
+  const paused = await waitFor(
+    s,
+    'VectorActivation',
+    'pause-to-2',
+    (o) => o.status?.progression?.gate?.type === 'Pause',
+    60_000,
+  );
   expect((await routes(s, 'pause')).api).toEqual(['mirror-sink:0', 'pause-shop-v2:10', 'pause-shop-v1:90']);
   first.kill('SIGKILL');
   await pollUntil(() => exited(first), 10_000, 'the core worker to die');

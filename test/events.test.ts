@@ -21,10 +21,42 @@ let s: TestSystem;
 beforeAll(async () => {
   s = await startTestSystem('events', { watcherCheckIntervalMs: 1_000 });
   // Two quick steps by default; `broken-plan` fails its second step and reverts the first.
-  for (const name of ['first', 'second']) await create(s, object('ActivationTaskRegistration', s.systemNs, name, { type: 'sleepy', timeoutSeconds: 60, spec: { seconds: 0, records: true } }));
-  await create(s, object('ActivationTaskRegistration', s.systemNs, 'broken', { type: 'failing', timeoutSeconds: 60, spec: { message: 'the mesh refused the route' } }));
-  await create(s, object('ActivationExecutionPlan', s.systemNs, 'default', { steps: [{ name: 'one', tasks: ['first'] }, { name: 'two', tasks: ['second'] }] }));
-  await create(s, object('ActivationExecutionPlan', s.systemNs, 'broken-plan', { onFailure: 'Revert', steps: [{ name: 'one', tasks: ['first'] }, { name: 'two', tasks: ['broken'] }] }));
+  for (const name of ['first', 'second'])
+    await create(
+      s,
+      object('ActivationTaskRegistration', s.systemNs, name, {
+        type: 'sleepy',
+        timeoutSeconds: 60,
+        spec: { seconds: 0, records: true },
+      }),
+    );
+  await create(
+    s,
+    object('ActivationTaskRegistration', s.systemNs, 'broken', {
+      type: 'failing',
+      timeoutSeconds: 60,
+      spec: { message: 'the mesh refused the route' },
+    }),
+  );
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, 'default', {
+      steps: [
+        { name: 'one', tasks: ['first'] },
+        { name: 'two', tasks: ['second'] },
+      ],
+    }),
+  );
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, 'broken-plan', {
+      onFailure: 'Revert',
+      steps: [
+        { name: 'one', tasks: ['first'] },
+        { name: 'two', tasks: ['broken'] },
+      ],
+    }),
+  );
 });
 afterAll(async () => {
   await s?.stop();
@@ -54,10 +86,14 @@ const reasons = (rows: Row[]) => rows.map((r) => r.reason);
 async function story(kind: string, name: string, expected: string[]): Promise<Row[]> {
   let rows: Row[] = [];
   try {
-    return await pollUntil(async () => {
-      rows = await describe_(kind, name);
-      return rows.length >= expected.length ? rows : undefined;
-    }, 15_000, `${expected.length} Events on ${kind} ${name}`);
+    return await pollUntil(
+      async () => {
+        rows = await describe_(kind, name);
+        return rows.length >= expected.length ? rows : undefined;
+      },
+      15_000,
+      `${expected.length} Events on ${kind} ${name}`,
+    );
   } catch (err) {
     throw new Error(`${(err as Error).message}; kubectl describe shows ${JSON.stringify(reasons(rows))}`);
   }
@@ -65,23 +101,37 @@ async function story(kind: string, name: string, expected: string[]): Promise<Ro
 
 /** Events of an object that is gone (kubectl describe needs the object): by name, oldest first. */
 async function eventsOf(kind: string, name: string): Promise<string[]> {
-  const list = await s.kc.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace: s.ns, fieldSelector: `regarding.kind=${kind},regarding.name=${name}` });
+  const list = await s.kc
+    .makeApiClient(k8s.EventsV1Api)
+    .listNamespacedEvent({ namespace: s.ns, fieldSelector: `regarding.kind=${kind},regarding.name=${name}` });
   return list.items.sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!)).map((e) => e.reason!);
 }
 
 it('a Stage that gets a new vector: the activation, the Stage and its StageVersions each tell their story', async () => {
   // No drain: app-1 goes as soon as app-2 serves (the drain is test/stage-lifecycle's and test/data-plane's).
-  await create(s, object('Stage', s.ns, 'app', { vector: 'example/app:1', stageVersionHistoryLimit: 0, drainSeconds: 0 }));
+  await create(
+    s,
+    object('Stage', s.ns, 'app', { vector: 'example/app:1', stageVersionHistoryLimit: 0, drainSeconds: 0 }),
+  );
   await waitFor(s, 'StageVersion', 'app-1', () => true);
   await markReady(s, 'app-1');
   await waitFor(s, 'VectorActivation', 'activate-app-1', phaseIs('Succeeded'));
-  await s.objects.mergeSpec('Stage', s.ns, 'app', { vector: 'example/app:2', stageVersionHistoryLimit: 0, drainSeconds: 0 });
+  await s.objects.mergeSpec('Stage', s.ns, 'app', {
+    vector: 'example/app:2',
+    stageVersionHistoryLimit: 0,
+    drainSeconds: 0,
+  });
   await waitFor(s, 'StageVersion', 'app-2', () => true);
   await markReady(s, 'app-2');
   await waitFor(s, 'VectorActivation', 'activate-app-2', phaseIs('Succeeded'));
 
   // Its Stage was free: the lock granted it in its answer, so it never waited and says no Waiting.
-  const va = await story('vectoractivation', 'activate-app-2', ['Started', 'StepSucceeded', 'StepSucceeded', 'Succeeded']);
+  const va = await story('vectoractivation', 'activate-app-2', [
+    'Started',
+    'StepSucceeded',
+    'StepSucceeded',
+    'Succeeded',
+  ]);
   expect(reasons(va)).toEqual(['Started', 'StepSucceeded', 'StepSucceeded', 'Succeeded']);
   expect(va.every((r) => r.type === 'Normal')).toBe(true);
   expect(va[0]!.message).toBe('activating StageVersion app-2 on Stage app');
@@ -103,11 +153,20 @@ it('a Stage that gets a new vector: the activation, the Stage and its StageVersi
     'StageVersionCleanedUp',
   ]);
   expect(stage[7]!.message).toBe('StageVersion app-2 serves the traffic (was app-1)');
-  expect(reasons(await story('stageversion', 'app-2', ['Created', 'Ready', 'Activated']))).toEqual(['Created', 'Ready', 'Activated']);
+  expect(reasons(await story('stageversion', 'app-2', ['Created', 'Ready', 'Activated']))).toEqual([
+    'Created',
+    'Ready',
+    'Activated',
+  ]);
   expect(await eventsOf('StageVersion', 'app-1')).toEqual(['Created', 'Ready', 'Activated', 'Superseded', 'CleanedUp']);
 
   // A restarted Stage controller decides again and finds everything done: it says nothing new.
-  const restarted = new StageController({ kubeConfig: s.kc, namespaces: [s.ns], systemNamespace: s.systemNs, log: () => undefined });
+  const restarted = new StageController({
+    kubeConfig: s.kc,
+    namespaces: [s.ns],
+    systemNamespace: s.systemNs,
+    log: () => undefined,
+  });
   await restarted.reconcile(s.ns);
   await restarted.reconcile(s.ns);
   // Its Events would be sent in the background: look once they are written.
@@ -125,11 +184,21 @@ it('an activation that fails and reverts says which step failed, why, and what i
   const va = await story('va', 'rev-to-2', expected);
   expect(reasons(va)).toEqual(expected);
   const byReason = Object.fromEntries(va.map((r) => [r.reason, r]));
-  expect(byReason.StepFailed).toMatchObject({ type: 'Warning', message: 'step 2/2 two failed: rev-to-2-1-broken: the mesh refused the route' });
-  expect(byReason.Reverted!.message).toBe('step 1/2 one reverted: traffic back on rev-1 (execution rev-to-2-0-first-revert)');
+  expect(byReason.StepFailed).toMatchObject({
+    type: 'Warning',
+    message: 'step 2/2 two failed: rev-to-2-1-broken: the mesh refused the route',
+  });
+  expect(byReason.Reverted!.message).toBe(
+    'step 1/2 one reverted: traffic back on rev-1 (execution rev-to-2-0-first-revert)',
+  );
   expect(byReason.Failed!.type).toBe('Warning');
-  expect(byReason.Failed!.message).toMatch(/^TaskFailed: step two, task broken: the mesh refused the route; every task that ran was reverted/);
-  expect(reasons(await story('stage', 'rev', ['ActivationStarted', 'ActivationFailed']))).toEqual(['ActivationStarted', 'ActivationFailed']);
+  expect(byReason.Failed!.message).toMatch(
+    /^TaskFailed: step two, task broken: the mesh refused the route; every task that ran was reverted/,
+  );
+  expect(reasons(await story('stage', 'rev', ['ActivationStarted', 'ActivationFailed']))).toEqual([
+    'ActivationStarted',
+    'ActivationFailed',
+  ]);
 });
 
 it('an activation that is skipped says why; a refused cancel says so too', async () => {
@@ -141,8 +210,13 @@ it('an activation that is skipped says why; a refused cancel says so too', async
 
   const va = await story('va', 'old-to-1', ['Started', 'Skipped', 'CancelRefused']);
   expect(reasons(va)).toEqual(['Started', 'Skipped', 'CancelRefused']);
-  expect(va[1]!.message).toBe('OlderThanActive: StageVersion old-1 (revision 1) is older than the active old-2 (revision 2)');
-  expect(va[2]).toMatchObject({ type: 'Warning', message: 'konfidence.cloud/cancel=now: refused: the activation is Skipped; nothing to cancel' });
+  expect(va[1]!.message).toBe(
+    'OlderThanActive: StageVersion old-1 (revision 1) is older than the active old-2 (revision 2)',
+  );
+  expect(va[2]).toMatchObject({
+    type: 'Warning',
+    message: 'konfidence.cloud/cancel=now: refused: the activation is Skipped; nothing to cancel',
+  });
 });
 
 it('a waiting activation names the holder; a cancel is answered; a terminated workflow is closed out with an Event', async () => {
@@ -157,14 +231,24 @@ it('a waiting activation names the holder; a cancel is answered; a terminated wo
   expect(waiting[1]!.message).toBe(`queued for Stage term (held by ${s.ns}/term-to-2)`);
   // The watcher's answer and the workflow's status write race; both are told.
   expect(reasons(waiting).slice(2).sort()).toEqual(['CancelAccepted', 'Cancelled']);
-  expect(waiting.find((r) => r.reason === 'Cancelled')!.message).toBe('Cancelled: cancelled while waiting for Stage term (annotation konfidence.cloud/cancel)');
+  expect(waiting.find((r) => r.reason === 'Cancelled')!.message).toBe(
+    'Cancelled: cancelled while waiting for Stage term (annotation konfidence.cloud/cancel)',
+  );
 
-  await s.client.workflow.getHandle(activationWorkflowId({ namespace: s.ns, name: 'term-to-2', uid: holder.metadata.uid! })).terminate('test: an operator terminated it');
+  await s.client.workflow
+    .getHandle(activationWorkflowId({ namespace: s.ns, name: 'term-to-2', uid: holder.metadata.uid! }))
+    .terminate('test: an operator terminated it');
   await waitFor(s, 'VectorActivation', 'term-to-2', phaseIs('Failed'), 30_000);
   const closed = await story('va', 'term-to-2', ['Started', 'Failed']);
   expect(reasons(closed)).toEqual(['Started', 'Failed']);
-  expect(closed[1]).toMatchObject({ type: 'Warning', message: expect.stringMatching(/^WorkflowTerminated: the activation's workflow .* was terminated/) });
-  expect(reasons(await story('stage', 'term', ['ActivationStarted', 'ActivationFailed']))).toEqual(['ActivationStarted', 'ActivationFailed']);
+  expect(closed[1]).toMatchObject({
+    type: 'Warning',
+    message: expect.stringMatching(/^WorkflowTerminated: the activation's workflow .* was terminated/),
+  });
+  expect(reasons(await story('stage', 'term', ['ActivationStarted', 'ActivationFailed']))).toEqual([
+    'ActivationStarted',
+    'ActivationFailed',
+  ]);
 });
 
 /**
@@ -180,14 +264,27 @@ async function skippedActivation(stage: string) {
   const before = await story('va', `${stage}-to-1`, ['Started', 'Skipped']);
   const ref = { namespace: s.ns, name: `${stage}-to-1`, uid: done.metadata.uid! };
   const st = done.status;
-  const report: ActivationReport = { phase: st.phase, reason: st.reason, message: st.message, workflowId: st.workflowId, attempt: st.attempt, steps: st.steps ?? [], ...(st.completionTime ? { completionTime: st.completionTime } : {}) };
+  const report: ActivationReport = {
+    phase: st.phase,
+    reason: st.reason,
+    message: st.message,
+    workflowId: st.workflowId,
+    attempt: st.attempt,
+    steps: st.steps ?? [],
+    ...(st.completionTime ? { completionTime: st.completionTime } : {}),
+  };
   let reads = 0;
   const counted = Object.create(s.kc) as typeof s.kc;
   counted.applySecurityAuthentication = async (context) => {
-    if (String(context.getHttpMethod()) === 'GET' && new URL(context.getUrl()).pathname.includes('/vectoractivations/')) reads++;
+    if (String(context.getHttpMethod()) === 'GET' && new URL(context.getUrl()).pathname.includes('/vectoractivations/'))
+      reads++;
     return s.kc.applySecurityAuthentication(context);
   };
-  const activities = createActivationActivities({ kubeConfig: counted, systemNamespace: s.systemNs, log: () => undefined });
+  const activities = createActivationActivities({
+    kubeConfig: counted,
+    systemNamespace: s.systemNs,
+    log: () => undefined,
+  });
   return { done, before, ref, st, report, activities, reads: () => reads };
 }
 
@@ -208,7 +305,9 @@ it('a transition says its Events once written, without a look-up: the same write
   const after = await story('va', 'rep-to-1', ['Started', 'Skipped', 'Skipped']);
   expect(reasons(after)).toEqual(['Started', 'Skipped', 'Skipped']);
   expect((await s.objects.get('VectorActivation', s.ns, 'rep-to-1'))?.status.phase).toBe('Skipped');
-  const list = await s.kc.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace: s.ns, fieldSelector: `regarding.uid=${ref.uid},reason=Skipped` });
+  const list = await s.kc
+    .makeApiClient(k8s.EventsV1Api)
+    .listNamespacedEvent({ namespace: s.ns, fieldSelector: `regarding.uid=${ref.uid},reason=Skipped` });
   expect(list.items.map((e) => e.series?.count ?? 1)).toEqual([1, 1]);
 });
 
@@ -216,7 +315,12 @@ it("a write over the status the workflow knows: the same again says nothing; a r
   const { done, before, ref, st, report, activities, reads } = await skippedActivation('ovr');
   const over = (status: Record<string, unknown>) => {
     const known = knownStatus(done.metadata.generation!, status);
-    return { known, conditions: statusWrite(known, report, new Date()).conditions, stage: 'ovr', stageVersion: 'ovr-1' };
+    return {
+      known,
+      conditions: statusWrite(known, report, new Date()).conditions,
+      stage: 'ovr',
+      stageVersion: 'ovr-1',
+    };
   };
 
   // Over the status as it is: written in one request (no read), nothing said, the conditions as they were.
@@ -225,7 +329,9 @@ it("a write over the status the workflow knows: the same again says nothing; a r
   expect((await s.objects.get('VectorActivation', s.ns, 'ovr-to-1'))?.status.conditions).toEqual(st.conditions);
   // The workflow's write made already, its answer lost (the workflow still knows the status
   // before it): the patch's tests fail, the object is read, and the transition found made.
-  expect(await activities.writeActivationStatus(ref, report, over({ ...st, phase: 'Pending', reason: 'Validating' }))).toBe(true);
+  expect(
+    await activities.writeActivationStatus(ref, report, over({ ...st, phase: 'Pending', reason: 'Validating' })),
+  ).toBe(true);
   expect(reads()).toBe(1);
   await eventsWritten();
   expect(reasons(await describe_('va', 'ovr-to-1'))).toEqual(reasons(before));
@@ -234,20 +340,39 @@ it("a write over the status the workflow knows: the same again says nothing; a r
   // and makes the transition again, with its Event.
   await s.objects.patchStatus('VectorActivation', s.ns, 'ovr-to-1', { phase: 'Cancelled', reason: 'Cancelled' });
   expect(await activities.writeActivationStatus(ref, report, over(st))).toBe(true);
-  expect(reasons(await story('va', 'ovr-to-1', ['Started', 'Skipped', 'Skipped']))).toEqual(['Started', 'Skipped', 'Skipped']);
+  expect(reasons(await story('va', 'ovr-to-1', ['Started', 'Skipped', 'Skipped']))).toEqual([
+    'Started',
+    'Skipped',
+    'Skipped',
+  ]);
   expect((await s.objects.get('VectorActivation', s.ns, 'ovr-to-1'))?.status.phase).toBe('Skipped');
 
   // Another object of that name (re-created): nothing is written to it.
   const now = await s.objects.get('VectorActivation', s.ns, 'ovr-to-1');
-  expect(await activities.writeActivationStatus({ ...ref, uid: 'a0000000-0000-4000-8000-000000000000' }, { ...report, message: 'not mine' }, over(now!.status))).toBe(false);
+  expect(
+    await activities.writeActivationStatus(
+      { ...ref, uid: 'a0000000-0000-4000-8000-000000000000' },
+      { ...report, message: 'not mine' },
+      over(now!.status),
+    ),
+  ).toBe(false);
   expect((await s.objects.get('VectorActivation', s.ns, 'ovr-to-1'))?.status.message).toBe(st.message);
 });
 
 it("said once (after a write that succeeds once, as a burst's skip), an Event is created without looking for a repeat", async () => {
   const record = eventRecorder(s.kc, () => undefined);
   const events = s.kc.makeApiClient(k8s.EventsV1Api);
-  const regarding = { apiVersion: 'v1', kind: 'ConfigMap', namespace: s.ns, name: 'said-once', uid: 'b1f1c6a8-0000-4000-8000-000000000001' };
-  const counts = async () => (await events.listNamespacedEvent({ namespace: s.ns, fieldSelector: `regarding.uid=${regarding.uid}` })).items.map((e) => e.series?.count ?? 1);
+  const regarding = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    namespace: s.ns,
+    name: 'said-once',
+    uid: 'b1f1c6a8-0000-4000-8000-000000000001',
+  };
+  const counts = async () =>
+    (await events.listNamespacedEvent({ namespace: s.ns, fieldSelector: `regarding.uid=${regarding.uid}` })).items.map(
+      (e) => e.series?.count ?? 1,
+    );
   // By default a repeat is looked for and counted on the one Event.
   await record(regarding, 'Normal', 'Repeated', 'the same thing', 'Repeated');
   await record(regarding, 'Normal', 'Repeated', 'the same thing', 'Repeated');

@@ -8,7 +8,13 @@ import { k8s } from '../k8s/client.js';
 import { gatewayApiExecutor } from '../executors/gateway-api/index.js';
 import { istioExecutor } from '../executors/istio/index.js';
 import { apiError, updateRoute } from '../executors/routes.js';
-import { replaceManaged, type Executor, type ExecutorContext, type StageVersionInfo, type TaskInput } from '../executors/types.js';
+import {
+  replaceManaged,
+  type Executor,
+  type ExecutorContext,
+  type StageVersionInfo,
+  type TaskInput,
+} from '../executors/types.js';
 import { crossNamespaceViolation, taskFailure } from '../activities/execute-task.js';
 import { applyAssignment, weightOf } from '../decisions/traffic.js';
 import { applyCrds } from '../k8s/crds.js';
@@ -18,7 +24,12 @@ import { freshNamespace, kubeConfig } from './support/cluster.js';
 const kc = kubeConfig();
 const api = kc.makeApiClient(k8s.CustomObjectsApi);
 const HTTPROUTE = { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'httproutes', kind: 'HTTPRoute' };
-const VIRTUALSERVICE = { group: 'networking.istio.io', version: 'v1', plural: 'virtualservices', kind: 'VirtualService' };
+const VIRTUALSERVICE = {
+  group: 'networking.istio.io',
+  version: 'v1',
+  plural: 'virtualservices',
+  kind: 'VirtualService',
+};
 const ctx: ExecutorContext = { kubeConfig: kc, signal: new AbortController().signal, heartbeat: () => undefined };
 let ns: string;
 let other: string;
@@ -33,18 +44,34 @@ const route = (name: string, backendRefs: object[], namespace = ns) =>
   api.createNamespacedCustomObject({
     ...HTTPROUTE,
     namespace,
-    body: { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'HTTPRoute', metadata: { name, namespace }, spec: { parentRefs: [{ name: 'gw' }], rules: [{ backendRefs }] } },
+    body: {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'HTTPRoute',
+      metadata: { name, namespace },
+      spec: { parentRefs: [{ name: 'gw' }], rules: [{ backendRefs }] },
+    },
   });
 const virtualService = (name: string, destinations: object[]) =>
   api.createNamespacedCustomObject({
     ...VIRTUALSERVICE,
     namespace: ns,
-    body: { apiVersion: 'networking.istio.io/v1', kind: 'VirtualService', metadata: { name, namespace: ns }, spec: { hosts: ['shop'], http: [{ name: 'primary', route: destinations }] } },
+    body: {
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'VirtualService',
+      metadata: { name, namespace: ns },
+      spec: { hosts: ['shop'], http: [{ name: 'primary', route: destinations }] },
+    },
   });
-const read = async (kind: typeof HTTPROUTE, name: string): Promise<any> => api.getNamespacedCustomObject({ ...kind, namespace: ns, name });
-const refs = async (name: string) => (await read(HTTPROUTE, name)).spec.rules[0].backendRefs.map((b: any) => `${b.kind}/${b.namespace ?? ''}/${b.name}:${b.port ?? ''}:${b.weight}`);
+const read = async (kind: typeof HTTPROUTE, name: string): Promise<any> =>
+  api.getNamespacedCustomObject({ ...kind, namespace: ns, name });
+const refs = async (name: string) =>
+  (await read(HTTPROUTE, name)).spec.rules[0].backendRefs.map(
+    (b: any) => `${b.kind}/${b.namespace ?? ''}/${b.name}:${b.port ?? ''}:${b.weight}`,
+  );
 const destinations = async (name: string) =>
-  (await read(VIRTUALSERVICE, name)).spec.http[0].route.map((d: any) => `${d.destination.host}/${d.destination.subset ?? ''}:${d.destination.port?.number ?? ''}:${d.weight}`);
+  (await read(VIRTUALSERVICE, name)).spec.http[0].route.map(
+    (d: any) => `${d.destination.host}/${d.destination.subset ?? ''}:${d.destination.port?.number ?? ''}:${d.weight}`,
+  );
 
 const sv = (r: number, port?: number): StageVersionInfo => ({
   name: `web-${r}`,
@@ -67,7 +94,12 @@ const istio = (spec: object) => istioExecutor.config.parse(spec);
  * Switches to the last of `versions`, at the registration's weight beside `from` (the first of
  * them; undefined: a first activation), as the core assigns it.
  */
-function switchTo<C>(executor: Executor<C>, config: C, versions: StageVersionInfo[], from: StageVersionInfo | undefined = versions[0]) {
+function switchTo<C>(
+  executor: Executor<C>,
+  config: C,
+  versions: StageVersionInfo[],
+  from: StageVersionInfo | undefined = versions[0],
+) {
   const to = versions[versions.length - 1]!;
   return executor.route(input(versions), applyAssignment(to.name, from?.name, weightOf(config)), config, ctx);
 }
@@ -102,18 +134,23 @@ describe('routes on the apiserver', () => {
 
   it('says which route is missing', async () => {
     const versions = [sv(1, 80), sv(2, 80)];
-    await expect(switchTo(gatewayApiExecutor, gateway({ routes: [{ name: 'nope' }] }), versions)).rejects.toThrow(`HTTPRoute ${ns}/nope not found`);
+    await expect(switchTo(gatewayApiExecutor, gateway({ routes: [{ name: 'nope' }] }), versions)).rejects.toThrow(
+      `HTTPRoute ${ns}/nope not found`,
+    );
   });
 
   it('says where a port must come from when neither the StageVersion nor the spec gives one', async () => {
     await route('noport', [{ name: 'web-v1', port: 80 }]);
-    await expect(switchTo(gatewayApiExecutor, gateway({ routes: [{ name: 'noport' }] }), [sv(1), sv(2)])).rejects.toThrow(
-      'no port for StageVersion web-2: set spec.backend.port on it or spec.port on the registration',
-    );
+    await expect(
+      switchTo(gatewayApiExecutor, gateway({ routes: [{ name: 'noport' }] }), [sv(1), sv(2)]),
+    ).rejects.toThrow('no port for StageVersion web-2: set spec.backend.port on it or spec.port on the registration');
   });
 
   it('splits traffic by weight and verify fails when the route was changed back behind its back', async () => {
-    await route('split', [{ name: 'web-v1', port: 80, weight: 100 }, { name: 'other', port: 81, weight: 0 }]);
+    await route('split', [
+      { name: 'web-v1', port: 80, weight: 100 },
+      { name: 'other', port: 81, weight: 0 },
+    ]);
     const versions = [sv(1, 80), sv(2, 80)];
     const config = gateway({ routes: [{ name: 'split' }], weight: 20 });
     await switchTo(gatewayApiExecutor, config, versions);
@@ -125,7 +162,9 @@ describe('routes on the apiserver', () => {
     const after = await read(HTTPROUTE, 'split');
     after.spec.rules[0].backendRefs[0].weight = 100;
     await api.replaceNamespacedCustomObject({ ...HTTPROUTE, namespace: ns, name: 'split', body: after });
-    await expect(gatewayApiExecutor.verify(input(versions), { 'web-2': 20, 'web-1': 80 }, config, ctx)).rejects.toThrow('expected web-v2:80:20,web-v1:80:80');
+    await expect(gatewayApiExecutor.verify(input(versions), { 'web-2': 20, 'web-1': 80 }, config, ctx)).rejects.toThrow(
+      'expected web-v2:80:20,web-v1:80:80',
+    );
   });
 
   it('istio verify fails too when a destination was changed behind its back', async () => {
@@ -137,7 +176,9 @@ describe('routes on the apiserver', () => {
     const after = await read(VIRTUALSERVICE, 'tamper');
     after.spec.http[0].route[0].destination.subset = 'v1';
     await api.replaceNamespacedCustomObject({ ...VIRTUALSERVICE, namespace: ns, name: 'tamper', body: after });
-    await expect(istioExecutor.verify(input(versions), { 'web-2': 100 }, config, ctx)).rejects.toThrow(/route primary sends .*\|v1:80:100, expected .*\|v2:80:100/);
+    await expect(istioExecutor.verify(input(versions), { 'web-2': 100 }, config, ctx)).rejects.toThrow(
+      /route primary sends .*\|v1:80:100, expected .*\|v2:80:100/,
+    );
   });
 });
 
@@ -149,7 +190,11 @@ describe('backends are told apart by their whole reference', () => {
       { group: 'multicluster.x-k8s.io', kind: 'ServiceImport', name: 'web-v1', port: 80, weight: 0 },
     ]);
     await switchTo(gatewayApiExecutor, gateway({ routes: [{ name: 'same-name' }] }), [sv(1, 80), sv(2, 80)], undefined);
-    expect(await refs('same-name')).toEqual(['Service//web-v2:80:100', `Service/${other}/web-v1:80:0`, 'ServiceImport//web-v1:80:0']);
+    expect(await refs('same-name')).toEqual([
+      'Service//web-v2:80:100',
+      `Service/${other}/web-v1:80:0`,
+      'ServiceImport//web-v1:80:0',
+    ]);
   });
 
   it('istio treats a short host and its full name alike, and a host of another namespace as another', async () => {
@@ -163,9 +208,16 @@ describe('backends are told apart by their whole reference', () => {
 
   it('writes a StageVersion backend with its namespace into a route of another namespace', async () => {
     await route('elsewhere', [{ name: 'web-v1', namespace: ns, port: 80, weight: 100 }], other);
-    await gatewayApiExecutor.route(input([sv(1, 80), sv(2, 80)]), { 'web-2': 100 }, gateway({ routes: [{ name: 'elsewhere', namespace: other }] }), ctx);
+    await gatewayApiExecutor.route(
+      input([sv(1, 80), sv(2, 80)]),
+      { 'web-2': 100 },
+      gateway({ routes: [{ name: 'elsewhere', namespace: other }] }),
+      ctx,
+    );
     const after: any = await api.getNamespacedCustomObject({ ...HTTPROUTE, namespace: other, name: 'elsewhere' });
-    expect(after.spec.rules[0].backendRefs.map((b: any) => `${b.namespace}/${b.name}:${b.weight}`)).toEqual([`${ns}/web-v2:100`]);
+    expect(after.spec.rules[0].backendRefs.map((b: any) => `${b.namespace}/${b.name}:${b.weight}`)).toEqual([
+      `${ns}/web-v2:100`,
+    ]);
   });
 });
 
@@ -173,21 +225,34 @@ describe('a managed rule that also sends traffic elsewhere', () => {
   it('gateway-api refuses it before changing any route, naming route, rule, backend and the fix', async () => {
     await route('fine', [{ name: 'web-v1', port: 80, weight: 100 }]);
     await route('legacy', [{ name: 'shop-legacy', port: 80 }]); // no weight: the schema defaults it to 1
-    const before = [(await read(HTTPROUTE, 'fine')).metadata.resourceVersion, (await read(HTTPROUTE, 'legacy')).metadata.resourceVersion];
+    const before = [
+      (await read(HTTPROUTE, 'fine')).metadata.resourceVersion,
+      (await read(HTTPROUTE, 'legacy')).metadata.resourceVersion,
+    ];
     const config = gateway({ routes: [{ name: 'fine' }, { name: 'legacy' }] });
     const failure = switchTo(gatewayApiExecutor, config, [sv(1, 80), sv(2, 80)]);
     await expect(failure).rejects.toMatchObject({ retryable: false });
     await expect(failure).rejects.toThrow(
       `HTTPRoute ${ns}/legacy rule 0 sends traffic (weight 1) to Service ${ns}/shop-legacy, which is neither a StageVersion's backend of Stage web nor adopted by this registration`,
     );
-    await expect(failure).rejects.toThrow(`Nothing was changed. Add {"name":"shop-legacy"} to the registration's spec.adopt`);
+    await expect(failure).rejects.toThrow(
+      `Nothing was changed. Add {"name":"shop-legacy"} to the registration's spec.adopt`,
+    );
     await expect(failure).rejects.toThrow('or leave rule 0 out with spec.routes[].rules');
-    expect([(await read(HTTPROUTE, 'fine')).metadata.resourceVersion, (await read(HTTPROUTE, 'legacy')).metadata.resourceVersion]).toEqual(before);
+    expect([
+      (await read(HTTPROUTE, 'fine')).metadata.resourceVersion,
+      (await read(HTTPROUTE, 'legacy')).metadata.resourceVersion,
+    ]).toEqual(before);
   });
 
   it('gateway-api counts a weighted same-named backend of another namespace as not its own', async () => {
-    await route('split-ns', [{ name: 'web-v1', port: 80, weight: 50 }, { name: 'web-v1', namespace: other, port: 80, weight: 50 }]);
-    await expect(switchTo(gatewayApiExecutor, gateway({ routes: [{ name: 'split-ns' }] }), [sv(1, 80), sv(2, 80)])).rejects.toThrow(
+    await route('split-ns', [
+      { name: 'web-v1', port: 80, weight: 50 },
+      { name: 'web-v1', namespace: other, port: 80, weight: 50 },
+    ]);
+    await expect(
+      switchTo(gatewayApiExecutor, gateway({ routes: [{ name: 'split-ns' }] }), [sv(1, 80), sv(2, 80)]),
+    ).rejects.toThrow(
       `to Service ${other}/web-v1, which is neither a StageVersion's backend of Stage web nor adopted by this registration: routing the new StageVersion next to it would leave both serving. Nothing was changed. Add {"name":"web-v1","namespace":"${other}"}`,
     );
   });
@@ -200,34 +265,49 @@ describe('a managed rule that also sends traffic elsewhere', () => {
     await expect(failure).rejects.toThrow(
       `VirtualService ${ns}/legacy http route primary sends traffic (weight unset) to shop-legacy.${ns}.svc.cluster.local, which is neither a StageVersion's destination of Stage web nor adopted`,
     );
-    await expect(failure).rejects.toThrow(`Add {"host":"shop-legacy"} to the registration's spec.adopt to replace it like a StageVersion's destination, or leave route primary out with spec.virtualServices[].routes`);
+    await expect(failure).rejects.toThrow(
+      `Add {"host":"shop-legacy"} to the registration's spec.adopt to replace it like a StageVersion's destination, or leave route primary out with spec.virtualServices[].routes`,
+    );
     expect((await read(VIRTUALSERVICE, 'legacy')).metadata.resourceVersion).toBe(before);
   });
 });
 
 describe('adopting an existing route', () => {
   it('gateway-api replaces the adopted backend, keeps mirrors, verifies, and a repeat changes nothing', async () => {
-    await route('adopted', [{ name: 'shop-legacy', port: 80, weight: 100 }, { name: 'mirror', port: 80, weight: 0 }]);
+    await route('adopted', [
+      { name: 'shop-legacy', port: 80, weight: 100 },
+      { name: 'mirror', port: 80, weight: 0 },
+    ]);
     const versions = [sv(1, 8080)];
     const config = gateway({ routes: [{ name: 'adopted' }], adopt: [{ name: 'shop-legacy' }] });
     const first = await switchTo(gatewayApiExecutor, config, versions, undefined);
     expect(first.message).toBe(`HTTPRoute ${ns}/adopted rule 0: shop-legacy:100 → web-v1:100`);
     expect(await refs('adopted')).toEqual(['Service//web-v1:8080:100', 'Service//mirror:80:0']);
-    await expect(gatewayApiExecutor.verify(input(versions), { 'web-1': 100 }, config, ctx)).resolves.toMatch(/^no Gateway API implementation serves the parents of HTTPRoute /);
+    await expect(gatewayApiExecutor.verify(input(versions), { 'web-1': 100 }, config, ctx)).resolves.toMatch(
+      /^no Gateway API implementation serves the parents of HTTPRoute /,
+    );
     const version = (await read(HTTPROUTE, 'adopted')).metadata.resourceVersion;
-    expect((await switchTo(gatewayApiExecutor, config, versions, undefined)).message).toBe('HTTPRoutes already send web-1:100');
+    expect((await switchTo(gatewayApiExecutor, config, versions, undefined)).message).toBe(
+      'HTTPRoutes already send web-1:100',
+    );
     expect((await read(HTTPROUTE, 'adopted')).metadata.resourceVersion).toBe(version);
   });
 
   it('istio replaces the adopted destination, verifies, and a repeat changes nothing', async () => {
     await virtualService('adopted', [{ destination: { host: 'shop', subset: 'legacy' }, weight: 100 }]);
     const versions = [sv(1, 8080)];
-    const config = istio({ virtualServices: [{ name: 'adopted' }], host: 'shop', adopt: [{ host: 'shop', subset: 'legacy' }] });
+    const config = istio({
+      virtualServices: [{ name: 'adopted' }],
+      host: 'shop',
+      adopt: [{ host: 'shop', subset: 'legacy' }],
+    });
     await switchTo(istioExecutor, config, versions, undefined);
     expect(await destinations('adopted')).toEqual(['shop/v1:8080:100']);
     await expect(istioExecutor.verify(input(versions), { 'web-1': 100 }, config, ctx)).resolves.toBeUndefined();
     const version = (await read(VIRTUALSERVICE, 'adopted')).metadata.resourceVersion;
-    expect((await switchTo(istioExecutor, config, versions, undefined)).message).toBe('VirtualServices already send web-1:100');
+    expect((await switchTo(istioExecutor, config, versions, undefined)).message).toBe(
+      'VirtualServices already send web-1:100',
+    );
     expect((await read(VIRTUALSERVICE, 'adopted')).metadata.resourceVersion).toBe(version);
   });
 });
@@ -236,12 +316,38 @@ describe('ports', () => {
   it("both executors prefer the StageVersion's port to the registration's, which fills in when it has none", async () => {
     await route('ports', [{ name: 'web-v1', port: 80, weight: 100 }]);
     await virtualService('ports', [{ destination: { host: 'web-v1' }, weight: 100 }]);
-    await switchTo(gatewayApiExecutor, gateway({ routes: [{ name: 'ports' }], port: 9090 }), [sv(1), sv(2, 8080)], undefined);
-    await switchTo(istioExecutor, istio({ virtualServices: [{ name: 'ports' }], port: 9090 }), [sv(1), sv(2, 8080)], undefined);
-    expect([await refs('ports'), await destinations('ports')]).toEqual([['Service//web-v2:8080:100'], ['web-v2/:8080:100']]);
-    await switchTo(gatewayApiExecutor, gateway({ routes: [{ name: 'ports' }], port: 9090 }), [sv(2, 8080), sv(3)], undefined);
-    await switchTo(istioExecutor, istio({ virtualServices: [{ name: 'ports' }], port: 9090 }), [sv(2, 8080), sv(3)], undefined);
-    expect([await refs('ports'), await destinations('ports')]).toEqual([['Service//web-v3:9090:100'], ['web-v3/:9090:100']]);
+    await switchTo(
+      gatewayApiExecutor,
+      gateway({ routes: [{ name: 'ports' }], port: 9090 }),
+      [sv(1), sv(2, 8080)],
+      undefined,
+    );
+    await switchTo(
+      istioExecutor,
+      istio({ virtualServices: [{ name: 'ports' }], port: 9090 }),
+      [sv(1), sv(2, 8080)],
+      undefined,
+    );
+    expect([await refs('ports'), await destinations('ports')]).toEqual([
+      ['Service//web-v2:8080:100'],
+      ['web-v2/:8080:100'],
+    ]);
+    await switchTo(
+      gatewayApiExecutor,
+      gateway({ routes: [{ name: 'ports' }], port: 9090 }),
+      [sv(2, 8080), sv(3)],
+      undefined,
+    );
+    await switchTo(
+      istioExecutor,
+      istio({ virtualServices: [{ name: 'ports' }], port: 9090 }),
+      [sv(2, 8080), sv(3)],
+      undefined,
+    );
+    expect([await refs('ports'), await destinations('ports')]).toEqual([
+      ['Service//web-v3:9090:100'],
+      ['web-v3/:9090:100'],
+    ]);
   });
 });
 
@@ -264,37 +370,56 @@ describe('tenancy', () => {
     );
     expect(crossNamespaceViolation(istioExecutor, mesh, task)).toContain('would change routes in namespace mesh');
     expect(crossNamespaceViolation(gatewayApiExecutor, gw, { ...task, crossNamespaceAllowed: true })).toBeUndefined();
-    expect(crossNamespaceViolation(gatewayApiExecutor, gateway({ routes: [{ name: 'a', namespace: 'shop' }] }), task)).toBeUndefined();
+    expect(
+      crossNamespaceViolation(gatewayApiExecutor, gateway({ routes: [{ name: 'a', namespace: 'shop' }] }), task),
+    ).toBeUndefined();
   });
 });
 
 describe('Kubernetes API errors', () => {
-  const refused = (code: number, message: string) => new k8s.ApiException(code, 'refused', JSON.stringify({ message }), {});
+  const refused = (code: number, message: string) =>
+    new k8s.ApiException(code, 'refused', JSON.stringify({ message }), {});
 
   it('are not retried when the request itself is refused (4xx but 409 and 429), with the apiserver message', () => {
     for (const code of [400, 403, 404, 422]) {
       const err = apiError(refused(code, `the apiserver says ${code}`), 'writing HTTPRoute a/b');
-      expect({ code, retryable: err.retryable, message: err.message }).toEqual({ code, retryable: false, message: expect.stringContaining(`(${code})`) });
+      expect({ code, retryable: err.retryable, message: err.message }).toEqual({
+        code,
+        retryable: false,
+        message: expect.stringContaining(`(${code})`),
+      });
       expect(err.message).toContain(`the apiserver says ${code}`);
     }
-    for (const code of [409, 429, 500, 503]) expect({ code, retryable: apiError(refused(code, 'busy'), 'x').retryable }).toEqual({ code, retryable: true });
+    for (const code of [409, 429, 500, 503])
+      expect({ code, retryable: apiError(refused(code, 'busy'), 'x').retryable }).toEqual({ code, retryable: true });
     expect(apiError(new Error('connect ECONNREFUSED'), 'x').retryable).toBe(true);
   });
 
   it('become non-retryable activity failures in execute-task, other errors stay retryable', () => {
     const failure = taskFailure(refused(403, 'forbidden'));
     expect(failure).toBeInstanceOf(ApplicationFailure);
-    expect(failure).toMatchObject({ nonRetryable: true, type: 'ExecutorError', message: expect.stringContaining('forbidden (403)') });
+    expect(failure).toMatchObject({
+      nonRetryable: true,
+      type: 'ExecutorError',
+      message: expect.stringContaining('forbidden (403)'),
+    });
     expect(taskFailure(refused(429, 'slow down'))).not.toBeInstanceOf(ApplicationFailure);
   });
 
   it('a 403 from the apiserver names the verb and resource and is not retried', async () => {
     await route('forbidden', [{ name: 'web-v1', port: 80, weight: 100 }]);
     const nobody = new k8s.KubeConfig();
-    nobody.loadFromOptions({ clusters: kc.clusters, contexts: kc.contexts, currentContext: kc.currentContext, users: kc.users.map((u) => ({ ...u, impersonateUser: 'nobody' })) });
+    nobody.loadFromOptions({
+      clusters: kc.clusters,
+      contexts: kc.contexts,
+      currentContext: kc.currentContext,
+      users: kc.users.map((u) => ({ ...u, impersonateUser: 'nobody' })),
+    });
     const failure = updateRoute(HTTPROUTE, ns, 'forbidden', { ...ctx, kubeConfig: nobody }, () => []);
     await expect(failure).rejects.toMatchObject({ retryable: false });
-    await expect(failure).rejects.toThrow(/forbidden \(403\).*User "nobody" cannot get resource "httproutes" in API group "gateway.networking.k8s.io"/);
+    await expect(failure).rejects.toThrow(
+      /forbidden \(403\).*User "nobody" cannot get resource "httproutes" in API group "gateway.networking.k8s.io"/,
+    );
   });
 
   it('a change the schema refuses (422) is not retried and says why', async () => {
@@ -308,58 +433,74 @@ describe('Kubernetes API errors', () => {
   });
 });
 
-describe.each([10, 50])('at weight %i: what a task found is recorded, and a restore puts exactly that back', (weight) => {
-  const versions = [sv(1, 80), sv(2, 80)];
+describe.each([10, 50])(
+  'at weight %i: what a task found is recorded, and a restore puts exactly that back',
+  (weight) => {
+    const versions = [sv(1, 80), sv(2, 80)];
 
-  it('gateway-api', async () => {
-    const name = `record-${weight}`;
-    await route(name, [
-      { name: 'mirror', port: 9090, weight: 0 },
-      { name: 'web-v1', port: 80, weight: 100, filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { add: [{ name: 'x-v', value: '1' }] } }] },
-    ]);
-    const config = gateway({ routes: [{ name }], weight });
-    const before = (await read(HTTPROUTE, name)).spec;
-    const record = await gatewayApiExecutor.observe(input(versions), config, ctx);
-    expect(record).toEqual([
-      {
-        route: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: ns, name },
-        index: 0,
-        entries: [before.rules[0].backendRefs[1]],
-        traffic: { 'web-1': 100 },
-      },
-    ]);
-    await switchTo(gatewayApiExecutor, config, versions);
-    expect(await refs(name)).toEqual(['Service//mirror:9090:0', `Service//web-v2:80:${weight}`, `Service//web-v1:80:${100 - weight}`]);
-    expect((await gatewayApiExecutor.restore(input(versions), record, config, ctx)).message).toBe(
-      `HTTPRoute ${ns}/${name} rule 0: web-v2:${weight}+web-v1:${100 - weight} → web-v1:100 (as recorded)`,
-    );
-    expect((await read(HTTPROUTE, name)).spec).toEqual(before);
-    const version = (await read(HTTPROUTE, name)).metadata.resourceVersion;
-    expect((await gatewayApiExecutor.restore(input(versions), record, config, ctx)).message).toBe('HTTPRoutes already as recorded');
-    expect((await read(HTTPROUTE, name)).metadata.resourceVersion).toBe(version);
-  });
+    it('gateway-api', async () => {
+      const name = `record-${weight}`;
+      await route(name, [
+        { name: 'mirror', port: 9090, weight: 0 },
+        {
+          name: 'web-v1',
+          port: 80,
+          weight: 100,
+          filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { add: [{ name: 'x-v', value: '1' }] } }],
+        },
+      ]);
+      const config = gateway({ routes: [{ name }], weight });
+      const before = (await read(HTTPROUTE, name)).spec;
+      const record = await gatewayApiExecutor.observe(input(versions), config, ctx);
+      expect(record).toEqual([
+        {
+          route: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: ns, name },
+          index: 0,
+          entries: [before.rules[0].backendRefs[1]],
+          traffic: { 'web-1': 100 },
+        },
+      ]);
+      await switchTo(gatewayApiExecutor, config, versions);
+      expect(await refs(name)).toEqual([
+        'Service//mirror:9090:0',
+        `Service//web-v2:80:${weight}`,
+        `Service//web-v1:80:${100 - weight}`,
+      ]);
+      expect((await gatewayApiExecutor.restore(input(versions), record, config, ctx)).message).toBe(
+        `HTTPRoute ${ns}/${name} rule 0: web-v2:${weight}+web-v1:${100 - weight} → web-v1:100 (as recorded)`,
+      );
+      expect((await read(HTTPROUTE, name)).spec).toEqual(before);
+      const version = (await read(HTTPROUTE, name)).metadata.resourceVersion;
+      expect((await gatewayApiExecutor.restore(input(versions), record, config, ctx)).message).toBe(
+        'HTTPRoutes already as recorded',
+      );
+      expect((await read(HTTPROUTE, name)).metadata.resourceVersion).toBe(version);
+    });
 
-  it('istio', async () => {
-    const name = `record-${weight}`;
-    await virtualService(name, [{ destination: { host: 'shop', subset: 'v1' }, weight: 100, headers: { request: { set: { 'x-v': '1' } } } }]);
-    const config = istio({ virtualServices: [{ name }], host: 'shop', weight });
-    const before = (await read(VIRTUALSERVICE, name)).spec;
-    const record = await istioExecutor.observe(input(versions), config, ctx);
-    expect(record).toEqual([
-      {
-        route: { group: 'networking.istio.io', kind: 'VirtualService', namespace: ns, name },
-        index: 0,
-        name: 'primary',
-        entries: [before.http[0].route[0]],
-        traffic: { 'web-1': 100 },
-      },
-    ]);
-    await switchTo(istioExecutor, config, versions);
-    expect(await destinations(name)).toEqual([`shop/v2:80:${weight}`, `shop/v1:80:${100 - weight}`]);
-    await istioExecutor.restore(input(versions), record, config, ctx);
-    expect((await read(VIRTUALSERVICE, name)).spec).toEqual(before);
-  });
-});
+    it('istio', async () => {
+      const name = `record-${weight}`;
+      await virtualService(name, [
+        { destination: { host: 'shop', subset: 'v1' }, weight: 100, headers: { request: { set: { 'x-v': '1' } } } },
+      ]);
+      const config = istio({ virtualServices: [{ name }], host: 'shop', weight });
+      const before = (await read(VIRTUALSERVICE, name)).spec;
+      const record = await istioExecutor.observe(input(versions), config, ctx);
+      expect(record).toEqual([
+        {
+          route: { group: 'networking.istio.io', kind: 'VirtualService', namespace: ns, name },
+          index: 0,
+          name: 'primary',
+          entries: [before.http[0].route[0]],
+          traffic: { 'web-1': 100 },
+        },
+      ]);
+      await switchTo(istioExecutor, config, versions);
+      expect(await destinations(name)).toEqual([`shop/v2:80:${weight}`, `shop/v1:80:${100 - weight}`]);
+      await istioExecutor.restore(input(versions), record, config, ctx);
+      expect((await read(VIRTUALSERVICE, name)).spec).toEqual(before);
+    });
+  },
+);
 
 describe('restore', () => {
   it('names the route and rule it cannot put back', async () => {
@@ -370,7 +511,13 @@ describe('restore', () => {
         apiVersion: 'gateway.networking.k8s.io/v1',
         kind: 'HTTPRoute',
         metadata: { name: 'gone-rule', namespace: ns },
-        spec: { parentRefs: [{ name: 'gw' }], rules: [{ backendRefs: [{ name: 'static', port: 80, weight: 0 }] }, { backendRefs: [{ name: 'web-v1', port: 80, weight: 100 }] }] },
+        spec: {
+          parentRefs: [{ name: 'gw' }],
+          rules: [
+            { backendRefs: [{ name: 'static', port: 80, weight: 0 }] },
+            { backendRefs: [{ name: 'web-v1', port: 80, weight: 100 }] },
+          ],
+        },
       },
     });
     const versions = [sv(1, 80), sv(2, 80)];
@@ -382,14 +529,25 @@ describe('restore', () => {
     await api.replaceNamespacedCustomObject({ ...HTTPROUTE, namespace: ns, name: 'gone-rule', body: after });
     const failure = gatewayApiExecutor.restore(input(versions), record, config, ctx);
     await expect(failure).rejects.toMatchObject({ retryable: false });
-    await expect(failure).rejects.toThrow(`cannot restore HTTPRoute ${ns}/gone-rule rule 1: the rule is gone; it was recorded sending web-v1:100`);
+    await expect(failure).rejects.toThrow(
+      `cannot restore HTTPRoute ${ns}/gone-rule rule 1: the rule is gone; it was recorded sending web-v1:100`,
+    );
   });
 
   it('refuses a record that names a route the registration does not manage, writing nothing', async () => {
     await route('not-mine', [{ name: 'web-v2', port: 80, weight: 100 }]);
     const before = (await read(HTTPROUTE, 'not-mine')).metadata.resourceVersion;
-    const record = [{ route: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: ns, name: 'not-mine' }, index: 0, entries: [{ name: 'web-v1', port: 80, weight: 100 }], traffic: { 'web-1': 100 } }];
-    await expect(gatewayApiExecutor.restore(input([sv(1, 80), sv(2, 80)]), record, gateway({ routes: [{ name: 'mine' }] }), ctx)).rejects.toThrow(
+    const record = [
+      {
+        route: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: ns, name: 'not-mine' },
+        index: 0,
+        entries: [{ name: 'web-v1', port: 80, weight: 100 }],
+        traffic: { 'web-1': 100 },
+      },
+    ];
+    await expect(
+      gatewayApiExecutor.restore(input([sv(1, 80), sv(2, 80)]), record, gateway({ routes: [{ name: 'mine' }] }), ctx),
+    ).rejects.toThrow(
       `the record names HTTPRoute ${ns}/not-mine, which this registration does not manage; nothing was restored`,
     );
     expect((await read(HTTPROUTE, 'not-mine')).metadata.resourceVersion).toBe(before);
@@ -402,7 +560,9 @@ describe('assignments', () => {
     const before = (await read(HTTPROUTE, 'bad-assignment')).metadata.resourceVersion;
     const config = gateway({ routes: [{ name: 'bad-assignment' }] });
     const versions = [sv(1, 80), sv(2, 80)];
-    await expect(gatewayApiExecutor.route(input(versions), { 'web-9': 100 }, config, ctx)).rejects.toThrow('the assignment names web-9, which is no StageVersion of Stage web');
+    await expect(gatewayApiExecutor.route(input(versions), { 'web-9': 100 }, config, ctx)).rejects.toThrow(
+      'the assignment names web-9, which is no StageVersion of Stage web',
+    );
     await expect(gatewayApiExecutor.route(input(versions), { 'web-2': 60, 'web-1': 30 }, config, ctx)).rejects.toThrow(
       'the assignment web-2:60+web-1:30 does not give whole percents that sum to 100',
     );

@@ -65,18 +65,29 @@ it('a burst in one namespace runs two Stages at a time, the rest wait visibly, a
   let most = 0;
   let sawHeld: CustomObject | undefined;
   let bDoneWhileAWaited = false;
-  await pollUntil(async () => {
-    const vas = await activations(a);
-    const open = unfinished(vas);
-    most = Math.max(most, open.filter((v) => v.status?.workflowId).length);
-    sawHeld ??= open.find(held);
-    if (!bDoneWhileAWaited && open.length > 0) bDoneWhileAWaited = (await b.objects.get('VectorActivation', b.ns, 'other0-to-2'))?.status?.phase === 'Succeeded';
-    return vas.length === stages.length && open.length === 0;
-  }, 90_000, `the ${stages.length} activations of the burst to finish`, 100);
+  await pollUntil(
+    async () => {
+      const vas = await activations(a);
+      const open = unfinished(vas);
+      most = Math.max(most, open.filter((v) => v.status?.workflowId).length);
+      sawHeld ??= open.find(held);
+      if (!bDoneWhileAWaited && open.length > 0)
+        bDoneWhileAWaited =
+          (await b.objects.get('VectorActivation', b.ns, 'other0-to-2'))?.status?.phase === 'Succeeded';
+      return vas.length === stages.length && open.length === 0;
+    },
+    90_000,
+    `the ${stages.length} activations of the burst to finish`,
+    100,
+  );
 
   expect(most).toBe(LIMIT);
   expect(sawHeld?.status?.message).toContain(`namespace ${a.ns}`);
-  expect(sawHeld?.status?.conditions).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'Progressing', status: 'True', reason: 'NamespaceLimit' })]));
+  expect(sawHeld?.status?.conditions).toEqual(
+    expect.arrayContaining([
+      expect.objectContaining({ type: 'Progressing', status: 'True', reason: 'NamespaceLimit' }),
+    ]),
+  );
   expect(sawHeld?.status?.workflowId).toBeUndefined();
   expect(bDoneWhileAWaited).toBe(true);
   expect((await activations(a)).map((v) => v.status?.phase)).toEqual(stages.map(() => 'Succeeded'));
@@ -85,7 +96,11 @@ it('a burst in one namespace runs two Stages at a time, the rest wait visibly, a
 it('a burst on one Stage counts as one Stage: every activation reaches the lock and the newest supersedes the rest', async () => {
   const [stage] = await stagesWith(a, 1, 'one');
   await Promise.all([2, 3, 4, 5].map((r) => activate(a, `${stage}-to-${r}`, stage!, r)));
-  const finals = await Promise.all([2, 3, 4, 5].map((r) => waitFor(a, 'VectorActivation', `${stage}-to-${r}`, (o) => isFinal(o.status?.phase), 60_000)));
+  const finals = await Promise.all(
+    [2, 3, 4, 5].map((r) =>
+      waitFor(a, 'VectorActivation', `${stage}-to-${r}`, (o) => isFinal(o.status?.phase), 60_000),
+    ),
+  );
   const phases = finals.map((v) => v.status?.phase);
   expect(phases[3]).toBe('Succeeded');
   // One at a time they would all run in turn (four Succeeded): at most the first and the newest run.
@@ -97,26 +112,74 @@ it('a held activation is cancelled at once, without waiting for its place and wi
   const stages = await stagesWith(a, 4, 'cancel');
   for (const stage of stages.slice(0, 2)) await activate(a, `${stage}-to-2`, stage, 2, { executionPlan: 'long-plan' });
   // Running: their workflows said InProgress (the workflowId comes a write before).
-  await Promise.all(stages.slice(0, 2).map((stage) => waitFor(a, 'VectorActivation', `${stage}-to-2`, (o) => Boolean(o.status?.workflowId) && o.status?.phase === 'InProgress')));
+  await Promise.all(
+    stages
+      .slice(0, 2)
+      .map((stage) =>
+        waitFor(
+          a,
+          'VectorActivation',
+          `${stage}-to-2`,
+          (o) => Boolean(o.status?.workflowId) && o.status?.phase === 'InProgress',
+        ),
+      ),
+  );
   await activate(a, 'cancel2-to-2', 'cancel2', 2);
   await waitFor(a, 'VectorActivation', 'cancel2-to-2', held);
 
   await kubectl('annotate', 'va', 'cancel2-to-2', '-n', a.ns, 'konfidence.cloud/cancel=not-now');
   // The final phase and the watcher's answer to the request are two writes: wait for both.
-  const cancelled = await waitFor(a, 'VectorActivation', 'cancel2-to-2', (o) => phaseIs('Cancelled', 'Succeeded', 'Failed')(o) && (o.status?.requests ?? []).length > 0, 20_000);
+  const cancelled = await waitFor(
+    a,
+    'VectorActivation',
+    'cancel2-to-2',
+    (o) => phaseIs('Cancelled', 'Succeeded', 'Failed')(o) && (o.status?.requests ?? []).length > 0,
+    20_000,
+  );
   expect(cancelled.status?.phase).toBe('Cancelled');
   expect(cancelled.status?.requests).toEqual([expect.objectContaining({ action: 'cancel', outcome: 'Accepted' })]);
   // Ended where it waited: no workflow started for it, the limit held.
-  expect(cancelled.status).toMatchObject({ reason: 'Cancelled', message: expect.stringContaining('cancelled before it started') });
+  expect(cancelled.status).toMatchObject({
+    reason: 'Cancelled',
+    message: expect.stringContaining('cancelled before it started'),
+  });
   expect(cancelled.status?.workflowId).toBeUndefined();
 
   // Created carrying a request, it still waits its turn: the retry is refused, no workflow starts.
-  await create(a, object('VectorActivation', a.ns, 'cancel3-to-2', { stage: 'cancel3', stageVersion: 'cancel3-2' }, { annotations: { 'konfidence.cloud/retry': 'early' } }));
-  const early = await waitFor(a, 'VectorActivation', 'cancel3-to-2', (o) => held(o) && (o.status?.requests ?? []).length > 0, 20_000);
-  expect(early.status?.requests).toEqual([expect.objectContaining({ action: 'retry', outcome: 'Refused', message: expect.stringContaining('has not started yet') })]);
+  await create(
+    a,
+    object(
+      'VectorActivation',
+      a.ns,
+      'cancel3-to-2',
+      { stage: 'cancel3', stageVersion: 'cancel3-2' },
+      { annotations: { 'konfidence.cloud/retry': 'early' } },
+    ),
+  );
+  const early = await waitFor(
+    a,
+    'VectorActivation',
+    'cancel3-to-2',
+    (o) => held(o) && (o.status?.requests ?? []).length > 0,
+    20_000,
+  );
+  expect(early.status?.requests).toEqual([
+    expect.objectContaining({
+      action: 'retry',
+      outcome: 'Refused',
+      message: expect.stringContaining('has not started yet'),
+    }),
+  ]);
   expect(early.status?.workflowId).toBeUndefined();
   // The two long ones still run: the cancel did not wait for either of them.
-  expect((await activations(a)).filter((v) => v.metadata.name.startsWith('cancel') && !['cancel2-to-2', 'cancel3-to-2'].includes(v.metadata.name)).map((v) => v.status?.phase)).toEqual(['InProgress', 'InProgress']);
+  expect(
+    (await activations(a))
+      .filter(
+        (v) => v.metadata.name.startsWith('cancel') && !['cancel2-to-2', 'cancel3-to-2'].includes(v.metadata.name),
+      )
+      .map((v) => v.status?.phase),
+  ).toEqual(['InProgress', 'InProgress']);
   await kubectl('annotate', 'va', 'cancel3-to-2', '-n', a.ns, 'konfidence.cloud/cancel=done');
-  for (const stage of stages.slice(0, 2)) await kubectl('annotate', 'va', `${stage}-to-2`, '-n', a.ns, 'konfidence.cloud/cancel=done');
+  for (const stage of stages.slice(0, 2))
+    await kubectl('annotate', 'va', `${stage}-to-2`, '-n', a.ns, 'konfidence.cloud/cancel=done');
 });

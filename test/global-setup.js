@@ -17,7 +17,9 @@ function tsx(...args) {
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (d) => (out += d));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`tsx ${args.join(' ')} exited ${code}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`tsx ${args.join(' ')} exited ${code}`)),
+    );
   });
 }
 
@@ -29,7 +31,10 @@ export default async function globalSetup() {
   // worker and every core worker process a test starts loads it (KONFIDENCE_WORKFLOW_BUNDLE)
   // instead of bundling the sources for seconds each. Removed by the global teardown.
   const bundle = join(root, '.cache', `workflow-bundle-${process.pid}.js`);
-  const [out] = await Promise.all([tsx('scripts/env-up.ts', '--json', ...profile), tsx('worker/workflow-bundle.ts', bundle)]);
+  const [out] = await Promise.all([
+    tsx('scripts/env-up.ts', '--json', ...profile),
+    tsx('worker/workflow-bundle.ts', bundle),
+  ]);
   process.env.KONFIDENCE_WORKFLOW_BUNDLE = bundle;
   const cp = JSON.parse(out.trim().split('\n').pop());
   process.env.KUBECONFIG = cp.kubeconfig;

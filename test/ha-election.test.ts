@@ -49,7 +49,8 @@ function elector(name: string, identity: string, kc = kubeConfig(), events: stri
   return e;
 }
 
-const lease = (name: string) => kubeConfig().makeApiClient(k8s.CoordinationV1Api).readNamespacedLease({ name, namespace: ns });
+const lease = (name: string) =>
+  kubeConfig().makeApiClient(k8s.CoordinationV1Api).readNamespacedLease({ name, namespace: ns });
 const holder = async (name: string) => (await lease(name)).spec?.holderIdentity ?? '';
 
 it('elects one leader; stop() releases the Lease and the standby takes over at once', async () => {
@@ -60,7 +61,12 @@ it('elects one leader; stop() releases the Lease and the standby takes over at o
   await pollUntil(() => a.isLeader(), 10_000, 'a to lead');
   b.start();
   await pollUntil(() => b.observedLeader() === 'a', 10_000, 'b to see a lead');
-  expect({ a: a.isLeader(), b: b.isLeader(), holder: await holder('handover'), since: a.leaderSince() instanceof Date }).toEqual({ a: true, b: false, holder: 'a', since: true });
+  expect({
+    a: a.isLeader(),
+    b: b.isLeader(),
+    holder: await holder('handover'),
+    since: a.leaderSince() instanceof Date,
+  }).toEqual({ a: true, b: false, holder: 'a', since: true });
 
   const stoppedAt = performance.now();
   await a.stop();
@@ -88,7 +94,8 @@ it('a leader whose renewals fail stops leading by the renew deadline; the other 
 
   // Fencing: a KubeConfig fenced by a refuses writes as soon as a is no longer leader.
   const fenced = fenceWrites(kubeConfig(), { leadership: a }).makeApiClient(k8s.CoreV1Api);
-  const writeAsA = () => fenced.createNamespacedConfigMap({ namespace: ns, body: { metadata: { generateName: 'fenced-' } } });
+  const writeAsA = () =>
+    fenced.createNamespacedConfigMap({ namespace: ns, body: { metadata: { generateName: 'fenced-' } } });
   await expect(writeAsA()).resolves.toBeDefined();
 
   let overlap = false;
@@ -123,7 +130,9 @@ it('a leader whose renewals fail stops leading by the renew deadline; the other 
     await pollUntil(() => b.isLeader(), 20_000, 'b to take over', 10);
     const takeoverMs = performance.now() - brokenAt;
     const tookAt = Date.now();
-    console.log(`renewals failing: a not leader after ${Math.round(lostMs)} ms, b leads after ${Math.round(takeoverMs)} ms`);
+    console.log(
+      `renewals failing: a not leader after ${Math.round(lostMs)} ms, b leads after ${Math.round(takeoverMs)} ms`,
+    );
     // b waited a full lease duration after it saw a's last renewal: on the one clock of this
     // process, from that renewal's renewTime to b leading, which load can only lengthen.
     expect(tookAt - renewedAt).toBeGreaterThanOrEqual(LEASE);

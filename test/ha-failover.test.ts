@@ -74,11 +74,24 @@ beforeAll(async () => {
   // Core and executor workers here; watcher and Stage controller only as the replicas below.
   s = await startTestSystem('ha', { watcher: false, stageController: false });
   await quickDefaultPlan(s, 1);
-  watch = await resumingWatch(s.kc, `/apis/${GROUP}/${VERSION}/namespaces/${s.ns}/vectoractivations`, (_t, o) => observeActivation(o));
-  statusWatch = await resumingWatch(s.kc, `/apis/${GROUP}/${VERSION}/namespaces/${s.systemNs}/controllerstatuses`, (_t, o) => {
-    const a = o.status?.activeController;
-    published.push({ at: performance.now(), role: o.spec?.role ?? o.metadata?.name, identity: a?.identity, endpoint: a?.endpoint, leaderSince: a?.leaderSince, lastUpdated: a?.lastUpdated });
-  });
+  watch = await resumingWatch(s.kc, `/apis/${GROUP}/${VERSION}/namespaces/${s.ns}/vectoractivations`, (_t, o) =>
+    observeActivation(o),
+  );
+  statusWatch = await resumingWatch(
+    s.kc,
+    `/apis/${GROUP}/${VERSION}/namespaces/${s.systemNs}/controllerstatuses`,
+    (_t, o) => {
+      const a = o.status?.activeController;
+      published.push({
+        at: performance.now(),
+        role: o.spec?.role ?? o.metadata?.name,
+        identity: a?.identity,
+        endpoint: a?.endpoint,
+        leaderSince: a?.leaderSince,
+        lastUpdated: a?.lastUpdated,
+      });
+    },
+  );
 });
 
 function observeActivation(o: any): void {
@@ -86,10 +99,13 @@ function observeActivation(o: any): void {
   const step = `${o.status?.phase ?? 'none'}/${o.status?.reason ?? ''}`;
   const seen = story.get(o.metadata.name) ?? [];
   if (seen.at(-1) !== step) story.set(o.metadata.name, [...seen, step]);
-  const running = [...phases.entries()].filter(([, p]) => p.stage === o.spec.stage && p.phase === 'InProgress').map(([name]) => name);
+  const running = [...phases.entries()]
+    .filter(([, p]) => p.stage === o.spec.stage && p.phase === 'InProgress')
+    .map(([name]) => name);
   if (running.length > (maxInProgress.get(o.spec.stage) ?? 0)) {
     maxInProgress.set(o.spec.stage, running.length);
-    if (running.length > 1) overlaps.push(`${running.join(' and ')} InProgress together at resourceVersion ${o.metadata.resourceVersion}`);
+    if (running.length > 1)
+      overlaps.push(`${running.join(' and ')} InProgress together at resourceVersion ${o.metadata.resourceVersion}`);
   }
 }
 
@@ -110,11 +126,23 @@ afterAll(async () => {
  * Waits until the watch saw `role`'s ControllerStatus name `r` (identity and endpoint) at or after
  * index `from` of `published`; returns that value and its index.
  */
-async function publishedBy(role: Role, r: Replica, from: number, timeoutMs: number): Promise<{ value: Published; index: number }> {
-  return pollUntil(() => {
-    const index = published.findIndex((p, i) => i >= from && p.role === role && p.identity === r.identity && p.endpoint === r.endpoint);
-    return index >= 0 ? { value: published[index]!, index } : undefined;
-  }, timeoutMs, `${r.identity} to publish itself in ControllerStatus ${role} (seen: ${JSON.stringify(published.filter((p) => p.role === role).slice(-3))})`, 25);
+async function publishedBy(
+  role: Role,
+  r: Replica,
+  from: number,
+  timeoutMs: number,
+): Promise<{ value: Published; index: number }> {
+  return pollUntil(
+    () => {
+      const index = published.findIndex(
+        (p, i) => i >= from && p.role === role && p.identity === r.identity && p.endpoint === r.endpoint,
+      );
+      return index >= 0 ? { value: published[index]!, index } : undefined;
+    },
+    timeoutMs,
+    `${r.identity} to publish itself in ControllerStatus ${role} (seen: ${JSON.stringify(published.filter((p) => p.role === role).slice(-3))})`,
+    25,
+  );
 }
 
 async function startReplica(role: Role, identity: string): Promise<Replica> {
@@ -167,7 +195,9 @@ async function ready(r: Replica): Promise<void> {
 
 async function holder(role: Role): Promise<string> {
   try {
-    const lease = await s.kc.makeApiClient(k8s.CoordinationV1Api).readNamespacedLease({ name: LEASE_NAMES[role], namespace: s.systemNs });
+    const lease = await s.kc
+      .makeApiClient(k8s.CoordinationV1Api)
+      .readNamespacedLease({ name: LEASE_NAMES[role], namespace: s.systemNs });
     return lease.spec?.holderIdentity ?? '';
   } catch {
     return '';
@@ -176,10 +206,15 @@ async function holder(role: Role): Promise<string> {
 
 /** Waits until `role`'s Lease is held by someone other than `old`; the time it took since `since`. */
 async function takeover(role: Role, old: string, since: number): Promise<{ by: string; ms: number }> {
-  const by = await pollUntil(async () => {
-    const h = await holder(role);
-    return h && h !== old ? h : undefined;
-  }, 30_000, `a standby to take the ${role} Lease from ${old}`, 50);
+  const by = await pollUntil(
+    async () => {
+      const h = await holder(role);
+      return h && h !== old ? h : undefined;
+    },
+    30_000,
+    `a standby to take the ${role} Lease from ${old}`,
+    50,
+  );
   return { by, ms: performance.now() - since };
 }
 
@@ -196,7 +231,9 @@ async function allFinal(names: string[], timeoutMs: number): Promise<void> {
     250,
   ).catch(async (err: Error) => {
     const left = (await s.objects.list('VectorActivation', s.ns)).filter((va) => !FINAL.includes(va.status?.phase));
-    throw new Error(`${err.message}; unfinished: ${JSON.stringify(left.map((va) => ({ name: va.metadata.name, status: va.status?.phase })))}`);
+    throw new Error(
+      `${err.message}; unfinished: ${JSON.stringify(left.map((va) => ({ name: va.metadata.name, status: va.status?.phase })))}`,
+    );
   });
 }
 
@@ -212,11 +249,15 @@ async function oneRunEach(names: string[]): Promise<void> {
       await expect(s.client.workflow.getHandle(workflowId).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
       continue;
     }
-    const runs = await pollUntil(async () => {
-      const found: string[] = [];
-      for await (const w of s.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) found.push(w.runId);
-      return found.length ? found : undefined;
-    }, 30_000, `the workflow of ${name} in visibility`);
+    const runs = await pollUntil(
+      async () => {
+        const found: string[] = [];
+        for await (const w of s.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) found.push(w.runId);
+        return found.length ? found : undefined;
+      },
+      30_000,
+      `the workflow of ${name} in visibility`,
+    );
     expect({ name, runs: runs.length }).toEqual({ name, runs: 1 });
   }
 }
@@ -226,9 +267,15 @@ async function converged(revision: number): Promise<void> {
     const newest = await s.objects.get('VectorActivation', s.ns, `${stage}-to-${revision}`);
     const { phase, reason, message } = newest?.status ?? {};
     expect({ stage, phase, reason, message }).toEqual({ stage, phase: 'Succeeded', reason, message });
-    expect((await s.objects.get('StageVersionUsage', s.ns, `${stage}-active`))?.spec.stageVersionRef.name).toBe(`${stage}-${revision}`);
+    expect((await s.objects.get('StageVersionUsage', s.ns, `${stage}-active`))?.spec.stageVersionRef.name).toBe(
+      `${stage}-${revision}`,
+    );
     // Written by the Stage controller's leader: the Stage's status follows the active usage.
-    await pollUntil(async () => (await s.objects.get('Stage', s.ns, stage))?.status?.activeStageVersion === `${stage}-${revision}`, 30_000, `Stage ${stage} to report ${stage}-${revision} active`);
+    await pollUntil(
+      async () => (await s.objects.get('Stage', s.ns, stage))?.status?.activeStageVersion === `${stage}-${revision}`,
+      30_000,
+      `Stage ${stage} to report ${stage}-${revision} active`,
+    );
   }
 }
 
@@ -237,7 +284,12 @@ it('SIGKILLed leaders of watcher and Stage controller during a burst: standbys t
     await seedStage(s, stage, REVISIONS, { stageVersionHistoryLimit: REVISIONS.length });
     await seedActive(s, stage, 1);
   }
-  const all = await Promise.all([startReplica('watcher', 'watcher-a'), startReplica('stage-controller', 'sc-a'), startReplica('watcher', 'watcher-b'), startReplica('stage-controller', 'sc-b')]);
+  const all = await Promise.all([
+    startReplica('watcher', 'watcher-a'),
+    startReplica('stage-controller', 'sc-a'),
+    startReplica('watcher', 'watcher-b'),
+    startReplica('stage-controller', 'sc-b'),
+  ]);
   await Promise.all(all.map(ready)); // standbys are ready too
   const leaderOf = async (role: Role) => {
     const h = await pollUntil(() => holder(role), 30_000, `a ${role} leader`);
@@ -245,17 +297,29 @@ it('SIGKILLed leaders of watcher and Stage controller during a burst: standbys t
   };
   const [watcherLeader, scLeader] = [await leaderOf('watcher'), await leaderOf('stage-controller')];
   // The first leaders publish themselves (the claim the takeover has to replace).
-  await Promise.all([publishedBy('watcher', watcherLeader, 0, 10_000), publishedBy('stage-controller', scLeader, 0, 10_000)]);
+  await Promise.all([
+    publishedBy('watcher', watcherLeader, 0, 10_000),
+    publishedBy('stage-controller', scLeader, 0, 10_000),
+  ]);
 
   const burst = STAGES.flatMap((stage) => [2, 3, 4].map((r) => ({ stage, r, name: `${stage}-to-${r}` })));
   await Promise.all(burst.map(({ stage, r, name }) => activate(s, name, stage, r)));
-  await pollUntil(async () => (await s.objects.list('VectorActivation', s.ns)).some((va) => va.status?.phase === 'InProgress'), 60_000, 'an activation to run');
+  await pollUntil(
+    async () => (await s.objects.list('VectorActivation', s.ns)).some((va) => va.status?.phase === 'InProgress'),
+    60_000,
+    'an activation to run',
+  );
   const killedAt = performance.now();
   const seenBeforeKill = published.length;
   signal(watcherLeader, 'SIGKILL');
   signal(scLeader, 'SIGKILL');
-  const [w, c] = await Promise.all([takeover('watcher', watcherLeader.identity, killedAt), takeover('stage-controller', scLeader.identity, killedAt)]);
-  console.log(`SIGKILL: watcher taken over by ${w.by} after ${Math.round(w.ms)} ms, stage-controller by ${c.by} after ${Math.round(c.ms)} ms (lease ${LEASE_MS} ms)`);
+  const [w, c] = await Promise.all([
+    takeover('watcher', watcherLeader.identity, killedAt),
+    takeover('stage-controller', scLeader.identity, killedAt),
+  ]);
+  console.log(
+    `SIGKILL: watcher taken over by ${w.by} after ${Math.round(w.ms)} ms, stage-controller by ${c.by} after ${Math.round(c.ms)} ms (lease ${LEASE_MS} ms)`,
+  );
   // One lease duration, and as much again for the standbys' retries and a loaded machine's late
   // timers and slow apiserver; a standby that does not take a dead leader's Lease never gets there.
   expect(w.ms).toBeLessThanOrEqual(2 * LEASE_MS);
@@ -263,25 +327,48 @@ it('SIGKILLed leaders of watcher and Stage controller during a burst: standbys t
   // The new leaders publish themselves, identity and endpoint, within about one leadership check
   // (2 s) of taking the Lease; the bound is a third of the 30 s publish interval, which a
   // publisher that waited for its next interval would overrun, with seconds to spare for load.
-  const publishedAfterKill = await Promise.all(([['watcher', w], ['stage-controller', c]] as const).map(async ([role, t]) => {
-    const { value } = await publishedBy(role, replicas.find((r) => r.identity === t.by)!, seenBeforeKill, 15_000);
-    const afterTakeover = value.at - (killedAt + t.ms);
-    // On the new leader's own clock: from taking the Lease (leaderSince) to the write (lastUpdated).
-    const inProcess = Date.parse(value.lastUpdated!) - Date.parse(value.leaderSince!);
-    return { role, identity: t.by, afterTakeover, inProcess };
-  }));
-  console.log(`SIGKILL: published ${publishedAfterKill.map((p) => `${p.role} ${p.identity} ${Math.round(p.afterTakeover)} ms after the takeover was seen (${p.inProcess} ms after leaderSince)`).join(', ')}`);
+  const publishedAfterKill = await Promise.all(
+    (
+      [
+        ['watcher', w],
+        ['stage-controller', c],
+      ] as const
+    ).map(async ([role, t]) => {
+      const { value } = await publishedBy(
+        role,
+        replicas.find((r) => r.identity === t.by)!,
+        seenBeforeKill,
+        15_000,
+      );
+      const afterTakeover = value.at - (killedAt + t.ms);
+      // On the new leader's own clock: from taking the Lease (leaderSince) to the write (lastUpdated).
+      const inProcess = Date.parse(value.lastUpdated!) - Date.parse(value.leaderSince!);
+      return { role, identity: t.by, afterTakeover, inProcess };
+    }),
+  );
+  console.log(
+    `SIGKILL: published ${publishedAfterKill.map((p) => `${p.role} ${p.identity} ${Math.round(p.afterTakeover)} ms after the takeover was seen (${p.inProcess} ms after leaderSince)`).join(', ')}`,
+  );
   for (const p of publishedAfterKill) {
     expect({ role: p.role, withinMs: p.afterTakeover <= 10_000 }).toEqual({ role: p.role, withinMs: true });
     expect({ role: p.role, withinMs: p.inProcess <= 10_000 }).toEqual({ role: p.role, withinMs: true });
   }
 
-  await allFinal(burst.map((b) => b.name), 150_000);
+  await allFinal(
+    burst.map((b) => b.name),
+    150_000,
+  );
   await oneRunEach(burst.map((b) => b.name));
   for (const stage of STAGES) {
     // On a failure, what each of the Stage's activations went through says why.
     const stories = Object.fromEntries(burst.filter((b) => b.stage === stage).map((b) => [b.name, story.get(b.name)]));
-    expect({ stage, max: maxInProgress.get(stage), overlaps, watchEnded: watch?.ended, stories }).toEqual({ stage, max: 1, overlaps: [], watchEnded: undefined, stories });
+    expect({ stage, max: maxInProgress.get(stage), overlaps, watchEnded: watch?.ended, stories }).toEqual({
+      stage,
+      max: 1,
+      overlaps: [],
+      watchEnded: undefined,
+      stories,
+    });
   }
   await converged(4);
   survivors = [w.by, c.by].sort();
@@ -300,8 +387,12 @@ it('a leader SIGSTOPped past its lease and resumed after a standby took over wri
 
   // Work for the current leaders first, so their write log is known to record writes.
   await Promise.all(STAGES.map((stage) => activate(s, `${stage}-to-5`, stage, 5)));
-  await allFinal(STAGES.map((st) => `${st}-to-5`), 120_000);
-  for (const r of paused) await pollUntil(() => writes(r).length > 0, 30_000, `${r.identity} to have written as leader`);
+  await allFinal(
+    STAGES.map((st) => `${st}-to-5`),
+    120_000,
+  );
+  for (const r of paused)
+    await pollUntil(() => writes(r).length > 0, 30_000, `${r.identity} to have written as leader`);
 
   const stoppedAt = performance.now();
   const seenBeforeStop = published.length;
@@ -311,28 +402,49 @@ it('a leader SIGSTOPped past its lease and resumed after a standby took over wri
   let successorPublishedAt: number[] = [];
   try {
     const [w, c] = await Promise.all(paused.map((r) => takeover(r.role, r.identity, stoppedAt)));
-    console.log(`SIGSTOP: watcher taken over by ${w!.by} after ${Math.round(w!.ms)} ms, stage-controller by ${c!.by} after ${Math.round(c!.ms)} ms`);
+    console.log(
+      `SIGSTOP: watcher taken over by ${w!.by} after ${Math.round(w!.ms)} ms, stage-controller by ${c!.by} after ${Math.round(c!.ms)} ms`,
+    );
     expect([w!.by, c!.by].sort()).toEqual(['sc-c', 'watcher-c']);
     // As after the SIGKILL: a lease duration, and as much again for a loaded machine.
     expect(Math.max(w!.ms, c!.ms)).toBeLessThanOrEqual(2 * LEASE_MS);
     successorPublishedAt = (
-      await Promise.all(paused.map((r) => publishedBy(r.role, standbys.find((x) => x.role === r.role)!, seenBeforeStop, 15_000)))
+      await Promise.all(
+        paused.map((r) =>
+          publishedBy(
+            r.role,
+            standbys.find((x) => x.role === r.role)!,
+            seenBeforeStop,
+            15_000,
+          ),
+        ),
+      )
     ).map((p) => p.index);
     // Work while the old leaders are frozen, done by the new ones.
     await Promise.all(STAGES.map((stage) => activate(s, `${stage}-to-6`, stage, 6)));
-    await allFinal(STAGES.map((st) => `${st}-to-6`), 120_000);
+    await allFinal(
+      STAGES.map((st) => `${st}-to-6`),
+      120_000,
+    );
   } finally {
     resumedAt = paused.map((r) => r.lines.length);
     for (const r of paused) signal(r, 'SIGCONT');
   }
   // More work after the resume, which the old leaders see in their (stale, then refreshed) caches.
   await Promise.all(STAGES.map((stage) => activate(s, `${stage}-to-7`, stage, 7)));
-  await allFinal(STAGES.map((st) => `${st}-to-7`), 120_000);
+  await allFinal(
+    STAGES.map((st) => `${st}-to-7`),
+    120_000,
+  );
   await oneRunEach(STAGES.flatMap((st) => [`${st}-to-6`, `${st}-to-7`]));
   await converged(7);
   // The resumed processes noticed they lost the Lease, and wrote nothing since the resume.
   for (const r of paused) {
-    await pollUntil(() => r.lines.some((l) => l.includes(`${r.identity} stopped leading`)), 30_000, `${r.identity} to notice it lost the Lease`);
+    await pollUntil(
+      () => r.lines.some((l) => l.includes(`${r.identity} stopped leading`)),
+      30_000,
+      `${r.identity} to notice it lost the Lease`,
+    );
   }
   // Their publishers ran a pass since the resume (and found they do not lead): the watch below
   // covers what a resumed publisher could have written. A leader's publisher sleeps its 30 s
@@ -346,10 +458,17 @@ it('a leader SIGSTOPped past its lease and resumed after a standby took over wri
       100,
     );
   }
-  console.log(`SIGCONT: the resumed publishers' first passes seen ${Math.round(performance.now() - resumeCheckedFrom)} ms after the work following the resume; ${published.length - seenBeforeStop} ControllerStatus changes watched since the SIGSTOP`);
+  console.log(
+    `SIGCONT: the resumed publishers' first passes seen ${Math.round(performance.now() - resumeCheckedFrom)} ms after the work following the resume; ${published.length - seenBeforeStop} ControllerStatus changes watched since the SIGSTOP`,
+  );
   // No flapping: once the successor published, the ControllerStatus never named the old leader again.
   expect(
-    paused.map((r, i) => ({ role: r.role, namingOldLeader: published.slice(successorPublishedAt[i]).filter((p) => p.role === r.role && p.identity === r.identity) })),
+    paused.map((r, i) => ({
+      role: r.role,
+      namingOldLeader: published
+        .slice(successorPublishedAt[i])
+        .filter((p) => p.role === r.role && p.identity === r.identity),
+    })),
   ).toEqual(paused.map((r) => ({ role: r.role, namingOldLeader: [] })));
   for (const r of paused) {
     const now = (await s.objects.get('ControllerStatus', s.systemNs, r.role))?.status?.activeController;

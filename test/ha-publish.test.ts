@@ -9,7 +9,13 @@
 import { controllerStatusName, type ActiveController } from '../api/controller-status.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { pollUntil } from '../scripts/env/process.js';
-import { PLACEHOLDER_ENDPOINT, startPublisher, type Leadership, type Publisher, type PublisherOptions } from '../worker/publisher.js';
+import {
+  PLACEHOLDER_ENDPOINT,
+  startPublisher,
+  type Leadership,
+  type Publisher,
+  type PublisherOptions,
+} from '../worker/publisher.js';
 import { freshNamespace, kubeConfig, kubectl } from './support/cluster.js';
 
 /** A deadline, not a measurement: a pass takes a moment unloaded and can take seconds on a loaded machine. */
@@ -55,7 +61,9 @@ afterEach(async () => {
   await Promise.all(publishers.splice(0).map((p) => p.stop()));
 });
 
-function start(o: Partial<PublisherOptions> & { leadership: Leadership; role?: PublisherOptions['role']; shard?: string }) {
+function start(
+  o: Partial<PublisherOptions> & { leadership: Leadership; role?: PublisherOptions['role']; shard?: string },
+) {
   const lines: string[] = [];
   const publisher = startPublisher({
     kubeConfig: kc,
@@ -86,7 +94,12 @@ async function published(name: string): Promise<ActiveController | undefined> {
  */
 async function passesLater(leadership: FakeLeadership, n: number, timeoutMs: number): Promise<void> {
   const target = leadership.passes + n + 1;
-  await pollUntil(() => leadership.passes >= target, timeoutMs, `${n} more publisher passes of ${leadership.identity}`, 50);
+  await pollUntil(
+    () => leadership.passes >= target,
+    timeoutMs,
+    `${n} more publisher passes of ${leadership.identity}`,
+    50,
+  );
 }
 
 describe('status.activeController', () => {
@@ -95,7 +108,11 @@ describe('status.activeController', () => {
     const name = controllerStatusName('stage-controller', 'shard-1');
     // The real defaults: 30 s publish interval, 2 s leadership check.
     const { lines } = start({ leadership, role: 'stage-controller', shard: 'shard-1' });
-    await pollUntil(() => lines.some((l) => l.includes('does not lead')), WAIT_MS, 'a pass that found the replica not leading');
+    await pollUntil(
+      () => lines.some((l) => l.includes('does not lead')),
+      WAIT_MS,
+      'a pass that found the replica not leading',
+    );
     expect(await read(name)).toBeUndefined();
 
     leadership.acquire();
@@ -106,15 +123,32 @@ describe('status.activeController', () => {
     // About one 2 s leadership check; the bound is a third of the 30 s publish interval (which began
     // moments ago, at start), so a publisher that waits for its next interval fails, and load does not.
     expect(latencyMs).toBeLessThanOrEqual(10_000);
-    expect(value).toMatchObject({ identity: 'pod-a', endpoint: 'http://10.0.0.5:8081', version: '0.1.0-test', leaderSince: leadership.since!.toISOString() });
+    expect(value).toMatchObject({
+      identity: 'pod-a',
+      endpoint: 'http://10.0.0.5:8081',
+      version: '0.1.0-test',
+      leaderSince: leadership.since!.toISOString(),
+    });
 
     // One request shows it: the object named after role and shard, with its printer columns.
     const object = await read(name);
     expect(object?.spec).toEqual({ role: 'stage-controller', shard: 'shard-1' });
     expect(object?.status?.phase).toBe('Active');
     const [header, row] = (await kubectl('get', 'kcs', '-n', ns)).trim().split('\n');
-    expect(header?.split(/\s+/)).toEqual(['NAME', 'ROLE', 'SHARD', 'ACTIVE', 'ENDPOINT', 'SINCE', 'UPDATED', 'PHASE', 'AGE']);
-    expect(row).toMatch(/^stage-controller-shard-1\s+stage-controller\s+shard-1\s+pod-a\s+http:\/\/10\.0\.0\.5:8081\s+\S+\s+\S+\s+Active\s+/);
+    expect(header?.split(/\s+/)).toEqual([
+      'NAME',
+      'ROLE',
+      'SHARD',
+      'ACTIVE',
+      'ENDPOINT',
+      'SINCE',
+      'UPDATED',
+      'PHASE',
+      'AGE',
+    ]);
+    expect(row).toMatch(
+      /^stage-controller-shard-1\s+stage-controller\s+shard-1\s+pod-a\s+http:\/\/10\.0\.0\.5:8081\s+\S+\s+\S+\s+Active\s+/,
+    );
   });
 
   it('writes nothing once converged: resourceVersion stays the same across publish intervals', async () => {
@@ -140,7 +174,11 @@ describe('status.activeController', () => {
     const shard = endpoint ? 'placeholder' : 'empty';
     const name = controllerStatusName('watcher', shard);
     const { lines } = start({ leadership, shard, endpoint, publishIntervalMs: 300, leadershipCheckMs: 200 });
-    await pollUntil(() => lines.some((l) => l.includes('refusing to publish pod-r') && l.includes(says)), WAIT_MS, 'the refusal in the log');
+    await pollUntil(
+      () => lines.some((l) => l.includes('refusing to publish pod-r') && l.includes(says)),
+      WAIT_MS,
+      'the refusal in the log',
+    );
     await passesLater(leadership, 2, WAIT_MS);
     expect(await published(name)).toBeUndefined();
     // Logged once, not once per pass.
@@ -160,7 +198,11 @@ describe('status.activeController', () => {
 
     // pod-a loses its Lease, nobody leads for a while: nothing is written (nor cleared).
     a.lose();
-    await pollUntil(() => pa.lines.some((l) => l.includes('pod-a does not lead')), WAIT_MS, 'pod-a noticing it lost leadership');
+    await pollUntil(
+      () => pa.lines.some((l) => l.includes('pod-a does not lead')),
+      WAIT_MS,
+      'pod-a noticing it lost leadership',
+    );
     const afterLoss = await read(name);
     await passesLater(a, 2, WAIT_MS);
     await passesLater(b, 2, WAIT_MS);
@@ -170,11 +212,19 @@ describe('status.activeController', () => {
 
     // pod-b acquires the Lease: it overwrites identity, endpoint and leaderSince.
     b.acquire();
-    const second = await pollUntil(async () => {
-      const v = await published(name);
-      return v?.identity === 'pod-b' ? v : undefined;
-    }, WAIT_MS, 'pod-b published');
-    expect(second).toMatchObject({ identity: 'pod-b', endpoint: 'http://10.0.0.6:8081', leaderSince: b.since!.toISOString() });
+    const second = await pollUntil(
+      async () => {
+        const v = await published(name);
+        return v?.identity === 'pod-b' ? v : undefined;
+      },
+      WAIT_MS,
+      'pod-b published',
+    );
+    expect(second).toMatchObject({
+      identity: 'pod-b',
+      endpoint: 'http://10.0.0.6:8081',
+      leaderSince: b.since!.toISOString(),
+    });
     expect(Date.parse(second.leaderSince)).toBeGreaterThan(Date.parse(first.leaderSince));
     expect(pb.lines.some((l) => l.includes('published pod-b') && l.includes('changed'))).toBe(true);
 
@@ -202,7 +252,12 @@ describe('status.activeController', () => {
     const leadership = new PausedLeader();
     const name = controllerStatusName('watcher', 'fenced');
     // A loop that does not look again for a minute: its first pass is the fenced one.
-    const { publisher, lines } = start({ leadership, shard: 'fenced', publishIntervalMs: 60_000, leadershipCheckMs: 60_000 });
+    const { publisher, lines } = start({
+      leadership,
+      shard: 'fenced',
+      publishIntervalMs: 60_000,
+      leadershipCheckMs: 60_000,
+    });
     // Passes never overlap: publishOnce() runs after the loop's first pass has finished.
     expect((await publisher.publishOnce()).decision).toEqual({ write: false, reason: 'not-leader' });
     // The first pass asked twice (its check, then the fence after its read), the second once.

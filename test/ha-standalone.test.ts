@@ -44,7 +44,9 @@ it('a watcher without leader election publishes no ControllerStatus', async () =
   // Every event on ControllerStatus objects in the system namespace, from before the start: an
   // object created and deleted again between two reads would still show here.
   const events: string[] = [];
-  watch = await resumingWatch(kc, `/apis/${GROUP}/${VERSION}/namespaces/${systemNs}/controllerstatuses`, (type, o) => events.push(`${type} ${o?.metadata?.name}`));
+  watch = await resumingWatch(kc, `/apis/${GROUP}/${VERSION}/namespaces/${systemNs}/controllerstatuses`, (type, o) =>
+    events.push(`${type} ${o?.metadata?.name}`),
+  );
 
   const env: NodeJS.ProcessEnv = {
     ...process.env,

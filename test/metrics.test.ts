@@ -30,7 +30,9 @@ function value(text: string, name: string, labels: Record<string, string> = {}):
   for (const line of text.split('\n')) {
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!m || m[1] !== name) continue;
-    const have = Object.fromEntries([...(m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1], l[2]]));
+    const have = Object.fromEntries(
+      [...(m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1], l[2]]),
+    );
     if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum += Number(m[3]);
   }
   return sum;
@@ -99,35 +101,73 @@ it('an activation moves the activation, executor, event-lag and Temporal SDK met
   expect((await routes(s, 'shop')).primary).toEqual(['shop/v2:100']);
 
   const after = await scrape();
-  const moved = (name: string, labels: Record<string, string> = {}) => value(after, name, labels) - value(before, name, labels);
+  const moved = (name: string, labels: Record<string, string> = {}) =>
+    value(after, name, labels) - value(before, name, labels);
   expect({
     succeeded: moved('konfidence_activations_total', { phase: 'Succeeded', reason: 'Activated' }),
     inProgress: moved('konfidence_activations_total', { phase: 'InProgress' }),
     durations: moved('konfidence_activation_duration_seconds_count', { phase: 'Succeeded' }),
-    gatewayTasks: moved('konfidence_executor_task_duration_seconds_count', { executor: 'gateway-api', action: 'Apply', outcome: 'succeeded' }),
-    istioTasks: moved('konfidence_executor_task_duration_seconds_count', { executor: 'istio', action: 'Apply', outcome: 'succeeded' }),
+    gatewayTasks: moved('konfidence_executor_task_duration_seconds_count', {
+      executor: 'gateway-api',
+      action: 'Apply',
+      outcome: 'succeeded',
+    }),
+    istioTasks: moved('konfidence_executor_task_duration_seconds_count', {
+      executor: 'istio',
+      action: 'Apply',
+      outcome: 'succeeded',
+    }),
     taskErrors: moved('konfidence_executor_task_errors_total'),
   }).toEqual({ succeeded: 1, inProgress: 1, durations: 1, gatewayTasks: 1, istioTasks: 1, taskErrors: 0 });
   expect(moved('konfidence_activation_duration_seconds_sum', { phase: 'Succeeded' })).toBeGreaterThan(0);
-  expect(moved('konfidence_event_lag_seconds_count', { component: 'watcher', kind: 'VectorActivation' })).toBeGreaterThan(0);
+  expect(
+    moved('konfidence_event_lag_seconds_count', { component: 'watcher', kind: 'VectorActivation' }),
+  ).toBeGreaterThan(0);
   expect(moved('konfidence_event_lag_seconds_count', { component: 'stage-controller' })).toBeGreaterThan(0);
   expect(after).toContain('# TYPE nodejs_eventloop_lag_seconds gauge');
   // The Temporal SDK's runtime metrics, served on the same endpoint. The workflow completes just
   // after it wrote the final phase (it gives the Stage back first).
-  const sdk = await pollUntil(async () => {
-    const text = await scrape();
-    return value(text, 'temporal_workflow_completed', { workflow_type: 'vectorActivation' }) > value(before, 'temporal_workflow_completed', { workflow_type: 'vectorActivation' }) ? text : undefined;
-  }, 10_000, 'temporal_workflow_completed of the activation workflow');
-  expect(value(sdk, 'temporal_workflow_completed', { workflow_type: 'vectorActivation' }) - value(before, 'temporal_workflow_completed', { workflow_type: 'vectorActivation' })).toBe(1);
-  expect(value(sdk, 'temporal_activity_execution_latency_count', { activity_type: 'executeTask' }) - value(before, 'temporal_activity_execution_latency_count', { activity_type: 'executeTask' })).toBe(2);
+  const sdk = await pollUntil(
+    async () => {
+      const text = await scrape();
+      return value(text, 'temporal_workflow_completed', { workflow_type: 'vectorActivation' }) >
+        value(before, 'temporal_workflow_completed', { workflow_type: 'vectorActivation' })
+        ? text
+        : undefined;
+    },
+    10_000,
+    'temporal_workflow_completed of the activation workflow',
+  );
+  expect(
+    value(sdk, 'temporal_workflow_completed', { workflow_type: 'vectorActivation' }) -
+      value(before, 'temporal_workflow_completed', { workflow_type: 'vectorActivation' }),
+  ).toBe(1);
+  expect(
+    value(sdk, 'temporal_activity_execution_latency_count', { activity_type: 'executeTask' }) -
+      value(before, 'temporal_activity_execution_latency_count', { activity_type: 'executeTask' }),
+  ).toBe(2);
 
   // Logs: every stdout line a JSON record.
   const records = stdout.map((l) => JSON.parse(l) as Record<string, unknown>);
-  expect(records.every((r) => typeof r.time === 'string' && typeof r.level === 'string' && typeof r.msg === 'string')).toBe(true);
-  expect(records.some((r) => r.component === 'health' && String(r.msg).startsWith(`health server listening on port ${port}`))).toBe(true);
+  expect(
+    records.every((r) => typeof r.time === 'string' && typeof r.level === 'string' && typeof r.msg === 'string'),
+  ).toBe(true);
+  expect(
+    records.some(
+      (r) => r.component === 'health' && String(r.msg).startsWith(`health server listening on port ${port}`),
+    ),
+  ).toBe(true);
   // The SDK's own records (TypeScript side and Core's, forwarded) carry the activation's fields.
-  const about = { namespace: s.ns, activation: 'shop-to-2', workflowId: expect.stringContaining(`vectoractivation/${s.ns}/shop-to-2/`) };
-  expect(records.find((r) => r.component === 'temporal-worker' && r.msg === 'Activity completed' && r.activityType === 'executeTask')).toMatchObject(about);
+  const about = {
+    namespace: s.ns,
+    activation: 'shop-to-2',
+    workflowId: expect.stringContaining(`vectoractivation/${s.ns}/shop-to-2/`),
+  };
+  expect(
+    records.find(
+      (r) => r.component === 'temporal-worker' && r.msg === 'Activity completed' && r.activityType === 'executeTask',
+    ),
+  ).toMatchObject(about);
   expect(records.find((r) => r.component === 'temporal-core' && r.activation === 'shop-to-2')).toMatchObject(about);
 }, 90_000);
 
@@ -139,25 +179,62 @@ it("a waiting activation shows in the waiting gauge, and the Stage's handoff to 
   const name = stageLeaseName('shop');
   const lease = await leases.readNamespacedLease({ name, namespace: s.ns });
   const now = new k8s.V1MicroTime();
-  await leases.replaceNamespacedLease({ name, namespace: s.ns, body: { ...lease, spec: { ...lease.spec, holderIdentity: 'another-installation', leaseDurationSeconds: 120, acquireTime: now, renewTime: now } } });
+  await leases.replaceNamespacedLease({
+    name,
+    namespace: s.ns,
+    body: {
+      ...lease,
+      spec: {
+        ...lease.spec,
+        holderIdentity: 'another-installation',
+        leaseDurationSeconds: 120,
+        acquireTime: now,
+        renewTime: now,
+      },
+    },
+  });
   await activate(s, 'shop-to-3', 'shop', 3);
   await waitFor(s, 'VectorActivation', 'shop-to-3', phaseIs('Waiting'), 30_000);
   await activate(s, 'shop-to-4', 'shop', 4);
   await waitFor(s, 'VectorActivation', 'shop-to-4', phaseIs('Waiting'), 30_000);
-  await pollUntil(async () => value(await scrape(), 'konfidence_activations_waiting', { namespace: s.ns, stage: 'shop' }) === 2, 10_000, 'both activations in the waiting gauge');
+  await pollUntil(
+    async () => value(await scrape(), 'konfidence_activations_waiting', { namespace: s.ns, stage: 'shop' }) === 2,
+    10_000,
+    'both activations in the waiting gauge',
+  );
 
   // The other holder lets go: shop-to-3 takes the Stage, then hands it to shop-to-4.
   const held = await leases.readNamespacedLease({ name, namespace: s.ns });
-  await leases.replaceNamespacedLease({ name, namespace: s.ns, body: { ...held, spec: { ...held.spec, holderIdentity: undefined, renewTime: new k8s.V1MicroTime() } } });
-  for (const n of ['shop-to-3', 'shop-to-4']) expect((await waitFor(s, 'VectorActivation', n, phaseIs('Succeeded', 'Failed', 'Skipped'), 90_000)).status.phase).toBe('Succeeded');
+  await leases.replaceNamespacedLease({
+    name,
+    namespace: s.ns,
+    body: { ...held, spec: { ...held.spec, holderIdentity: undefined, renewTime: new k8s.V1MicroTime() } },
+  });
+  for (const n of ['shop-to-3', 'shop-to-4'])
+    expect(
+      (await waitFor(s, 'VectorActivation', n, phaseIs('Succeeded', 'Failed', 'Skipped'), 90_000)).status.phase,
+    ).toBe('Succeeded');
   expect((await routes(s, 'shop')).primary).toEqual(['shop/v4:100']);
 
-  const after = await pollUntil(async () => {
-    const text = await scrape();
-    return value(text, 'konfidence_stage_handoff_seconds_count') - value(before, 'konfidence_stage_handoff_seconds_count') === 2 ? text : undefined;
-  }, 10_000, 'two handoffs: from the other holder to shop-to-3, from shop-to-3 to shop-to-4');
+  const after = await pollUntil(
+    async () => {
+      const text = await scrape();
+      return value(text, 'konfidence_stage_handoff_seconds_count') -
+        value(before, 'konfidence_stage_handoff_seconds_count') ===
+        2
+        ? text
+        : undefined;
+    },
+    10_000,
+    'two handoffs: from the other holder to shop-to-3, from shop-to-3 to shop-to-4',
+  );
   const handoffs = (n: string) => value(after, n) - value(before, n);
-  console.log(`Stage handoffs: ${handoffs('konfidence_stage_handoff_seconds_count')}, ${Math.round((1000 * handoffs('konfidence_stage_handoff_seconds_sum')) / 2)} ms on average`);
+  console.log(
+    `Stage handoffs: ${handoffs('konfidence_stage_handoff_seconds_count')}, ${Math.round((1000 * handoffs('konfidence_stage_handoff_seconds_sum')) / 2)} ms on average`,
+  );
   expect(value(after, 'konfidence_activations_waiting', { namespace: s.ns, stage: 'shop' })).toBe(0);
-  expect(value(after, 'konfidence_activations_total', { phase: 'Waiting' }) - value(before, 'konfidence_activations_total', { phase: 'Waiting' })).toBe(2);
+  expect(
+    value(after, 'konfidence_activations_total', { phase: 'Waiting' }) -
+      value(before, 'konfidence_activations_total', { phase: 'Waiting' }),
+  ).toBe(2);
 }, 150_000);

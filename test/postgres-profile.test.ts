@@ -27,7 +27,9 @@ afterAll(async () => {
 async function statusOf(cp: ControlPlane, workflowId: string): Promise<string> {
   const connection = await Connection.connect({ address: cp.temporalAddress });
   try {
-    const description = await new Client({ connection, namespace: cp.temporalNamespace }).workflow.getHandle(workflowId).describe();
+    const description = await new Client({ connection, namespace: cp.temporalNamespace }).workflow
+      .getHandle(workflowId)
+      .describe();
     return description.status.name;
   } catch (err) {
     if ((err as Error).name === 'WorkflowNotFoundError') return 'NOT_FOUND';
@@ -56,7 +58,9 @@ describe('postgres profile', () => {
     expect(first.temporalProfile).toBe('postgres');
     const connection = await Connection.connect({ address: first.temporalAddress });
     try {
-      const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace: first.temporalNamespace });
+      const { customAttributes } = await connection.operatorService.listSearchAttributes({
+        namespace: first.temporalNamespace,
+      });
       expect(Object.keys(customAttributes ?? {})).toEqual(expect.arrayContaining(searchAttributes.map((a) => a.name)));
     } finally {
       await connection.close();

@@ -26,9 +26,12 @@ describe('quick start', () => {
       /1\. Stage shop: spec\.vector set to \S+:1\.0\.(\d+)[^\n]*\n(?:.*\n)*?\s+2\. StageVersion (shop-\d+) \(revision \d+\) created by the Stage controller\n(?:.*\n)*?\s+3\. StageVersion \2 marked Ready[^\n]*\n(?:.*\n)*?\s+4\. VectorActivation (activate-\2) created by the Stage controller/,
     );
     // A canary: it waits at 50 %, its analysis passed, for the approval whose command it prints.
-    expect(stdout).toMatch(/The canary sends 50 % to shop-\d+, its analysis passed, and it waits for your approval:\n\s+npx konfidence approve activate-shop-\d+ -n konfidence-sample/);
+    expect(stdout).toMatch(
+      /The canary sends 50 % to shop-\d+, its analysis passed, and it waits for your approval:\n\s+npx konfidence approve activate-shop-\d+ -n konfidence-sample/,
+    );
     // Live traffic: the requests through the gateway split about as recorded (5 s of 20 requests a second).
-    const [, count, first, firstShare, second, secondShare] = stdout.match(/the gateway sent the last (\d+) requests to: (shop-\d+) (\d+) %, (shop-\d+) (\d+) %/) ?? [];
+    const [, count, first, firstShare, second, secondShare] =
+      stdout.match(/the gateway sent the last (\d+) requests to: (shop-\d+) (\d+) %, (shop-\d+) (\d+) %/) ?? [];
     expect(Number(count)).toBeGreaterThan(50);
     const newest = Number(first!.split('-')[1]) > Number(second!.split('-')[1]) ? firstShare : secondShare;
     expect(Math.abs(Number(newest) - 50)).toBeLessThanOrEqual(20);
@@ -53,16 +56,45 @@ describe('quick start', () => {
     // (without it, the namespace may be gone before the sample looks: nothing to wait for).
     const hold = 'test.konfidence.cloud/hold';
     await kubectl('create', 'configmap', 'hold', '-n', 'konfidence-sample');
-    await kubectl('patch', 'configmap', 'hold', '-n', 'konfidence-sample', '--type=merge', '-p', JSON.stringify({ metadata: { finalizers: [hold] } }));
+    await kubectl(
+      'patch',
+      'configmap',
+      'hold',
+      '-n',
+      'konfidence-sample',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ metadata: { finalizers: [hold] } }),
+    );
     await kubectl('delete', 'namespace', 'konfidence-sample', '--wait=false');
-    const release = () => kubectl('patch', 'configmap', 'hold', '-n', 'konfidence-sample', '--type=merge', '-p', JSON.stringify({ metadata: { finalizers: null } })).catch(() => undefined);
+    const release = () =>
+      kubectl(
+        'patch',
+        'configmap',
+        'hold',
+        '-n',
+        'konfidence-sample',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ metadata: { finalizers: null } }),
+      ).catch(() => undefined);
     // Its own process group: npx, tsx and the system go together if the test gives up.
-    const child = spawn('npx', ['tsx', 'scripts/start.ts', '--once'], { cwd: root, env: { ...process.env, KONFIDENCE_WATCH_NAMESPACES: 'konfidence-sample' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn('npx', ['tsx', 'scripts/start.ts', '--once'], {
+      cwd: root,
+      env: { ...process.env, KONFIDENCE_WATCH_NAMESPACES: 'konfidence-sample' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     let stdout = '';
     child.stdout!.on('data', (d) => (stdout += String(d)));
     const exited = once(child, 'exit');
     try {
-      await pollUntil(() => stdout.includes('namespace konfidence-sample is being deleted: waiting for it to go') || undefined, 60_000, `npm start to wait for the namespace (said: ${stdout.slice(-500)})`, 100);
+      await pollUntil(
+        () => stdout.includes('namespace konfidence-sample is being deleted: waiting for it to go') || undefined,
+        60_000,
+        `npm start to wait for the namespace (said: ${stdout.slice(-500)})`,
+        100,
+      );
       await release();
       const [code] = await exited;
       expect(code).toBe(0);

@@ -36,7 +36,8 @@ const STAGES = ['before', 'during', 'after'];
 const run = randomBytes(3).toString('hex');
 const LABEL = 'konfidence.cloud/shard-test';
 /** SHARDS_TEST_LOG=1 prints what the shards' components log. */
-const log = (shard: string) => (process.env.SHARDS_TEST_LOG ? (m: string) => console.log(`[${shard}] ${m}`) : () => undefined);
+const log = (shard: string) =>
+  process.env.SHARDS_TEST_LOG ? (m: string) => console.log(`[${shard}] ${m}`) : () => undefined;
 
 let s: TestSystem;
 const namespaces: string[] = [];
@@ -56,19 +57,30 @@ const inNamespace = (ns: string): TestSystem => ({ ...s, ns });
 beforeAll(async () => {
   s = await startTestSystem('shards', { watcher: false, stageController: false });
   const kinds = new Set(['shardingconfigs', 'controllerstatuses']);
-  await applyCrds(s.kc, readCrdFiles().filter((c) => kinds.has(c.spec.names.plural)));
+  await applyCrds(
+    s.kc,
+    readCrdFiles().filter((c) => kinds.has(c.spec.names.plural)),
+  );
   await quickDefaultPlan(s, 2);
   const core = s.kc.makeApiClient(k8s.CoreV1Api);
   for (let i = 0; i < 6; i++) {
     const name = `shards-${run}-${i}`;
-    await core.createNamespace({ body: { metadata: { name, labels: { [LABEL]: run, 'konfidence.cloud/test': 'true', ...(i < 2 ? { tier: 'gold' } : {}) } } } });
+    await core.createNamespace({
+      body: {
+        metadata: {
+          name,
+          labels: { [LABEL]: run, 'konfidence.cloud/test': 'true', ...(i < 2 ? { tier: 'gold' } : {}) },
+        },
+      },
+    });
     namespaces.push(name);
   }
   await setConfig({ namespaceSelector: { matchLabels: { [LABEL]: run } }, hashShards: 2 });
-  for (const ns of namespaces) for (const stage of STAGES) {
-    await seedStage(inNamespace(ns), stage, [1, 2], { stageVersionHistoryLimit: 5 });
-    await seedActive(inNamespace(ns), stage, 1);
-  }
+  for (const ns of namespaces)
+    for (const stage of STAGES) {
+      await seedStage(inNamespace(ns), stage, [1, 2], { stageVersionHistoryLimit: 5 });
+      await seedActive(inNamespace(ns), stage, 1);
+    }
 }, 120_000);
 
 afterAll(async () => {
@@ -82,27 +94,74 @@ afterAll(async () => {
 async function setConfig(spec: Record<string, unknown>): Promise<void> {
   const current = await s.objects.get('ShardingConfig', s.systemNs, SHARDING_CONFIG_NAME);
   if (!current) await create(s, object('ShardingConfig', s.systemNs, SHARDING_CONFIG_NAME, spec));
-  else await s.kc.makeApiClient(k8s.CustomObjectsApi).replaceNamespacedCustomObject({
-    group: 'landscape.konfidence.cloud', version: 'v1alpha1', namespace: s.systemNs, plural: 'shardingconfigs', name: SHARDING_CONFIG_NAME,
-    body: { ...current, spec },
-  });
+  else
+    await s.kc.makeApiClient(k8s.CustomObjectsApi).replaceNamespacedCustomObject({
+      group: 'landscape.konfidence.cloud',
+      version: 'v1alpha1',
+      namespace: s.systemNs,
+      plural: 'shardingconfigs',
+      name: SHARDING_CONFIG_NAME,
+      body: { ...current, spec },
+    });
 }
 
 /** One shard: an elector, a sharded watcher and a sharded Stage controller per role, as worker/main.ts wires them. */
 async function startShard(shard: string): Promise<void> {
   const timing = { leaseDurationMs: LEASE_MS, renewDeadlineMs: 3_500, retryPeriodMs: 500 };
   const elector = (role: 'watcher' | 'stage-controller') =>
-    new LeaderElector({ kubeConfig: s.kc, namespace: s.systemNs, name: leaseName(role, shard), identity: `${role}-${shard}-${run}`, ...timing, log: () => undefined });
+    new LeaderElector({
+      kubeConfig: s.kc,
+      namespace: s.systemNs,
+      name: leaseName(role, shard),
+      identity: `${role}-${shard}-${run}`,
+      ...timing,
+      log: () => undefined,
+    });
   const we = elector('watcher');
   const watcher = new ActivationController({
-    kubeConfig: s.kc, client: s.client, taskQueue: s.coreTaskQueue, queueSuffix: `-${s.ns}`, systemNamespace: s.systemNs,
-    lockAskAgainSeconds: 1, checkIntervalMs: 5_000, log: log(shard), leadership: we, sharded: true,
+    kubeConfig: s.kc,
+    client: s.client,
+    taskQueue: s.coreTaskQueue,
+    queueSuffix: `-${s.ns}`,
+    systemNamespace: s.systemNs,
+    lockAskAgainSeconds: 1,
+    checkIntervalMs: 5_000,
+    log: log(shard),
+    leadership: we,
+    sharded: true,
   });
   const ce = elector('stage-controller');
-  const controller = new StageController({ kubeConfig: s.kc, systemNamespace: s.systemNs, log: () => undefined, leadership: ce, sharded: true, shard });
+  const controller = new StageController({
+    kubeConfig: s.kc,
+    systemNamespace: s.systemNs,
+    log: () => undefined,
+    leadership: ce,
+    sharded: true,
+    shard,
+  });
   const memberships = [
-    new ShardMembership({ kubeConfig: s.kc, systemNamespace: s.systemNs, role: 'watcher', shard, leadership: we, leaseDurationMs: LEASE_MS, component: watcher, intervalMs: 500, log: log(shard) }),
-    new ShardMembership({ kubeConfig: s.kc, systemNamespace: s.systemNs, role: 'stage-controller', shard, leadership: ce, leaseDurationMs: LEASE_MS, component: controller, intervalMs: 500, log: () => undefined }),
+    new ShardMembership({
+      kubeConfig: s.kc,
+      systemNamespace: s.systemNs,
+      role: 'watcher',
+      shard,
+      leadership: we,
+      leaseDurationMs: LEASE_MS,
+      component: watcher,
+      intervalMs: 500,
+      log: log(shard),
+    }),
+    new ShardMembership({
+      kubeConfig: s.kc,
+      systemNamespace: s.systemNs,
+      role: 'stage-controller',
+      shard,
+      leadership: ce,
+      leaseDurationMs: LEASE_MS,
+      component: controller,
+      intervalMs: 500,
+      log: () => undefined,
+    }),
   ];
   await watcher.start();
   await controller.start();
@@ -138,7 +197,8 @@ async function check(): Promise<void> {
     const now = performance.now();
     samples++;
     for (const [role, owners] of byRole) {
-      for (const [ns, shards] of owners) if (shards.length > 1) violations.push(`${role}: ${ns} served by ${shards.join(' and ')} at once`);
+      for (const [ns, shards] of owners)
+        if (shards.length > 1) violations.push(`${role}: ${ns} served by ${shards.join(' and ')} at once`);
       for (const ns of namespaces) {
         const key = `${role}/${ns}`;
         if (owners.has(ns)) {
@@ -157,34 +217,61 @@ async function check(): Promise<void> {
 /** Waits until every namespace is published by the shard shardOf gives it, for both roles. */
 async function settledOn(spec: Parameters<typeof shardOf>[2]): Promise<void> {
   const labels = (i: number) => ({ [LABEL]: run, 'konfidence.cloud/test': 'true', ...(i < 2 ? { tier: 'gold' } : {}) });
-  await pollUntil(async () => {
-    const byRole = await servedBy();
-    return [...byRole.values()].every((owners) => namespaces.every((ns, i) => owners.get(ns)?.join() === shardOf(ns, labels(i), spec)));
-  }, 30_000, 'every namespace served by its shard', 100);
+  await pollUntil(
+    async () => {
+      const byRole = await servedBy();
+      return [...byRole.values()].every((owners) =>
+        namespaces.every((ns, i) => owners.get(ns)?.join() === shardOf(ns, labels(i), spec)),
+      );
+    },
+    30_000,
+    'every namespace served by its shard',
+    100,
+  );
 }
 
 async function allSucceeded(stage: string): Promise<void> {
   for (const ns of namespaces) {
-    const va = await pollUntil(async () => {
-      const o = await s.objects.get('VectorActivation', ns, `${stage}-to-2`);
-      return ['Succeeded', 'Failed', 'Skipped', 'Cancelled'].includes(o?.status?.phase) ? o : undefined;
-    }, 90_000, `${ns}/${stage}-to-2 to finish`, 250);
-    expect({ ns, stage, phase: va!.status.phase, message: va!.status.message }).toEqual({ ns, stage, phase: 'Succeeded', message: va!.status.message });
+    const va = await pollUntil(
+      async () => {
+        const o = await s.objects.get('VectorActivation', ns, `${stage}-to-2`);
+        return ['Succeeded', 'Failed', 'Skipped', 'Cancelled'].includes(o?.status?.phase) ? o : undefined;
+      },
+      90_000,
+      `${ns}/${stage}-to-2 to finish`,
+      250,
+    );
+    expect({ ns, stage, phase: va!.status.phase, message: va!.status.message }).toEqual({
+      ns,
+      stage,
+      phase: 'Succeeded',
+      message: va!.status.message,
+    });
     const workflowId = activationWorkflowId({ namespace: ns, name: `${stage}-to-2`, uid: va!.metadata.uid! });
-    const runs = await pollUntil(async () => {
-      const found: string[] = [];
-      for await (const w of s.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) found.push(w.runId);
-      return found.length ? found : undefined;
-    }, 30_000, `the workflow of ${ns}/${stage}-to-2 in visibility`);
+    const runs = await pollUntil(
+      async () => {
+        const found: string[] = [];
+        for await (const w of s.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) found.push(w.runId);
+        return found.length ? found : undefined;
+      },
+      30_000,
+      `the workflow of ${ns}/${stage}-to-2 in visibility`,
+    );
     expect({ ns, stage, runs: runs.length }).toEqual({ ns, stage, runs: 1 });
     // The Stage controller of the namespace's shard follows the activation into the Stage's status,
     // which names the ControllerStatus that shard publishes (serving the namespace).
-    await pollUntil(async () => {
-      const status = (await s.objects.get('Stage', ns, stage))?.status;
-      if (status?.activeStageVersion !== `${stage}-2`) return undefined;
-      const published = await s.objects.get('ControllerStatus', s.systemNs, status.controllerStatus?.name ?? '');
-      return published?.spec?.role === 'stage-controller' && published.status?.serving?.namespaces?.includes(ns) ? true : undefined;
-    }, 30_000, `Stage ${ns}/${stage} to report ${stage}-2 active and name its shard's ControllerStatus`);
+    await pollUntil(
+      async () => {
+        const status = (await s.objects.get('Stage', ns, stage))?.status;
+        if (status?.activeStageVersion !== `${stage}-2`) return undefined;
+        const published = await s.objects.get('ControllerStatus', s.systemNs, status.controllerStatus?.name ?? '');
+        return published?.spec?.role === 'stage-controller' && published.status?.serving?.namespaces?.includes(ns)
+          ? true
+          : undefined;
+      },
+      30_000,
+      `Stage ${ns}/${stage} to report ${stage}-2 active and name its shard's ControllerStatus`,
+    );
   }
 }
 
@@ -195,14 +282,24 @@ it('reshards (2 → 3 hash shards, then a selector) with activations running: ne
   checker = check();
 
   for (const ns of namespaces) await activate(inNamespace(ns), 'before-to-2', 'before', 2);
-  await pollUntil(async () => (await s.objects.list('VectorActivation', namespaces[0]!)).some((va) => va.status?.phase === 'InProgress'), 30_000, 'an activation to run');
+  await pollUntil(
+    async () =>
+      (await s.objects.list('VectorActivation', namespaces[0]!)).some((va) => va.status?.phase === 'InProgress'),
+    30_000,
+    'an activation to run',
+  );
 
   const three = { ...base, hashShards: 3, fallbackShard: 'default' };
   await setConfig(three);
   for (const ns of namespaces) await activate(inNamespace(ns), 'during-to-2', 'during', 2);
   await settledOn(three);
 
-  const gold = { ...base, shards: [{ name: 'gold', namespaceSelector: { matchLabels: { tier: 'gold' } } }], hashShards: 3, fallbackShard: 'default' };
+  const gold = {
+    ...base,
+    shards: [{ name: 'gold', namespaceSelector: { matchLabels: { tier: 'gold' } } }],
+    hashShards: 3,
+    fallbackShard: 'default',
+  };
   await setConfig(gold);
   await settledOn(gold);
   for (const ns of namespaces) await activate(inNamespace(ns), 'after-to-2', 'after', 2);
@@ -210,7 +307,9 @@ it('reshards (2 → 3 hash shards, then a selector) with activations running: ne
   for (const stage of STAGES) await allSucceeded(stage);
   checking = false;
   await checker;
-  console.log(`checker: ${samples} samples, longest a namespace went unserved: ${Math.round(longestUnservedMs)} ms (lease ${LEASE_MS} ms)`);
+  console.log(
+    `checker: ${samples} samples, longest a namespace went unserved: ${Math.round(longestUnservedMs)} ms (lease ${LEASE_MS} ms)`,
+  );
   expect(samples).toBeGreaterThan(20);
   expect(violations.slice(0, 5)).toEqual([]);
   // A handover waits at most a lease duration; the checker's samples (100 ms apart unloaded) can
@@ -220,7 +319,11 @@ it('reshards (2 → 3 hash shards, then a selector) with activations running: ne
 
 it('a SIGKILLed shard process: once the config moves its namespace away, the new shard takes it within two lease durations and runs its activation', async () => {
   const ns = namespaces[5]!;
-  const base = { namespaceSelector: { matchLabels: { [LABEL]: run } }, shards: [{ name: 'gold', namespaceSelector: { matchLabels: { tier: 'gold' } } }], hashShards: 3 };
+  const base = {
+    namespaceSelector: { matchLabels: { [LABEL]: run } },
+    shards: [{ name: 'gold', namespaceSelector: { matchLabels: { tier: 'gold' } } }],
+    hashShards: 3,
+  };
   await seedStage(inNamespace(ns), 'dead', [1, 2]);
   await seedActive(inNamespace(ns), 'dead', 1);
   const port = await freePort();
@@ -252,16 +355,29 @@ it('a SIGKILLed shard process: once the config moves its namespace away, the new
   await activate(inNamespace(ns), 'dead-to-2', 'dead', 2);
   const heir = shardOf(ns, { [LABEL]: run, 'konfidence.cloud/test': 'true' }, { ...base, fallbackShard: 'default' })!;
   // The dead process's list stays published (nobody clears it): the heir lists the namespace beside it.
-  await pollUntil(async () => (await servedBy()).get('watcher')!.get(ns)?.includes(heir), 30_000, `${heir} to take ${ns} over`, 50);
+  await pollUntil(
+    async () => (await servedBy()).get('watcher')!.get(ns)?.includes(heir),
+    30_000,
+    `${heir} to take ${ns} over`,
+    50,
+  );
   const tookMs = performance.now() - killedAt;
   console.log(`dead owner: ${heir} took ${ns} over ${Math.round(tookMs)} ms after the SIGKILL (lease ${LEASE_MS} ms)`);
   // The lease duration from the last renewal the heir saw, and as much again for its looks (500 ms)
   // and a loaded machine's apiserver (as test/ha-failover.test.ts); an heir that waits for the
   // dead process's list to be cleared would never take the namespace.
   expect(tookMs).toBeLessThanOrEqual(2 * LEASE_MS);
-  const va = await pollUntil(async () => {
-    const o = await s.objects.get('VectorActivation', ns, 'dead-to-2');
-    return ['Succeeded', 'Failed', 'Skipped', 'Cancelled'].includes(o?.status?.phase) ? o : undefined;
-  }, 60_000, `${ns}/dead-to-2 to finish`, 250);
-  expect({ phase: va!.status.phase, message: va!.status.message }).toEqual({ phase: 'Succeeded', message: va!.status.message });
+  const va = await pollUntil(
+    async () => {
+      const o = await s.objects.get('VectorActivation', ns, 'dead-to-2');
+      return ['Succeeded', 'Failed', 'Skipped', 'Cancelled'].includes(o?.status?.phase) ? o : undefined;
+    },
+    60_000,
+    `${ns}/dead-to-2 to finish`,
+    250,
+  );
+  expect({ phase: va!.status.phase, message: va!.status.message }).toEqual({
+    phase: 'Succeeded',
+    message: va!.status.message,
+  });
 }, 180_000);

@@ -26,7 +26,13 @@ const kc = kubeConfig();
 const GRACE_MS = 4_000;
 /** What a loaded 2-core machine may add to an exit: the runtime's own teardown, the signal's delivery. */
 const SLACK_MS = 4_000;
-const ROLES: [string, ...string[]][] = [['core'], ['watcher'], ['stage-controller'], ['executor', 'gateway-api'], ['all']];
+const ROLES: [string, ...string[]][] = [
+  ['core'],
+  ['watcher'],
+  ['stage-controller'],
+  ['executor', 'gateway-api'],
+  ['all'],
+];
 
 const children = new Set<ChildProcess>();
 const namespaces: string[] = [];
@@ -85,7 +91,10 @@ async function startRole(args: string[], env: Record<string, string>): Promise<R
     detached: true,
   });
   children.add(child);
-  const exit = once(child, 'exit').then(([, signal]) => ({ at: performance.now(), signal: signal as NodeJS.Signals | null }));
+  const exit = once(child, 'exit').then(([, signal]) => ({
+    at: performance.now(),
+    signal: signal as NodeJS.Signals | null,
+  }));
   const lines: string[] = [];
   let port: number | undefined;
   for (const stream of [child.stdout!, child.stderr!]) {
@@ -109,14 +118,23 @@ async function startRole(args: string[], env: Record<string, string>): Promise<R
       await pollUntil(() => port, 60_000, `${args.join(' ')} to listen (log: ${lines.slice(-3).join(' | ')})`, 20);
     },
     ready: async () => {
-      await pollUntil(async () => port !== undefined && (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, 120_000, `${args.join(' ')} to be ready (log: ${lines.slice(-3).join(' | ')})`, 200);
+      await pollUntil(
+        async () =>
+          port !== undefined && (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200,
+        120_000,
+        `${args.join(' ')} to be ready (log: ${lines.slice(-3).join(' | ')})`,
+        200,
+      );
     },
   };
 }
 
 /** SIGTERM now; how the process ended after it. */
 async function terminate(role: Role): Promise<{ ms: number; signal: NodeJS.Signals | null }> {
-  expect({ running: role.child.exitCode === null && role.child.signalCode === null, log: role.lines.slice(-3) }).toEqual({ running: true, log: expect.any(Array) });
+  expect({
+    running: role.child.exitCode === null && role.child.signalCode === null,
+    log: role.lines.slice(-3),
+  }).toEqual({ running: true, log: expect.any(Array) });
   const at = performance.now();
   kill(role.child, 'SIGTERM');
   const ended = await role.exitedAfter(at);
@@ -131,26 +149,45 @@ async function terminate(role: Role): Promise<{ ms: number; signal: NodeJS.Signa
  */
 async function terminateAll(roles: Role[]): Promise<Record<string, string>> {
   const ended = await Promise.all(roles.map(terminate));
-  return Object.fromEntries(roles.map((r, i) => [r.name, `${ended[i]!.ms < GRACE_MS + SLACK_MS ? 'in time' : `after ${Math.round(ended[i]!.ms)} ms`}, ${ended[i]!.signal ?? 'exited'}`]));
+  return Object.fromEntries(
+    roles.map((r, i) => [
+      r.name,
+      `${ended[i]!.ms < GRACE_MS + SLACK_MS ? 'in time' : `after ${Math.round(ended[i]!.ms)} ms`}, ${ended[i]!.signal ?? 'exited'}`,
+    ]),
+  );
 }
 const allExitedInTime = () => Object.fromEntries(ROLES.map((args) => [args.join(' '), 'in time, exited']));
 
-it.each(['', ' while the apiserver does not answer'])('SIGTERM during start-up, once its health server listens%s: every role exits at once, by itself', async (outage) => {
-  if (outage) {
-    proxy ??= await apiserverProxy();
-    proxy.freeze();
-  }
-  const roles = await Promise.all(ROLES.map((args) => startRole(args, outage ? { KUBECONFIG: proxy!.kubeconfig } : {})));
-  // The health server listens early in start-up, before the caches list (which the frozen
-  // apiserver keeps from ever finishing) and the workflows are bundled.
-  await Promise.all(roles.map((r) => r.listening()));
-  expect(await terminateAll(roles)).toEqual(allExitedInTime());
-}, 120_000);
+it.each(['', ' while the apiserver does not answer'])(
+  'SIGTERM during start-up, once its health server listens%s: every role exits at once, by itself',
+  async (outage) => {
+    if (outage) {
+      proxy ??= await apiserverProxy();
+      proxy.freeze();
+    }
+    const roles = await Promise.all(
+      ROLES.map((args) => startRole(args, outage ? { KUBECONFIG: proxy!.kubeconfig } : {})),
+    );
+    // The health server listens early in start-up, before the caches list (which the frozen
+    // apiserver keeps from ever finishing) and the workflows are bundled.
+    await Promise.all(roles.map((r) => r.listening()));
+    expect(await terminateAll(roles)).toEqual(allExitedInTime());
+  },
+  120_000,
+);
 
 it('every role ready, then the apiserver stops answering: SIGTERM ends each within its grace period', async () => {
   proxy ??= await apiserverProxy();
   proxy.thaw();
-  const roles = await Promise.all(ROLES.map((args) => startRole(args, { KUBECONFIG: proxy!.kubeconfig, KONFIDENCE_LEADER_ELECTION: 'true', KONFIDENCE_IDENTITY: `shutdown-${args[0]}` })));
+  const roles = await Promise.all(
+    ROLES.map((args) =>
+      startRole(args, {
+        KUBECONFIG: proxy!.kubeconfig,
+        KONFIDENCE_LEADER_ELECTION: 'true',
+        KONFIDENCE_IDENTITY: `shutdown-${args[0]}`,
+      }),
+    ),
+  );
   await Promise.all(roles.map((r) => r.ready()));
   proxy.freeze();
   expect(await terminateAll(roles)).toEqual(allExitedInTime());
@@ -159,10 +196,28 @@ it('every role ready, then the apiserver stops answering: SIGTERM ends each with
 it('an elected watcher and Stage controller, each leading, SIGTERMed: each exits by itself and leaves its Lease released, for a standby to take at once', async () => {
   const elected = ['watcher', 'stage-controller'] as const;
   // The default grace period: what is looked at here is the release, not how fast the exit is.
-  const roles = await Promise.all(elected.map((role) => startRole([role], { KONFIDENCE_LEADER_ELECTION: 'true', KONFIDENCE_IDENTITY: `leader-${role}`, KONFIDENCE_SHUTDOWN_GRACE_MS: '28000' })));
+  const roles = await Promise.all(
+    elected.map((role) =>
+      startRole([role], {
+        KONFIDENCE_LEADER_ELECTION: 'true',
+        KONFIDENCE_IDENTITY: `leader-${role}`,
+        KONFIDENCE_SHUTDOWN_GRACE_MS: '28000',
+      }),
+    ),
+  );
   const leases = kc.makeApiClient(k8s.CoordinationV1Api);
-  const lease = (i: number) => leases.readNamespacedLease({ name: LEASE_NAMES[elected[i]!], namespace: roles[i]!.systemNamespace });
-  await Promise.all(roles.map((r, i) => pollUntil(async () => (await lease(i).catch(() => undefined))?.spec?.holderIdentity === `leader-${elected[i]}`, 60_000, `${r.name} to lead (log: ${r.lines.slice(-3).join(' | ')})`, 100)));
+  const lease = (i: number) =>
+    leases.readNamespacedLease({ name: LEASE_NAMES[elected[i]!], namespace: roles[i]!.systemNamespace });
+  await Promise.all(
+    roles.map((r, i) =>
+      pollUntil(
+        async () => (await lease(i).catch(() => undefined))?.spec?.holderIdentity === `leader-${elected[i]}`,
+        60_000,
+        `${r.name} to lead (log: ${r.lines.slice(-3).join(' | ')})`,
+        100,
+      ),
+    ),
+  );
   const ended = await Promise.all(roles.map(terminate));
   expect(ended.map((e) => e.signal)).toEqual([null, null]);
   // Released as client-go releases: no holder, a 1 s duration; a standby need not wait the 15 s lease out.

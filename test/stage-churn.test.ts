@@ -28,12 +28,34 @@ async function stateOf(stage: string, svs: CustomObjectList, usages: CustomObjec
   const vas = (await s.objects.list('VectorActivation', s.ns)).filter((va) => va.spec.stage === stage);
   const events = await s.kc.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace: s.ns });
   const lines = [
-    ...svs.filter((sv) => sv.spec.stage === stage).map((sv) => `StageVersion ${sv.metadata.name} r${sv.spec.revision} annotations ${JSON.stringify(sv.metadata.annotations ?? {})}${sv.metadata.deletionTimestamp ? ' deleting' : ''}`),
-    ...usages.filter((u) => u.metadata.name.startsWith(`${stage}-`)).map((u) => `StageVersionUsage ${u.metadata.name} -> ${u.spec.stageVersionRef?.name ?? JSON.stringify(u.spec.stageVersionSelector)}`),
-    ...vas.map((va) => `VectorActivation ${va.metadata.name} -> ${va.spec.stageVersion}: ${va.status?.phase} ${va.status?.reason ?? ''} ${va.status?.message ?? ''}`),
+    ...svs
+      .filter((sv) => sv.spec.stage === stage)
+      .map(
+        (sv) =>
+          `StageVersion ${sv.metadata.name} r${sv.spec.revision} annotations ${JSON.stringify(sv.metadata.annotations ?? {})}${sv.metadata.deletionTimestamp ? ' deleting' : ''}`,
+      ),
+    ...usages
+      .filter((u) => u.metadata.name.startsWith(`${stage}-`))
+      .map(
+        (u) =>
+          `StageVersionUsage ${u.metadata.name} -> ${u.spec.stageVersionRef?.name ?? JSON.stringify(u.spec.stageVersionSelector)}`,
+      ),
+    ...vas.map(
+      (va) =>
+        `VectorActivation ${va.metadata.name} -> ${va.spec.stageVersion}: ${va.status?.phase} ${va.status?.reason ?? ''} ${va.status?.message ?? ''}`,
+    ),
     ...events.items
-      .filter((e) => e.regarding?.name === stage || e.regarding?.name?.startsWith(`${stage}-`) || vas.some((va) => va.metadata.name === e.regarding?.name))
-      .sort((a, b) => String(a.eventTime ?? a.deprecatedFirstTimestamp).localeCompare(String(b.eventTime ?? b.deprecatedFirstTimestamp)))
+      .filter(
+        (e) =>
+          e.regarding?.name === stage ||
+          e.regarding?.name?.startsWith(`${stage}-`) ||
+          vas.some((va) => va.metadata.name === e.regarding?.name),
+      )
+      .sort((a, b) =>
+        String(a.eventTime ?? a.deprecatedFirstTimestamp).localeCompare(
+          String(b.eventTime ?? b.deprecatedFirstTimestamp),
+        ),
+      )
       .map((e) => `Event ${e.regarding?.kind}/${e.regarding?.name} ${e.reason}: ${e.note}`),
   ];
   return lines.join('\n');
@@ -41,14 +63,22 @@ async function stateOf(stage: string, svs: CustomObjectList, usages: CustomObjec
 type CustomObjectList = Awaited<ReturnType<TestSystem['objects']['list']>>;
 
 async function checkInvariants(event: string): Promise<void> {
-  const [svs, usages] = await Promise.all([s.objects.list('StageVersion', s.ns), s.objects.list('StageVersionUsage', s.ns)]);
+  const [svs, usages] = await Promise.all([
+    s.objects.list('StageVersion', s.ns),
+    s.objects.list('StageVersionUsage', s.ns),
+  ]);
   for (const stage of STAGES) {
     const active = usages.find((u) => u.metadata.name === `${stage}-active`)?.spec.stageVersionRef?.name;
     const sv = svs.find((x) => x.metadata.name === active);
     let broken: string | undefined;
-    if (!active || !sv || sv.metadata.deletionTimestamp) broken = `Stage ${stage}'s active usage names ${active ?? 'nothing'}, which ${!sv ? 'does not exist' : 'is being deleted'}`;
-    else if (!svs.some((x) => x.spec.stage === stage && !x.metadata.deletionTimestamp)) broken = `Stage ${stage} has no available StageVersion`;
-    if (broken) throw new Error(`after ${event}: ${broken} (seed ${seed})\n${await stateOf(stage, svs, usages).catch((err: unknown) => `(the state could not be read: ${String(err)})`)}`);
+    if (!active || !sv || sv.metadata.deletionTimestamp)
+      broken = `Stage ${stage}'s active usage names ${active ?? 'nothing'}, which ${!sv ? 'does not exist' : 'is being deleted'}`;
+    else if (!svs.some((x) => x.spec.stage === stage && !x.metadata.deletionTimestamp))
+      broken = `Stage ${stage} has no available StageVersion`;
+    if (broken)
+      throw new Error(
+        `after ${event}: ${broken} (seed ${seed})\n${await stateOf(stage, svs, usages).catch((err: unknown) => `(the state could not be read: ${String(err)})`)}`,
+      );
   }
 }
 
@@ -96,13 +126,18 @@ it(`keeps every Stage served through ${EVENTS} random events (seed ${seed})`, as
 
   // Everything settles: no activation is left running, and the invariants still hold.
   await pollUntil(
-    async () => (await s.objects.list('VectorActivation', s.ns)).every((va) => ['Succeeded', 'Failed', 'Skipped', 'Cancelled'].includes(va.status?.phase)),
+    async () =>
+      (await s.objects.list('VectorActivation', s.ns)).every((va) =>
+        ['Succeeded', 'Failed', 'Skipped', 'Cancelled'].includes(va.status?.phase),
+      ),
     120_000,
     'every activation to finish',
     250,
   );
   await checkInvariants('the end');
-  expect(counts.vector + counts.ready + counts.deleted + counts.refused + counts.activation).toBeGreaterThan(EVENTS * 0.8);
+  expect(counts.vector + counts.ready + counts.deleted + counts.refused + counts.activation).toBeGreaterThan(
+    EVENTS * 0.8,
+  );
   expect(counts.refused).toBeGreaterThan(0);
   expect(counts.deleted).toBeGreaterThan(0);
 });

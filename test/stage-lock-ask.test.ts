@@ -23,7 +23,9 @@ it('a lock that does not answer in time (no worker polls its queue) is asked by 
     const request = { requester: `unanswered/${stage}/r1`, revision: 1, activation: 'unanswered/a1' };
     expect(await askStageLock('unanswered', stage, request, 1_000)).toEqual({ outcome: 'queued' });
     // The lock was started by the Update and holds the request as a signal, for its worker to find.
-    const signals = ((await lock.fetchHistory()).events ?? []).filter((e) => e.eventType === events.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED);
+    const signals = ((await lock.fetchHistory()).events ?? []).filter(
+      (e) => e.eventType === events.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+    );
     expect(signals.map((e) => e.workflowExecutionSignaledEventAttributes?.signalName)).toEqual(['requestLock']);
   } finally {
     await lock.terminate('test done').catch(() => undefined);
@@ -40,15 +42,28 @@ it('a grant given in the answer to an Update its asker gave up on goes by signal
   try {
     // No worker yet (a busy one): the Update is not answered in time, and the ask goes by signal.
     const { askStageLock } = createLockActivities(client, taskQueue);
-    expect(await askStageLock('unanswered', stage, { requester, revision: 1, activation: 'unanswered/a1' }, 1_000)).toEqual({ outcome: 'queued' });
+    expect(
+      await askStageLock('unanswered', stage, { requester, revision: 1, activation: 'unanswered/a1' }, 1_000),
+    ).toEqual({ outcome: 'queued' });
     // The worker comes: the lock takes the signal and the late Update in one task and grants in
     // the Update's answer, which nobody hears any more; it must tell the requester by signal.
-    const worker = await Worker.create({ connection: await workerConnection(), namespace: process.env.TEMPORAL_NAMESPACE!, taskQueue, workflowBundle: await workflowBundle(), activities: createLockActivities(client, taskQueue) });
+    const worker = await Worker.create({
+      connection: await workerConnection(),
+      namespace: process.env.TEMPORAL_NAMESPACE!,
+      taskQueue,
+      workflowBundle: await workflowBundle(),
+      activities: createLockActivities(client, taskQueue),
+    });
     await worker.runUntil(async () => {
       await pollUntil(
         async () => {
           const history = (await lock.fetchHistory()).events ?? [];
-          return history.some((e) => e.eventType === events.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED && e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName === 'lockGranted' && e.signalExternalWorkflowExecutionInitiatedEventAttributes.workflowExecution?.workflowId === requester);
+          return history.some(
+            (e) =>
+              e.eventType === events.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED &&
+              e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName === 'lockGranted' &&
+              e.signalExternalWorkflowExecutionInitiatedEventAttributes.workflowExecution?.workflowId === requester,
+          );
         },
         30_000,
         'the lock to signal the grant',

@@ -4,18 +4,34 @@ import { cleanupCandidates, resolve, selects } from '../decisions/stage.js';
 
 const V = 'landscape.konfidence.cloud/v1alpha1';
 const sv = (name: string, revision: number, labels: Record<string, string> = {}): StageVersionResource => ({
-  apiVersion: V, kind: 'StageVersion', metadata: { name, labels }, spec: { stage: 'dev', vector: `v${revision}`, revision },
+  apiVersion: V,
+  kind: 'StageVersion',
+  metadata: { name, labels },
+  spec: { stage: 'dev', vector: `v${revision}`, revision },
 });
-const usage = (spec: StageVersionUsageResource['spec']): StageVersionUsageResource => ({ apiVersion: V, kind: 'StageVersionUsage', metadata: { name: 'u' }, spec });
+const usage = (spec: StageVersionUsageResource['spec']): StageVersionUsageResource => ({
+  apiVersion: V,
+  kind: 'StageVersionUsage',
+  metadata: { name: 'u' },
+  spec,
+});
 const va = (stageVersion: string, phase?: 'Succeeded'): VectorActivationResource => ({
-  apiVersion: V, kind: 'VectorActivation', metadata: { name: `va-${stageVersion}` }, spec: { stage: 'dev', stageVersion }, ...(phase ? { status: { phase } } : {}),
+  apiVersion: V,
+  kind: 'VectorActivation',
+  metadata: { name: `va-${stageVersion}` },
+  spec: { stage: 'dev', stageVersion },
+  ...(phase ? { status: { phase } } : {}),
 });
 
 describe('StageVersion usage rules', () => {
   const svs = [sv('dev-1', 1, { tier: 'a' }), sv('dev-2', 2, { tier: 'a', extra: 'x' }), sv('dev-3', 3, { tier: 'b' })];
 
   it('a selector holds every StageVersion carrying all its labels, newest first', () => {
-    expect(resolve(usage({ reason: 'r', stageVersionSelector: { matchLabels: { tier: 'a' } } }), svs).map((x) => x.metadata.name)).toEqual(['dev-2', 'dev-1']);
+    expect(
+      resolve(usage({ reason: 'r', stageVersionSelector: { matchLabels: { tier: 'a' } } }), svs).map(
+        (x) => x.metadata.name,
+      ),
+    ).toEqual(['dev-2', 'dev-1']);
     expect(selects(usage({ reason: 'r', stageVersionSelector: { matchLabels: {} } }), svs[0]!)).toBe(false);
   });
 

@@ -36,7 +36,14 @@ const STAGES = 20;
 const BURST = [2, 3, 4, 5];
 const NEWEST = BURST.at(-1)!;
 const FINAL = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'];
-const ROLES = [['core'], ['core'], ['executor', 'gateway-api'], ['executor', 'gateway-api'], ['watcher'], ['stage-controller']] as const;
+const ROLES = [
+  ['core'],
+  ['core'],
+  ['executor', 'gateway-api'],
+  ['executor', 'gateway-api'],
+  ['watcher'],
+  ['stage-controller'],
+] as const;
 
 describeOnCluster('a burst across 20 Stages on the cluster profile', () => {
   let cp: ControlPlane;
@@ -57,11 +64,22 @@ describeOnCluster('a burst across 20 Stages on the cluster profile', () => {
     for (const [i, argv] of ROLES.entries()) {
       const port = await freePort();
       const out = openSync(logFile(`cluster-test-${argv.join('-')}-${i}`), 'w');
-      const child = spawnRole(cp, argv, systemNs, { KONFIDENCE_QUEUE_SUFFIX: `-${ns}`, KONFIDENCE_WATCH_NAMESPACES: ns, KONFIDENCE_HEALTH_PORT: String(port) }, ['ignore', out, out]);
+      const child = spawnRole(
+        cp,
+        argv,
+        systemNs,
+        { KONFIDENCE_QUEUE_SUFFIX: `-${ns}`, KONFIDENCE_WATCH_NAMESPACES: ns, KONFIDENCE_HEALTH_PORT: String(port) },
+        ['ignore', out, out],
+      );
       closeSync(out);
       roles.push(child);
       // Ready: connected, caches synced, polling (worker/health.ts).
-      await pollUntil(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok, 120_000, `${argv.join(' ')} #${i} to be ready`, 250);
+      await pollUntil(
+        async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok,
+        120_000,
+        `${argv.join(' ')} #${i} to be ready`,
+        250,
+      );
     }
   }, 600_000);
 
@@ -82,15 +100,26 @@ describeOnCluster('a burst across 20 Stages on the cluster profile', () => {
     const phases = new Map<string, { stage: string; phase: string }>();
     const violations: string[] = [];
     const inProgressSeen = new Set<string>();
-    const watch = await resumingWatch(kc, `/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`, (_type, o: CustomObject) => {
-      if (!o.metadata.name.startsWith(prefix)) return;
-      phases.set(o.metadata.name, { stage: o.spec.stage, phase: o.status?.phase ?? 'none' });
-      if (o.status?.phase === 'InProgress') inProgressSeen.add(o.metadata.name);
-      const running = [...phases].filter(([, v]) => v.stage === o.spec.stage && v.phase === 'InProgress').map(([name]) => name);
-      if (running.length > 1) violations.push(`${o.spec.stage}: ${running.join(', ')} InProgress at once`);
-    });
+    const watch = await resumingWatch(
+      kc,
+      `/apis/${GROUP}/${VERSION}/namespaces/${ns}/vectoractivations`,
+      (_type, o: CustomObject) => {
+        if (!o.metadata.name.startsWith(prefix)) return;
+        phases.set(o.metadata.name, { stage: o.spec.stage, phase: o.status?.phase ?? 'none' });
+        if (o.status?.phase === 'InProgress') inProgressSeen.add(o.metadata.name);
+        const running = [...phases]
+          .filter(([, v]) => v.stage === o.spec.stage && v.phase === 'InProgress')
+          .map(([name]) => name);
+        if (running.length > 1) violations.push(`${o.spec.stage}: ${running.join(', ')} InProgress at once`);
+      },
+    );
     const activate = (stage: string, r: number) =>
-      objects.create({ apiVersion: `${GROUP}/${VERSION}`, kind: 'VectorActivation', metadata: { name: `${stage}-to-${r}`, namespace: ns }, spec: { stage, stageVersion: `${stage}-${r}`, executionPlan: `${stage}-plan` } });
+      objects.create({
+        apiVersion: `${GROUP}/${VERSION}`,
+        kind: 'VectorActivation',
+        metadata: { name: `${stage}-to-${r}`, namespace: ns },
+        spec: { stage, stageVersion: `${stage}-${r}`, executionPlan: `${stage}-plan` },
+      });
     const cpuBefore = roles.map((c) => cpuSeconds(c.pid));
     const half = BURST.length / 2;
     let unfinishedAtKill = 0;
@@ -106,27 +135,43 @@ describeOnCluster('a burst across 20 Stages on the cluster profile', () => {
       const restarted = await up(() => undefined);
       expect(restarted.pids[victim]).not.toBe(pid);
       await pollUntil(
-        async () => (await objects.list('VectorActivation', ns)).filter((va) => va.metadata.name.startsWith(prefix) && FINAL.includes(va.status?.phase)).length === STAGES * BURST.length,
+        async () =>
+          (await objects.list('VectorActivation', ns)).filter(
+            (va) => va.metadata.name.startsWith(prefix) && FINAL.includes(va.status?.phase),
+          ).length ===
+          STAGES * BURST.length,
         420_000,
         'every activation of the burst to finish',
         500,
       ).catch(async (err: Error) => {
-        const left = (await objects.list('VectorActivation', ns)).filter((va) => va.metadata.name.startsWith(prefix) && !FINAL.includes(va.status?.phase));
-        throw new Error(`${err.message}; unfinished: ${JSON.stringify(left.map((va) => ({ name: va.metadata.name, phase: va.status?.phase, message: va.status?.message })))}`);
+        const left = (await objects.list('VectorActivation', ns)).filter(
+          (va) => va.metadata.name.startsWith(prefix) && !FINAL.includes(va.status?.phase),
+        );
+        throw new Error(
+          `${err.message}; unfinished: ${JSON.stringify(left.map((va) => ({ name: va.metadata.name, phase: va.status?.phase, message: va.status?.message })))}`,
+        );
       });
     } finally {
       watch.stop();
     }
     reportCpu(prefix, cpuBefore, [...phases.values()].filter((v) => v.phase === 'Succeeded').length);
-    expect({ violations, watchEnded: watch.ended, killedMidBurst: unfinishedAtKill > 0 }).toEqual({ violations: [], watchEnded: undefined, killedMidBurst: true });
+    expect({ violations, watchEnded: watch.ended, killedMidBurst: unfinishedAtKill > 0 }).toEqual({
+      violations: [],
+      watchEnded: undefined,
+      killedMidBurst: true,
+    });
     await expectNewestWon(stages);
     await closeWorkflows(stages);
   }
 
   /** What each role's process cost per activation that ran, for sizing (docs/operations.md, "Sizing Temporal"). */
   function reportCpu(prefix: string, before: number[], ran: number): void {
-    const ms = roles.map((c, i) => `${ROLES[i]!.join(' ')} ${Math.round(((cpuSeconds(c.pid) - before[i]!) * 1000) / ran)}`);
-    console.log(`burst ${prefix}: ${ran} activations ran; CPU ms per activation that ran, by process: ${ms.join(', ')}`);
+    const ms = roles.map(
+      (c, i) => `${ROLES[i]!.join(' ')} ${Math.round(((cpuSeconds(c.pid) - before[i]!) * 1000) / ran)}`,
+    );
+    console.log(
+      `burst ${prefix}: ${ran} activations ran; CPU ms per activation that ran, by process: ${ms.join(', ')}`,
+    );
   }
 
   /** The newest of each Stage Succeeded and serves; every older one was Skipped, or Succeeded before the next that did. */
@@ -138,13 +183,33 @@ describeOnCluster('a burst across 20 Stages on the cluster profile', () => {
       expect({ stage, ...newest }).toEqual({ stage, r: NEWEST, phase: 'Succeeded', reason: 'Activated' });
       for (const o of outcome.slice(0, -1)) {
         const expected = o.phase === 'Succeeded' ? /^Activated$/ : /^(Superseded|OlderThanActive)$/;
-        expect({ stage, ...o }).toEqual({ stage, r: o.r, phase: expect.stringMatching(/^(Skipped|Succeeded)$/), reason: expect.stringMatching(expected) });
+        expect({ stage, ...o }).toEqual({
+          stage,
+          r: o.r,
+          phase: expect.stringMatching(/^(Skipped|Succeeded)$/),
+          reason: expect.stringMatching(expected),
+        });
       }
-      const done = vas.filter((va) => va?.status?.phase === 'Succeeded').map((va) => Date.parse(va!.status.completionTime));
+      const done = vas
+        .filter((va) => va?.status?.phase === 'Succeeded')
+        .map((va) => Date.parse(va!.status.completionTime));
       expect({ stage, inOrder: done.every((t, i) => i === 0 || t >= done[i - 1]!) }).toEqual({ stage, inOrder: true });
-      expect((await objects.get('StageVersionUsage', ns, `${stage}-active`))?.spec.stageVersionRef.name).toBe(`${stage}-${NEWEST}`);
-      const route = await kc.makeApiClient(k8s.CustomObjectsApi).getNamespacedCustomObject({ group: HTTPROUTE[0], version: HTTPROUTE[1], plural: HTTPROUTE[2], namespace: ns, name: `${stage}-shop` });
-      expect({ stage, backends: route.spec.rules[0].backendRefs.map((b: { name: string; weight: number }) => `${b.name}:${b.weight}`) }).toEqual({ stage, backends: [`${stage}-shop-v${NEWEST}:100`] });
+      expect((await objects.get('StageVersionUsage', ns, `${stage}-active`))?.spec.stageVersionRef.name).toBe(
+        `${stage}-${NEWEST}`,
+      );
+      const route = await kc
+        .makeApiClient(k8s.CustomObjectsApi)
+        .getNamespacedCustomObject({
+          group: HTTPROUTE[0],
+          version: HTTPROUTE[1],
+          plural: HTTPROUTE[2],
+          namespace: ns,
+          name: `${stage}-shop`,
+        });
+      expect({
+        stage,
+        backends: route.spec.rules[0].backendRefs.map((b: { name: string; weight: number }) => `${b.name}:${b.weight}`),
+      }).toEqual({ stage, backends: [`${stage}-shop-v${NEWEST}:100`] });
     }
   }
 
@@ -153,15 +218,38 @@ describeOnCluster('a burst across 20 Stages on the cluster profile', () => {
     const { client, close } = await temporalClient();
     try {
       const handles = stages.map((stage) => client.workflow.getHandle(stageLockWorkflowId(ns, stage)));
-      const running = async () => (await Promise.all(handles.map((h) => h.describe().then((d) => (d.status.name === 'RUNNING' ? h : undefined), () => undefined)))).filter(Boolean);
-      const left = await pollUntil(async () => ((await running()).length === 0 ? [] : undefined), 60_000, 'the Stage locks to finish idle', 1_000).catch(running);
+      const running = async () =>
+        (
+          await Promise.all(
+            handles.map((h) =>
+              h.describe().then(
+                (d) => (d.status.name === 'RUNNING' ? h : undefined),
+                () => undefined,
+              ),
+            ),
+          )
+        ).filter(Boolean);
+      const left = await pollUntil(
+        async () => ((await running()).length === 0 ? [] : undefined),
+        60_000,
+        'the Stage locks to finish idle',
+        1_000,
+      ).catch(running);
       await Promise.all(left.map((h) => h!.terminate('test: the burst is over')));
     } finally {
       await close();
     }
   }
 
-  it('loses no activation and never runs two on a Stage when a history host is SIGKILLed mid-burst and restarted', () => burstThroughKill('h', 'temporalHistory'), 900_000);
+  it(
+    'loses no activation and never runs two on a Stage when a history host is SIGKILLed mid-burst and restarted',
+    () => burstThroughKill('h', 'temporalHistory'),
+    900_000,
+  );
 
-  it('loses no activation and never runs two on a Stage when the matching service is SIGKILLed mid-burst and restarted', () => burstThroughKill('m', 'temporalMatching'), 900_000);
+  it(
+    'loses no activation and never runs two on a Stage when the matching service is SIGKILLed mid-burst and restarted',
+    () => burstThroughKill('m', 'temporalMatching'),
+    900_000,
+  );
 });

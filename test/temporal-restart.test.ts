@@ -26,15 +26,31 @@ let s: TestSystem | undefined;
 
 /** The dev server on `port`, its state in this file's folder; resolves once it answers. */
 async function startServer(): Promise<void> {
-  const args = devServerArgs({ port, httpPort: await freePort(), metricsPort: await freePort(), dbFile: join(dir, 'temporal.db'), namespaces: [NAMESPACE] });
+  const args = devServerArgs({
+    port,
+    httpPort: await freePort(),
+    metricsPort: await freePort(),
+    dbFile: join(dir, 'temporal.db'),
+    namespaces: [NAMESPACE],
+  });
   server = spawn(binaries.temporal, args, { stdio: 'ignore', detached: true });
-  await pollUntil(async () => {
-    const connection = await Connection.connect({ address: `127.0.0.1:${port}`, connectTimeout: 1_000 }).catch(() => undefined);
-    if (!connection) return undefined;
-    const ok = await connection.workflowService.describeNamespace({ namespace: NAMESPACE }).then(() => true, () => undefined);
-    await connection.close();
-    return ok;
-  }, 60_000, 'the Temporal dev server to answer', 200);
+  await pollUntil(
+    async () => {
+      const connection = await Connection.connect({ address: `127.0.0.1:${port}`, connectTimeout: 1_000 }).catch(
+        () => undefined,
+      );
+      if (!connection) return undefined;
+      const ok = await connection.workflowService.describeNamespace({ namespace: NAMESPACE }).then(
+        () => true,
+        () => undefined,
+      );
+      await connection.close();
+      return ok;
+    },
+    60_000,
+    'the Temporal dev server to answer',
+    200,
+  );
 }
 
 async function killServer(): Promise<void> {
@@ -61,8 +77,21 @@ it('an activation waiting at its approval survives a SIGKILL and restart of the 
   const sys = s!;
   await seedStage(sys, 'gate', [1, 2]);
   await seedActive(sys, 'gate', 1);
-  await create(sys, object('ActivationTaskRegistration', sys.systemNs, 'gate-sleepy', { type: 'sleepy', timeoutSeconds: 60, spec: { seconds: 0 } }));
-  await create(sys, object('ActivationExecutionPlan', sys.systemNs, 'gate-plan', { steps: [{ name: 'wait', tasks: ['gate-sleepy'] }], progression: { steps: [{ setWeight: 10 }, { pause: {} }] } }));
+  await create(
+    sys,
+    object('ActivationTaskRegistration', sys.systemNs, 'gate-sleepy', {
+      type: 'sleepy',
+      timeoutSeconds: 60,
+      spec: { seconds: 0 },
+    }),
+  );
+  await create(
+    sys,
+    object('ActivationExecutionPlan', sys.systemNs, 'gate-plan', {
+      steps: [{ name: 'wait', tasks: ['gate-sleepy'] }],
+      progression: { steps: [{ setWeight: 10 }, { pause: {} }] },
+    }),
+  );
   await activate(sys, 'gate-to-2', 'gate', 2, { executionPlan: 'gate-plan' });
   await waitFor(sys, 'VectorActivation', 'gate-to-2', (o) => o.status?.progression?.gate?.type === 'Approval', 60_000);
 
@@ -70,7 +99,18 @@ it('an activation waiting at its approval survives a SIGKILL and restart of the 
   await startServer();
 
   await kubectl('annotate', 'va', 'gate-to-2', '-n', sys.ns, 'konfidence.cloud/approve=admin after the restart');
-  const done = await waitFor(sys, 'VectorActivation', 'gate-to-2', phaseIs('Succeeded', 'Failed', 'Cancelled'), 120_000);
-  expect(done.status).toMatchObject({ phase: 'Succeeded', requests: [expect.objectContaining({ action: 'approve', outcome: 'Accepted' })] });
-  expect(done.status.progression.log).toEqual(expect.arrayContaining([expect.objectContaining({ action: 'Approved', by: 'admin' })]));
+  const done = await waitFor(
+    sys,
+    'VectorActivation',
+    'gate-to-2',
+    phaseIs('Succeeded', 'Failed', 'Cancelled'),
+    120_000,
+  );
+  expect(done.status).toMatchObject({
+    phase: 'Succeeded',
+    requests: [expect.objectContaining({ action: 'approve', outcome: 'Accepted' })],
+  });
+  expect(done.status.progression.log).toEqual(
+    expect.arrayContaining([expect.objectContaining({ action: 'Approved', by: 'admin' })]),
+  );
 }, 240_000);

@@ -12,7 +12,13 @@ describe('Temporal', () => {
     const connection = await workerConnection();
     const taskQueue = `smoke-${randomUUID()}`;
     const { client, close } = await temporalClient();
-    const worker = await createCoreWorker({ connection, namespace: temporalNamespace(), kubeConfig: kubeConfig(), taskQueue, client });
+    const worker = await createCoreWorker({
+      connection,
+      namespace: temporalNamespace(),
+      kubeConfig: kubeConfig(),
+      taskQueue,
+      client,
+    });
     try {
       const report = await worker.runUntil(
         client.workflow.execute(controlPlaneCheck, { taskQueue, workflowId: `control-plane-check-${randomUUID()}` }),

@@ -31,8 +31,18 @@ it('keeps starting workflows after the apiserver restarts, and finishes the one 
   process.env.TEMPORAL_UI_URL = cp.temporalUiUrl;
   const s = (system = await startTestSystem('restart'));
   await seedStage(s, 'web', [1, 2, 3]);
-  await create(s, object('ActivationTaskRegistration', s.systemNs, 'web-sleepy', { type: 'sleepy', timeoutSeconds: 120, spec: { seconds: 4 } }));
-  await create(s, object('ActivationExecutionPlan', s.systemNs, 'default', { steps: [{ name: 'wait', tasks: ['web-sleepy'] }] }));
+  await create(
+    s,
+    object('ActivationTaskRegistration', s.systemNs, 'web-sleepy', {
+      type: 'sleepy',
+      timeoutSeconds: 120,
+      spec: { seconds: 4 },
+    }),
+  );
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, 'default', { steps: [{ name: 'wait', tasks: ['web-sleepy'] }] }),
+  );
 
   await activate(s, 'web-to-2', 'web', 2);
   await waitFor(s, 'VectorActivation', 'web-to-2', phaseIs('InProgress'));

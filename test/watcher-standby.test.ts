@@ -49,7 +49,11 @@ it('a deletion seen as a standby is handed to its workflow once the watcher lead
   leadership.leading = false;
   await pollUntil(() => !s.watcher.standing().seenActing, 30_000, 'the watcher to see itself a standby');
   await s.objects.delete('VectorActivation', s.ns, 'shop-to-3');
-  await pollUntil(async () => !(await s.objects.get('VectorActivation', s.ns, 'shop-to-3')), 30_000, 'shop-to-3 to be gone');
+  await pollUntil(
+    async () => !(await s.objects.get('VectorActivation', s.ns, 'shop-to-3')),
+    30_000,
+    'shop-to-3 to be gone',
+  );
   // The standby's watch delivers the deletion (it keeps its caches warm): it is seen and kept for
   // later, in the same step that drops the object from its cache.
   await pollUntil(() => !s.watcher.standing().holds(waiting.metadata.uid!), 30_000, 'the standby to see the deletion');
@@ -59,11 +63,20 @@ it('a deletion seen as a standby is handed to its workflow once the watcher lead
   leadership.leading = true;
   // Told at the takeover (polled every 200 ms), the workflow stops waiting and closes in seconds;
   // the holder's task has most of its 120 s to go, so the grant cannot be what closes it.
-  await pollUntil(async () => (await status(workflowId)) !== 'RUNNING', 60_000, "the deleted activation's workflow to close");
+  await pollUntil(
+    async () => (await status(workflowId)) !== 'RUNNING',
+    60_000,
+    "the deleted activation's workflow to close",
+  );
   expect((await s.objects.get('VectorActivation', s.ns, 'shop-to-2'))?.status?.phase).toBe('InProgress');
   // It was told once the watcher led, not while it was a standby.
   const history = await s.client.workflow.getHandle(workflowId).fetchHistory();
-  const told = (history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'cancel');
+  const told = (history.events ?? []).filter(
+    (e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'cancel',
+  );
   expect(told.length).toBeGreaterThan(0);
-  for (const e of told) expect(Number(e.eventTime!.seconds) * 1000 + Math.floor((e.eventTime!.nanos ?? 0) / 1e6)).toBeGreaterThanOrEqual(ledAt);
+  for (const e of told)
+    expect(Number(e.eventTime!.seconds) * 1000 + Math.floor((e.eventTime!.nanos ?? 0) / 1e6)).toBeGreaterThanOrEqual(
+      ledAt,
+    );
 }, 180_000);

@@ -46,7 +46,11 @@ beforeAll(async () => {
   await watcher.start();
   await quickDefaultPlan(s, 0);
   await seedSleepyPlan(s, 'slow', SLOW_SECONDS);
-  for (const [t, stage] of [[s, 'alpha'], [s, 'slow'], [b, 'beta']] as const) {
+  for (const [t, stage] of [
+    [s, 'alpha'],
+    [s, 'slow'],
+    [b, 'beta'],
+  ] as const) {
     await seedStage(t, stage, [1, 2, 3, 4, 5]);
     await seedActive(t, stage, 1);
   }
@@ -67,19 +71,30 @@ afterAll(async () => {
 function startCore(build: string): void {
   const child = spawn('npx', ['tsx', 'worker/main.ts', 'core'], {
     cwd: root,
-    env: { ...process.env, KONFIDENCE_SYSTEM_NAMESPACE: s.systemNs, KONFIDENCE_QUEUE_SUFFIX: `-${s.ns}`, KONFIDENCE_BUILD_ID: build, KONFIDENCE_HEALTH_PORT: '0' },
+    env: {
+      ...process.env,
+      KONFIDENCE_SYSTEM_NAMESPACE: s.systemNs,
+      KONFIDENCE_QUEUE_SUFFIX: `-${s.ns}`,
+      KONFIDENCE_BUILD_ID: build,
+      KONFIDENCE_HEALTH_PORT: '0',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true, // its own process group: the kill reaches tsx's node child too
   });
   const w = { build, child, lines: [] as string[] };
-  for (const stream of [child.stdout!, child.stderr!]) createInterface({ input: stream }).on('line', (l) => w.lines.push(l));
+  for (const stream of [child.stdout!, child.stderr!])
+    createInterface({ input: stream }).on('line', (l) => w.lines.push(l));
   workers.push(w);
 }
 
 async function konfidence(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await run([...argv, '--deployment', `konfidence-core-${s.ns}`, '--system-namespace', s.systemNs], { out: (t) => out.push(t), err: (t) => err.push(t) }, 'konfidence');
+  const code = await run(
+    [...argv, '--deployment', `konfidence-core-${s.ns}`, '--system-namespace', s.systemNs],
+    { out: (t) => out.push(t), err: (t) => err.push(t) },
+    'konfidence',
+  );
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
 
@@ -91,12 +106,18 @@ async function knownBuild(build: string): Promise<void> {
       return r.code === 0 && (JSON.parse(r.out) as { builds: string[] }).builds.includes(build);
     },
     90_000,
-    `core worker ${build} to poll (log: ${workers.find((w) => w.build === build)?.lines.slice(-3).join(' | ')})`,
+    `core worker ${build} to poll (log: ${workers
+      .find((w) => w.build === build)
+      ?.lines.slice(-3)
+      .join(' | ')})`,
     500,
   );
 }
 
-type Va = { metadata: { name: string; namespace: string; uid: string }; status?: { phase?: string; coreBuildId?: string; attempt?: number } };
+type Va = {
+  metadata: { name: string; namespace: string; uid: string };
+  status?: { phase?: string; coreBuildId?: string; attempt?: number };
+};
 async function va(t: TestSystem, name: string): Promise<Va | undefined> {
   return (await t.objects.get('VectorActivation', t.ns, name)) as Va | undefined;
 }
@@ -167,13 +188,24 @@ it('canaries, promotes and rolls back the core build per namespace; in-flight ac
 
   // What the server recorded: activations PINNED to their build, the Stage lock AUTO_UPGRADE, which
   // moved to v2 at the promotion while slow-2 (on v1) held it.
-  expect(await versioning(activationWorkflowId({ namespace: s.ns, name: 'alpha-2', uid: (await va(s, 'alpha-2'))!.metadata.uid }))).toEqual({ behavior: 'PINNED', buildId: 'v1' });
-  expect(await versioning(activationWorkflowId({ namespace: b.ns, name: 'beta-2', uid: (await va(b, 'beta-2'))!.metadata.uid }))).toEqual({ behavior: 'PINNED', buildId: 'v2' });
+  expect(
+    await versioning(
+      activationWorkflowId({ namespace: s.ns, name: 'alpha-2', uid: (await va(s, 'alpha-2'))!.metadata.uid }),
+    ),
+  ).toEqual({ behavior: 'PINNED', buildId: 'v1' });
+  expect(
+    await versioning(
+      activationWorkflowId({ namespace: b.ns, name: 'beta-2', uid: (await va(b, 'beta-2'))!.metadata.uid }),
+    ),
+  ).toEqual({ behavior: 'PINNED', buildId: 'v2' });
   expect(await versioning(stageLockWorkflowId(s.ns, 'slow'))).toEqual({ behavior: 'AUTO_UPGRADE', buildId: 'v2' });
 
   // Rollback: v1 current again; every namespace's new activations on v1.
   expect((await konfidence('rollout', 'rollback', 'v1')).code).toBe(0);
-  expect(JSON.parse((await konfidence('rollout', 'status', '-o', 'json')).out)).toMatchObject({ current: 'v1', rampingPercent: 0 });
+  expect(JSON.parse((await konfidence('rollout', 'status', '-o', 'json')).out)).toMatchObject({
+    current: 'v1',
+    rampingPercent: 0,
+  });
   await activate(s, 'alpha-4', 'alpha', 4);
   await activate(b, 'beta-3', 'beta', 3);
   await expectRanOn(s, 'alpha-4', 'v1');
@@ -181,7 +213,11 @@ it('canaries, promotes and rolls back the core build per namespace; in-flight ac
 
   // A ramp shows in the status; a rollback ends it (no activation starts meanwhile: the test stays deterministic).
   expect((await konfidence('rollout', 'ramp', 'v2', '30')).code).toBe(0);
-  expect(JSON.parse((await konfidence('rollout', 'status', '-o', 'json')).out)).toMatchObject({ current: 'v1', ramping: 'v2', rampingPercent: 30 });
+  expect(JSON.parse((await konfidence('rollout', 'status', '-o', 'json')).out)).toMatchObject({
+    current: 'v1',
+    ramping: 'v2',
+    rampingPercent: 30,
+  });
   expect((await konfidence('rollout', 'rollback', 'v1')).code).toBe(0);
   const after = JSON.parse((await konfidence('rollout', 'status', '-o', 'json')).out);
   expect(after).toMatchObject({ current: 'v1', rampingPercent: 0 });
@@ -192,11 +228,15 @@ it('canaries, promotes and rolls back the core build per namespace; in-flight ac
     const o = (await va(t, name))!;
     expect({ name, attempt: o.status?.attempt }).toEqual({ name, attempt: 1 });
     const workflowId = activationWorkflowId({ namespace: t.ns, name, uid: o.metadata.uid });
-    const runs = await pollUntil(async () => {
-      let n = 0;
-      for await (const _ of s.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) n++;
-      return n; // visibility follows within moments: wait for the first, then count
-    }, 10_000, `the runs of ${workflowId} to be listed`);
+    const runs = await pollUntil(
+      async () => {
+        let n = 0;
+        for await (const _ of s.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) n++;
+        return n; // visibility follows within moments: wait for the first, then count
+      },
+      10_000,
+      `the runs of ${workflowId} to be listed`,
+    );
     expect({ name, runs }).toEqual({ name, runs: 1 });
   }
   expect(ran).toHaveLength(7);

@@ -29,7 +29,10 @@ const configSchema = z.object({
   KONFIDENCE_WORKFLOW_BUNDLE: z
     .string()
     .min(1)
-    .refine((path) => existsSync(path), 'no such file: write it with "node dist/worker/workflow-bundle.js PATH" (npm run build writes dist/workflow-bundle.js), or unset it')
+    .refine(
+      (path) => existsSync(path),
+      'no such file: write it with "node dist/worker/workflow-bundle.js PATH" (npm run build writes dist/workflow-bundle.js), or unset it',
+    )
     .optional(),
   KONFIDENCE_WATCH_NAMESPACES: z.string().optional(),
   /** Appended to every task queue name: separate installations (or tests) on one Temporal namespace. */
@@ -40,14 +43,22 @@ const configSchema = z.object({
    */
   KONFIDENCE_BUILD_ID: z
     .string()
-    .min(1, 'empty: set it to the build (deploy/base/components/worker-versioning reads the Pod label app.kubernetes.io/version), or unset it')
-    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, ".", "_" or "-", at most 64').optional(),
+    .min(
+      1,
+      'empty: set it to the build (deploy/base/components/worker-versioning reads the Pod label app.kubernetes.io/version), or unset it',
+    )
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, ".", "_" or "-", at most 64')
+    .optional(),
   /**
    * Set: this watcher / Stage controller serves only this shard's namespaces (ShardingConfig
    * `default` in the system namespace, docs/scale.md) and elects its leader on the shard's Lease
    * (election is then always on). Unset: every namespace, as before.
    */
-  KONFIDENCE_SHARD: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'a DNS label').max(40).optional(),
+  KONFIDENCE_SHARD: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'a DNS label')
+    .max(40)
+    .optional(),
   /**
    * Fairness between namespaces (docs/scale.md): at most this many Stages of one namespace have
    * activations running at once; the rest wait with reason NamespaceLimit. 0: no limit.
@@ -72,12 +83,19 @@ const configSchema = z.object({
   /** trace, debug, info (default), warn or error; the Temporal SDK's logs too (telemetry/log.ts). */
   KONFIDENCE_LOG_LEVEL: z.string().toLowerCase().pipe(z.enum(LEVELS)).optional(),
   /** json or text; default json unless stdout is a terminal. */
-  KONFIDENCE_LOG_FORMAT: z.string().toLowerCase().pipe(z.enum(['json', 'text'])).optional(),
+  KONFIDENCE_LOG_FORMAT: z
+    .string()
+    .toLowerCase()
+    .pipe(z.enum(['json', 'text']))
+    .optional(),
   /**
    * host:port of the Temporal SDK's Prometheus exporter; default a free loopback port. /metrics on
    * the health port serves its metrics with the project's, so it need not be reachable from outside.
    */
-  KONFIDENCE_SDK_METRICS_ADDRESS: z.string().regex(/^[^:]*:\d+$/, 'host:port').optional(),
+  KONFIDENCE_SDK_METRICS_ADDRESS: z
+    .string()
+    .regex(/^[^:]*:\d+$/, 'host:port')
+    .optional(),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -93,5 +111,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
 /** Link to a workflow in the Temporal UI, or undefined when the UI address is not configured. */
 export function workflowUrl(config: Config, workflowId: string): string | undefined {
-  return config.TEMPORAL_UI_URL ? temporalWorkflowUrl(config.TEMPORAL_UI_URL, config.TEMPORAL_NAMESPACE, workflowId) : undefined;
+  return config.TEMPORAL_UI_URL
+    ? temporalWorkflowUrl(config.TEMPORAL_UI_URL, config.TEMPORAL_NAMESPACE, workflowId)
+    : undefined;
 }

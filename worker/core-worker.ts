@@ -13,7 +13,6 @@ import { coreDeploymentName } from '../decisions/rollout.js';
 import { CORE_TASK_QUEUE } from '../shared/task-queues.js';
 import { workflowsPath } from './workflows-path.js';
 
-
 export interface CoreWorkerOptions {
   connection: NativeConnection;
   namespace: string;
@@ -48,7 +47,8 @@ export const MAX_CACHED_WORKFLOWS = 500;
 
 export function createCoreWorker(options: CoreWorkerOptions): Promise<Worker> {
   const taskQueue = options.taskQueue ?? CORE_TASK_QUEUE;
-  const suffix = options.queueSuffix ?? (taskQueue.startsWith(CORE_TASK_QUEUE) ? taskQueue.slice(CORE_TASK_QUEUE.length) : '');
+  const suffix =
+    options.queueSuffix ?? (taskQueue.startsWith(CORE_TASK_QUEUE) ? taskQueue.slice(CORE_TASK_QUEUE.length) : '');
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,

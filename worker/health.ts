@@ -50,11 +50,17 @@ function within<T>(p: Promise<T>, ms: number): Promise<T> {
 }
 
 /** Runs the checks; the map says "ok" or why not. */
-export async function runChecks(checks: ReadinessCheck[], timeoutMs = 2_000): Promise<{ ok: boolean; checks: Record<string, string> }> {
+export async function runChecks(
+  checks: ReadinessCheck[],
+  timeoutMs = 2_000,
+): Promise<{ ok: boolean; checks: Record<string, string> }> {
   const results = await Promise.all(
     checks.map(async (c) => {
       try {
-        await within(Promise.resolve().then(() => c.check()), timeoutMs);
+        await within(
+          Promise.resolve().then(() => c.check()),
+          timeoutMs,
+        );
         return [c.name, 'ok'] as const;
       } catch (err) {
         return [c.name, (err as Error)?.message ?? String(err)] as const;
@@ -85,7 +91,10 @@ export async function startHealthServer(o: HealthServerOptions): Promise<HealthS
     if (req.method !== 'GET' && req.method !== 'HEAD') return reply(405, { ok: false });
     if (path === '/healthz' || path === '/livez') {
       const ok = lag <= maxLag;
-      return reply(ok ? 200 : 503, { ok, checks: { eventLoop: ok ? 'ok' : `event loop lagged ${Math.round(lag)} ms` } });
+      return reply(ok ? 200 : 503, {
+        ok,
+        checks: { eventLoop: ok ? 'ok' : `event loop lagged ${Math.round(lag)} ms` },
+      });
     }
     if (path === '/metrics' && o.metrics) {
       o.metrics().then(

@@ -50,27 +50,41 @@ const temporal = usesTemporal ? await import('@temporalio/client') : undefined;
 // are cancelled (a heartbeating one fails its attempt and Temporal retries it on another replica),
 // sticky workflow tasks go back to the shared queue; worker.run() resolves when that is done.
 const sdkTelemetry = runsWorkers ? await import('../telemetry/temporal.js') : undefined;
-const sdkMetricsUrl = (await sdkTelemetry?.installTemporalRuntime(logger(), config.KONFIDENCE_SDK_METRICS_ADDRESS))?.sdkMetricsUrl;
+const sdkMetricsUrl = (await sdkTelemetry?.installTemporalRuntime(logger(), config.KONFIDENCE_SDK_METRICS_ADDRESS))
+  ?.sdkMetricsUrl;
 enableProcessMetrics();
 const identity = config.KONFIDENCE_IDENTITY ?? `${hostname()}-${process.pid}`;
 // A shard elects its leader always: its Lease is how the other shards know it is alive (docs/scale.md).
 const shard = config.KONFIDENCE_SHARD;
 const electing = config.KONFIDENCE_LEADER_ELECTION || shard !== undefined;
 // A plain line, not a record: people and tests grep the write trace by its "[write] IDENTITY " prefix.
-const logWrite = config.KONFIDENCE_LOG_WRITES ? (what: string) => logger().line(`[write] ${identity} ${what}`) : undefined;
+const logWrite = config.KONFIDENCE_LOG_WRITES
+  ? (what: string) => logger().line(`[write] ${identity} ${what}`)
+  : undefined;
 /** For the elector and readiness: never fenced, never in the write log. */
-const baseKubeConfig = withUserAgent(loadKubeConfig(config.KUBECONFIG), userAgentOf(role === 'executor' ? `executor-${type ?? ''}` : role));
-const kubeConfig = logWrite ? fenceWrites(baseKubeConfig, { onWrite: (method, path) => logWrite(`k8s ${method} ${path}`) }) : baseKubeConfig;
-const namespaces = config.KONFIDENCE_WATCH_NAMESPACES?.split(',').map((n) => n.trim()).filter(Boolean);
+const baseKubeConfig = withUserAgent(
+  loadKubeConfig(config.KUBECONFIG),
+  userAgentOf(role === 'executor' ? `executor-${type ?? ''}` : role),
+);
+const kubeConfig = logWrite
+  ? fenceWrites(baseKubeConfig, { onWrite: (method, path) => logWrite(`k8s ${method} ${path}`) })
+  : baseKubeConfig;
+const namespaces = config.KONFIDENCE_WATCH_NAMESPACES?.split(',')
+  .map((n) => n.trim())
+  .filter(Boolean);
 const connection = temporal ? await temporal.Connection.connect({ address: config.TEMPORAL_ADDRESS }) : undefined;
-const client = connection && new temporal!.Client({
-  connection,
-  namespace: config.TEMPORAL_NAMESPACE,
-  // Electing: the Temporal history names the replica that started or signalled a workflow.
-  ...(electing || config.KONFIDENCE_IDENTITY ? { identity } : {}),
-  ...(logWrite ? { interceptors: { workflow: [temporalWriteLog(logWrite)] } } : {}),
-});
-const native: NativeConnection | undefined = runsWorkers ? await (await import('@temporalio/worker')).NativeConnection.connect({ address: config.TEMPORAL_ADDRESS }) : undefined;
+const client =
+  connection &&
+  new temporal!.Client({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    // Electing: the Temporal history names the replica that started or signalled a workflow.
+    ...(electing || config.KONFIDENCE_IDENTITY ? { identity } : {}),
+    ...(logWrite ? { interceptors: { workflow: [temporalWriteLog(logWrite)] } } : {}),
+  });
+const native: NativeConnection | undefined = runsWorkers
+  ? await (await import('@temporalio/worker')).NativeConnection.connect({ address: config.TEMPORAL_ADDRESS })
+  : undefined;
 const common = { connection: native!, namespace: config.TEMPORAL_NAMESPACE, kubeConfig };
 const suffix = config.KONFIDENCE_QUEUE_SUFFIX;
 
@@ -78,9 +92,18 @@ function temporalWriteLog(log: (what: string) => void): WorkflowClientIntercepto
   return {
     start: (input, next) => (log(`temporal start ${input.options.workflowId}`), next(input)),
     startWithDetails: (input, next) => (log(`temporal start ${input.options.workflowId}`), next(input)),
-    signal: (input, next) => (log(`temporal signal ${input.signalName} ${input.workflowExecution.workflowId}`), next(input)),
-    signalWithStart: (input, next) => (log(`temporal signalWithStart ${input.signalName} ${input.options.workflowId}`), next(input)),
-    startUpdate: (input, next) => (log(`temporal update ${input.updateName} ${input.workflowExecution.workflowId}`), next(input)),
+    signal: (input, next) => (
+      log(`temporal signal ${input.signalName} ${input.workflowExecution.workflowId}`),
+      next(input)
+    ),
+    signalWithStart: (input, next) => (
+      log(`temporal signalWithStart ${input.signalName} ${input.options.workflowId}`),
+      next(input)
+    ),
+    startUpdate: (input, next) => (
+      log(`temporal update ${input.updateName} ${input.workflowExecution.workflowId}`),
+      next(input)
+    ),
     terminate: (input, next) => (log(`temporal terminate ${input.workflowExecution.workflowId}`), next(input)),
     cancel: (input, next) => (log(`temporal cancel ${input.workflowExecution.workflowId}`), next(input)),
   };
@@ -124,7 +147,11 @@ const leadershipOf = (e: LeaderElector | undefined): { leadership?: Leadership }
 
 /** Sharded (KONFIDENCE_SHARD): the shell that gives the component its shard's namespaces (worker/shards.ts). */
 const memberships: ShardMembership[] = [];
-async function joinShard(elected: keyof typeof LEASE_NAMES, component: ShardedComponent, elector: LeaderElector | undefined): Promise<void> {
+async function joinShard(
+  elected: keyof typeof LEASE_NAMES,
+  component: ShardedComponent,
+  elector: LeaderElector | undefined,
+): Promise<void> {
   if (!shard || !elector) return;
   const membership = new ShardMembership({
     kubeConfig: baseKubeConfig,
@@ -138,7 +165,10 @@ async function joinShard(elected: keyof typeof LEASE_NAMES, component: ShardedCo
     log: componentLogger('shard', { role: elected, shard }).fn(),
   });
   memberships.push(membership);
-  checks.push({ name: `shard-${elected}`, check: () => assertSynced(membership.isSynced(), 'the shard (namespaces, ShardingConfig)') });
+  checks.push({
+    name: `shard-${elected}`,
+    check: () => assertSynced(membership.isSynced(), 'the shard (namespaces, ShardingConfig)'),
+  });
   await membership.start();
 }
 
@@ -155,12 +185,16 @@ try {
     // The project's metrics, then the Temporal SDK's: one scrape target per process.
     metrics: async () => ({
       contentType: metricsContentType,
-      text: (await Promise.all([metricsText(), sdkMetricsUrl ? sdkTelemetry!.fetchSdkMetrics(sdkMetricsUrl) : ''])).join('\n'),
+      text: (
+        await Promise.all([metricsText(), sdkMetricsUrl ? sdkTelemetry!.fetchSdkMetrics(sdkMetricsUrl) : ''])
+      ).join('\n'),
     }),
   });
 } catch (err) {
   // Not fatal: the role works without probes (a second process on one host, say); the probes then fail loudly.
-  componentLogger('health').error(`could not listen on port ${config.KONFIDENCE_HEALTH_PORT}: ${(err as Error).message}`);
+  componentLogger('health').error(
+    `could not listen on port ${config.KONFIDENCE_HEALTH_PORT}: ${(err as Error).message}`,
+  );
 }
 /** Stops the components (no new work), then releases the Leases so a standby takes over at once. */
 async function stopElectors(): Promise<void> {
@@ -174,7 +208,9 @@ let worker: Worker | undefined;
 // below are added as they are made, and a probe in between must not find the role ready.
 let started = false;
 /** The core worker's workflows: a bundle made before, or (unset) bundled from the sources now. */
-const workflowBundle = config.KONFIDENCE_WORKFLOW_BUNDLE ? { workflowBundle: { codePath: config.KONFIDENCE_WORKFLOW_BUNDLE } } : {};
+const workflowBundle = config.KONFIDENCE_WORKFLOW_BUNDLE
+  ? { workflowBundle: { codePath: config.KONFIDENCE_WORKFLOW_BUNDLE } }
+  : {};
 checks.push({ name: 'started', check: () => assertSynced(started, 'the components of this role') });
 if (role === 'core') {
   const { createCoreWorker } = await import('./core-worker.js');
@@ -190,7 +226,10 @@ if (role === 'core') {
     ...workflowBundle,
   });
 } else if (role === 'executor') {
-  const [{ executorFor }, { createExecutorWorker }] = await Promise.all([import('../executors/index.js'), import('./executor-worker.js')]);
+  const [{ executorFor }, { createExecutorWorker }] = await Promise.all([
+    import('../executors/index.js'),
+    import('./executor-worker.js'),
+  ]);
   const executor = type ? executorFor(type) : undefined;
   if (!executor) throw new Error(`usage: worker/main.ts executor TYPE; unknown type ${type ?? '(none)'}`);
   worker = await createExecutorWorker({ ...common, executor, taskQueue: executorTaskQueue(executor.type) + suffix });
@@ -229,7 +268,10 @@ if (role === 'core') {
     ...(config.KONFIDENCE_STAGES_PER_NAMESPACE ? { stagesPerNamespace: config.KONFIDENCE_STAGES_PER_NAMESPACE } : {}),
     ...leadershipOf(elector),
   });
-  checks.push({ name: 'stageController', check: () => assertSynced(controller.isSynced(), 'the Stage controller watches') });
+  checks.push({
+    name: 'stageController',
+    check: () => assertSynced(controller.isSynced(), 'the Stage controller watches'),
+  });
   await controller.start();
   await joinShard('stage-controller', controller, elector);
   started = true;
@@ -239,7 +281,10 @@ if (role === 'core') {
   await Promise.all([controller.stop(), ...memberships.map((m) => m.stop())]);
   await stopElectors();
 } else if (role === 'all') {
-  if (shard) throw new Error('KONFIDENCE_SHARD: run the watcher and the stage-controller of a shard as their own processes (worker/main.ts watcher, stage-controller), not as part of "all"');
+  if (shard)
+    throw new Error(
+      'KONFIDENCE_SHARD: run the watcher and the stage-controller of a shard as their own processes (worker/main.ts watcher, stage-controller), not as part of "all"',
+    );
   const { startSystem } = await import('./system.js');
   const system = await startSystem({
     temporalAddress: config.TEMPORAL_ADDRESS,
@@ -252,12 +297,24 @@ if (role === 'core') {
     ...(config.KONFIDENCE_STAGES_PER_NAMESPACE ? { stagesPerNamespace: config.KONFIDENCE_STAGES_PER_NAMESPACE } : {}),
     ...(config.KONFIDENCE_PROMETHEUS_URL ? { prometheusUrl: config.KONFIDENCE_PROMETHEUS_URL } : {}),
     ...workflowBundle,
-    ...(electing ? { watcherLeadership: electorFor('watcher')!, stageControllerLeadership: electorFor('stage-controller')! } : {}),
+    ...(electing
+      ? { watcherLeadership: electorFor('watcher')!, stageControllerLeadership: electorFor('stage-controller')! }
+      : {}),
   });
   checks.push(
     { name: 'watcher', check: () => assertSynced(system.watcher.isSynced(), 'the VectorActivation informers') },
-    { name: 'stageController', check: () => assertSynced(system.stageController?.isSynced() ?? true, 'the Stage controller watches') },
-    { name: 'workers', check: () => assertSynced(system.workers.every((w) => w.getState() === 'RUNNING'), 'the workers') },
+    {
+      name: 'stageController',
+      check: () => assertSynced(system.stageController?.isSynced() ?? true, 'the Stage controller watches'),
+    },
+    {
+      name: 'workers',
+      check: () =>
+        assertSynced(
+          system.workers.every((w) => w.getState() === 'RUNNING'),
+          'the workers',
+        ),
+    },
   );
   started = true;
   shutdown.started();
@@ -272,7 +329,10 @@ if (worker) {
   const polling = worker;
   checks.push({ name: 'worker', check: () => assertSynced(polling.getState() === 'RUNNING', 'the worker (polling)') });
   started = true;
-  log.info(`${role}${type ? ` ${type}` : ''} worker polling ${config.TEMPORAL_ADDRESS} (${config.TEMPORAL_NAMESPACE})`, { taskQueue: polling.options.taskQueue });
+  log.info(
+    `${role}${type ? ` ${type}` : ''} worker polling ${config.TEMPORAL_ADDRESS} (${config.TEMPORAL_NAMESPACE})`,
+    { taskQueue: polling.options.taskQueue },
+  );
   const running = worker.run(); // resolves once shut down and its in-flight tasks are done
   shutdown.started();
   void shutdown.signalled.then(() => {

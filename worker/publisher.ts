@@ -90,7 +90,12 @@ export function versionFromEnv(env: NodeJS.ProcessEnv = process.env): string {
   if (env.KONFIDENCE_VERSION) return env.KONFIDENCE_VERSION;
   try {
     // Next to the sources, or two levels up when this runs compiled from dist/worker/.
-    const pkg = JSON.parse(readFileSync(new URL(import.meta.url.endsWith('.ts') ? '../package.json' : '../../package.json', import.meta.url), 'utf8')) as { version?: string };
+    const pkg = JSON.parse(
+      readFileSync(
+        new URL(import.meta.url.endsWith('.ts') ? '../package.json' : '../../package.json', import.meta.url),
+        'utf8',
+      ),
+    ) as { version?: string };
     return pkg.version ?? 'unknown';
   } catch {
     return 'unknown';
@@ -120,7 +125,9 @@ export function startPublisher(o: PublisherOptions): Publisher {
   function report(decision: PublishDecision): void {
     if (decision.write) {
       const a = decision.activeController;
-      log(`publisher: ${what}: published ${a.identity} at ${a.endpoint} (version ${a.version}, leading since ${a.leaderSince}; ${decision.reason})`);
+      log(
+        `publisher: ${what}: published ${a.identity} at ${a.endpoint} (version ${a.version}, leading since ${a.leaderSince}; ${decision.reason})`,
+      );
     } else if (decision.reason !== lastReason) {
       const why: Record<typeof decision.reason, string> = {
         'not-leader': `${o.leadership.identity} does not lead ${o.role}; checking again every ${timing.leadershipCheckMs} ms`,
@@ -166,8 +173,14 @@ export function startPublisher(o: PublisherOptions): Publisher {
     // it must not publish itself over the new leader. So leadership is asked again right before
     // the write. (The next wait still follows from the decision returned, so a pass fenced here
     // waits the short leadership check.)
-    if (!o.leadership.isLeader()) return { decision: { write: false, reason: 'not-leader' }, resourceVersion: object.metadata.resourceVersion };
-    if (!(await objects.patchStatus(ControllerStatus.kind, namespace, name, { phase: 'Active', activeController: decision.activeController }))) {
+    if (!o.leadership.isLeader())
+      return { decision: { write: false, reason: 'not-leader' }, resourceVersion: object.metadata.resourceVersion };
+    if (
+      !(await objects.patchStatus(ControllerStatus.kind, namespace, name, {
+        phase: 'Active',
+        activeController: decision.activeController,
+      }))
+    ) {
       throw new Error(`${what} disappeared before its status could be written`);
     }
     return { decision };

@@ -12,8 +12,18 @@
  * process's own clock (as the elector times the Lease it competes for): no two clocks are compared.
  */
 import { API_VERSION } from '../api/group.js';
-import { ControllerStatus, controllerStatusName, controllerStatusStatus, type ControllerRole } from '../api/controller-status.js';
-import { SHARDING_CONFIG_NAME, ShardingConfig, shardingConfigSpec, type ShardingConfigSpec } from '../api/sharding-config.js';
+import {
+  ControllerStatus,
+  controllerStatusName,
+  controllerStatusStatus,
+  type ControllerRole,
+} from '../api/controller-status.js';
+import {
+  SHARDING_CONFIG_NAME,
+  ShardingConfig,
+  shardingConfigSpec,
+  type ShardingConfigSpec,
+} from '../api/sharding-config.js';
 import { decideServing, shardOf, type Peer } from '../decisions/shards.js';
 import { apiMessage, k8s } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
@@ -77,7 +87,9 @@ export class ShardMembership {
 
   async start(): Promise<void> {
     const core = this.o.kubeConfig.makeApiClient(k8s.CoreV1Api);
-    this.informer = k8s.makeInformer<k8s.V1Namespace>(this.o.kubeConfig, '/api/v1/namespaces', () => core.listNamespace());
+    this.informer = k8s.makeInformer<k8s.V1Namespace>(this.o.kubeConfig, '/api/v1/namespaces', () =>
+      core.listNamespace(),
+    );
     const seen = (n: k8s.V1Namespace) => this.labels.set(n.metadata!.name!, n.metadata?.labels ?? {});
     this.informer.on('add', seen);
     this.informer.on('update', seen);
@@ -116,10 +128,15 @@ export class ShardMembership {
     try {
       const config = await this.objects.get(ShardingConfig.kind, this.o.systemNamespace, SHARDING_CONFIG_NAME);
       const parsed = config ? shardingConfigSpec.safeParse(config.spec ?? {}) : undefined;
-      if (parsed && !parsed.success) throw new Error(`ShardingConfig ${this.o.systemNamespace}/${SHARDING_CONFIG_NAME} is invalid: ${parsed.error.message}`);
+      if (parsed && !parsed.success)
+        throw new Error(
+          `ShardingConfig ${this.o.systemNamespace}/${SHARDING_CONFIG_NAME} is invalid: ${parsed.error.message}`,
+        );
       const spec: ShardingConfigSpec | undefined = parsed?.data;
       const generation = config?.metadata.generation ?? 0;
-      this.assigned = new Set([...this.labels].filter(([ns, labels]) => shardOf(ns, labels, spec) === this.o.shard).map(([ns]) => ns));
+      this.assigned = new Set(
+        [...this.labels].filter(([ns, labels]) => shardOf(ns, labels, spec) === this.o.shard).map(([ns]) => ns),
+      );
       await this.o.component.setNamespaces(new Set([...this.assigned, ...this.serving]));
       if (!this.o.leadership.isLeader()) {
         // Deposed (or never led): the component's gate stops it acting; forget what this term served.
@@ -133,13 +150,17 @@ export class ShardMembership {
       if (d.drop.length) {
         await this.o.component.drop(d.drop);
         for (const ns of d.drop) this.serving.delete(ns);
-        this.o.log(`shard ${this.o.shard}: dropped ${d.drop.length} namespaces (${d.drop.slice(0, 5).join(', ')}${d.drop.length > 5 ? ', …' : ''})`);
+        this.o.log(
+          `shard ${this.o.shard}: dropped ${d.drop.length} namespaces (${d.drop.slice(0, 5).join(', ')}${d.drop.length > 5 ? ', …' : ''})`,
+        );
       }
       await this.publish(generation, d.publish);
       if (d.claim.length) {
         for (const ns of d.claim) this.serving.add(ns);
         this.o.component.serve(d.claim);
-        this.o.log(`shard ${this.o.shard}: serving ${d.claim.length} more namespaces (config generation ${generation})`);
+        this.o.log(
+          `shard ${this.o.shard}: serving ${d.claim.length} more namespaces (config generation ${generation})`,
+        );
       }
       const waiting = d.waiting.map((w) => `${w.namespace}: ${w.reason}`).join('; ');
       if (waiting && waiting !== this.lastWaiting) this.o.log(`shard ${this.o.shard}: waiting for ${waiting}`);
@@ -156,9 +177,15 @@ export class ShardMembership {
     if (text === this.published) return;
     const name = controllerStatusName(this.o.role, this.o.shard);
     if (!(await this.objects.get(ControllerStatus.kind, this.o.systemNamespace, name))) {
-      await this.objects.create({ apiVersion: API_VERSION, kind: ControllerStatus.kind, metadata: { name, namespace: this.o.systemNamespace }, spec: { role: this.o.role, shard: this.o.shard } });
+      await this.objects.create({
+        apiVersion: API_VERSION,
+        kind: ControllerStatus.kind,
+        metadata: { name, namespace: this.o.systemNamespace },
+        spec: { role: this.o.role, shard: this.o.shard },
+      });
     }
-    if (!this.o.leadership.isLeader()) throw new Error(`${this.o.leadership.identity} lost the lead of shard ${this.o.shard} before publishing`);
+    if (!this.o.leadership.isLeader())
+      throw new Error(`${this.o.leadership.identity} lost the lead of shard ${this.o.shard} before publishing`);
     await this.objects.patchStatus(ControllerStatus.kind, this.o.systemNamespace, name, { serving });
     this.published = text;
   }
@@ -175,13 +202,17 @@ export class ShardMembership {
     const byName = new Map(leases.map((l) => [l.metadata?.name ?? '', l]));
     const prefix = `${leaseName(this.o.role)}-`;
     for (const name of byName.keys()) {
-      if (name.startsWith(prefix) && name !== leaseName(this.o.role, this.o.shard)) shards.add(name.slice(prefix.length));
+      if (name.startsWith(prefix) && name !== leaseName(this.o.role, this.o.shard))
+        shards.add(name.slice(prefix.length));
     }
     for (const shard of shards) {
       const lease = byName.get(leaseName(this.o.role, shard));
       const holder = lease?.spec?.holderIdentity ?? '';
       const before = this.seenLeases.get(shard);
-      const seen = before && lease && before.version === lease.metadata?.resourceVersion ? before : { version: lease?.metadata?.resourceVersion, holder, at: now };
+      const seen =
+        before && lease && before.version === lease.metadata?.resourceVersion
+          ? before
+          : { version: lease?.metadata?.resourceVersion, holder, at: now };
       this.seenLeases.set(shard, seen);
       const duration = Math.max(this.o.leaseDurationMs, (lease?.spec?.leaseDurationSeconds ?? 0) * 1000);
       const live = Boolean(lease && holder && now - seen.at < duration);

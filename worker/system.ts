@@ -78,18 +78,27 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
   const native = await NativeConnection.connect({ address: o.temporalAddress });
   const common = { connection: native, namespace: o.temporalNamespace };
   const workers = [
-    ...(o.core === false ? [] : [await createCoreWorker({
-      ...common,
-      kubeConfig: as('core'),
-      client,
-      taskQueue: coreTaskQueue,
-      ...(o.systemNamespace ? { systemNamespace: o.systemNamespace } : {}),
-      ...(o.workflowBundle ? { workflowBundle: o.workflowBundle } : {}),
-      ...(o.prometheusUrl ? { prometheusUrl: o.prometheusUrl } : {}),
-    })]),
+    ...(o.core === false
+      ? []
+      : [
+          await createCoreWorker({
+            ...common,
+            kubeConfig: as('core'),
+            client,
+            taskQueue: coreTaskQueue,
+            ...(o.systemNamespace ? { systemNamespace: o.systemNamespace } : {}),
+            ...(o.workflowBundle ? { workflowBundle: o.workflowBundle } : {}),
+            ...(o.prometheusUrl ? { prometheusUrl: o.prometheusUrl } : {}),
+          }),
+        ]),
     ...(await Promise.all(
       (o.executors ?? builtInExecutors).map((executor) =>
-        createExecutorWorker({ ...common, kubeConfig: as(`executor-${executor.type}`), executor, taskQueue: executorTaskQueue(executor.type) + suffix }),
+        createExecutorWorker({
+          ...common,
+          kubeConfig: as(`executor-${executor.type}`),
+          executor,
+          taskQueue: executorTaskQueue(executor.type) + suffix,
+        }),
       ),
     )),
   ];

@@ -14,7 +14,14 @@ import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporali
 import { workflowsPath } from './workflows-path.js';
 
 /** The bundler's own records are progress noise; only its errors are said. */
-const quiet = { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: console.error };
+const quiet = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: console.error,
+};
 
 /** The bundle of the workflows at `entry` (default the project's), in memory. */
 export function bundleWorkflows(entry = workflowsPath): Promise<WorkflowBundleWithSourceMap> {

@@ -13,5 +13,7 @@ export function messageOf(err: unknown): string {
 /** The message of a failure that says the activation's Stage is missing or going (decisions/activation.ts stageLoss). */
 export function stageLossOf(err: unknown): string | undefined {
   const cause = causeOf(err);
-  return cause instanceof ApplicationFailure && (cause.type === 'StageDeleted' || cause.type === 'StageNotFound') ? cause.message : undefined;
+  return cause instanceof ApplicationFailure && (cause.type === 'StageDeleted' || cause.type === 'StageNotFound')
+    ? cause.message
+    : undefined;
 }

@@ -21,12 +21,14 @@ export interface Patch {
 export const PATCHES: Record<string, Patch> = {
   'stage-checks': {
     workflow: 'activation',
-    changed: "reads the Stage before every route write but an attempt's first, and when a gate or a measurement wakes the run; ends StageDeleted when it is gone",
+    changed:
+      "reads the Stage before every route write but an attempt's first, and when a gate or a measurement wakes the run; ends StageDeleted when it is gone",
     release: '0.2.0',
   },
   'gone-records': {
     workflow: 'activation',
-    changed: 'a revert tells an execution deleted with its record (nothing of it put back: the revert is partial) from one that recorded nothing',
+    changed:
+      'a revert tells an execution deleted with its record (nothing of it put back: the revert is partial) from one that recorded nothing',
     release: '0.2.0',
   },
 };

@@ -24,7 +24,12 @@ export const KUBERNETES_BOOKKEEPING: LocalActivityOptions = {
  * state before the activation does (ADR-0012): a cancelled executor has stopped before the Stage is
  * handed to anyone else.
  */
-export const executorTask = (task: { taskQueue: string; timeoutSeconds: number; heartbeatSeconds: number; summary: string }): ActivityOptions => ({
+export const executorTask = (task: {
+  taskQueue: string;
+  timeoutSeconds: number;
+  heartbeatSeconds: number;
+  summary: string;
+}): ActivityOptions => ({
   taskQueue: task.taskQueue,
   scheduleToCloseTimeout: `${task.timeoutSeconds} seconds`,
   startToCloseTimeout: `${task.timeoutSeconds} seconds`,
@@ -101,7 +106,11 @@ export function leaseAttempts(seconds: number): number {
 
 const TAKE_STAGE_SUMMARY = "take the Stage's Lease, then read the Stage";
 /** The first try to take the Stage alone: a Lease found held by another is said (Waiting) before it is waited for. */
-export const TAKE_STAGE_ONCE: LocalActivityOptions = { startToCloseTimeout: '30 seconds', retry: { maximumAttempts: 1 }, summary: TAKE_STAGE_SUMMARY };
+export const TAKE_STAGE_ONCE: LocalActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 1 },
+  summary: TAKE_STAGE_SUMMARY,
+};
 /** Then the wait for the Lease, for at most `seconds`. */
 export const takeStageWaiting = (seconds: number): LocalActivityOptions => ({
   startToCloseTimeout: '30 seconds',

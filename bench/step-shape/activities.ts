@@ -16,7 +16,8 @@ export const CONFIG_MAPS = ['status', 'previous', 'next', 'start', 'end', 'recor
 export function shapeActivities(kc: k8s.KubeConfig, namespace: string): ShapeActivities {
   const api = kc.makeApiClient(k8s.CoreV1Api);
   const options = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
-  const patch = (name: string, data: Record<string, string>) => api.patchNamespacedConfigMap({ name, namespace, body: { data } }, options);
+  const patch = (name: string, data: Record<string, string>) =>
+    api.patchNamespacedConfigMap({ name, namespace, body: { data } }, options);
   return {
     /** `what`: the ConfigMap to write (one of CONFIG_MAPS), then a dash and the step. */
     async bookkeeping(writes, what) {

@@ -8,13 +8,21 @@
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { ShapeActivities } from './activities.js';
 
-const local = proxyLocalActivities<ShapeActivities>({ startToCloseTimeout: '30 seconds', retry: { maximumAttempts: 1 } });
+const local = proxyLocalActivities<ShapeActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 1 },
+});
 
 export async function shapeSteps(steps: number, executorQueue: string, writes: boolean, locals = true): Promise<void> {
-  const executor = proxyActivities<ShapeActivities>({ taskQueue: executorQueue, startToCloseTimeout: '30 seconds', retry: { maximumAttempts: 1 } });
+  const executor = proxyActivities<ShapeActivities>({
+    taskQueue: executorQueue,
+    startToCloseTimeout: '30 seconds',
+    retry: { maximumAttempts: 1 },
+  });
   await local.bookkeeping(writes, 'start');
   for (let i = 0; i < steps; i++) {
-    if (locals) await Promise.all(['status', 'previous', 'next'].map((what) => local.bookkeeping(writes, `${what}-${i}`)));
+    if (locals)
+      await Promise.all(['status', 'previous', 'next'].map((what) => local.bookkeeping(writes, `${what}-${i}`)));
     await executor.route(writes, i);
   }
   await local.bookkeeping(writes, 'end');

@@ -26,17 +26,41 @@ export const activate: Command = {
     { name: 'STAGEVERSION', required: true, description: 'the StageVersion that receives the traffic' },
   ],
   options: [
-    { name: 'name', value: 'NAME', description: 'name of the VectorActivation (default: STAGEVERSION-<random>); an existing one of that name with the same spec is reused' },
-    { name: 'plan', value: 'PLAN', description: 'ActivationExecutionPlan in the system namespace (default: the plan "default")' },
-    { name: 'wait', description: 'wait for the final phase; the exit code says whether the StageVersion serves the traffic' },
-    { name: 'timeout', value: 'DURATION', description: `with --wait: give up after this long (default ${DEFAULT_TIMEOUT}; e.g. 90s, 5m)` },
+    {
+      name: 'name',
+      value: 'NAME',
+      description:
+        'name of the VectorActivation (default: STAGEVERSION-<random>); an existing one of that name with the same spec is reused',
+    },
+    {
+      name: 'plan',
+      value: 'PLAN',
+      description: 'ActivationExecutionPlan in the system namespace (default: the plan "default")',
+    },
+    {
+      name: 'wait',
+      description: 'wait for the final phase; the exit code says whether the StageVersion serves the traffic',
+    },
+    {
+      name: 'timeout',
+      value: 'DURATION',
+      description: `with --wait: give up after this long (default ${DEFAULT_TIMEOUT}; e.g. 90s, 5m)`,
+    },
   ],
   examples: ['activate shop shop-7', 'activate shop shop-7 --wait --timeout 5m -o json'],
   async validate(args) {
     const { objectName } = await import('../../api/meta.js'); // zod: loaded when needed, not for --help
     const [stage, stageVersion] = args.positionals;
-    for (const [what, value] of [['STAGE', stage], ['STAGEVERSION', stageVersion], ['--name', stringOption(args, 'name')], ['--plan', stringOption(args, 'plan')]] as const) {
-      if (value !== undefined && !objectName.safeParse(value).success) throw usageError(`${what} "${value}" is not a valid object name (lower-case letters, digits, '-' and '.', at most 253 characters)`);
+    for (const [what, value] of [
+      ['STAGE', stage],
+      ['STAGEVERSION', stageVersion],
+      ['--name', stringOption(args, 'name')],
+      ['--plan', stringOption(args, 'plan')],
+    ] as const) {
+      if (value !== undefined && !objectName.safeParse(value).success)
+        throw usageError(
+          `${what} "${value}" is not a valid object name (lower-case letters, digits, '-' and '.', at most 253 characters)`,
+        );
     }
     if (args.options.timeout !== undefined && !args.options.wait) throw usageError('--timeout applies to --wait only');
     parseDuration('timeout', stringOption(args, 'timeout') ?? DEFAULT_TIMEOUT);
@@ -54,13 +78,29 @@ export const activate: Command = {
     // Stage, as ADR-0013 asks of everything that results from one.
     const ownerReferences = [{ apiVersion: API_VERSION, kind: 'Stage', name: stage, uid: stageUid }];
     const metadata = { name, namespace: ctx.namespace, ownerReferences };
-    const { object, created } = await ctx.objects.create({ apiVersion: API_VERSION, kind: 'VectorActivation', metadata, spec });
-    if (!created && (object.spec?.stage !== stage || object.spec?.stageVersion !== stageVersion || object.spec?.executionPlan !== plan)) {
-      throw usageError(`VectorActivation ${ctx.namespace}/${name} exists for Stage ${object.spec?.stage} → ${object.spec?.stageVersion}; choose another --name`);
+    const { object, created } = await ctx.objects.create({
+      apiVersion: API_VERSION,
+      kind: 'VectorActivation',
+      metadata,
+      spec,
+    });
+    if (
+      !created &&
+      (object.spec?.stage !== stage ||
+        object.spec?.stageVersion !== stageVersion ||
+        object.spec?.executionPlan !== plan)
+    ) {
+      throw usageError(
+        `VectorActivation ${ctx.namespace}/${name} exists for Stage ${object.spec?.stage} → ${object.spec?.stageVersion}; choose another --name`,
+      );
     }
-    if (!ctx.json) ctx.io.out(`vectoractivation/${name} ${created ? 'created' : 'exists'}: Stage ${ctx.namespace}/${stage} → ${stageVersion}`);
+    if (!ctx.json)
+      ctx.io.out(
+        `vectoractivation/${name} ${created ? 'created' : 'exists'}: Stage ${ctx.namespace}/${stage} → ${stageVersion}`,
+      );
     if (!args.options.wait) {
-      if (ctx.json) ctx.io.out(JSON.stringify({ name, namespace: ctx.namespace, stage, stageVersion, created }, null, 2));
+      if (ctx.json)
+        ctx.io.out(JSON.stringify({ name, namespace: ctx.namespace, stage, stageVersion, created }, null, 2));
       return EXIT.ok;
     }
     return followToFinal(ctx, name, timeoutMs, { stage, stageVersion, created });
@@ -73,9 +113,24 @@ export const activate: Command = {
  */
 async function checkTargets(ctx: Context, stage: string, stageVersion: string): Promise<string> {
   const [s, sv] = await Promise.all([ctx.stage(stage), ctx.stageVersion(stageVersion)]);
-  if (!s) throw notFound(`Stage ${stage}`, ctx.namespace, `list them with "kubectl get stages -n ${ctx.namespace}", or pass the namespace with -n`);
-  if (s.metadata.deletionTimestamp) throw new CliError(EXIT.failed, `Stage ${ctx.namespace}/${stage} is being deleted: an activation of it could only fail`);
-  if (!sv) throw notFound(`StageVersion ${stageVersion}`, ctx.namespace, `list them with "kubectl get stageversions -n ${ctx.namespace}"`);
-  if (sv.spec.stage !== stage) throw usageError(`StageVersion ${ctx.namespace}/${stageVersion} belongs to Stage ${sv.spec.stage}, not ${stage}`);
+  if (!s)
+    throw notFound(
+      `Stage ${stage}`,
+      ctx.namespace,
+      `list them with "kubectl get stages -n ${ctx.namespace}", or pass the namespace with -n`,
+    );
+  if (s.metadata.deletionTimestamp)
+    throw new CliError(
+      EXIT.failed,
+      `Stage ${ctx.namespace}/${stage} is being deleted: an activation of it could only fail`,
+    );
+  if (!sv)
+    throw notFound(
+      `StageVersion ${stageVersion}`,
+      ctx.namespace,
+      `list them with "kubectl get stageversions -n ${ctx.namespace}"`,
+    );
+  if (sv.spec.stage !== stage)
+    throw usageError(`StageVersion ${ctx.namespace}/${stageVersion} belongs to Stage ${sv.spec.stage}, not ${stage}`);
   return s.metadata.uid!;
 }

@@ -18,8 +18,11 @@ export const history: Command = {
     const [exists, activations] = await Promise.all([ctx.stage(stage!), ctx.activations()]);
     const rows = historyRows(activations, stage!, new Date());
     if (!exists && !rows.length) await ctx.requireStage(stage!);
-    if (!exists && !ctx.json) ctx.io.err(`note: Stage ${ctx.namespace}/${stage} does not exist (any more); these are its activations`);
-    ctx.print(rows, () => (rows.length ? renderHistory(rows) : `No VectorActivations for Stage ${ctx.namespace}/${stage}.`));
+    if (!exists && !ctx.json)
+      ctx.io.err(`note: Stage ${ctx.namespace}/${stage} does not exist (any more); these are its activations`);
+    ctx.print(rows, () =>
+      rows.length ? renderHistory(rows) : `No VectorActivations for Stage ${ctx.namespace}/${stage}.`,
+    );
     return EXIT.ok;
   },
 };

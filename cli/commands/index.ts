@@ -8,4 +8,16 @@ import { rollout } from './rollout.js';
 import { status } from './status.js';
 import { watch } from './watch.js';
 
-export const commands: Command[] = [status, activate, approve, promote, abort, cancel, retry, history, watch, rollout, breaker];
+export const commands: Command[] = [
+  status,
+  activate,
+  approve,
+  promote,
+  abort,
+  cancel,
+  retry,
+  history,
+  watch,
+  rollout,
+  breaker,
+];

@@ -23,10 +23,20 @@ const SIGNED = new Set<AnnotationRequest>(['approve', 'promote', 'abort']);
 export async function whoAmI(kc: k8s.KubeConfig): Promise<string> {
   // Loaded here, not with the module: help and usage errors need no Kubernetes client.
   const { k8s: client } = await import('../../k8s/client.js');
-  const review = await kc.makeApiClient(client.AuthenticationV1Api).createSelfSubjectReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
+  const review = await kc
+    .makeApiClient(client.AuthenticationV1Api)
+    .createSelfSubjectReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
   const name = review.status?.userInfo?.username;
-  if (!name) throw new CliError(EXIT.failed, 'the apiserver did not say who you are (SelfSubjectReview): cannot sign the request');
-  if (name.includes(' ')) throw new CliError(EXIT.failed, `your user name "${name}" has a space, which an annotation cannot carry: send the Update (approve, promote, abort) from the Temporal UI or CLI instead`);
+  if (!name)
+    throw new CliError(
+      EXIT.failed,
+      'the apiserver did not say who you are (SelfSubjectReview): cannot sign the request',
+    );
+  if (name.includes(' '))
+    throw new CliError(
+      EXIT.failed,
+      `your user name "${name}" has a space, which an annotation cannot carry: send the Update (approve, promote, abort) from the Temporal UI or CLI instead`,
+    );
   return name;
 }
 
@@ -42,7 +52,13 @@ function requestCommand(action: AnnotationRequest, summary: string, description:
       'answered once the watcher runs).',
     ].join('\n'),
     positionals: [{ name: 'VECTORACTIVATION', required: true, description: 'name of the VectorActivation' }],
-    options: [{ name: 'timeout', value: 'DURATION', description: `how long to wait for the answer (default ${DEFAULT_TIMEOUT})` }],
+    options: [
+      {
+        name: 'timeout',
+        value: 'DURATION',
+        description: `how long to wait for the answer (default ${DEFAULT_TIMEOUT})`,
+      },
+    ],
     examples: [`${action} shop-7-3f9a2c -n team-a`],
     async validate(args) {
       parseDuration('timeout', stringOption(args, 'timeout') ?? DEFAULT_TIMEOUT);
@@ -51,19 +67,35 @@ function requestCommand(action: AnnotationRequest, summary: string, description:
       const [name] = args.positionals as [string];
       const timeoutMs = parseDuration('timeout', stringOption(args, 'timeout') ?? DEFAULT_TIMEOUT);
       const va = await ctx.activation(name);
-      if (va.metadata.deletionTimestamp) throw new CliError(EXIT.failed, `VectorActivation ${ctx.namespace}/${name} is being deleted; its workflow is stopped already`);
+      if (va.metadata.deletionTimestamp)
+        throw new CliError(
+          EXIT.failed,
+          `VectorActivation ${ctx.namespace}/${name} is being deleted; its workflow is stopped already`,
+        );
       const fresh = `cli-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
       const value = SIGNED.has(action) ? `${await whoAmI(ctx.kc)} ${fresh}` : fresh;
       const token = requestToken(action, value);
-      if (!(await ctx.objects.mergeMetadata('VectorActivation', ctx.namespace, name, { annotations: { [REQUEST_ANNOTATIONS[action]]: value } }))) await ctx.activation(name);
+      if (
+        !(await ctx.objects.mergeMetadata('VectorActivation', ctx.namespace, name, {
+          annotations: { [REQUEST_ANNOTATIONS[action]]: value },
+        }))
+      )
+        await ctx.activation(name);
 
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const now = await ctx.activation(name);
-        if (now.metadata.uid !== va.metadata.uid) throw new CliError(EXIT.failed, `VectorActivation ${ctx.namespace}/${name} was deleted and created again while waiting for the answer`);
+        if (now.metadata.uid !== va.metadata.uid)
+          throw new CliError(
+            EXIT.failed,
+            `VectorActivation ${ctx.namespace}/${name} was deleted and created again while waiting for the answer`,
+          );
         const answer = now.status?.requests?.find((r) => r.action === action && r.token === token);
         if (answer) {
-          ctx.print({ name, namespace: ctx.namespace, ...answer, phase: now.status?.phase }, () => `${answer.outcome}: ${answer.message.replace(/^(accepted|refused): /i, '')}`);
+          ctx.print(
+            { name, namespace: ctx.namespace, ...answer, phase: now.status?.phase },
+            () => `${answer.outcome}: ${answer.message.replace(/^(accepted|refused): /i, '')}`,
+          );
           return requestExitCode(answer.outcome);
         }
         if (Date.now() >= deadline) {
@@ -104,6 +136,6 @@ export const promote = requestCommand(
 
 export const abort = requestCommand(
   'abort',
-  "abort a progressive activation: put its traffic back and fail it",
+  'abort a progressive activation: put its traffic back and fail it',
   "Puts a progressive activation's traffic back as recorded before it (down its plan's abort weights first, if\nany) and ends it Failed. Refused once it Succeeded: activate the previous StageVersion to go back then.",
 );

@@ -7,7 +7,16 @@
 import { DEFAULT_SYSTEM_NAMESPACE, GROUP, VERSION } from '../../api/group.js';
 import type { CoreRollout } from '../../api/core-rollout.js';
 import { buildIdSchema } from '../../api/core-rollout.js';
-import { coreDeploymentName, describeStep, parseGroups, parsePercents, rolloutSteps, stopReason, type RolloutStep, type RunObservation } from '../../decisions/rollout.js';
+import {
+  coreDeploymentName,
+  describeStep,
+  parseGroups,
+  parsePercents,
+  rolloutSteps,
+  stopReason,
+  type RolloutStep,
+  type RunObservation,
+} from '../../decisions/rollout.js';
 import { parseDuration } from '../args.js';
 import { stringOption, type Command, type Invocation } from '../command.js';
 import type { Context } from '../context.js';
@@ -40,14 +49,25 @@ interface Args {
 function parseArgs(args: Invocation): Args {
   const [action, build, percent] = args.positionals;
   if (!ACTIONS.includes(action as Action)) throw usageError(`rollout: "${action}" is not one of ${ACTIONS.join(', ')}`);
-  if (action === 'status' ? build !== undefined : build === undefined) throw usageError(action === 'status' ? 'rollout status takes no BUILD' : `rollout ${action}: missing BUILD`);
-  if (build !== undefined && !buildIdSchema.safeParse(build).success) throw usageError(`rollout: "${build}" is not a build id (letters, digits, ".", "_" or "-")`);
-  if ((action === 'ramp') !== (percent !== undefined)) throw usageError(action === 'ramp' ? 'rollout ramp: missing PERCENT' : `rollout ${action}: unexpected argument "${percent}"`);
+  if (action === 'status' ? build !== undefined : build === undefined)
+    throw usageError(action === 'status' ? 'rollout status takes no BUILD' : `rollout ${action}: missing BUILD`);
+  if (build !== undefined && !buildIdSchema.safeParse(build).success)
+    throw usageError(`rollout: "${build}" is not a build id (letters, digits, ".", "_" or "-")`);
+  if ((action === 'ramp') !== (percent !== undefined))
+    throw usageError(
+      action === 'ramp' ? 'rollout ramp: missing PERCENT' : `rollout ${action}: unexpected argument "${percent}"`,
+    );
   const p = percent === undefined ? undefined : Number(percent);
-  if (p !== undefined && !(Number.isFinite(p) && p >= 0 && p <= 100)) throw usageError(`rollout ramp: PERCENT "${percent}" is not between 0 and 100`);
-  if (action === 'canary' && !stringOption(args, 'namespaces')) throw usageError('rollout canary: --namespaces a,b is required');
-  if (action === 'run' && !stringOption(args, 'groups')) throw usageError('rollout run: --groups "a,b;c,d" is required');
-  for (const [flag, parse] of [['groups', parseGroups], ['ramp', parsePercents]] as const) {
+  if (p !== undefined && !(Number.isFinite(p) && p >= 0 && p <= 100))
+    throw usageError(`rollout ramp: PERCENT "${percent}" is not between 0 and 100`);
+  if (action === 'canary' && !stringOption(args, 'namespaces'))
+    throw usageError('rollout canary: --namespaces a,b is required');
+  if (action === 'run' && !stringOption(args, 'groups'))
+    throw usageError('rollout run: --groups "a,b;c,d" is required');
+  for (const [flag, parse] of [
+    ['groups', parseGroups],
+    ['ramp', parsePercents],
+  ] as const) {
     const text = stringOption(args, flag);
     const parsed = text === undefined ? undefined : parse(text);
     if (parsed && 'error' in parsed) throw usageError(parsed.error);
@@ -58,7 +78,8 @@ function parseArgs(args: Invocation): Args {
     ...(build !== undefined ? { build } : {}),
     ...(p !== undefined ? { percent: p } : {}),
     deployment: stringOption(args, 'deployment') ?? coreDeploymentName(process.env.KONFIDENCE_QUEUE_SUFFIX ?? ''),
-    systemNamespace: stringOption(args, 'system-namespace') ?? (process.env.KONFIDENCE_SYSTEM_NAMESPACE || DEFAULT_SYSTEM_NAMESPACE),
+    systemNamespace:
+      stringOption(args, 'system-namespace') ?? (process.env.KONFIDENCE_SYSTEM_NAMESPACE || DEFAULT_SYSTEM_NAMESPACE),
   };
 }
 
@@ -78,7 +99,11 @@ async function temporalDeployments(ctx: Context, deploymentName: string) {
       } catch (err) {
         const e = err as { code?: number; details?: string; message?: string };
         if (e.code === 5 && Date.now() < until) continue;
-        if (e.code === 5) throw new CliError(EXIT.notFound, `Worker Deployment ${deploymentName} not found in Temporal namespace ${namespace}: start a core worker with KONFIDENCE_BUILD_ID set (it creates the deployment)`);
+        if (e.code === 5)
+          throw new CliError(
+            EXIT.notFound,
+            `Worker Deployment ${deploymentName} not found in Temporal namespace ${namespace}: start a core worker with KONFIDENCE_BUILD_ID set (it creates the deployment)`,
+          );
         throw new CliError(EXIT.failed, `${what}: ${e.details ?? e.message}`);
       }
     }
@@ -97,16 +122,25 @@ async function temporalDeployments(ctx: Context, deploymentName: string) {
         builds: (info.versionSummaries ?? []).map((v) => v.deploymentVersion?.buildId ?? '').filter(Boolean),
       };
     },
-    setCurrent: (buildId: string) => call(`setting ${buildId} current`, () => service.setWorkerDeploymentCurrentVersion({ namespace, deploymentName, buildId, identity })),
+    setCurrent: (buildId: string) =>
+      call(`setting ${buildId} current`, () =>
+        service.setWorkerDeploymentCurrentVersion({ namespace, deploymentName, buildId, identity }),
+      ),
     /** buildId '' with 0 %: no ramping version. */
-    setRamping: (buildId: string, percentage: number) => call(`ramping ${buildId || '(none)'} to ${percentage}%`, () => service.setWorkerDeploymentRampingVersion({ namespace, deploymentName, buildId, percentage, identity })),
+    setRamping: (buildId: string, percentage: number) =>
+      call(`ramping ${buildId || '(none)'} to ${percentage}%`, () =>
+        service.setWorkerDeploymentRampingVersion({ namespace, deploymentName, buildId, percentage, identity }),
+      ),
   };
 }
 type Deployments = Awaited<ReturnType<typeof temporalDeployments>>;
 
 function requireBuild(d: Deployment, build: string): void {
   if (!d.builds.includes(build)) {
-    throw new CliError(EXIT.failed, `build ${build} is not a version of Worker Deployment ${d.name} (known: ${d.builds.join(', ') || 'none'}): start core workers with KONFIDENCE_BUILD_ID=${build} first`);
+    throw new CliError(
+      EXIT.failed,
+      `build ${build} is not a version of Worker Deployment ${d.name} (known: ${d.builds.join(', ') || 'none'}): start core workers with KONFIDENCE_BUILD_ID=${build} first`,
+    );
   }
 }
 
@@ -120,8 +154,18 @@ async function writeRollout(ctx: Context, a: Args, rollout: CoreRollout): Promis
 }
 
 /** One step of a rollout: the same code for the single commands and for `run`. */
-async function apply(ctx: Context, a: Args, t: Deployments, build: string, step: RolloutStep | { kind: 'rollback' }): Promise<void> {
-  if (step.kind === 'canary') return writeRollout(ctx, a, { deploymentName: a.deployment, canary: { buildId: build, namespaces: step.namespaces } });
+async function apply(
+  ctx: Context,
+  a: Args,
+  t: Deployments,
+  build: string,
+  step: RolloutStep | { kind: 'rollback' },
+): Promise<void> {
+  if (step.kind === 'canary')
+    return writeRollout(ctx, a, {
+      deploymentName: a.deployment,
+      canary: { buildId: build, namespaces: step.namespaces },
+    });
   if (step.kind === 'ramp') {
     await t.setRamping(build, step.percent);
     return;
@@ -138,20 +182,36 @@ async function observe(ctx: Context, a: Args, build: string, since: string): Pro
   const api = ctx.kc.makeApiClient(k8s.CustomObjectsApi);
   // CircuitBreaker is a kind of its own that may not be installed yet: absent means no breaker.
   const breakers = await api
-    .listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: a.systemNamespace, plural: 'circuitbreakers' })
+    .listNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: a.systemNamespace,
+      plural: 'circuitbreakers',
+    })
     .then((l: { items?: { metadata?: { name?: string }; status?: { phase?: string } }[] }) => l.items ?? [])
     .catch((err: { code?: number }) => {
       if (err.code === 404) return [];
       throw err;
     });
-  const vas = ((await api.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, plural: 'vectoractivations' })) as {
-    items: { metadata: { namespace: string; name: string }; status?: { phase?: string; coreBuildId?: string; completionTime?: string } }[];
-  }).items;
+  const vas = (
+    (await api.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, plural: 'vectoractivations' })) as {
+      items: {
+        metadata: { namespace: string; name: string };
+        status?: { phase?: string; coreBuildId?: string; completionTime?: string };
+      }[];
+    }
+  ).items;
   return {
-    breakers: breakers.map((b) => ({ name: b.metadata?.name ?? '?', ...(b.status?.phase ? { phase: b.status.phase } : {}) })),
+    breakers: breakers.map((b) => ({
+      name: b.metadata?.name ?? '?',
+      ...(b.status?.phase ? { phase: b.status.phase } : {}),
+    })),
     canaryActivations: vas
       .filter((v) => v.status?.coreBuildId === build && (v.status.completionTime ?? '') >= since)
-      .map((v) => ({ name: `${v.metadata.namespace}/${v.metadata.name}`, ...(v.status?.phase ? { phase: v.status.phase } : {}) })),
+      .map((v) => ({
+        name: `${v.metadata.namespace}/${v.metadata.name}`,
+        ...(v.status?.phase ? { phase: v.status.phase } : {}),
+      })),
   };
 }
 
@@ -168,13 +228,22 @@ async function run(ctx: Context, a: Args, t: Deployments, args: Invocation): Pro
   for (const step of rolloutSteps(groups, ramps)) {
     const check = async () => {
       const why = stopReason(await observe(ctx, a, build, since));
-      if (why) throw new CliError(EXIT.failed, `rollout of ${build} stopped before "${describeStep(step, build)}": ${why}${back}`);
+      if (why)
+        throw new CliError(
+          EXIT.failed,
+          `rollout of ${build} stopped before "${describeStep(step, build)}": ${why}${back}`,
+        );
     };
     await check();
     ctx.io.err(`${describeStep(step, build)}`);
     await apply(ctx, a, t, build, step);
     if (step.kind === 'promote') break;
-    for (const until = Date.now() + soakMs; Date.now() < until; await new Promise((r) => setTimeout(r, Math.min(POLL_MS, soakMs)))) await check();
+    for (
+      const until = Date.now() + soakMs;
+      Date.now() < until;
+      await new Promise((r) => setTimeout(r, Math.min(POLL_MS, soakMs)))
+    )
+      await check();
     await check();
   }
   ctx.print({ deployment: a.deployment, promoted: build }, () => `${build} is the current version of ${a.deployment}`);
@@ -207,11 +276,30 @@ export const rollout: Command = {
     { name: 'namespaces', value: 'A,B', description: 'canary: the namespaces whose new activations start on BUILD' },
     { name: 'groups', value: 'A,B;C,D', description: 'run: namespace groups (a shard each), canaried in this order' },
     { name: 'ramp', value: 'P1,P2', description: 'run: ramp percentages after the canary (default none)' },
-    { name: 'soak', value: 'DURATION', description: `run: how long each step is watched before the next (default ${DEFAULT_SOAK})` },
-    { name: 'deployment', value: 'NAME', description: 'Worker Deployment (default konfidence-core plus $KONFIDENCE_QUEUE_SUFFIX)' },
-    { name: 'system-namespace', value: 'NAMESPACE', description: 'where the canary ConfigMap lives (default $KONFIDENCE_SYSTEM_NAMESPACE, else konfidence-system)' },
+    {
+      name: 'soak',
+      value: 'DURATION',
+      description: `run: how long each step is watched before the next (default ${DEFAULT_SOAK})`,
+    },
+    {
+      name: 'deployment',
+      value: 'NAME',
+      description: 'Worker Deployment (default konfidence-core plus $KONFIDENCE_QUEUE_SUFFIX)',
+    },
+    {
+      name: 'system-namespace',
+      value: 'NAMESPACE',
+      description: 'where the canary ConfigMap lives (default $KONFIDENCE_SYSTEM_NAMESPACE, else konfidence-system)',
+    },
   ],
-  examples: ['rollout status', 'rollout canary v2 --namespaces team-a', 'rollout ramp v2 25', 'rollout promote v2', 'rollout rollback v1', 'rollout run v2 --groups "team-a;team-b,team-c" --ramp 10,50 --soak 5m'],
+  examples: [
+    'rollout status',
+    'rollout canary v2 --namespaces team-a',
+    'rollout ramp v2 25',
+    'rollout promote v2',
+    'rollout rollback v1',
+    'rollout run v2 --groups "team-a;team-b,team-c" --ramp 10,50 --soak 5m',
+  ],
   async validate(args) {
     parseArgs(args);
   },
@@ -236,12 +324,33 @@ export const rollout: Command = {
       if (a.action === 'run') return await run(ctx, a, t, args);
       const build = a.build!;
       requireBuild(await t.describe(), build);
-      const namespaces = (stringOption(args, 'namespaces') ?? '').split(',').map((n) => n.trim()).filter(Boolean);
+      const namespaces = (stringOption(args, 'namespaces') ?? '')
+        .split(',')
+        .map((n) => n.trim())
+        .filter(Boolean);
       const step: RolloutStep | { kind: 'rollback' } =
-        a.action === 'canary' ? { kind: 'canary', namespaces, group: 1 } : a.action === 'ramp' ? { kind: 'ramp', percent: a.percent! } : { kind: a.action === 'promote' ? 'promote' : 'rollback' };
+        a.action === 'canary'
+          ? { kind: 'canary', namespaces, group: 1 }
+          : a.action === 'ramp'
+            ? { kind: 'ramp', percent: a.percent! }
+            : { kind: a.action === 'promote' ? 'promote' : 'rollback' };
       await apply(ctx, a, t, build, step);
-      const said = { canary: `new activations of ${namespaces.join(', ')} start on ${build}`, ramp: `${a.percent}% of new activations start on ${build}`, promote: `${build} is current`, rollback: `${build} is current again; ramp and canary ended` }[a.action];
-      ctx.print({ deployment: a.deployment, action: a.action, build, ...(a.percent !== undefined ? { percent: a.percent } : {}), ...(namespaces.length && a.action === 'canary' ? { namespaces } : {}) }, () => said);
+      const said = {
+        canary: `new activations of ${namespaces.join(', ')} start on ${build}`,
+        ramp: `${a.percent}% of new activations start on ${build}`,
+        promote: `${build} is current`,
+        rollback: `${build} is current again; ramp and canary ended`,
+      }[a.action];
+      ctx.print(
+        {
+          deployment: a.deployment,
+          action: a.action,
+          build,
+          ...(a.percent !== undefined ? { percent: a.percent } : {}),
+          ...(namespaces.length && a.action === 'canary' ? { namespaces } : {}),
+        },
+        () => said,
+      );
       return EXIT.ok;
     } finally {
       await t.close().catch(() => undefined);

@@ -28,7 +28,11 @@ export const watch: Command = {
   ].join('\n'),
   positionals: [{ name: 'STAGE', required: false, description: 'only the activations of this Stage' }],
   options: [
-    { name: 'until-final', value: 'NAME', description: 'stop when this VectorActivation reaches a final phase; exit code as activate --wait' },
+    {
+      name: 'until-final',
+      value: 'NAME',
+      description: 'stop when this VectorActivation reaches a final phase; exit code as activate --wait',
+    },
     { name: 'timeout', value: 'DURATION', description: 'stop after this long (exit 0; with --until-final: exit 5)' },
   ],
   examples: ['watch shop -n team-a', 'watch --until-final shop-7-3f9a2c -o json'],
@@ -41,9 +45,13 @@ export const watch: Command = {
     const until = stringOption(args, 'until-final');
     const timeout = stringOption(args, 'timeout');
     const timeoutMs = timeout === undefined ? undefined : parseDuration('timeout', timeout);
-    if (stage && !(await ctx.stage(stage))) ctx.io.err(`note: Stage ${ctx.namespace}/${stage} does not exist (yet); watching for its activations`);
+    if (stage && !(await ctx.stage(stage)))
+      ctx.io.err(`note: Stage ${ctx.namespace}/${stage} does not exist (yet); watching for its activations`);
     // Loaded when run, not for --help: the Kubernetes client and zod take seconds to load.
-    const [{ k8s }, { vectorActivationResource }] = await Promise.all([import('../../k8s/client.js'), import('../../api/vector-activation.js')]);
+    const [{ k8s }, { vectorActivationResource }] = await Promise.all([
+      import('../../k8s/client.js'),
+      import('../../api/vector-activation.js'),
+    ]);
     return follow(ctx, k8s, vectorActivationResource, stage, until, timeoutMs);
   },
 };
@@ -51,7 +59,14 @@ export const watch: Command = {
 type K8s = typeof import('../../k8s/client.js').k8s;
 type Schema = typeof import('../../api/vector-activation.js').vectorActivationResource;
 
-function follow(ctx: Context, k8s: K8s, schema: Schema, stage: string | undefined, until: string | undefined, timeoutMs: number | undefined): Promise<ExitCode> {
+function follow(
+  ctx: Context,
+  k8s: K8s,
+  schema: Schema,
+  stage: string | undefined,
+  until: string | undefined,
+  timeoutMs: number | undefined,
+): Promise<ExitCode> {
   const path = `/apis/${GROUP}/${VERSION}/namespaces/${ctx.namespace}/vectoractivations`;
   const api = ctx.kc.makeApiClient(k8s.CustomObjectsApi);
   const seen: Seen = new Map();
@@ -78,7 +93,8 @@ function follow(ctx: Context, k8s: K8s, schema: Schema, stage: string | undefine
     process.on('SIGTERM', interrupted);
     if (timeoutMs !== undefined) {
       timer = setTimeout(() => {
-        if (until) ctx.io.err(`VectorActivation ${ctx.namespace}/${until} is not final after ${Math.round(timeoutMs / 1000)}s`);
+        if (until)
+          ctx.io.err(`VectorActivation ${ctx.namespace}/${until} is not final after ${Math.round(timeoutMs / 1000)}s`);
         end(() => resolve(until ? EXIT.timeout : EXIT.ok));
       }, timeoutMs);
     }
@@ -118,7 +134,12 @@ function follow(ctx: Context, k8s: K8s, schema: Schema, stage: string | undefine
       const mine = ++generation;
       const live = () => mine === generation && !stopped;
       try {
-        const list = (await api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ctx.namespace, plural: 'vectoractivations' })) as { metadata?: { resourceVersion?: string }; items: unknown[] };
+        const list = (await api.listNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          namespace: ctx.namespace,
+          plural: 'vectoractivations',
+        })) as { metadata?: { resourceVersion?: string }; items: unknown[] };
         const listed = new Set(list.items.map((o) => (o as { metadata?: { uid?: string } }).metadata?.uid));
         for (const [uid, gone] of known) if (!listed.has(uid)) handle('DELETED', gone);
         for (const o of list.items) handle('ADDED', o);

@@ -65,7 +65,12 @@ export class ActivationActions {
   /** Fields that say which activation a record is about. */
   about(cachedActivation: CachedActivation) {
     const ref = refOf(cachedActivation);
-    return { namespace: ref.namespace, activation: ref.name, ...(cachedActivation.spec?.stage ? { stage: cachedActivation.spec.stage } : {}), workflowId: activationWorkflowId(ref) };
+    return {
+      namespace: ref.namespace,
+      activation: ref.name,
+      ...(cachedActivation.spec?.stage ? { stage: cachedActivation.spec.stage } : {}),
+      workflowId: activationWorkflowId(ref),
+    };
   }
 
   /** Carries out a pass's plan: expectations and skips in the background, then the starts, then the holds. */
@@ -73,12 +78,22 @@ export class ActivationActions {
     const attempt = (activation: CachedActivation, what: string, work: () => Promise<unknown>) =>
       Promise.resolve()
         .then(work)
-        .catch((err: unknown) => err instanceof NotLeaderError || this.options.log(`VectorActivation ${namespace}/${activation.metadata!.name}: ${what}: ${apiMessage(err)}`, { level: 'warn', ...this.about(activation) }));
+        .catch(
+          (err: unknown) =>
+            err instanceof NotLeaderError ||
+            this.options.log(
+              `VectorActivation ${namespace}/${activation.metadata!.name}: ${what}: ${apiMessage(err)}`,
+              { level: 'warn', ...this.about(activation) },
+            ),
+        );
     for (const superseder of plan.expectations) void this.work.run(namespace, () => this.expect(namespace, superseder));
     const start = (activation: CachedActivation) => attempt(activation, 'start', () => this.ensure(activation));
     // A loser that could not be ended starts, and the Stage's lock supersedes it. The pass does not
     // wait for the skips: a burst's newest held for the rest of its burst starts when its time comes.
-    if (plan.skips.length > 0) void this.work.run(namespace, () => this.skip(namespace, plan.skips).then((unended) => Promise.all(unended.map(start))));
+    if (plan.skips.length > 0)
+      void this.work.run(namespace, () =>
+        this.skip(namespace, plan.skips).then((unended) => Promise.all(unended.map(start))),
+      );
     await Promise.all(plan.starts.map(start));
     for (const activation of plan.holds) {
       await attempt(activation, 'marking it held', () => {
@@ -105,7 +120,12 @@ export class ActivationActions {
   }
   private rolloutRead?: { at: number; read: ReturnType<typeof readCoreRollout> };
 
-  async startWorkflow(cachedActivation: CachedActivation, extra: Partial<ActivationOptions>, reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE', memo?: Record<string, unknown>) {
+  async startWorkflow(
+    cachedActivation: CachedActivation,
+    extra: Partial<ActivationOptions>,
+    reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE',
+    memo?: Record<string, unknown>,
+  ) {
     const ref = refOf(cachedActivation);
     const pinnedTo = pinnedVersion(await this.rollout(), ref.namespace);
     this.options.gate.fence(`starting the workflow of ${ref.namespace}/${ref.name}`, ref.namespace);
@@ -209,21 +229,37 @@ export class ActivationActions {
    * workflow puts back what it changed (ActivationRun.closeOut). Finished already, or its
    * close-out run closed too: the controller lets everything go itself, reverting nothing.
    */
-  async closeOut(cachedActivation: CachedActivation, run: { status: string; closeOut: boolean } | undefined): Promise<void> {
+  async closeOut(
+    cachedActivation: CachedActivation,
+    run: { status: string; closeOut: boolean } | undefined,
+  ): Promise<void> {
     const ref = refOf(cachedActivation);
     const workflowId = workflowIdOf(cachedActivation);
     if (!isFinal(cachedActivation.status?.phase) && !run?.closeOut) {
       const why = closedWorkflow(run?.status ?? 'NOT_FOUND', workflowId);
-      await this.startWorkflow(cachedActivation, { resume: 'close-out', closeOut: why }, 'ALLOW_DUPLICATE', { closeOut: true });
+      await this.startWorkflow(cachedActivation, { resume: 'close-out', closeOut: why }, 'ALLOW_DUPLICATE', {
+        closeOut: true,
+      });
       this.options.passStates.running(ref.namespace, workflowId, true);
-      this.options.log(`VectorActivation ${ref.namespace}/${ref.name}: ${why.message}; its close-out run started`, this.about(cachedActivation));
+      this.options.log(
+        `VectorActivation ${ref.namespace}/${ref.name}: ${why.message}; its close-out run started`,
+        this.about(cachedActivation),
+      );
       return;
     }
     this.options.gate.fence(`closing out ${ref.namespace}/${ref.name}`, ref.namespace);
-    if (await closeOutActivation(this.options.deps, ref, closedWorkflowEnding(run?.status ?? 'NOT_FOUND', workflowId))) {
-      this.options.log(`VectorActivation ${ref.namespace}/${ref.name}: workflow ${run?.status.toLowerCase() ?? 'gone'}; closed out`, this.about(cachedActivation));
+    if (
+      await closeOutActivation(this.options.deps, ref, closedWorkflowEnding(run?.status ?? 'NOT_FOUND', workflowId))
+    ) {
+      this.options.log(
+        `VectorActivation ${ref.namespace}/${ref.name}: workflow ${run?.status.toLowerCase() ?? 'gone'}; closed out`,
+        this.about(cachedActivation),
+      );
       // Free the Stage now rather than at the lock's next holder check.
-      this.options.gate.fence(`releasing the lock of Stage ${ref.namespace}/${cachedActivation.spec!.stage}`, ref.namespace);
+      this.options.gate.fence(
+        `releasing the lock of Stage ${ref.namespace}/${cachedActivation.spec!.stage}`,
+        ref.namespace,
+      );
       await this.options.client.workflow
         .getHandle(stageLockWorkflowId(ref.namespace, cachedActivation.spec!.stage!))
         .signal(releaseLockSignal, { requester: workflowId })
@@ -240,10 +276,18 @@ export class ActivationActions {
     const activation = `${namespace}/${superseder.name}`;
     try {
       this.options.gate.fence(`expecting ${activation} at its Stage's lock`, namespace);
-      await expectStageLock(this.options.client, this.options.taskQueue, namespace, superseder.stage, { requester: activationWorkflowId({ namespace, name: superseder.name, uid: superseder.uid }), revision: superseder.revision, activation });
+      await expectStageLock(this.options.client, this.options.taskQueue, namespace, superseder.stage, {
+        requester: activationWorkflowId({ namespace, name: superseder.name, uid: superseder.uid }),
+        revision: superseder.revision,
+        activation,
+      });
     } catch (err) {
       if (err instanceof NotLeaderError) this.options.passStates.unexpect(namespace, superseder.uid);
-      else this.options.log(`telling the lock of ${namespace}/${superseder.stage} to expect ${superseder.name}: ${apiMessage(err)}`, { level: 'warn', namespace, activation: superseder.name, stage: superseder.stage });
+      else
+        this.options.log(
+          `telling the lock of ${namespace}/${superseder.stage} to expect ${superseder.name}: ${apiMessage(err)}`,
+          { level: 'warn', namespace, activation: superseder.name, stage: superseder.stage },
+        );
     }
   }
 
@@ -260,10 +304,22 @@ export class ActivationActions {
           this.options.gate.fence(`superseding ${namespace}/${ref.name}`, namespace);
           // Ended: it stays among those being skipped until the watch brings the write back (a
           // stale event may come first), so that no pass starts it meanwhile.
-          if (await skipBeforeStart(this.options.deps, ref, supersededMessage(namespace, by), cachedActivation as CustomObject)) return;
+          if (
+            await skipBeforeStart(
+              this.options.deps,
+              ref,
+              supersededMessage(namespace, by),
+              cachedActivation as CustomObject,
+            )
+          )
+            return;
         }
       } catch (err) {
-        if (!(err instanceof NotLeaderError)) this.options.log(`superseding ${namespace}/${ref.name}: ${apiMessage(err)}; starting it`, { level: 'warn', ...this.about(cachedActivation) });
+        if (!(err instanceof NotLeaderError))
+          this.options.log(`superseding ${namespace}/${ref.name}: ${apiMessage(err)}; starting it`, {
+            level: 'warn',
+            ...this.about(cachedActivation),
+          });
       }
       this.options.passStates.skipping(namespace, ref.uid, false);
       unended.push(cachedActivation);

@@ -43,7 +43,12 @@ export async function closeOutActivation(deps: CoreDeps, ref: ActivationRef, why
   // The activation usage stays while a route its tasks changed may send the StageVersion traffic
   // (an Apply execution recorded its rules and assigned it a share): nothing reverts them here. The
   // Stage controller's serving mark then protects it for as long as a route does.
-  const applied = executions.some((object) => object.spec.action === 'Apply' && (object.status?.record?.rules?.length ?? 0) > 0 && (object.spec.assignment?.[va.spec.stageVersion] ?? 0) > 0);
+  const applied = executions.some(
+    (object) =>
+      object.spec.action === 'Apply' &&
+      (object.status?.record?.rules?.length ?? 0) > 0 &&
+      (object.spec.assignment?.[va.spec.stageVersion] ?? 0) > 0,
+  );
   if (!applied) await usageActivities(deps).releaseActivationUsage(ref);
   await stageVersionActivities(deps).unmarkStageVersion(ref.namespace, va.spec.stageVersion, holder);
   await releaseStageLease(deps, ref.namespace, va.spec.stage, holder);

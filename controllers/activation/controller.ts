@@ -166,7 +166,8 @@ export class ActivationController {
     this.informers.serve(namespaces);
     const added = new Set(namespaces);
     if (this.informers.gate.acting()) this.handDeletionsOver();
-    for (const activation of this.cache.values()) if (added.has(activation.metadata!.namespace!)) void this.reconcile(activation);
+    for (const activation of this.cache.values())
+      if (added.has(activation.metadata!.namespace!)) void this.reconcile(activation);
     this.passes.poke();
   }
 
@@ -180,7 +181,8 @@ export class ActivationController {
 
   /** A namespace left: its cache and memory go. */
   private forget(namespace: string): void {
-    for (const [uid, activation] of this.cache) if (activation.metadata?.namespace === namespace) this.cache.delete(uid);
+    for (const [uid, activation] of this.cache)
+      if (activation.metadata?.namespace === namespace) this.cache.delete(uid);
     this.passStates.forget(namespace);
   }
 
@@ -206,9 +208,15 @@ export class ActivationController {
   }
 
   private observe(cachedActivation: CachedActivation): void {
-    observeEventLag('watcher', 'VectorActivation', cachedActivation as Parameters<typeof observeEventLag>[2], this.startedAt);
+    observeEventLag(
+      'watcher',
+      'VectorActivation',
+      cachedActivation as Parameters<typeof observeEventLag>[2],
+      this.startedAt,
+    );
     const ns = cachedActivation.metadata!.namespace!;
-    if (!this.cache.has(cachedActivation.metadata!.uid!) && !isFinal(cachedActivation.status?.phase)) this.passStates.arrived(ns, stageOf(cachedActivation), performance.now());
+    if (!this.cache.has(cachedActivation.metadata!.uid!) && !isFinal(cachedActivation.status?.phase))
+      this.passStates.arrived(ns, stageOf(cachedActivation), performance.now());
     this.cache.set(cachedActivation.metadata!.uid!, cachedActivation);
     void this.reconcile(cachedActivation);
     // An activation that ended may free a place for a held one.
@@ -241,7 +249,11 @@ export class ActivationController {
           await carryOut(this.actions, cachedActivation, step);
         } catch (err) {
           // Deposed between the decision and a write: the new leader decides again.
-          if (!(err instanceof NotLeaderError)) this.log(`VectorActivation ${ns}/${cachedActivation.metadata!.name}: ${apiMessage(err)}`, { level: 'warn', ...this.actions.about(cachedActivation) });
+          if (!(err instanceof NotLeaderError))
+            this.log(`VectorActivation ${ns}/${cachedActivation.metadata!.name}: ${apiMessage(err)}`, {
+              level: 'warn',
+              ...this.actions.about(cachedActivation),
+            });
         } finally {
           this.inFlight.delete(step.key);
         }
@@ -268,10 +280,15 @@ export class ActivationController {
     let plan = decidePass(snap, this.passStates.of(namespace), performance.now());
     if (plan.read.length > 0) {
       // A burst: its Stages and StageVersions tell the losers. Unreadable, everything starts and the lock supersedes.
-      const supersession = await readSupersession(this.actions.options.deps.objects, namespace, plan.read).catch((err: unknown) => {
-        this.log(`superseding a burst in ${namespace}: ${apiMessage(err)}; starting every activation`, { level: 'warn', namespace });
-        return 'unreadable' as const;
-      });
+      const supersession = await readSupersession(this.actions.options.deps.objects, namespace, plan.read).catch(
+        (err: unknown) => {
+          this.log(`superseding a burst in ${namespace}: ${apiMessage(err)}; starting every activation`, {
+            level: 'warn',
+            namespace,
+          });
+          return 'unreadable' as const;
+        },
+      );
       snap = { ...snap, supersession };
       plan = decidePass(snap, this.passStates.of(namespace), performance.now());
     }

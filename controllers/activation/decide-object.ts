@@ -38,9 +38,18 @@ export function decideObject(cachedActivation: CachedActivation, running: Readon
   // The workflow starts only from the namespace's pass (Stage limit, bursts superseded before they
   // start), whatever requests the activation carries.
   const pass = actions.some((action) => action.kind === 'ensure') && !running.has(id);
-  const notStarted = !isFinal(cachedActivation.status?.phase) && !running.has(id) && !cachedActivation.status?.workflowId;
+  const notStarted =
+    !isFinal(cachedActivation.status?.phase) && !running.has(id) && !cachedActivation.status?.workflowId;
   const requests = actions.flatMap((action): RequestStep[] =>
-    action.kind === 'ensure' ? [] : [{ key: `${cachedActivation.metadata!.uid}/${action.kind}/${'token' in action ? action.token : ''}`, action, beforeStart: notStarted && action.kind === 'relay' }],
+    action.kind === 'ensure'
+      ? []
+      : [
+          {
+            key: `${cachedActivation.metadata!.uid}/${action.kind}/${'token' in action ? action.token : ''}`,
+            action,
+            beforeStart: notStarted && action.kind === 'relay',
+          },
+        ],
   );
   return { pass, requests };
 }
@@ -57,7 +66,13 @@ export function decideDeleted(activation: CachedActivation, acting: boolean): 'n
 /** A Stage as the activation controller caches it: which one it is, and whether it is being deleted. */
 export interface CachedStage {
   kind?: string;
-  metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; deletionTimestamp?: Date | string };
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    deletionTimestamp?: Date | string;
+  };
 }
 
 /**
@@ -75,7 +90,14 @@ export function decideStageEvent(
   const { namespace, name, uid, deletionTimestamp } = stage.metadata ?? {};
   if (!namespace || !name || !uid || told.has(uid)) return undefined;
   if (type !== 'DELETED' && !deletionTimestamp) return undefined;
-  const workflowIds = [...activations].filter((activation) => activation.metadata?.namespace === namespace && stageOf(activation) === name && !isFinal(activation.status?.phase)).map(workflowIdOf);
+  const workflowIds = [...activations]
+    .filter(
+      (activation) =>
+        activation.metadata?.namespace === namespace &&
+        stageOf(activation) === name &&
+        !isFinal(activation.status?.phase),
+    )
+    .map(workflowIdOf);
   return { notice: { namespace, stage: name, uid, ...(type === 'DELETED' ? {} : { deleting: true }) }, workflowIds };
 }
 
@@ -86,7 +108,11 @@ export const STANDBY_DELETIONS_KEPT_MS = 5 * 60_000;
  * Of the deletions seen while not acting (by workflow id: when, and what to tell), those to hand to
  * their workflows now (in namespaces it acts in) and those still kept for later; the old ones go.
  */
-export function handOver<T extends { at: number }>(deletions: ReadonlyMap<string, T>, now: number, serves: (namespace: string) => boolean): { signal: [string, T][]; keep: Map<string, T> } {
+export function handOver<T extends { at: number }>(
+  deletions: ReadonlyMap<string, T>,
+  now: number,
+  serves: (namespace: string) => boolean,
+): { signal: [string, T][]; keep: Map<string, T> } {
   const signal: [string, T][] = [];
   const keep = new Map<string, T>();
   for (const [workflowId, seen] of deletions) {
@@ -105,7 +131,8 @@ export function handOver<T extends { at: number }>(deletions: ReadonlyMap<string
 export const GATED_FULL_CHECK_EVERY = 20;
 
 /** Whether sweep number `count` (from 0) looks at every workflow; so does the first. */
-export const fullSweep = (count: number, since: number | undefined) => count % GATED_FULL_CHECK_EVERY === 0 || since === undefined;
+export const fullSweep = (count: number, since: number | undefined) =>
+  count % GATED_FULL_CHECK_EVERY === 0 || since === undefined;
 
 export type SweepStep =
   /** Deleted, waiting for its close-out finalizer: decide again (the deletion reaches its workflow, or a close-out). */
@@ -120,8 +147,13 @@ export type SweepStep =
  * What the sweep does for one cached activation in a namespace it acts in. `closed`: the workflows
  * the visibility query found closed since the sweep before; undefined, every one is looked at.
  */
-export function sweepStep(activation: CachedActivation, running: ReadonlySet<string>, closed: ReadonlySet<string> | undefined): SweepStep {
-  if (activation.metadata?.deletionTimestamp) return activation.metadata.finalizers?.includes(FINALIZER_CLOSE_OUT) ? 'reconcile' : 'skip';
+export function sweepStep(
+  activation: CachedActivation,
+  running: ReadonlySet<string>,
+  closed: ReadonlySet<string> | undefined,
+): SweepStep {
+  if (activation.metadata?.deletionTimestamp)
+    return activation.metadata.finalizers?.includes(FINALIZER_CLOSE_OUT) ? 'reconcile' : 'skip';
   if (isFinal(activation.status?.phase)) return 'skip';
   const id = workflowIdOf(activation);
   if (!running.has(id) && !activation.status?.workflowId) return 'pass';

@@ -13,7 +13,13 @@
  */
 import { isFinal } from '../../decisions/activation.js';
 import { fairShare, heldMessage, NAMESPACE_LIMIT_REASON } from '../../decisions/fair-share.js';
-import { holdBurstWinners, supersededBeforeStart, type BurstWait, type KnownStageVersion, type Superseder } from '../../decisions/supersede.js';
+import {
+  holdBurstWinners,
+  supersededBeforeStart,
+  type BurstWait,
+  type KnownStageVersion,
+  type Superseder,
+} from '../../decisions/supersede.js';
 import { createdOf, stageOf, workflowIdOf, type CachedActivation } from '../../shared/cached-activation.js';
 
 /** What a pass observed of one namespace. */
@@ -77,17 +83,26 @@ export interface PassDecision {
 }
 
 export function emptyPassState(): NamespacePassState {
-  return { running: new Set(), settling: new Map(), lastArrival: new Map(), skipping: new Set(), expectSent: new Set() };
+  return {
+    running: new Set(),
+    settling: new Map(),
+    lastArrival: new Map(),
+    skipping: new Set(),
+    expectSent: new Set(),
+  };
 }
 
 const uidOf = (activation: CachedActivation) => activation.metadata!.uid!;
 
 /** Started: this controller knows its workflow runs, or its status names one (a workflow wrote it). */
-const startedIn = (state: NamespacePassState) => (activation: CachedActivation) => state.running.has(workflowIdOf(activation)) || Boolean(activation.status?.workflowId);
+const startedIn = (state: NamespacePassState) => (activation: CachedActivation) =>
+  state.running.has(workflowIdOf(activation)) || Boolean(activation.status?.workflowId);
 
 export function decidePass(observed: PassSnapshot, state: NamespacePassState, now: number): PassDecision {
   const started = startedIn(state);
-  const unfinished = observed.activations.filter((activation) => !activation.metadata!.deletionTimestamp && !isFinal(activation.status?.phase));
+  const unfinished = observed.activations.filter(
+    (activation) => !activation.metadata!.deletionTimestamp && !isFinal(activation.status?.phase),
+  );
   const admitted = fairShare(
     unfinished.map((activation) => ({
       uid: uidOf(activation),
@@ -104,20 +119,37 @@ export function decidePass(observed: PassSnapshot, state: NamespacePassState, no
   const final = new Set(observed.activations.filter((activation) => isFinal(activation.status?.phase)).map(uidOf));
   const skipping = new Set([...state.skipping].filter((uid) => !final.has(uid)));
   const expectSent = new Set([...state.expectSent].filter((uid) => !final.has(uid)));
-  const starting = unfinished.filter((activation) => admitted.has(uidOf(activation)) && !started(activation) && !skipping.has(uidOf(activation)));
+  const starting = unfinished.filter(
+    (activation) => admitted.has(uidOf(activation)) && !started(activation) && !skipping.has(uidOf(activation)),
+  );
   const count = new Map<string, number>();
-  for (const cachedActivation of starting) count.set(stageOf(cachedActivation), (count.get(stageOf(cachedActivation)) ?? 0) + 1);
+  for (const cachedActivation of starting)
+    count.set(stageOf(cachedActivation), (count.get(stageOf(cachedActivation)) ?? 0) + 1);
   const crowded = [...count].filter(([, n]) => n > 1).map(([stage]) => stage);
   const message = heldMessage(observed.namespace, observed.limit ?? 0);
   if (crowded.length > 0 && observed.supersession === undefined) {
-    return { read: crowded, starts: [], skips: [], holds: [], heldMessage: message, expectations: [], nextState: { settling: new Map(state.settling), skipping, expectSent } };
+    return {
+      read: crowded,
+      starts: [],
+      skips: [],
+      holds: [],
+      heldMessage: message,
+      expectations: [],
+      nextState: { settling: new Map(state.settling), skipping, expectSent },
+    };
   }
   // A burst on one Stage: of the activations about to start, only the newest gets a workflow.
   const losers =
     crowded.length === 0 || observed.supersession === undefined || observed.supersession === 'unreadable'
       ? new Map<string, Superseder>()
       : supersededBeforeStart(
-          starting.map((activation) => ({ uid: uidOf(activation), name: activation.metadata!.name!, stage: stageOf(activation), stageVersion: activation.spec?.stageVersion ?? '', created: createdOf(activation) })),
+          starting.map((activation) => ({
+            uid: uidOf(activation),
+            name: activation.metadata!.name!,
+            stage: stageOf(activation),
+            stageVersion: activation.spec?.stageVersion ?? '',
+            created: createdOf(activation),
+          })),
           observed.supersession.stages,
           observed.supersession.stageVersions,
         );
@@ -131,7 +163,12 @@ export function decidePass(observed: PassSnapshot, state: NamespacePassState, no
   const hold = holdBurstWinners(
     starting
       .filter((activation) => !losers.has(uidOf(activation)))
-      .map((activation) => ({ uid: uidOf(activation), stage: stageOf(activation), crowd: winners.has(uidOf(activation)), missed: (state.lastArrival.get(stageOf(activation)) ?? -Infinity) > observed.seenAt })),
+      .map((activation) => ({
+        uid: uidOf(activation),
+        stage: stageOf(activation),
+        crowd: winners.has(uidOf(activation)),
+        missed: (state.lastArrival.get(stageOf(activation)) ?? -Infinity) > observed.seenAt,
+      })),
     state.lastArrival,
     state.settling,
     now,
@@ -140,10 +177,22 @@ export function decidePass(observed: PassSnapshot, state: NamespacePassState, no
   );
   // The winners start while the losers are ended (a burst's newest does not wait for every skip);
   // the losers stay among those being skipped until the watch brings their ending back.
-  const skips = starting.filter((activation) => losers.has(uidOf(activation))).map((cachedActivation) => ({ activation: cachedActivation, by: losers.get(uidOf(cachedActivation))! }));
+  const skips = starting
+    .filter((activation) => losers.has(uidOf(activation)))
+    .map((cachedActivation) => ({ activation: cachedActivation, by: losers.get(uidOf(cachedActivation))! }));
   for (const { activation } of skips) skipping.add(uidOf(activation));
-  const starts = unfinished.filter((activation) => admitted.has(uidOf(activation)) && !losers.has(uidOf(activation)) && !hold.held.has(uidOf(activation)) && !skipping.has(uidOf(activation)));
-  const holds = unfinished.filter((activation) => !admitted.has(uidOf(activation)) && !(activation.status?.reason === NAMESPACE_LIMIT_REASON && activation.status.phase === 'Waiting'));
+  const starts = unfinished.filter(
+    (activation) =>
+      admitted.has(uidOf(activation)) &&
+      !losers.has(uidOf(activation)) &&
+      !hold.held.has(uidOf(activation)) &&
+      !skipping.has(uidOf(activation)),
+  );
+  const holds = unfinished.filter(
+    (activation) =>
+      !admitted.has(uidOf(activation)) &&
+      !(activation.status?.reason === NAMESPACE_LIMIT_REASON && activation.status.phase === 'Waiting'),
+  );
   return {
     read: [],
     starts,

@@ -20,8 +20,17 @@ import type { CachedStage } from './decide-object.js';
 export function slim(activation: CachedActivation): void {
   if (!activation.status) return;
   const { phase, reason, message, workflowId, requests, progression: progressionReport } = activation.status;
-  const progression = progressionReport ? { weight: progressionReport.weight, ...(progressionReport.gate?.type ? { gate: { type: progressionReport.gate.type } } : {}) } : undefined;
-  activation.status = Object.fromEntries(Object.entries({ phase, reason, message, workflowId, requests, progression }).filter(([, value]) => value !== undefined));
+  const progression = progressionReport
+    ? {
+        weight: progressionReport.weight,
+        ...(progressionReport.gate?.type ? { gate: { type: progressionReport.gate.type } } : {}),
+      }
+    : undefined;
+  activation.status = Object.fromEntries(
+    Object.entries({ phase, reason, message, workflowId, requests, progression }).filter(
+      ([, value]) => value !== undefined,
+    ),
+  );
 }
 
 /** What the controller keeps of a Stage, in place: which one it is, and whether it is being deleted. */
@@ -33,22 +42,46 @@ export function slimStage(cached: CachedStage & { spec?: unknown; status?: unkno
 }
 
 /** The namespace's cached activations, for a pass beginning now. */
-export function snapshot(cache: Iterable<CachedActivation>, namespace: string, seenAt: number, options: { limit?: number; settleMs: number; quietMs: number }): PassSnapshot {
+export function snapshot(
+  cache: Iterable<CachedActivation>,
+  namespace: string,
+  seenAt: number,
+  options: { limit?: number; settleMs: number; quietMs: number },
+): PassSnapshot {
   const activations = [...cache].filter((activation) => activation.metadata!.namespace === namespace);
-  return { namespace, activations, seenAt, ...(options.limit ? { limit: options.limit } : {}), settleMs: options.settleMs, quietMs: options.quietMs };
+  return {
+    namespace,
+    activations,
+    seenAt,
+    ...(options.limit ? { limit: options.limit } : {}),
+    settleMs: options.settleMs,
+    quietMs: options.quietMs,
+  };
 }
 
 /** A burst's crowded Stages (those that exist, not being deleted) and the namespace's StageVersions. */
-export async function readSupersession(objects: CustomObjects, namespace: string, crowded: readonly string[]): Promise<NonNullable<PassSnapshot['supersession']>> {
-  const [stages, stageVersions] = await Promise.all([Promise.all(crowded.map((stage) => objects.get('Stage', namespace, stage))), objects.list('StageVersion', namespace)]);
+export async function readSupersession(
+  objects: CustomObjects,
+  namespace: string,
+  crowded: readonly string[],
+): Promise<NonNullable<PassSnapshot['supersession']>> {
+  const [stages, stageVersions] = await Promise.all([
+    Promise.all(crowded.map((stage) => objects.get('Stage', namespace, stage))),
+    objects.list('StageVersion', namespace),
+  ]);
   return {
     stages: new Set(stages.flatMap((st) => (st && !st.metadata.deletionTimestamp ? [st.metadata.name] : []))),
-    stageVersions: new Map(stageVersions.map((sv) => [sv.metadata.name, { stage: sv.spec?.stage, revision: sv.spec?.revision }])),
+    stageVersions: new Map(
+      stageVersions.map((sv) => [sv.metadata.name, { stage: sv.spec?.stage, revision: sv.spec?.revision }]),
+    ),
   };
 }
 
 /** The workflow's latest run: its status, and whether it was a close-out run; undefined when Temporal has none. */
-export async function latestRun(client: Client, workflowId: string): Promise<{ status: string; closeOut: boolean } | undefined> {
+export async function latestRun(
+  client: Client,
+  workflowId: string,
+): Promise<{ status: string; closeOut: boolean } | undefined> {
   try {
     const description = await client.workflow.getHandle(workflowId).describe();
     return { status: description.status.name, closeOut: description.memo?.closeOut === true };
@@ -73,6 +106,7 @@ export function* watched(cache: Iterable<CachedActivation>): Iterable<WatchedAct
     const where = { namespace: activation.metadata!.namespace!, stage: activation.spec.stage };
     if (activation.status?.phase === 'Waiting' && activation.status.reason !== NAMESPACE_LIMIT_REASON) yield where;
     const report = activation.status?.progression;
-    if (activation.status?.phase === 'InProgress' && report?.weight !== undefined) yield { ...where, weight: report.weight, ...(report.gate?.type ? { gate: report.gate.type } : {}) };
+    if (activation.status?.phase === 'InProgress' && report?.weight !== undefined)
+      yield { ...where, weight: report.weight, ...(report.gate?.type ? { gate: report.gate.type } : {}) };
   }
 }

@@ -7,51 +7,92 @@
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { beforeStartAnswer, type AnnotationRequest, type WatcherAction } from '../../decisions/watcher.js';
 import { answerRequest, cancelBeforeStart, type RequestAnswer } from '../../k8s/activation-store.js';
-import { abortUpdate, approveUpdate, cancelUpdate, promoteUpdate, retryUpdate, type ActivationRef } from '../../shared/activation.js';
+import {
+  abortUpdate,
+  approveUpdate,
+  cancelUpdate,
+  promoteUpdate,
+  retryUpdate,
+  type ActivationRef,
+} from '../../shared/activation.js';
 import { refOf, workflowIdOf, type CachedActivation } from '../../shared/cached-activation.js';
 import type { ActivationActions } from './act.js';
 import { latestRun } from './observe.js';
 import type { RequestStep } from './decide-object.js';
 
-const UPDATES = { cancel: cancelUpdate, retry: retryUpdate, approve: approveUpdate, promote: promoteUpdate, abort: abortUpdate };
+const UPDATES = {
+  cancel: cancelUpdate,
+  retry: retryUpdate,
+  approve: approveUpdate,
+  promote: promoteUpdate,
+  abort: abortUpdate,
+};
 
-export async function carryOut(actions: ActivationActions, activation: CachedActivation, step: RequestStep): Promise<void> {
+export async function carryOut(
+  actions: ActivationActions,
+  activation: CachedActivation,
+  step: RequestStep,
+): Promise<void> {
   const action = step.action;
   if (step.beforeStart && action.kind === 'relay') return beforeStart(actions, activation, action);
   if (action.kind === 'deleted') return actions.deleting(activation);
   const ref = refOf(activation);
-  if (action.kind === 'refuse') return answer(actions, ref, { action: action.action, token: action.token, outcome: 'Refused', message: action.message, ...by(action) });
+  if (action.kind === 'refuse')
+    return answer(actions, ref, {
+      action: action.action,
+      token: action.token,
+      outcome: 'Refused',
+      message: action.message,
+      ...by(action),
+    });
   return relay(actions, activation, action);
 }
 
 const by = (request: { by?: string }) => (request.by ? { by: request.by } : {});
 
 function answer(actions: ActivationActions, ref: ActivationRef, requestAnswer: RequestAnswer): Promise<void> {
-  return answerRequest(actions.options.deps, ref, requestAnswer, () => actions.options.gate.fence(`answering ${requestAnswer.token} on ${ref.namespace}/${ref.name}`, ref.namespace));
+  return answerRequest(actions.options.deps, ref, requestAnswer, () =>
+    actions.options.gate.fence(`answering ${requestAnswer.token} on ${ref.namespace}/${ref.name}`, ref.namespace),
+  );
 }
 
 /** Hands the request to the workflow as an Update; a closed workflow gets a retry in a new run, or a refusal. */
-async function relay(actions: ActivationActions, cachedActivation: CachedActivation, action: Extract<WatcherAction, { kind: 'relay' }>): Promise<void> {
+async function relay(
+  actions: ActivationActions,
+  cachedActivation: CachedActivation,
+  action: Extract<WatcherAction, { kind: 'relay' }>,
+): Promise<void> {
   const ref = refOf(cachedActivation);
-  const reply = (outcome: RequestAnswer['outcome'], message: string, who = by(action)) => answer(actions, ref, { action: action.action, token: action.token, outcome, message, ...who });
+  const reply = (outcome: RequestAnswer['outcome'], message: string, who = by(action)) =>
+    answer(actions, ref, { action: action.action, token: action.token, outcome, message, ...who });
   try {
     actions.options.gate.fence(`the ${action.action} Update of ${ref.namespace}/${ref.name}`, ref.namespace);
     const handle = actions.options.client.workflow.getHandle(workflowIdOf(cachedActivation));
-    const result = await handle.executeUpdate(UPDATES[action.action], { args: [{ token: action.token, reason: `annotation ${action.token.split('=')[0]}`, ...by(action) }] });
+    const result = await handle.executeUpdate(UPDATES[action.action], {
+      args: [{ token: action.token, reason: `annotation ${action.token.split('=')[0]}`, ...by(action) }],
+    });
     return await reply('Accepted', result.message);
   } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError) return reply('Refused', (err.cause as Error | undefined)?.message ?? err.message);
+    if (err instanceof WorkflowUpdateFailedError)
+      return reply('Refused', (err.cause as Error | undefined)?.message ?? err.message);
     if (!(err instanceof WorkflowNotFoundError)) throw err;
   }
   if (action.action !== 'cancel' && action.action !== 'retry') {
-    return reply('Refused', `refused: the activation is ${cachedActivation.status?.phase} and its workflow has closed; nothing waits`);
+    return reply(
+      'Refused',
+      `refused: the activation is ${cachedActivation.status?.phase} and its workflow has closed; nothing waits`,
+    );
   }
   // The workflow has closed (its retry window passed, or retention dropped it).
   if (action.action === 'retry') {
     await actions.startWorkflow(cachedActivation, { resume: 'retry' }, 'ALLOW_DUPLICATE');
     return reply('Accepted', 'retry started in a new workflow run (the previous run had closed)', {});
   }
-  return reply('Refused', `refused: the activation is ${cachedActivation.status?.phase} and its workflow has closed; nothing to cancel`, {});
+  return reply(
+    'Refused',
+    `refused: the activation is ${cachedActivation.status?.phase} and its workflow has closed; nothing to cancel`,
+    {},
+  );
 }
 
 /**
@@ -59,10 +100,21 @@ async function relay(actions: ActivationActions, cachedActivation: CachedActivat
  * the conditional write finds it started meanwhile, its workflow gets the request at the next
  * reconcile); anything else is refused.
  */
-async function beforeStart(actions: ActivationActions, activation: CachedActivation, action: { action: AnnotationRequest; token: string; by?: string }): Promise<void> {
+async function beforeStart(
+  actions: ActivationActions,
+  activation: CachedActivation,
+  action: { action: AnnotationRequest; token: string; by?: string },
+): Promise<void> {
   const ref = refOf(activation);
   const result = beforeStartAnswer(action.action);
-  if ('refused' in result) return answer(actions, ref, { action: action.action, token: action.token, outcome: 'Refused', message: result.refused, ...by(action) });
+  if ('refused' in result)
+    return answer(actions, ref, {
+      action: action.action,
+      token: action.token,
+      outcome: 'Refused',
+      message: result.refused,
+      ...by(action),
+    });
   // As a burst's loser is skipped: no pass starts it meanwhile, and one a pass (or a leader
   // before) started, whose workflow has not written a status yet, is not ended under it.
   const { passStates } = actions.options;
@@ -72,7 +124,14 @@ async function beforeStart(actions: ActivationActions, activation: CachedActivat
       actions.options.gate.fence(`cancelling ${ref.namespace}/${ref.name} before its start`, ref.namespace);
       const message = `cancelled before it started${action.by ? ` by ${action.by}` : ''}: no workflow ran, no route was changed`;
       // Ended: it stays among those being skipped until the watch brings the write back.
-      if (await cancelBeforeStart(actions.options.deps, ref, message)) return await answer(actions, ref, { action: 'cancel', token: action.token, outcome: 'Accepted', message, ...by(action) });
+      if (await cancelBeforeStart(actions.options.deps, ref, message))
+        return await answer(actions, ref, {
+          action: 'cancel',
+          token: action.token,
+          outcome: 'Accepted',
+          message,
+          ...by(action),
+        });
     }
   } catch (err) {
     passStates.skipping(ref.namespace, ref.uid, false);

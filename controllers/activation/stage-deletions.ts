@@ -47,7 +47,8 @@ export class StageDeletionNotices {
   handOver(serves: (namespace: string) => boolean): void {
     const notices = handOver(this.standby, Date.now(), serves);
     this.standby = notices.keep;
-    for (const [workflowId, { notice }] of notices.signal) void this.parts.actions.signalStageDeleted(workflowId, notice);
+    for (const [workflowId, { notice }] of notices.signal)
+      void this.parts.actions.signalStageDeleted(workflowId, notice);
   }
 
   /** A Stage deleted, or being deleted: its unfinished activations' workflows are told, once it worked. */
@@ -66,7 +67,10 @@ export class StageDeletionNotices {
     if (workflowIds.length === 0) return;
     if (uid && type !== 'DELETED') this.told.add(uid);
     const deleted = `Stage ${notice.namespace}/${notice.stage} is ${notice.deleting ? 'being ' : ''}deleted`;
-    this.parts.log(`${deleted}: telling ${workflowIds.length} unfinished activation(s)`, { namespace: notice.namespace, stage: notice.stage });
+    this.parts.log(`${deleted}: telling ${workflowIds.length} unfinished activation(s)`, {
+      namespace: notice.namespace,
+      stage: notice.stage,
+    });
     void this.tell(notice, workflowIds).then((told) => {
       if (!told && uid) this.told.delete(uid);
     });
@@ -76,7 +80,8 @@ export class StageDeletionNotices {
   decideDeleting(): void {
     const { informers } = this.parts;
     for (const ns of informers.namespaces()) {
-      for (const stage of informers.list(ns, STAGE_KIND) as CachedStage[]) if (stage.metadata?.deletionTimestamp) this.changed('MODIFIED', stage);
+      for (const stage of informers.list(ns, STAGE_KIND) as CachedStage[])
+        if (stage.metadata?.deletionTimestamp) this.changed('MODIFIED', stage);
     }
   }
 

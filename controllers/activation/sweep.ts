@@ -58,7 +58,9 @@ export class ClosedRunSweep {
     this.lastSweep = Date.now();
     const full = fullSweep(this.sweeps++, since);
     // undefined: every workflow is looked at (a full sweep, or the query failed).
-    const closed = full ? undefined : await closedSince(this.parts.client, since! - CLOSED_LOOKBACK_MS).catch(() => undefined);
+    const closed = full
+      ? undefined
+      : await closedSince(this.parts.client, since! - CLOSED_LOOKBACK_MS).catch(() => undefined);
     for (const activation of this.parts.activations()) {
       if (this.parts.stopped() || !informers.gate.acting()) return;
       const ns = activation.metadata!.namespace!;
@@ -68,7 +70,11 @@ export class ClosedRunSweep {
       if (step === 'pass') this.parts.schedulePass(ns);
       if (step !== 'check') continue;
       const warn = (err: unknown) =>
-        err instanceof NotLeaderError || log(`check of ${ns}/${activation.metadata?.name}: ${apiMessage(err)}`, { level: 'warn', ...actions.about(activation) });
+        err instanceof NotLeaderError ||
+        log(`check of ${ns}/${activation.metadata?.name}: ${apiMessage(err)}`, {
+          level: 'warn',
+          ...actions.about(activation),
+        });
       await actions.work.run(ns, () => actions.checkClosed(activation)).catch(warn);
     }
   }

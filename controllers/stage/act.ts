@@ -5,7 +5,12 @@
  * decided on), finalizer patches are conditional on the resourceVersion read; every write is fenced
  * right before it is sent (a deposed or resharded controller's throws NotLeaderError).
  */
-import { activationCreatedEvents, cleanedUpEvents, stageVersionCreatedEvents, type EventSpec } from '../../decisions/events.js';
+import {
+  activationCreatedEvents,
+  cleanedUpEvents,
+  stageVersionCreatedEvents,
+  type EventSpec,
+} from '../../decisions/events.js';
 import type { NamespaceDecision, Observed } from '../../decisions/stage.js';
 import { apiMessage, apiStatus } from '../../k8s/client.js';
 import type { CustomObject, CustomObjects } from '../../k8s/custom-objects.js';
@@ -52,9 +57,13 @@ export class StageActions {
       gate.fence(`patching ${patch.kind} ${ns}/${patch.name}`, ns);
       log(patch.why, { namespace: ns });
       try {
-        const metadata = { ...patch.metadata, ...(patch.resourceVersion ? { resourceVersion: patch.resourceVersion } : {}) };
+        const metadata = {
+          ...patch.metadata,
+          ...(patch.resourceVersion ? { resourceVersion: patch.resourceVersion } : {}),
+        };
         const written = await objects.mergeMetadataOf(patch.kind, ns, patch.name, metadata);
-        if (written?.metadata.resourceVersion) patched.set(`${patch.kind}/${patch.name}`, written.metadata.resourceVersion);
+        if (written?.metadata.resourceVersion)
+          patched.set(`${patch.kind}/${patch.name}`, written.metadata.resourceVersion);
       } catch (err) {
         if (apiStatus(err) !== 409) throw err;
         // Changed since the read, maybe by a status write that marks no pass: decide again soon.
@@ -95,26 +104,44 @@ export class StageActions {
         const stage = observed.stageVersions.find((sv) => sv.metadata.name === deletion.name)?.spec.stage;
         const stageUid = observed.stages.find((candidate) => candidate.metadata.name === stage)?.metadata.uid;
         const regarding = { [`StageVersion/${deletion.name}`]: deletion.uid, [`Stage/${stage}`]: stageUid };
-        if (stage) sendEvents(events, ns, cleanedUpEvents({ name: deletion.name, stage }, deletion.why), regarding, log);
+        if (stage)
+          sendEvents(events, ns, cleanedUpEvents({ name: deletion.name, stage }, deletion.why), regarding, log);
       } catch (err) {
         // Refused by the admission policy (an activation marked it since the read): decide again later.
         if (apiStatus(err) !== 403 && apiStatus(err) !== 422) throw err;
-        log(`deleting ${deletion.kind} ${ns}/${deletion.name} was refused: ${apiMessage(err)}`, { level: 'warn', namespace: ns });
+        log(`deleting ${deletion.kind} ${ns}/${deletion.name} was refused: ${apiMessage(err)}`, {
+          level: 'warn',
+          namespace: ns,
+        });
       }
     }
   }
 
   /** The status patches: status alone never needs another pass. */
-  private async writeStatuses(ns: string, decision: NamespaceDecision, observed: Observed, patched: Map<string, string>): Promise<void> {
+  private async writeStatuses(
+    ns: string,
+    decision: NamespaceDecision,
+    observed: Observed,
+    patched: Map<string, string>,
+  ): Promise<void> {
     const { objects, gate, written } = this.parts;
-    const objectsOf = { Stage: observed.stages, StageVersion: observed.stageVersions, StageVersionUsage: observed.usages };
+    const objectsOf = {
+      Stage: observed.stages,
+      StageVersion: observed.stageVersions,
+      StageVersionUsage: observed.usages,
+    };
     for (const status of decision.statuses) {
       gate.fence(`the status of ${status.kind} ${ns}/${status.name}`, ns);
       await objects.patchStatus(status.kind, ns, status.name, status.patch);
       const cachedOfKind = objectsOf[status.kind] as { metadata: { name?: string; resourceVersion?: string } }[];
       const over = cachedOfKind.find((cached) => cached.metadata.name === status.name);
       const after = patched.get(`${status.kind}/${status.name}`);
-      if (over) written.note(status.kind, after ? { metadata: { ...over.metadata, resourceVersion: after } } : over, status.patch);
+      if (over)
+        written.note(
+          status.kind,
+          after ? { metadata: { ...over.metadata, resourceVersion: after } } : over,
+          status.patch,
+        );
     }
   }
 
@@ -124,11 +151,20 @@ export class StageActions {
     const stageUid = metadata.ownerReferences?.find((owner) => owner.kind === 'Stage')?.uid;
     let events: EventSpec[] = [];
     if (kind === 'StageVersion') {
-      events = stageVersionCreatedEvents({ name: metadata.name, stage: spec.stage, revision: spec.revision, vector: spec.vector });
+      events = stageVersionCreatedEvents({
+        name: metadata.name,
+        stage: spec.stage,
+        revision: spec.revision,
+        vector: spec.vector,
+      });
     }
-    if (kind === 'VectorActivation') events = activationCreatedEvents({ name: metadata.name, stage: spec.stage, stageVersion: spec.stageVersion });
+    if (kind === 'VectorActivation')
+      events = activationCreatedEvents({ name: metadata.name, stage: spec.stage, stageVersion: spec.stageVersion });
     const stage = spec?.stage as string | undefined;
-    const regarding = { ...(stage ? { [`Stage/${stage}`]: stageUid } : {}), [`${kind}/${metadata.name}`]: metadata.uid };
+    const regarding = {
+      ...(stage ? { [`Stage/${stage}`]: stageUid } : {}),
+      [`${kind}/${metadata.name}`]: metadata.uid,
+    };
     // Only a create that made the object says so: no look-up for a repeat is needed.
     sendEvents(this.parts.events, ns, events, regarding, this.parts.log, { once: true });
   }

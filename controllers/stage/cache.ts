@@ -20,14 +20,18 @@ export function isRoute(object: CustomObject): boolean {
 }
 
 /** A watched route's key, as executors/routes.ts keys a read of it. */
-export const routeKeyOf = (object: CustomObject) => routeKey({ group: groupOf(object), kind: object.kind }, object.metadata.namespace!, object.metadata.name);
+export const routeKeyOf = (object: CustomObject) =>
+  routeKey({ group: groupOf(object), kind: object.kind }, object.metadata.namespace!, object.metadata.name);
 
 /**
  * What a pass reads of an object; for Stages and usages only what others write (not status), for a
  * route its spec (a digest: every route of the watched namespaces is remembered).
  */
 export function relevantState(object: CustomObject): string {
-  if (isRoute(object)) return createHash('sha1').update(JSON.stringify(object.spec ?? null)).digest('base64');
+  if (isRoute(object))
+    return createHash('sha1')
+      .update(JSON.stringify(object.spec ?? null))
+      .digest('base64');
   const { generation, deletionTimestamp: deleting, labels, finalizers } = object.metadata;
   const meta = { generation, deleting, labels, finalizers };
   switch (object.kind) {
@@ -35,7 +39,11 @@ export function relevantState(object: CustomObject): string {
       // decisions/stage.ts reads an activation's phase only as unfinished or which final one: the
       // steps in between (held, Pending, Waiting, InProgress) cost no pass, nor does its close-out
       // finalizer coming and going.
-      return JSON.stringify({ ...meta, finalizers: undefined, phase: isFinal(object.status?.phase) ? object.status.phase : 'unfinished' });
+      return JSON.stringify({
+        ...meta,
+        finalizers: undefined,
+        phase: isFinal(object.status?.phase) ? object.status.phase : 'unfinished',
+      });
     case 'StageVersion':
       // The marks decide cleanup and protection; metadata changes leave the generation as it is.
       return JSON.stringify({
@@ -64,9 +72,33 @@ export function slim(object: CustomObject): void {
     return;
   }
   if (object.kind !== 'VectorActivation') return;
-  const { name, namespace, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, labels, finalizers } = object.metadata;
-  object.metadata = { name, namespace, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, labels, finalizers };
+  const {
+    name,
+    namespace,
+    uid,
+    resourceVersion,
+    generation,
+    creationTimestamp,
+    deletionTimestamp,
+    labels,
+    finalizers,
+  } = object.metadata;
+  object.metadata = {
+    name,
+    namespace,
+    uid,
+    resourceVersion,
+    generation,
+    creationTimestamp,
+    deletionTimestamp,
+    labels,
+    finalizers,
+  };
   // The plan names the routes its traffic goes through (controllers/stage/traffic.ts).
-  object.spec = { stage: object.spec?.stage, stageVersion: object.spec?.stageVersion, ...(object.spec?.executionPlan ? { executionPlan: object.spec.executionPlan } : {}) };
+  object.spec = {
+    stage: object.spec?.stage,
+    stageVersion: object.spec?.stageVersion,
+    ...(object.spec?.executionPlan ? { executionPlan: object.spec.executionPlan } : {}),
+  };
   if (object.status) object.status = { phase: object.status.phase, message: object.status.message };
 }

@@ -90,10 +90,21 @@ export class StageController {
       written,
       routeReaders,
       kubeConfig: settings.kubeConfig,
-      system: () => ({ namespace: this.systemNamespace, ...(this.registrations ? { registrations: this.registrations } : {}), ...(this.plans ? { plans: this.plans } : {}) }),
+      system: () => ({
+        namespace: this.systemNamespace,
+        ...(this.registrations ? { registrations: this.registrations } : {}),
+        ...(this.plans ? { plans: this.plans } : {}),
+      }),
     });
     const events = eventRecorder(this.informers.kubeConfig(), this.log);
-    this.actions = new StageActions({ objects, gate: this.gate, written, events, log: this.log, passAgain: (ns, delayMs) => this.enqueue(ns, delayMs) });
+    this.actions = new StageActions({
+      objects,
+      gate: this.gate,
+      written,
+      events,
+      log: this.log,
+      passAgain: (ns, delayMs) => this.enqueue(ns, delayMs),
+    });
     // Sharded: a namespace the shard does not serve (yet) waits queued; so does one whose caches
     // have not listed yet (empty, they would look like a namespace without objects). A standby
     // keeps its queue (the watches run) and goes on once it leads.
@@ -138,7 +149,13 @@ export class StageController {
     this.startedAt = Date.now();
     // A registration or plan that changes changes which routes every Stage's traffic is read from.
     const system = (kind: string) =>
-      new KindCache({ kubeConfig: this.settings.kubeConfig, plural: pluralOf(kind), namespace: this.systemNamespace, onChange: () => this.resyncAll(), log: this.log });
+      new KindCache({
+        kubeConfig: this.settings.kubeConfig,
+        plural: pluralOf(kind),
+        namespace: this.systemNamespace,
+        onChange: () => this.resyncAll(),
+        log: this.log,
+      });
     this.registrations = system('ActivationTaskRegistration');
     this.plans = system('ActivationExecutionPlan');
     await Promise.all([this.registrations.start(), this.plans.start()]);
@@ -163,7 +180,8 @@ export class StageController {
     this.gate.stop();
     const caches = [this.registrations, this.plans].filter((cache) => cache !== undefined);
     await Promise.all([this.informers.stop(), ...caches.map((cache) => cache.stop())]);
-    if (!(await this.loop.stop(STOP_GRACE_MS))) this.log(`stopped with a pass still running after ${STOP_GRACE_MS} ms`, { level: 'warn' });
+    if (!(await this.loop.stop(STOP_GRACE_MS)))
+      this.log(`stopped with a pass still running after ${STOP_GRACE_MS} ms`, { level: 'warn' });
   }
 
   /** Queues a namespace's pass, at once or in `delayMs` (tests and other components may call it too). */
@@ -175,7 +193,8 @@ export class StageController {
   async reconcile(ns: string): Promise<void> {
     const { systemNamespace, shard } = this.settings;
     const options = { ...(systemNamespace ? { systemNamespace } : {}), ...(shard ? { shard } : {}) };
-    const withTraffic = (observed: Observed, traffic: Observed['traffic']): Observed => (traffic ? { ...observed, traffic } : observed);
+    const withTraffic = (observed: Observed, traffic: Observed['traffic']): Observed =>
+      traffic ? { ...observed, traffic } : observed;
     // What the routes hold comes from their caches too: a change to a route's spec (a person's
     // edit, an executor's write) marks the namespace like any other change, so a pass that read a
     // route a moment before it changed is followed by one that reads it changed.
@@ -187,7 +206,11 @@ export class StageController {
     // freshReads): the caches of different kinds may lag one another by a moment (a Stage's status
     // ahead of its new StageVersion, a usage not cached yet), and the routes' caches the routes.
     const fresh = { objects: false, routes: false };
-    for (let need = freshReads(decision); (need.objects && !fresh.objects) || (need.routes && !fresh.routes); need = freshReads(decision)) {
+    for (
+      let need = freshReads(decision);
+      (need.objects && !fresh.objects) || (need.routes && !fresh.routes);
+      need = freshReads(decision)
+    ) {
       if (need.objects && !fresh.objects) {
         observed = withTraffic(await this.observer.listed(ns), traffic);
         fresh.objects = true;

@@ -46,7 +46,9 @@ export class NamespaceObserver {
 
   /** The namespace as the apiserver lists it now. */
   async listed(namespace: string): Promise<Observed> {
-    const [stages, stageVersions, usages, activations] = await Promise.all(KINDS.map((kind) => this.parts.objects.list(kind, namespace)));
+    const [stages, stageVersions, usages, activations] = await Promise.all(
+      KINDS.map((kind) => this.parts.objects.list(kind, namespace)),
+    );
     return { namespace, stages, stageVersions, usages, activations } as unknown as Observed;
   }
 
@@ -63,7 +65,8 @@ export class NamespaceObserver {
     // Registrations or plans not listed now (start-up, a re-list after a watch ended): what the
     // routes hold cannot be told, so every Stage's traffic is unknown and nothing is cleaned up on
     // the marks alone (a previous version's serving mark may still be on its way).
-    if (!registrations?.synced || !plans?.synced) return new Map(stages.map((stage) => [stage.metadata.name!, undefined]));
+    if (!registrations?.synced || !plans?.synced)
+      return new Map(stages.map((stage) => [stage.metadata.name!, undefined]));
     if (registered.length === 0) return undefined;
     const cachedRoute = (kind: RouteKind, namespace: string, name: string) => informers.get(kind, namespace, name);
     // Every route the pass reads wakes this namespace from the moment it is read, whether it sends

@@ -48,7 +48,8 @@ function ranRecently(va: VectorActivationResource, now: number): boolean {
 export type RouteReads = Pick<ExecutorContext, 'kubeConfig' | 'cachedRoute' | 'routes'>;
 
 /** Whether a failed read says the rule sends nothing (the route or rule is not there), not that we cannot tell. */
-const absent = (err: unknown) => err instanceof ExecutorError && !err.retryable && (err.status === undefined || err.status === 404);
+const absent = (err: unknown) =>
+  err instanceof ExecutorError && !err.retryable && (err.status === undefined || err.status === 404);
 
 /**
  * By Stage: the managed rules that send its StageVersions traffic, and whether they are all of
@@ -66,11 +67,18 @@ export async function observeTraffic(
   activations: readonly VectorActivationResource[],
   now = Date.now(),
 ): Promise<Map<string, ObservedTraffic | undefined>> {
-  const ctx: ExecutorContext = { ...reads, signal: new AbortController().signal, heartbeat: () => undefined, routes: reads.routes ?? new Map() };
+  const ctx: ExecutorContext = {
+    ...reads,
+    signal: new AbortController().signal,
+    heartbeat: () => undefined,
+    routes: reads.routes ?? new Map(),
+  };
   const out = new Map<string, ObservedTraffic | undefined>();
   /** Registrations whose rules this process cannot read nor be told of (a Worker type it does not have). */
   const unreadable = new Set<string>();
-  const external = new Set(registrations.filter((reg) => reg.spec.executor === 'External').map((reg) => reg.metadata.name!));
+  const external = new Set(
+    registrations.filter((reg) => reg.spec.executor === 'External').map((reg) => reg.metadata.name!),
+  );
   const readable = registrations.flatMap((reg) => {
     const executor = reg.spec.executor === 'External' ? undefined : executorFor(reg.spec.type);
     const parsed = executor?.config.safeParse(reg.spec.spec ?? {});
@@ -88,7 +96,9 @@ export async function observeTraffic(
     const names = new Set(ofStage.map((va) => va.spec.executionPlan ?? 'default'));
     // Plans named by activations that run, or ended a moment ago: one of them not cached yet may
     // run registrations not cached either (both made just before the activation).
-    const recent = new Set(ofStage.filter((va) => ranRecently(va, now)).map((va) => va.spec.executionPlan ?? 'default'));
+    const recent = new Set(
+      ofStage.filter((va) => ranRecently(va, now)).map((va) => va.spec.executionPlan ?? 'default'),
+    );
     let planUnknown = false;
     const tasks = new Set<string>();
     // No activation (yet, or they were deleted) names a plan: any registration may hold its
@@ -109,7 +119,11 @@ export async function observeTraffic(
     // send traffic: the Stage's traffic is then not known whole.
     const known = new Set(registrations.map((resource) => resource.metadata.name!));
     const complete = !planUnknown && ![...tasks].some((task) => unreadable.has(task) || !known.has(task));
-    return { tasks: readable.filter((registration) => tasks.has(registration.name)), reported: [...external].filter((task) => tasks.has(task)), complete };
+    return {
+      tasks: readable.filter((registration) => tasks.has(registration.name)),
+      reported: [...external].filter((task) => tasks.has(task)),
+      complete,
+    };
   };
   /** The executions of an External registration in the namespace, listed once a pass (a client only if there is one). */
   let objects: CustomObjects | undefined;
@@ -117,7 +131,10 @@ export async function observeTraffic(
   const executionsOf = (registration: string) => {
     if (!listed.has(registration)) {
       objects ??= new CustomObjects(reads.kubeConfig);
-      listed.set(registration, objects.list('ActivationExecution', namespace, `${LABEL_REGISTRATION}=${labelValue(registration)}`));
+      listed.set(
+        registration,
+        objects.list('ActivationExecution', namespace, `${LABEL_REGISTRATION}=${labelValue(registration)}`),
+      );
     }
     return listed.get(registration)!;
   };
@@ -131,18 +148,42 @@ export async function observeTraffic(
       continue;
     }
     const own = new Set(versions.map((stageVersion) => stageVersion.name));
-    const input: TaskInput = { execution: { namespace, name: '' }, action: 'Apply', namespace, stage: name, stageVersion: versions[0]!, stageVersions: versions, config: {} };
+    const input: TaskInput = {
+      execution: { namespace, name: '' },
+      action: 'Apply',
+      namespace,
+      stage: name,
+      stageVersion: versions[0]!,
+      stageVersions: versions,
+      config: {},
+    };
     let rules: TrafficRule[] | undefined = [];
     const add = (trafficRule: TrafficRule) => {
       // A rule that sends nothing to this Stage's StageVersions is another Stage's, or nobody's yet.
       if (!Object.keys(trafficRule.weights).some((version) => own.has(version))) return;
       // Two registrations (of two plans) may manage the same rule: it is one rule.
-      if (rules?.some((trafficRule) => trafficRule.route.group === trafficRule.route.group && trafficRule.route.kind === trafficRule.route.kind && trafficRule.route.namespace === trafficRule.route.namespace && trafficRule.route.name === trafficRule.route.name && trafficRule.rule === trafficRule.rule)) return;
+      if (
+        rules?.some(
+          (trafficRule) =>
+            trafficRule.route.group === trafficRule.route.group &&
+            trafficRule.route.kind === trafficRule.route.kind &&
+            trafficRule.route.namespace === trafficRule.route.namespace &&
+            trafficRule.route.name === trafficRule.route.name &&
+            trafficRule.rule === trafficRule.rule,
+        )
+      )
+        return;
       rules?.push(trafficRule);
     };
     for (const { executor, config } of tasks) {
       try {
-        for (const observedRule of await executor.observe({ ...input, config }, config, ctx, { lenient: true })) add({ route: observedRule.route, rule: observedRule.index, ...(observedRule.name ? { name: observedRule.name } : {}), weights: percentOf(observedRule.traffic) });
+        for (const observedRule of await executor.observe({ ...input, config }, config, ctx, { lenient: true }))
+          add({
+            route: observedRule.route,
+            rule: observedRule.index,
+            ...(observedRule.name ? { name: observedRule.name } : {}),
+            weights: percentOf(observedRule.traffic),
+          });
       } catch (err) {
         if (!absent(err)) rules = undefined;
       }
@@ -151,7 +192,9 @@ export async function observeTraffic(
     const reports: ReportedExecution[] = [];
     for (const registration of reported) {
       try {
-        const ofStage = (await executionsOf(registration)).filter((object) => object.spec?.stage === name && object.spec?.registration === registration);
+        const ofStage = (await executionsOf(registration)).filter(
+          (object) => object.spec?.stage === name && object.spec?.registration === registration,
+        );
         // Never run for this Stage: what its rules hold is not known here.
         if (ofStage.length === 0) complete = false;
         reports.push(...ofStage.map(reportedExecution));

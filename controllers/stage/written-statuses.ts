@@ -59,6 +59,7 @@ export class WrittenStatuses {
   /** Forgets the notes of a namespace's objects of `kind` that are not among `seen` (deleted since). */
   prune(kind: string, namespace: string, seen: readonly Cached[]): void {
     const live = new Set(seen.map((cached) => keyOf(kind, cached)));
-    for (const key of this.written.keys()) if (key.startsWith(`${kind}/${namespace}/`) && !live.has(key)) this.written.delete(key);
+    for (const key of this.written.keys())
+      if (key.startsWith(`${kind}/${namespace}/`) && !live.has(key)) this.written.delete(key);
   }
 }

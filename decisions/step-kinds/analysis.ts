@@ -9,5 +9,14 @@ export const analysisStep: StepKindRules<'analysis'> = {
   of: (step) => (step.analysis ? { kind: 'analysis', analysis: step.analysis.name } : undefined),
 };
 
-export const analysisGate: GateTypeRules = { reason: 'Analyzing', event: 'WaitingForAnalysis', approvable: false, runs: 'an analysis' };
-export const inconclusiveGate: GateTypeRules = { reason: 'Inconclusive', event: 'AnalysisInconclusive', approvable: true };
+export const analysisGate: GateTypeRules = {
+  reason: 'Analyzing',
+  event: 'WaitingForAnalysis',
+  approvable: false,
+  runs: 'an analysis',
+};
+export const inconclusiveGate: GateTypeRules = {
+  reason: 'Inconclusive',
+  event: 'AnalysisInconclusive',
+  approvable: true,
+};

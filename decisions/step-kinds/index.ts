@@ -41,7 +41,8 @@ export function stepKind(step: ProgressionStep): StepKind {
 }
 
 /** A gate's rules by the type a status names (undefined: a type this build does not know). */
-const gateNamed = (type: string): GateTypeRules | undefined => (GATES as Record<string, GateTypeRules | undefined>)[type];
+const gateNamed = (type: string): GateTypeRules | undefined =>
+  (GATES as Record<string, GateTypeRules | undefined>)[type];
 
 /** Whether a gate type is one a person's approve ends (false for a type this build does not know). */
 export function approvable(type: string): boolean {

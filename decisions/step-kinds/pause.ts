@@ -7,16 +7,25 @@ import type { GateTypeRules, StepKindRules } from './types.js';
 
 export const pauseStep: StepKindRules<'pause'> = {
   kind: 'pause',
-  of: (step) => (step.pause?.durationSeconds !== undefined ? { kind: 'pause', seconds: step.pause.durationSeconds } : undefined),
+  of: (step) =>
+    step.pause?.durationSeconds !== undefined ? { kind: 'pause', seconds: step.pause.durationSeconds } : undefined,
 };
 
 export const approvalStep: StepKindRules<'approval'> = {
   kind: 'approval',
   of: (step) =>
     step.pause
-      ? { kind: 'approval', seconds: step.pause.timeoutSeconds ?? APPROVAL_TIMEOUT_SECONDS, onTimeout: step.pause.onTimeout ?? 'Abort' }
+      ? {
+          kind: 'approval',
+          seconds: step.pause.timeoutSeconds ?? APPROVAL_TIMEOUT_SECONDS,
+          onTimeout: step.pause.onTimeout ?? 'Abort',
+        }
       : undefined,
 };
 
 export const pauseGate: GateTypeRules = { reason: 'Paused', event: 'WaitingForPause', approvable: true };
-export const approvalGate: GateTypeRules = { reason: 'WaitingForApproval', event: 'WaitingForApproval', approvable: true };
+export const approvalGate: GateTypeRules = {
+  reason: 'WaitingForApproval',
+  event: 'WaitingForApproval',
+  approvable: true,
+};

@@ -6,4 +6,9 @@ export const webhookStep: StepKindRules<'webhook'> = {
   of: (step) => (step.webhook ? { kind: 'webhook', ...step.webhook } : undefined),
 };
 
-export const webhookGate: GateTypeRules = { reason: 'CallingWebhook', event: 'WaitingForWebhook', approvable: false, runs: 'an HTTP check' };
+export const webhookGate: GateTypeRules = {
+  reason: 'CallingWebhook',
+  event: 'WaitingForWebhook',
+  approvable: false,
+  runs: 'an HTTP check',
+};

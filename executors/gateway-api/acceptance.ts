@@ -45,7 +45,9 @@ export interface ServedParent {
 export type ParentVerdict = { state: 'waiting' } | { state: 'accepted' } | { state: 'refused'; message: string };
 
 const sameParent = (a: ParentRef, b: ParentRef, routeNamespace: string) =>
-  a.name === b.name && (a.namespace ?? routeNamespace) === (b.namespace ?? routeNamespace) && (a.sectionName ?? '') === (b.sectionName ?? '');
+  a.name === b.name &&
+  (a.namespace ?? routeNamespace) === (b.namespace ?? routeNamespace) &&
+  (a.sectionName ?? '') === (b.sectionName ?? '');
 
 /**
  * One parent's word on `generation`: refused (with its reasons and messages) as soon as its
@@ -53,16 +55,35 @@ const sameParent = (a: ParentRef, b: ParentRef, routeNamespace: string) =>
  * implementation may report only the condition that fails); accepted once both are True; else
  * waiting.
  */
-export function parentVerdict(status: RouteStatus | undefined, parent: ServedParent, routeNamespace: string, generation: number): ParentVerdict {
-  const entry = status?.parents?.find((p) => p.controllerName === parent.controllerName && sameParent(p.parentRef, parent.ref, routeNamespace));
-  const reported = ['Accepted', 'ResolvedRefs'].map((type) => entry?.conditions?.find((c) => c.type === type && (c.observedGeneration ?? 0) >= generation));
+export function parentVerdict(
+  status: RouteStatus | undefined,
+  parent: ServedParent,
+  routeNamespace: string,
+  generation: number,
+): ParentVerdict {
+  const entry = status?.parents?.find(
+    (p) => p.controllerName === parent.controllerName && sameParent(p.parentRef, parent.ref, routeNamespace),
+  );
+  const reported = ['Accepted', 'ResolvedRefs'].map((type) =>
+    entry?.conditions?.find((c) => c.type === type && (c.observedGeneration ?? 0) >= generation),
+  );
   const refusals = reported.filter((c) => c?.status === 'False') as Condition[];
-  if (refusals.length > 0) return { state: 'refused', message: refusals.map((c) => `${c.type} False (${c.reason ?? 'no reason'})${c.message ? `: ${c.message}` : ''}`).join('; ') };
+  if (refusals.length > 0)
+    return {
+      state: 'refused',
+      message: refusals
+        .map((c) => `${c.type} False (${c.reason ?? 'no reason'})${c.message ? `: ${c.message}` : ''}`)
+        .join('; '),
+    };
   return reported.every((c) => c?.status === 'True') ? { state: 'accepted' } : { state: 'waiting' };
 }
 
 /** The parents of the route that an implementation serves: a Gateway whose GatewayClass a controller Accepted. */
-async function servedParents(parents: ParentRef[], routeNamespace: string, ctx: ExecutorContext): Promise<ServedParent[]> {
+async function servedParents(
+  parents: ParentRef[],
+  routeNamespace: string,
+  ctx: ExecutorContext,
+): Promise<ServedParent[]> {
   const api = ctx.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
   const get = async <T>(read: () => Promise<unknown>): Promise<T | undefined> => {
     try {
@@ -75,13 +96,25 @@ async function servedParents(parents: ParentRef[], routeNamespace: string, ctx: 
   const served: ServedParent[] = [];
   for (const ref of parents.filter((p) => (p.group ?? GROUP) === GROUP && (p.kind ?? 'Gateway') === 'Gateway')) {
     const gateway = await get<{ spec: { gatewayClassName: string } }>(() =>
-      api.getNamespacedCustomObject({ group: GROUP, version: 'v1', plural: 'gateways', namespace: ref.namespace ?? routeNamespace, name: ref.name }),
+      api.getNamespacedCustomObject({
+        group: GROUP,
+        version: 'v1',
+        plural: 'gateways',
+        namespace: ref.namespace ?? routeNamespace,
+        name: ref.name,
+      }),
     );
     if (!gateway) continue;
     const gatewayClass = await get<{ spec: { controllerName: string }; status?: { conditions?: Condition[] } }>(() =>
-      api.getClusterCustomObject({ group: GROUP, version: 'v1', plural: 'gatewayclasses', name: gateway.spec.gatewayClassName }),
+      api.getClusterCustomObject({
+        group: GROUP,
+        version: 'v1',
+        plural: 'gatewayclasses',
+        name: gateway.spec.gatewayClassName,
+      }),
     );
-    if (gatewayClass?.status?.conditions?.some((c) => c.type === 'Accepted' && c.status === 'True')) served.push({ ref, controllerName: gatewayClass.spec.controllerName });
+    if (gatewayClass?.status?.conditions?.some((c) => c.type === 'Accepted' && c.status === 'True'))
+      served.push({ ref, controllerName: gatewayClass.spec.controllerName });
   }
   return served;
 }
@@ -91,7 +124,12 @@ async function servedParents(parents: ParentRef[], routeNamespace: string, ctx: 
  * generation written; throws, not to be retried, the implementation's own words when it refuses
  * the route. Returns what the task says of it.
  */
-export async function implementationVerdict(kind: RouteKind, namespace: string, name: string, ctx: ExecutorContext): Promise<string> {
+export async function implementationVerdict(
+  kind: RouteKind,
+  namespace: string,
+  name: string,
+  ctx: ExecutorContext,
+): Promise<string> {
   const written = await readRoute(kind, namespace, name, ctx);
   const generation = (written.metadata as { generation?: number }).generation ?? 0;
   const where = `${kind.kind} ${namespace}/${name}`;
@@ -102,28 +140,39 @@ export async function implementationVerdict(kind: RouteKind, namespace: string, 
     // A gateway that cannot be looked at (RBAC, say) takes nothing from the write already checked.
     return `${where}: the gateway implementation could not be asked (${(err as Error).message}); the write is verified by reading it back`;
   }
-  if (served.length === 0) return `no Gateway API implementation serves the parents of ${where}: the write is verified by reading it back`;
+  if (served.length === 0)
+    return `no Gateway API implementation serves the parents of ${where}: the write is verified by reading it back`;
   const deadline = Date.now() + REPORT_TIMEOUT_MS;
   for (;;) {
     ctx.signal.throwIfAborted();
     // Fresh reads: the status is the implementation's, written after our write.
-    const fresh: ExecutorContext = { kubeConfig: ctx.kubeConfig, signal: ctx.signal, heartbeat: ctx.heartbeat, routes: new Map() };
+    const fresh: ExecutorContext = {
+      kubeConfig: ctx.kubeConfig,
+      signal: ctx.signal,
+      heartbeat: ctx.heartbeat,
+      routes: new Map(),
+    };
     const status = (await readRoute(kind, namespace, name, fresh)) as { status?: RouteStatus };
     const verdicts = served.map((p) => ({ p, v: parentVerdict(status.status, p, namespace, generation) }));
     const refused = verdicts.find(({ v }) => v.state === 'refused');
     if (refused && refused.v.state === 'refused') {
-      throw new ExecutorError(`${refused.p.controllerName} refuses ${where} (generation ${generation}) on Gateway ${refused.p.ref.namespace ?? namespace}/${refused.p.ref.name}: ${refused.v.message}`);
+      throw new ExecutorError(
+        `${refused.p.controllerName} refuses ${where} (generation ${generation}) on Gateway ${refused.p.ref.namespace ?? namespace}/${refused.p.ref.name}: ${refused.v.message}`,
+      );
     }
     if (verdicts.every(({ v }) => v.state === 'accepted')) {
       return `${where} generation ${generation} accepted by ${[...new Set(served.map((p) => p.controllerName))].join(', ')}`;
     }
     if (Date.now() > deadline) {
       // Not retried: the write is in place, and a repeat would only wait again; the plan's onFailure decides.
-      const silent = [...new Set(verdicts.filter(({ v }) => v.state === 'waiting').map(({ p }) => p.controllerName))].join(', ');
-      throw new ExecutorError(`${where}: ${silent} did not report on generation ${generation} within ${REPORT_TIMEOUT_MS / 1000}s (its entry in status.parents, with observedGeneration)`);
+      const silent = [
+        ...new Set(verdicts.filter(({ v }) => v.state === 'waiting').map(({ p }) => p.controllerName)),
+      ].join(', ');
+      throw new ExecutorError(
+        `${where}: ${silent} did not report on generation ${generation} within ${REPORT_TIMEOUT_MS / 1000}s (its entry in status.parents, with observedGeneration)`,
+      );
     }
     ctx.heartbeat();
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
 }
-

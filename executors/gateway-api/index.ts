@@ -8,10 +8,23 @@
  */
 import { managedRules, type Provider } from '../managed-rules.js';
 import { implementationVerdict } from './acceptance.js';
-import { distinct, ExecutorError, renderPattern, type Executor, type StageVersionInfo, type TaskInput, type RouteKind } from '../types.js';
+import {
+  distinct,
+  ExecutorError,
+  renderPattern,
+  type Executor,
+  type StageVersionInfo,
+  type TaskInput,
+  type RouteKind,
+} from '../types.js';
 import { gatewayApiConfig, type GatewayApiConfig } from './config.js';
 
-const HTTPROUTE: RouteKind = { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'httproutes', kind: 'HTTPRoute' };
+const HTTPROUTE: RouteKind = {
+  group: 'gateway.networking.k8s.io',
+  version: 'v1',
+  plural: 'httproutes',
+  kind: 'HTTPRoute',
+};
 
 interface BackendRef {
   group?: string;
@@ -32,7 +45,9 @@ function backend(input: TaskInput, sv: StageVersionInfo, config: GatewayApiConfi
   // The StageVersion knows its own Service best: its port wins over the registration's default.
   const port = sv.backend?.port ?? config.port;
   if (port === undefined) {
-    throw new ExecutorError(`no port for StageVersion ${sv.name}: set spec.backend.port on it or spec.port on the registration`);
+    throw new ExecutorError(
+      `no port for StageVersion ${sv.name}: set spec.backend.port on it or spec.port on the registration`,
+    );
   }
   return { name: serviceName(input, sv, config), port };
 }
@@ -45,7 +60,8 @@ function rulesOf(spec: any, wanted: number[] | undefined, where: string): number
   const count = (spec.rules ?? []).length;
   const indexes = wanted ?? [...Array(count).keys()];
   const missing = indexes.filter((i) => i >= count);
-  if (missing.length) throw new ExecutorError(`HTTPRoute ${where} has ${count} rules; rule ${missing.join(', ')} does not exist`);
+  if (missing.length)
+    throw new ExecutorError(`HTTPRoute ${where} has ${count} rules; rule ${missing.join(', ')} does not exist`);
   return indexes;
 }
 
@@ -77,8 +93,14 @@ function ambiguity(ref: BackendRef, routeNamespace: string, where: string, rule:
 
 const provider: Provider<GatewayApiConfig, BackendRef> = {
   kind: HTTPROUTE,
-  objects: (input, config) => config.routes.map((r) => ({ name: r.name, namespace: r.namespace ?? input.namespace, ...(r.rules ? { select: r.rules } : {}) })),
-  rules: (spec, selected, where) => rulesOf(spec, selected as number[] | undefined, where).map((index) => ({ index, rule: spec.rules[index] })),
+  objects: (input, config) =>
+    config.routes.map((r) => ({
+      name: r.name,
+      namespace: r.namespace ?? input.namespace,
+      ...(r.rules ? { select: r.rules } : {}),
+    })),
+  rules: (spec, selected, where) =>
+    rulesOf(spec, selected as number[] | undefined, where).map((index) => ({ index, rule: spec.rules[index] })),
   label: (r) => `rule ${r.index}`,
   entries: (rule) => rule.backendRefs ?? [],
   setEntries: (rule, entries) => {
@@ -108,7 +130,8 @@ const rules = managedRules(provider);
 export const gatewayApiExecutor: Executor<GatewayApiConfig> = {
   type: 'gateway-api',
   config: gatewayApiConfig,
-  routeNamespaces: (config, activationNamespace) => distinct(config.routes.map((r) => r.namespace ?? activationNamespace)),
+  routeNamespaces: (config, activationNamespace) =>
+    distinct(config.routes.map((r) => r.namespace ?? activationNamespace)),
   ...rules,
   /**
    * The write holds (read back), and each gateway implementation that serves a route's parents
@@ -117,7 +140,9 @@ export const gatewayApiExecutor: Executor<GatewayApiConfig> = {
    */
   async verify(input, assignment, config, ctx) {
     await rules.verify(input, assignment, config, ctx);
-    const said = await Promise.all(provider.objects(input, config).map((o) => implementationVerdict(HTTPROUTE, o.namespace, o.name, ctx)));
+    const said = await Promise.all(
+      provider.objects(input, config).map((o) => implementationVerdict(HTTPROUTE, o.namespace, o.name, ctx)),
+    );
     return said.join('; ');
   },
 };

@@ -7,10 +7,23 @@
  * to a destination it does not manage is refused before any change (docs/activation.md, "Adopting").
  */
 import { managedRules, type Provider } from '../managed-rules.js';
-import { distinct, ExecutorError, renderPattern, type Executor, type StageVersionInfo, type TaskInput, type RouteKind } from '../types.js';
+import {
+  distinct,
+  ExecutorError,
+  renderPattern,
+  type Executor,
+  type StageVersionInfo,
+  type TaskInput,
+  type RouteKind,
+} from '../types.js';
 import { istioConfig, type IstioConfig } from './config.js';
 
-const VIRTUALSERVICE: RouteKind = { group: 'networking.istio.io', version: 'v1', plural: 'virtualservices', kind: 'VirtualService' };
+const VIRTUALSERVICE: RouteKind = {
+  group: 'networking.istio.io',
+  version: 'v1',
+  plural: 'virtualservices',
+  kind: 'VirtualService',
+};
 
 interface Destination {
   host: string;
@@ -59,7 +72,9 @@ function ambiguity(d: RouteDestination, vsNamespace: string, where: string, http
   // The adopt entry that names exactly this destination (a short host there means the Stage's namespace).
   const host = vsNamespace === input.namespace ? d.destination.host : qualifiedHost(d.destination.host, vsNamespace);
   const adopt = { host, ...(d.destination.subset ? { subset: d.destination.subset } : {}) };
-  const exclude = http.name ? `leave route ${http.name} out with spec.virtualServices[].routes` : 'name this http route and leave it out with spec.virtualServices[].routes';
+  const exclude = http.name
+    ? `leave route ${http.name} out with spec.virtualServices[].routes`
+    : 'name this http route and leave it out with spec.virtualServices[].routes';
   return (
     `VirtualService ${where} http route ${http.name ?? '(unnamed)'} sends traffic (weight ${d.weight ?? 'unset'}) to ` +
     `${qualifiedHost(d.destination.host, vsNamespace)}${d.destination.subset ? ` subset ${d.destination.subset}` : ''}, ` +
@@ -70,12 +85,17 @@ function ambiguity(d: RouteDestination, vsNamespace: string, where: string, http
 }
 
 /** An http route's position among all of them, found by identity: a rule's index in records. */
-const indexed = (spec: any, routes: any[]) => routes.map((rule) => ({ index: (spec.http ?? []).indexOf(rule), ...(rule.name ? { name: rule.name } : {}), rule }));
+const indexed = (spec: any, routes: any[]) =>
+  routes.map((rule) => ({ index: (spec.http ?? []).indexOf(rule), ...(rule.name ? { name: rule.name } : {}), rule }));
 
 const provider: Provider<IstioConfig, RouteDestination> = {
   kind: VIRTUALSERVICE,
   objects: (input, config) =>
-    config.virtualServices.map((vs) => ({ name: vs.name, namespace: vs.namespace ?? input.namespace, ...(vs.routes ? { select: vs.routes } : {}) })),
+    config.virtualServices.map((vs) => ({
+      name: vs.name,
+      namespace: vs.namespace ?? input.namespace,
+      ...(vs.routes ? { select: vs.routes } : {}),
+    })),
   rules: (spec, selected, where) => indexed(spec, httpRoutes(spec, selected as string[] | undefined, where)),
   label: (r) => `route ${r.name ?? `(unnamed, #${r.index})`}`,
   entries: (rule) => rule.route ?? [],
@@ -91,7 +111,8 @@ const provider: Provider<IstioConfig, RouteDestination> = {
     return { destination: ns === input.namespace ? d : { ...d, host: qualifiedHost(d.host, input.namespace) }, weight };
   },
   // Headers and other per-destination settings of the managed destination carry over.
-  carryOver: (found) => Object.fromEntries(Object.entries(found[0] ?? {}).filter(([k]) => k !== 'destination' && k !== 'weight')),
+  carryOver: (found) =>
+    Object.fromEntries(Object.entries(found[0] ?? {}).filter(([k]) => k !== 'destination' && k !== 'weight')),
   weightOf: (d) => d.weight,
   show: (d) => show(d.destination),
   exact: (d, ns) => `${key(d.destination, ns)}:${d.destination.port?.number ?? ''}:${d.weight ?? 100}`,
@@ -101,6 +122,7 @@ const provider: Provider<IstioConfig, RouteDestination> = {
 export const istioExecutor: Executor<IstioConfig> = {
   type: 'istio',
   config: istioConfig,
-  routeNamespaces: (config, activationNamespace) => distinct(config.virtualServices.map((vs) => vs.namespace ?? activationNamespace)),
+  routeNamespaces: (config, activationNamespace) =>
+    distinct(config.virtualServices.map((vs) => vs.namespace ?? activationNamespace)),
   ...managedRules(provider),
 };

@@ -16,7 +16,9 @@
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 
-const { values } = parseArgs({ options: { address: { type: 'string' }, port: { type: 'string' }, version: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { address: { type: 'string' }, port: { type: 'string' }, version: { type: 'string' } },
+});
 if (!values.address || !values.port || !values.version) {
   console.error('usage: app-server.mjs --address IP --port PORT --version NAME');
   process.exit(2);
@@ -45,7 +47,8 @@ function control(req, res) {
       const asked = body ? JSON.parse(body) : {};
       for (const key of ['failRatio', 'delayMs']) {
         if (asked[key] === undefined) continue;
-        if (typeof asked[key] !== 'number' || asked[key] < 0 || (key === 'failRatio' && asked[key] > 1)) throw new Error(`${key} must be a number in range`);
+        if (typeof asked[key] !== 'number' || asked[key] < 0 || (key === 'failRatio' && asked[key] > 1))
+          throw new Error(`${key} must be a number in range`);
         behaviour[key] = asked[key];
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ version, ...behaviour }));
@@ -59,14 +62,20 @@ const server = createServer((req, res) => {
   if (req.url === CONTROL_PATH) return control(req, res);
   const answer = () => {
     const fail = shouldFail();
-    res.writeHead(fail ? 503 : 200, { 'content-type': 'text/plain', 'x-konfidence-version': version, ...(fail ? { 'x-konfidence-injected': '1' } : {}) });
+    res.writeHead(fail ? 503 : 200, {
+      'content-type': 'text/plain',
+      'x-konfidence-version': version,
+      ...(fail ? { 'x-konfidence-injected': '1' } : {}),
+    });
     res.end(fail ? `${version} fails this request, as told\n` : `${version}\n`);
   };
   if (behaviour.delayMs > 0) setTimeout(answer, behaviour.delayMs);
   else answer();
 });
 server.keepAliveTimeout = 30_000;
-server.listen(Number(values.port), values.address, () => console.log(`listening on ${values.address}:${values.port} as ${version}`));
+server.listen(Number(values.port), values.address, () =>
+  console.log(`listening on ${values.address}:${values.port} as ${version}`),
+);
 process.on('SIGTERM', () => {
   server.close(() => process.exit(0));
   // Idle kept-alive connections would hold close() open; busy ones finish their answer first.

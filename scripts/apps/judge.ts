@@ -48,7 +48,11 @@ export interface WindowOptions {
  * side, since the gateway and the Stage's status each follow a route change after their own delay),
  * for every window with at least `minRequests` answered requests.
  */
-export function weightWindows(sent: readonly Sent[], timeline: readonly RecordedWeight[], o: WindowOptions): WindowVerdict[] {
+export function weightWindows(
+  sent: readonly Sent[],
+  timeline: readonly RecordedWeight[],
+  o: WindowOptions,
+): WindowVerdict[] {
   const answered = [...sent].filter((s) => s.version !== undefined).sort((a, b) => a.at - b.at);
   const end = o.end ?? answered.at(-1)?.at ?? 0;
   const verdicts: WindowVerdict[] = [];

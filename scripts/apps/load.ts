@@ -49,14 +49,31 @@ export interface Load {
  * One request through the gateway to `host` (node:http: fetch would replace the Host header), on a
  * fresh connection: its status and the version that answered.
  */
-export function requestOnce(gatewayUrl: string, host: string, path = '/', timeoutMs = 5_000): Promise<{ status: number; version: string | undefined }> {
+export function requestOnce(
+  gatewayUrl: string,
+  host: string,
+  path = '/',
+  timeoutMs = 5_000,
+): Promise<{ status: number; version: string | undefined }> {
   const url = new URL(path, gatewayUrl);
   return new Promise((resolve) => {
-    const req = request({ host: url.hostname, port: url.port, path: url.pathname, headers: { host, connection: 'close' }, agent: false, timeout: timeoutMs }, (res) => {
-      res.resume();
-      const version = res.headers['x-konfidence-version'];
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, version: typeof version === 'string' ? version : undefined }));
-    });
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        headers: { host, connection: 'close' },
+        agent: false,
+        timeout: timeoutMs,
+      },
+      (res) => {
+        res.resume();
+        const version = res.headers['x-konfidence-version'];
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, version: typeof version === 'string' ? version : undefined }),
+        );
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', () => resolve({ status: 0, version: undefined }));
     req.end();
@@ -68,7 +85,8 @@ const TICK_MS = 5;
 
 export function startLoad(o: LoadOptions): Load {
   const url = new URL(o.path ?? '/', o.gatewayUrl);
-  if (!url.hostname.startsWith('127.')) throw new Error(`the load goes to loopback only; ${o.gatewayUrl} is not on 127.0.0.0/8`);
+  if (!url.hostname.startsWith('127.'))
+    throw new Error(`the load goes to loopback only; ${o.gatewayUrl} is not on 127.0.0.0/8`);
   const rate = o.rate ?? 200;
   const freshShare = o.freshShare ?? 0.5;
   const timeoutMs = o.timeoutMs ?? 5_000;
@@ -100,7 +118,11 @@ export function startLoad(o: LoadOptions): Load {
           res.resume();
           res.on('end', () => {
             const version = res.headers['x-konfidence-version'];
-            done({ status: res.statusCode ?? 0, version: typeof version === 'string' ? version : undefined, injected: res.headers['x-konfidence-injected'] === '1' });
+            done({
+              status: res.statusCode ?? 0,
+              version: typeof version === 'string' ? version : undefined,
+              injected: res.headers['x-konfidence-injected'] === '1',
+            });
           });
           res.on('error', (err) => done({ status: 0, version: undefined, injected: false, error: err.message }));
         },

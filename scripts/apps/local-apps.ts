@@ -110,7 +110,10 @@ export class LocalApps {
   async behave(namespace: string, stageVersion: string, behaviour: Behaviour): Promise<void> {
     const at = await this.address(namespace, stageVersion);
     if (!at) throw new Error(`StageVersion ${namespace}/${stageVersion} is not deployed`);
-    const res = await fetch(`http://${at.address}:${at.port}/_konfidence/behaviour`, { method: 'POST', body: JSON.stringify(behaviour) });
+    const res = await fetch(`http://${at.address}:${at.port}/_konfidence/behaviour`, {
+      method: 'POST',
+      body: JSON.stringify(behaviour),
+    });
     if (!res.ok) throw new Error(`${stageVersion} refused the behaviour: ${await res.text()}`);
   }
 
@@ -138,10 +141,28 @@ export class LocalApps {
     const namespace = sv.metadata.namespace!;
     const port = backend.port ?? DEFAULT_PORT;
     // Owned by the StageVersion, so that it goes with it.
-    const address = await loopbackService(this.core, namespace, backend.service, port, { apiVersion: API_VERSION, kind: 'StageVersion', name: sv.metadata.name, uid: sv.metadata.uid! });
-    const child = spawn(process.execPath, [SERVER, '--address', address, '--port', String(port), '--version', sv.metadata.name], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const address = await loopbackService(this.core, namespace, backend.service, port, {
+      apiVersion: API_VERSION,
+      kind: 'StageVersion',
+      name: sv.metadata.name,
+      uid: sv.metadata.uid!,
+    });
+    const child = spawn(
+      process.execPath,
+      [SERVER, '--address', address, '--port', String(port), '--version', sv.metadata.name],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     const ready = listening(child, `${key} on ${address}:${port}`);
-    this.running.set(key, { namespace, stageVersion: sv.metadata.name, uid: sv.metadata.uid!, service: backend.service, address, port, process: child, ready });
+    this.running.set(key, {
+      namespace,
+      stageVersion: sv.metadata.name,
+      uid: sv.metadata.uid!,
+      service: backend.service,
+      address,
+      port,
+      process: child,
+      ready,
+    });
     await ready;
     this.log(`deployed ${key} on ${address}:${port} (Service ${backend.service})`);
   }
@@ -159,7 +180,10 @@ export class LocalApps {
 function listening(child: ChildProcess, what: string): Promise<void> {
   return new Promise((resolve, reject) => {
     let said = '';
-    const timer = setTimeout(() => reject(new Error(`${what}: no server within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => reject(new Error(`${what}: no server within ${START_TIMEOUT_MS} ms`)),
+      START_TIMEOUT_MS,
+    );
     child.stderr!.on('data', (d) => (said += String(d)));
     createInterface({ input: child.stdout! }).on('line', (line) => {
       if (!line.startsWith('listening')) return;

@@ -6,7 +6,13 @@
 import { apiStatus, k8s } from '../../k8s/client.js';
 
 /** The Service, made if missing (owned by `owner` when given, so that it goes with it); its ClusterIP. */
-export async function loopbackService(core: k8s.CoreV1Api, namespace: string, name: string, port: number, owner?: k8s.V1OwnerReference): Promise<string> {
+export async function loopbackService(
+  core: k8s.CoreV1Api,
+  namespace: string,
+  name: string,
+  port: number,
+  owner?: k8s.V1OwnerReference,
+): Promise<string> {
   const read = () => core.readNamespacedService({ name, namespace });
   let svc: k8s.V1Service;
   try {
@@ -23,7 +29,11 @@ export async function loopbackService(core: k8s.CoreV1Api, namespace: string, na
     });
   }
   const ip = svc.spec?.clusterIP;
-  if (!ip?.startsWith('127.')) throw new Error(`Service ${namespace}/${name} has ClusterIP ${ip}, not one on loopback: is the apiserver's Service range the local one?`);
-  if (!svc.spec?.ports?.some((p) => p.port === port)) throw new Error(`Service ${namespace}/${name} exists without port ${port}: delete it, or use its port`);
+  if (!ip?.startsWith('127.'))
+    throw new Error(
+      `Service ${namespace}/${name} has ClusterIP ${ip}, not one on loopback: is the apiserver's Service range the local one?`,
+    );
+  if (!svc.spec?.ports?.some((p) => p.port === port))
+    throw new Error(`Service ${namespace}/${name} exists without port ${port}: delete it, or use its port`);
   return ip;
 }

@@ -38,27 +38,61 @@ function issue(name: string, subject: string, extensions: string, cert: string, 
   const ext = join(pkiDir, `${name}.ext`);
   writeFileSync(ext, extensions);
   openssl(['req', ...EC, '-keyout', key, '-out', csr, '-subj', subject]);
-  openssl(['x509', '-req', '-in', csr, '-CA', pki.caCert, '-CAkey', pki.caKey, '-CAcreateserial',
-    '-out', cert, '-days', DAYS, '-extfile', ext]);
+  openssl([
+    'x509',
+    '-req',
+    '-in',
+    csr,
+    '-CA',
+    pki.caCert,
+    '-CAkey',
+    pki.caKey,
+    '-CAcreateserial',
+    '-out',
+    cert,
+    '-days',
+    DAYS,
+    '-extfile',
+    ext,
+  ]);
 }
 
 /** Creates whatever of the PKI is missing; an existing PKI is kept, so clients stay valid. */
 export function ensurePki(): void {
   mkdirSync(pkiDir, { recursive: true, mode: 0o700 });
   if (!existsSync(pki.caCert)) {
-    openssl(['req', '-x509', ...EC, '-keyout', pki.caKey, '-out', pki.caCert, '-days', DAYS,
-      '-subj', '/CN=konfidence-local-ca']);
+    openssl([
+      'req',
+      '-x509',
+      ...EC,
+      '-keyout',
+      pki.caKey,
+      '-out',
+      pki.caCert,
+      '-days',
+      DAYS,
+      '-subj',
+      '/CN=konfidence-local-ca',
+    ]);
   }
   if (!existsSync(pki.serverCert)) {
-    issue('apiserver', '/CN=kube-apiserver',
+    issue(
+      'apiserver',
+      '/CN=kube-apiserver',
       'subjectAltName=DNS:localhost,IP:127.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.0.0.1\n' +
         'extendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n',
-      pki.serverCert, pki.serverKey);
+      pki.serverCert,
+      pki.serverKey,
+    );
   }
   if (!existsSync(pki.adminCert)) {
-    issue('admin', '/O=system:masters/CN=admin',
+    issue(
+      'admin',
+      '/O=system:masters/CN=admin',
       'extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n',
-      pki.adminCert, pki.adminKey);
+      pki.adminCert,
+      pki.adminKey,
+    );
   }
   if (!existsSync(pki.saPub)) {
     openssl(['genrsa', '-out', pki.saKey, '2048']);

@@ -179,10 +179,13 @@ export function startControllerManager(p: Ports, kubeconfig: string): number {
 export function controllerManagerReady(p: Ports): Promise<boolean> {
   return new Promise((resolve, reject) => {
     // Its serving certificate is self-signed: only the answer matters here.
-    const req = request({ host: '127.0.0.1', port: p.controllerManager, path: '/healthz', rejectUnauthorized: false, timeout: 5_000 }, (res) => {
-      res.resume();
-      resolve(res.statusCode === 200);
-    });
+    const req = request(
+      { host: '127.0.0.1', port: p.controllerManager, path: '/healthz', rejectUnauthorized: false, timeout: 5_000 },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', reject);
     req.end();
@@ -195,7 +198,14 @@ const cliType: Record<string, string> = { KEYWORD: 'Keyword', TEXT: 'Text', INT:
  * The arguments of `temporal server start-dev` on 127.0.0.1 with the project's search attributes
  * and namespaces, its state in `dbFile` (the restart test runs a server of its own with them).
  */
-export function devServerArgs(o: { port: number; httpPort: number; metricsPort: number; uiPort?: number; dbFile: string; namespaces?: readonly string[] }): string[] {
+export function devServerArgs(o: {
+  port: number;
+  httpPort: number;
+  metricsPort: number;
+  uiPort?: number;
+  dbFile: string;
+  namespaces?: readonly string[];
+}): string[] {
   const attributes = searchAttributes.flatMap((a) => ['--search-attribute', `${a.name}=${cliType[a.type]}`]);
   return [
     'server',
@@ -221,7 +231,13 @@ export function startTemporal(p: Ports): number {
   return startDetached(
     'temporal',
     binaries.temporal,
-    devServerArgs({ port: p.temporal, uiPort: p.temporalUi, httpPort: p.temporalHttp, metricsPort: p.temporalMetrics, dbFile: join(dataDir, 'temporal.db') }),
+    devServerArgs({
+      port: p.temporal,
+      uiPort: p.temporalUi,
+      httpPort: p.temporalHttp,
+      metricsPort: p.temporalMetrics,
+      dbFile: join(dataDir, 'temporal.db'),
+    }),
   );
 }
 
@@ -238,7 +254,10 @@ const indexedType: Record<string, proto.temporal.api.enums.v1.IndexedValueType> 
  * Registers the project's search attributes that the namespace lacks. `start-dev --search-attribute`
  * alone is not enough: on an existing database file it does not add attributes that are new.
  */
-export async function ensureSearchAttributes(p: Ports, namespaces: readonly string[] = TEMPORAL_NAMESPACES): Promise<void> {
+export async function ensureSearchAttributes(
+  p: Ports,
+  namespaces: readonly string[] = TEMPORAL_NAMESPACES,
+): Promise<void> {
   const connection = await Connection.connect({ address: `127.0.0.1:${p.temporal}` });
   try {
     for (const namespace of namespaces) {
@@ -273,14 +292,32 @@ async function ensureNamespace(connection: Connection, namespace: string): Promi
     await connection.workflowService.describeNamespace({ namespace });
   } catch (err) {
     if ((err as { code?: number }).code !== 5) throw err; // 5: NOT_FOUND
-    await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: time.msToTs('1 day') });
-    await pollUntil(() => connection.workflowService.describeNamespace({ namespace }).then(() => true, () => false), 30_000, `namespace ${namespace} to be registered`);
+    await connection.workflowService.registerNamespace({
+      namespace,
+      workflowExecutionRetentionPeriod: time.msToTs('1 day'),
+    });
+    await pollUntil(
+      () =>
+        connection.workflowService.describeNamespace({ namespace }).then(
+          () => true,
+          () => false,
+        ),
+      30_000,
+      `namespace ${namespace} to be registered`,
+    );
   }
 }
 
 /** Adds search attributes (default: all of the project's) to `namespace`: the dev server, the test server. */
-export async function addSearchAttributes(operator: Connection['operatorService'], namespace: string, attributes: readonly SearchAttribute[] = searchAttributes): Promise<void> {
-  await operator.addSearchAttributes({ namespace, searchAttributes: Object.fromEntries(attributes.map((a) => [a.name, indexedType[a.type]!])) });
+export async function addSearchAttributes(
+  operator: Connection['operatorService'],
+  namespace: string,
+  attributes: readonly SearchAttribute[] = searchAttributes,
+): Promise<void> {
+  await operator.addSearchAttributes({
+    namespace,
+    searchAttributes: Object.fromEntries(attributes.map((a) => [a.name, indexedType[a.type]!])),
+  });
 }
 
 export async function temporalReady(p: Ports): Promise<boolean> {

@@ -37,7 +37,13 @@ import { applyGateway, gatewayProgrammed, gatewayReady, otherGateways, startGate
 import { installCrds } from './install-crds.js';
 import { ensureCluster, postgresReady, startPostgres } from './postgres.js';
 import { prometheusReady, scrape, startPrometheus } from './prometheus.js';
-import { CLUSTER_SERVICES, clusterService, type ClusterPorts, serviceJoined, startClusterService } from './temporal-cluster.js';
+import {
+  CLUSTER_SERVICES,
+  clusterService,
+  type ClusterPorts,
+  serviceJoined,
+  startClusterService,
+} from './temporal-cluster.js';
 import {
   setupNamespace,
   setupSchema,
@@ -169,9 +175,12 @@ function ensureBinaries(profile: TemporalProfile, log: (line: string) => void): 
   if (needed.every((b) => existsSync(b))) return;
   log('building the local control plane binaries (first run only; minutes)...');
   // The build's lines go to stderr: on stdout they would mix into env:up --json's answer.
-  execFileSync('bash', [join(repoRoot, 'scripts', 'install-binaries.sh')], { stdio: ['ignore', process.stderr, 'inherit'] });
+  execFileSync('bash', [join(repoRoot, 'scripts', 'install-binaries.sh')], {
+    stdio: ['ignore', process.stderr, 'inherit'],
+  });
   const missing = needed.filter((b) => !existsSync(b));
-  if (missing.length > 0) throw new Error(`install-binaries.sh did not provide ${missing.join(', ')} (see its output above)`);
+  if (missing.length > 0)
+    throw new Error(`install-binaries.sh did not provide ${missing.join(', ')} (see its output above)`);
 }
 
 function writeKubeconfig(ports: Ports): void {
@@ -220,7 +229,16 @@ type Component = keyof Pids;
 const componentsOf: Record<TemporalProfile, Component[]> = {
   dev: ['etcd', 'apiserver', 'controllerManager', 'temporal', 'prometheus', 'gateway'],
   postgres: ['etcd', 'apiserver', 'controllerManager', 'postgres', 'temporal', 'temporalUi', 'prometheus', 'gateway'],
-  cluster: ['etcd', 'apiserver', 'controllerManager', 'postgres', ...CLUSTER_SERVICES.map((s) => s.component), 'temporalUi', 'prometheus', 'gateway'],
+  cluster: [
+    'etcd',
+    'apiserver',
+    'controllerManager',
+    'postgres',
+    ...CLUSTER_SERVICES.map((s) => s.component),
+    'temporalUi',
+    'prometheus',
+    'gateway',
+  ],
 };
 
 /** The processes of the Temporal side, besides PostgreSQL: stopped when the profile changes or goes down. */
@@ -328,7 +346,11 @@ async function start(
     const fresh = lowPorts(profile, c) ? freeLowPort : freePort;
     for (const key of portsOf[profile][c] ?? []) {
       const before = previous?.[key as keyof Ports];
-      ports[key] = await reusePort(fresh === freeLowPort && before && before >= 32_768 ? undefined : before, 5_000, fresh);
+      ports[key] = await reusePort(
+        fresh === freeLowPort && before && before >= 32_768 ? undefined : before,
+        5_000,
+        fresh,
+      );
     }
   }
   if (new Set(Object.values(ports)).size !== Object.keys(ports).length) {
@@ -343,7 +365,8 @@ async function start(
   const persist = () => writeState({ profile, ports, pids });
   if (profile === 'dev' && restart.has('temporal')) pids.temporal = startTemporal(ports);
   if (restart.has('prometheus')) pids.prometheus = startPrometheus(ports.prometheus);
-  const temporalServer = profile !== 'dev' ? startOnPostgres(profile, restart, serverPorts(ports), pids, persist) : Promise.resolve();
+  const temporalServer =
+    profile !== 'dev' ? startOnPostgres(profile, restart, serverPorts(ports), pids, persist) : Promise.resolve();
   // Awaited below; until then a failure must not count as unhandled.
   temporalServer.catch(() => undefined);
   if (restart.has('etcd')) {
@@ -362,8 +385,10 @@ async function start(
     persist();
     await ready('kube-controller-manager', pids.controllerManager, () => controllerManagerReady(ports), 60_000);
   }
-  if (profile === 'dev' && restart.has('temporal')) await ready('temporal', pids.temporal!, () => temporalReady(ports), 90_000);
-  if (restart.has('prometheus')) await ready('prometheus', pids.prometheus!, () => prometheusReady(ports.prometheus), 60_000);
+  if (profile === 'dev' && restart.has('temporal'))
+    await ready('temporal', pids.temporal!, () => temporalReady(ports), 90_000);
+  if (restart.has('prometheus'))
+    await ready('prometheus', pids.prometheus!, () => prometheusReady(ports.prometheus), 60_000);
   await temporalServer;
   return ports;
 }
@@ -374,7 +399,13 @@ async function start(
  * docker-compose's admin-tools service runs before the server), then temporal-server (in the
  * cluster profile, each service that restarts) and the UI server.
  */
-async function startOnPostgres(profile: TemporalProfile, restart: Set<Component>, ports: ClusterPorts, pids: Pids, persist: () => void): Promise<void> {
+async function startOnPostgres(
+  profile: TemporalProfile,
+  restart: Set<Component>,
+  ports: ClusterPorts,
+  pids: Pids,
+  persist: () => void,
+): Promise<void> {
   if (restart.has('postgres')) {
     ensureCluster();
     pids.postgres = startPostgres(ports.postgres);
@@ -392,11 +423,19 @@ async function startOnPostgres(profile: TemporalProfile, restart: Set<Component>
     pids.temporalUi = startTemporalUi(ports);
     persist();
   }
-  if (profile === 'postgres' && restart.has('temporal')) await ready('temporal-server', pids.temporal!, () => temporalServerReady(ports), 90_000);
+  if (profile === 'postgres' && restart.has('temporal'))
+    await ready('temporal-server', pids.temporal!, () => temporalServerReady(ports), 90_000);
   // The frontend answers, and every service that started heartbeats in the ring: both history hosts
   // are members when `up` returns.
   await Promise.all(
-    services.map((s) => ready(s.name, pids[s.component]!, async () => (s.service !== 'frontend' || (await temporalServerReady(ports))) && serviceJoined(s, ports, since), 90_000)),
+    services.map((s) =>
+      ready(
+        s.name,
+        pids[s.component]!,
+        async () => (s.service !== 'frontend' || (await temporalServerReady(ports))) && serviceJoined(s, ports, since),
+        90_000,
+      ),
+    ),
   );
   if (restart.has('temporalUi')) await ready('temporal-ui', pids.temporalUi!, () => temporalUiReady(ports), 30_000);
 }
@@ -438,7 +477,9 @@ export interface UpResult extends ControlPlane {
 function chooseProfile(option: string | undefined, state: State | undefined): TemporalProfile {
   const chosen = option ?? process.env.KONFIDENCE_TEMPORAL ?? state?.profile ?? 'dev';
   if (!isTemporalProfile(chosen)) {
-    throw new Error(`unknown Temporal profile "${chosen}" (--temporal or KONFIDENCE_TEMPORAL): choose ${TEMPORAL_PROFILES.join(' or ')}`);
+    throw new Error(
+      `unknown Temporal profile "${chosen}" (--temporal or KONFIDENCE_TEMPORAL): choose ${TEMPORAL_PROFILES.join(' or ')}`,
+    );
   }
   return chosen;
 }
@@ -472,7 +513,9 @@ export function up(log: (line: string) => void = console.log, options: UpOptions
     // Restart only what is down; the apiserver goes with etcd, temporal-server with PostgreSQL.
     const restart = new Set<Component>((Object.keys(health) as Component[]).filter((c) => !health[c]));
     if (!storeOfRange()) {
-      log(`the Kubernetes store was made with another Service range than ${SERVICE_CLUSTER_IP_RANGE}: it starts afresh`);
+      log(
+        `the Kubernetes store was made with another Service range than ${SERVICE_CLUSTER_IP_RANGE}: it starts afresh`,
+      );
       restart.add('etcd');
     }
     if (restart.has('etcd')) restart.add('apiserver');
@@ -485,21 +528,25 @@ export function up(log: (line: string) => void = console.log, options: UpOptions
     let ports = state?.ports;
     if (restart.size > 0) {
       // Stop leftovers of what restarts (clients first, storage last).
-      await Promise.all(
-        [...restart].filter((c) => c !== 'etcd' && c !== 'postgres').map((c) => stopProcess(pids[c])),
-      );
-      await Promise.all([restart.has('etcd') && stopProcess(pids.etcd), restart.has('postgres') && stopProcess(pids.postgres, 10_000, 'SIGINT')]);
+      await Promise.all([...restart].filter((c) => c !== 'etcd' && c !== 'postgres').map((c) => stopProcess(pids[c])));
+      await Promise.all([
+        restart.has('etcd') && stopProcess(pids.etcd),
+        restart.has('postgres') && stopProcess(pids.postgres, 10_000, 'SIGINT'),
+      ]);
       ports = await start(profile, restart, ports, pids, log);
     }
     writeState({ profile, ports: ports!, pids });
     // The dev server creates its namespace; temporal-server's is made as docker-compose makes it.
-    if (profile !== 'dev') for (const namespace of TEMPORAL_NAMESPACES) await setupNamespace(serverPorts(ports!), namespace);
+    if (profile !== 'dev')
+      for (const namespace of TEMPORAL_NAMESPACES) await setupNamespace(serverPorts(ports!), namespace);
     await ensureSearchAttributes(ports!);
     writeKubeconfig(ports!);
     const cp = describe(profile, ports!, pids);
     writeEnvFile(cp);
     await installCrds(kubeconfigPath);
-    await startGatewayAfterCrds(restart.has('gateway'), ports!, pids, () => writeState({ profile, ports: ports!, pids }));
+    await startGatewayAfterCrds(restart.has('gateway'), ports!, pids, () =>
+      writeState({ profile, ports: ports!, pids }),
+    );
     return { ...cp, started: restart.size > 0 };
   });
 }
@@ -524,10 +571,12 @@ export function down(): Promise<boolean> {
     if (!state) return false;
     await stopAll(state.pids);
     // A test's own gateways, left behind when the test's process died before its afterAll.
-    await Promise.all(otherGateways().map(async ({ pid, dir }) => {
-      await stopProcess(pid);
-      rmSync(dir, { recursive: true, force: true });
-    }));
+    await Promise.all(
+      otherGateways().map(async ({ pid, dir }) => {
+        await stopProcess(pid);
+        rmSync(dir, { recursive: true, force: true });
+      }),
+    );
     // Keep the ports: the next `up` serves on the same addresses (the UI link stays valid).
     writeState({ profile: state.profile, ports: state.ports, pids: {} });
     return wasRunning;
@@ -539,4 +588,3 @@ export function current(): ControlPlane | undefined {
   const state = readState();
   return state ? describe(state.profile ?? 'dev', state.ports, state.pids) : undefined;
 }
-

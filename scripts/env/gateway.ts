@@ -39,12 +39,22 @@ export interface GatewaySpec {
 }
 
 /** The local control plane's gateway: every change applies as soon as Traefik sees it. */
-export const LOCAL_GATEWAY: GatewaySpec = { gatewayClass: 'konfidence-local', namespace: 'konfidence-gateway', name: 'local', throttleSeconds: 0 };
+export const LOCAL_GATEWAY: GatewaySpec = {
+  gatewayClass: 'konfidence-local',
+  namespace: 'konfidence-gateway',
+  name: 'local',
+  throttleSeconds: 0,
+};
 export const GATEWAY_NAMESPACE = LOCAL_GATEWAY.namespace;
 export const GATEWAY_NAME = LOCAL_GATEWAY.name;
 
 /** The parentRef that attaches a route to a gateway. */
-export const parentRefOf = (g: GatewaySpec) => ({ group: 'gateway.networking.k8s.io', kind: 'Gateway', namespace: g.namespace, name: g.name });
+export const parentRefOf = (g: GatewaySpec) => ({
+  group: 'gateway.networking.k8s.io',
+  kind: 'Gateway',
+  namespace: g.namespace,
+  name: g.name,
+});
 export const GATEWAY_PARENT_REF = parentRefOf(LOCAL_GATEWAY);
 
 export interface GatewayPorts {
@@ -56,7 +66,8 @@ export interface GatewayPorts {
   gatewayMetrics: number;
 }
 
-const nameOf = (g: GatewaySpec) => (g === LOCAL_GATEWAY ? 'gateway' : `gateway-${g.gatewayClass}${g.host ? `-${g.host}` : ''}`);
+const nameOf = (g: GatewaySpec) =>
+  g === LOCAL_GATEWAY ? 'gateway' : `gateway-${g.gatewayClass}${g.host ? `-${g.host}` : ''}`;
 const dirOf = (g: GatewaySpec) => join(stateDir, nameOf(g));
 
 /**
@@ -75,12 +86,18 @@ function staticConfig(p: GatewayPorts, g: GatewaySpec): object {
       metrics: { address: `${host}:${p.gatewayMetrics}` },
     },
     ping: { entryPoint: 'traefik' },
-    metrics: { prometheus: { entryPoint: 'metrics', buckets: DURATION_BUCKETS, addServicesLabels: true, addRoutersLabels: true } },
+    metrics: {
+      prometheus: { entryPoint: 'metrics', buckets: DURATION_BUCKETS, addServicesLabels: true, addRoutersLabels: true },
+    },
     providers: {
       // A route change applies as soon as it is seen: the default throttles of 2 s would merge
       // the steps of a canary and delay every switch (a GatewaySpec may ask for the provider's).
       providersThrottleDuration: '0s',
-      kubernetesGateway: { throttleDuration: `${g.throttleSeconds}s`, nativeLBByDefault: true, labelSelector: `${GATEWAY_LABEL}=${g.gatewayClass}` },
+      kubernetesGateway: {
+        throttleDuration: `${g.throttleSeconds}s`,
+        nativeLBByDefault: true,
+        labelSelector: `${GATEWAY_LABEL}=${g.gatewayClass}`,
+      },
     },
     log: { level: 'WARN', format: 'json' },
     global: { checkNewVersion: false, sendAnonymousUsage: false },
@@ -93,7 +110,11 @@ export function startGateway(p: GatewayPorts, kubeconfig: string, g: GatewaySpec
   writeFileSync(config, JSON.stringify(staticConfig(p, g), null, 2));
   // Out of cluster, through the local kubeconfig (an in-cluster environment would win over it).
   const log = g === LOCAL_GATEWAY ? 'traefik' : `traefik-${nameOf(g).slice('gateway-'.length)}`;
-  const pid = startDetached(log, binaries.traefik, [`--configFile=${config}`], { ...process.env, KUBECONFIG: kubeconfig, KUBERNETES_SERVICE_HOST: '' });
+  const pid = startDetached(log, binaries.traefik, [`--configFile=${config}`], {
+    ...process.env,
+    KUBECONFIG: kubeconfig,
+    KUBERNETES_SERVICE_HOST: '',
+  });
   // Another gateway (a test's) leaves its pid where env:down finds it, should its starter die first.
   if (g !== LOCAL_GATEWAY) writeFileSync(join(dirOf(g), 'pid'), String(pid));
   return pid;
@@ -152,19 +173,33 @@ export async function applyGateway(kubeconfig: string, port: number, g: GatewayS
       apiVersion: 'gateway.networking.k8s.io/v1',
       kind: 'Gateway',
       metadata: { name: g.name, namespace: g.namespace },
-      spec: { gatewayClassName: g.gatewayClass, listeners: [{ name: 'web', protocol: 'HTTP', port, allowedRoutes: { namespaces: { from: 'All' } } }] },
+      spec: {
+        gatewayClassName: g.gatewayClass,
+        listeners: [{ name: 'web', protocol: 'HTTP', port, allowedRoutes: { namespaces: { from: 'All' } } }],
+      },
     },
   ];
   // Server-side apply: a port that changed since the last start is set, nothing else is touched.
-  for (const m of manifests) await objects.patch(m, undefined, undefined, 'konfidence-env', true, k8s.PatchStrategy.ServerSideApply);
+  for (const m of manifests)
+    await objects.patch(m, undefined, undefined, 'konfidence-env', true, k8s.PatchStrategy.ServerSideApply);
 }
 
 /** Waits until Traefik has accepted the Gateway and programmed its listener. */
-export async function gatewayProgrammed(kubeconfig: string, g: GatewaySpec = LOCAL_GATEWAY, timeoutMs = 60_000): Promise<void> {
+export async function gatewayProgrammed(
+  kubeconfig: string,
+  g: GatewaySpec = LOCAL_GATEWAY,
+  timeoutMs = 60_000,
+): Promise<void> {
   const api = loadKubeConfig(kubeconfig).makeApiClient(k8s.CustomObjectsApi);
   await pollUntil(
     async () => {
-      const gw = (await api.getNamespacedCustomObject({ group: 'gateway.networking.k8s.io', version: 'v1', plural: 'gateways', namespace: g.namespace, name: g.name })) as {
+      const gw = (await api.getNamespacedCustomObject({
+        group: 'gateway.networking.k8s.io',
+        version: 'v1',
+        plural: 'gateways',
+        namespace: g.namespace,
+        name: g.name,
+      })) as {
         status?: { conditions?: { type: string; status: string }[] };
       };
       const ok = (type: string) => gw.status?.conditions?.some((c) => c.type === type && c.status === 'True');

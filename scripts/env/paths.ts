@@ -7,7 +7,9 @@ import { fileURLToPath } from 'node:url';
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Per-checkout state: ports, certificates, data, logs, env.sh. */
-export const stateDir = process.env.KONFIDENCE_ENV_DIR ? resolve(process.env.KONFIDENCE_ENV_DIR) : join(repoRoot, '.cache', 'env');
+export const stateDir = process.env.KONFIDENCE_ENV_DIR
+  ? resolve(process.env.KONFIDENCE_ENV_DIR)
+  : join(repoRoot, '.cache', 'env');
 
 /** Built binaries, shared by every checkout on the machine (see scripts/install-binaries.sh). */
 export const binCache =
@@ -45,7 +47,8 @@ export const binaries = {
 /** The postgres profile's binaries: Temporal server, its SQL tool and schema files, the UI server, PostgreSQL. */
 const serverDir = join(binCache, `temporal-server-${version('TEMPORAL_SERVER_VERSION')}`);
 const uiDir = join(binCache, `temporal-ui-server-${version('TEMPORAL_UI_SERVER_VERSION')}`);
-const postgresBinDir = process.env.KONFIDENCE_POSTGRES_BIN ?? join('/usr/lib/postgresql', version('POSTGRESQL_MAJOR'), 'bin');
+const postgresBinDir =
+  process.env.KONFIDENCE_POSTGRES_BIN ?? join('/usr/lib/postgresql', version('POSTGRESQL_MAJOR'), 'bin');
 export const postgresProfileBinaries = {
   temporalServer: join(serverDir, 'temporal-server'),
   temporalSqlTool: join(serverDir, 'temporal-sql-tool'),

@@ -30,7 +30,11 @@ export async function freeLowPort(): Promise<number> {
  * Keeps a previously used port when it is free, so URLs stay the same across restarts. A server
  * that was just killed may hold its port for a moment: wait a little before choosing another.
  */
-export async function reusePort(previous: number | undefined, waitMs = 5_000, fresh: () => Promise<number> = freePort): Promise<number> {
+export async function reusePort(
+  previous: number | undefined,
+  waitMs = 5_000,
+  fresh: () => Promise<number> = freePort,
+): Promise<number> {
   if (previous) {
     const deadline = Date.now() + waitMs;
     do {

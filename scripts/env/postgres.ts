@@ -92,6 +92,8 @@ export function startPostgres(port: number): number {
 
 export function postgresReady(port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    execFile(bin.pgIsready, ['-h', '127.0.0.1', '-p', String(port), '-U', POSTGRES_USER, '-t', '2'], (err) => resolve(!err));
+    execFile(bin.pgIsready, ['-h', '127.0.0.1', '-p', String(port), '-U', POSTGRES_USER, '-t', '2'], (err) =>
+      resolve(!err),
+    );
   });
 }

@@ -40,7 +40,11 @@ export function isAlive(pid: number | undefined): boolean {
  * Stops a process group started by startDetached: `signal` (SIGTERM; PostgreSQL's fast shutdown is
  * SIGINT), then SIGKILL past the grace period.
  */
-export async function stopProcess(pid: number | undefined, graceMs = 10_000, stopSignal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+export async function stopProcess(
+  pid: number | undefined,
+  graceMs = 10_000,
+  stopSignal: NodeJS.Signals = 'SIGTERM',
+): Promise<void> {
   if (!isAlive(pid)) return;
   const signal = (s: NodeJS.Signals) => {
     try {

@@ -23,7 +23,8 @@ export interface ClusterPorts extends ServerPorts {
 }
 
 /** The frontend keeps the component name `temporal`: it is what clients and readiness talk to. */
-export type ClusterComponent = 'temporal' | 'temporalHistory' | 'temporalHistory2' | 'temporalMatching' | 'temporalWorker';
+export type ClusterComponent =
+  'temporal' | 'temporalHistory' | 'temporalHistory2' | 'temporalMatching' | 'temporalWorker';
 
 export interface ClusterService {
   component: ClusterComponent;
@@ -38,23 +39,55 @@ export interface ClusterService {
 const metrics = (port: number) => ({ PROMETHEUS_ENDPOINT: `127.0.0.1:${port}` });
 
 export const CLUSTER_SERVICES: readonly ClusterService[] = [
-  { component: 'temporal', service: 'frontend', name: 'temporal-frontend', ports: ['temporal', 'temporalHttp', 'temporalMetrics', 'frontendMembership'], env: (p) => metrics(p.temporalMetrics) },
-  { component: 'temporalHistory', service: 'history', name: 'temporal-history-1', ports: ['historyGrpc', 'historyMembership', 'historyMetrics'], env: (p) => metrics(p.historyMetrics) },
+  {
+    component: 'temporal',
+    service: 'frontend',
+    name: 'temporal-frontend',
+    ports: ['temporal', 'temporalHttp', 'temporalMetrics', 'frontendMembership'],
+    env: (p) => metrics(p.temporalMetrics),
+  },
+  {
+    component: 'temporalHistory',
+    service: 'history',
+    name: 'temporal-history-1',
+    ports: ['historyGrpc', 'historyMembership', 'historyMetrics'],
+    env: (p) => metrics(p.historyMetrics),
+  },
   {
     component: 'temporalHistory2',
     service: 'history',
     name: 'temporal-history-2',
     ports: ['history2Grpc', 'history2Membership', 'history2Metrics'],
-    env: (p) => ({ HISTORY_GRPC_PORT: String(p.history2Grpc), HISTORY_MEMBERSHIP_PORT: String(p.history2Membership), ...metrics(p.history2Metrics) }),
+    env: (p) => ({
+      HISTORY_GRPC_PORT: String(p.history2Grpc),
+      HISTORY_MEMBERSHIP_PORT: String(p.history2Membership),
+      ...metrics(p.history2Metrics),
+    }),
   },
-  { component: 'temporalMatching', service: 'matching', name: 'temporal-matching', ports: ['matchingGrpc', 'matchingMembership', 'matchingMetrics'], env: (p) => metrics(p.matchingMetrics) },
-  { component: 'temporalWorker', service: 'worker', name: 'temporal-worker', ports: ['workerGrpc', 'workerMembership', 'workerMetrics'], env: (p) => metrics(p.workerMetrics) },
+  {
+    component: 'temporalMatching',
+    service: 'matching',
+    name: 'temporal-matching',
+    ports: ['matchingGrpc', 'matchingMembership', 'matchingMetrics'],
+    env: (p) => metrics(p.matchingMetrics),
+  },
+  {
+    component: 'temporalWorker',
+    service: 'worker',
+    name: 'temporal-worker',
+    ports: ['workerGrpc', 'workerMembership', 'workerMetrics'],
+    env: (p) => metrics(p.workerMetrics),
+  },
 ];
 
 export const clusterService = (component: string) => CLUSTER_SERVICES.find((s) => s.component === component);
 
 export function startClusterService(s: ClusterService, p: ClusterPorts): number {
-  return startDetached(s.name, bin.temporalServer, [...serverArgs(deployTemporalDir), '--service', s.service], { ...process.env, ...serverEnv(p), ...s.env(p) });
+  return startDetached(s.name, bin.temporalServer, [...serverArgs(deployTemporalDir), '--service', s.service], {
+    ...process.env,
+    ...serverEnv(p),
+    ...s.env(p),
+  });
 }
 
 /** Its membership port: the one cluster_membership records for a host. */
@@ -69,7 +102,10 @@ export function membershipPort(s: ClusterService, p: ClusterPorts): number {
  * is known by its old last heartbeat (the server renews it every 10 to 15 s and itself counts a
  * host silent for 20 s as gone).
  */
-export function liveMembers(p: Pick<ServerPorts, 'postgres'>, freshSeconds = 20): Promise<{ port: number; role: number; sessionStart: Date }[]> {
+export function liveMembers(
+  p: Pick<ServerPorts, 'postgres'>,
+  freshSeconds = 20,
+): Promise<{ port: number; role: number; sessionStart: Date }[]> {
   const sql =
     `SELECT rpc_port, role, extract(epoch FROM session_start) FROM cluster_membership ` +
     `WHERE last_heartbeat > (now() AT TIME ZONE 'UTC') - interval '${freshSeconds} seconds'`;
@@ -80,7 +116,11 @@ export function liveMembers(p: Pick<ServerPorts, 'postgres'>, freshSeconds = 20)
       { env: { ...process.env, PGPASSWORD: POSTGRES_PASSWORD, PGCONNECT_TIMEOUT: '2', TZ: 'UTC' }, timeout: 10_000 },
       (err, stdout) => {
         if (err) return reject(err);
-        const rows = stdout.trim().split('\n').filter(Boolean).map((line) => line.split(' ').map(Number) as [number, number, number]);
+        const rows = stdout
+          .trim()
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => line.split(' ').map(Number) as [number, number, number]);
         resolve(rows.map(([port, role, start]) => ({ port, role, sessionStart: new Date(start * 1000) })));
       },
     );
@@ -93,5 +133,7 @@ export function liveMembers(p: Pick<ServerPorts, 'postgres'>, freshSeconds = 20)
  */
 export async function serviceJoined(s: ClusterService, p: ClusterPorts, since?: Date): Promise<boolean> {
   const port = membershipPort(s, p);
-  return (await liveMembers(p)).some((m) => m.port === port && (!since || m.sessionStart.getTime() >= since.getTime() - 1_000));
+  return (await liveMembers(p)).some(
+    (m) => m.port === port && (!since || m.sessionStart.getTime() >= since.getTime() - 1_000),
+  );
 }

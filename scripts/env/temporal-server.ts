@@ -11,7 +11,13 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { searchAttributes } from '../../shared/search-attributes.js';
-import { binaries, deployTemporalDir, postgresProfileBinaries as bin, temporalSchemaDir, temporalUiRoot } from './paths.js';
+import {
+  binaries,
+  deployTemporalDir,
+  postgresProfileBinaries as bin,
+  temporalSchemaDir,
+  temporalUiRoot,
+} from './paths.js';
 import { POSTGRES_PASSWORD, POSTGRES_USER } from './postgres.js';
 import { logDir, logFile, startDetached } from './process.js';
 
@@ -77,18 +83,33 @@ const cliType: Record<string, string> = { KEYWORD: 'Keyword', TEXT: 'Text', INT:
 export const searchAttributeArgs = searchAttributes.map((a) => `${a.name}=${cliType[a.type]}`);
 
 /** Runs a deploy/temporal script with sh (the admin-tools image's shell is POSIX sh too), logging to logs/NAME.log. */
-function runScript(name: string, script: string, args: string[], env: Record<string, string>, pathDirs: string[]): Promise<void> {
+function runScript(
+  name: string,
+  script: string,
+  args: string[],
+  env: Record<string, string>,
+  pathDirs: string[],
+): Promise<void> {
   const log = logFile(name);
   return new Promise((resolve, reject) => {
     execFile(
       'sh',
       [join(deployTemporalDir, script), ...args],
-      { env: { ...process.env, ...env, PATH: [...pathDirs, process.env.PATH].join(':') }, maxBuffer: 64 * 1024 * 1024, timeout: 120_000 },
+      {
+        env: { ...process.env, ...env, PATH: [...pathDirs, process.env.PATH].join(':') },
+        maxBuffer: 64 * 1024 * 1024,
+        timeout: 120_000,
+      },
       (err, stdout, stderr) => {
         // The SQL tool logs every statement: that goes to the log file, not to the console.
         mkdirSync(logDir, { recursive: true });
         appendFileSync(log, stdout + stderr);
-        if (err) reject(new Error(`${script} failed (${err.message.split('\n')[0]}); see ${log}:\n${(stdout + stderr).trimEnd().split('\n').slice(-15).join('\n')}`));
+        if (err)
+          reject(
+            new Error(
+              `${script} failed (${err.message.split('\n')[0]}); see ${log}:\n${(stdout + stderr).trimEnd().split('\n').slice(-15).join('\n')}`,
+            ),
+          );
         else resolve();
       },
     );
@@ -97,13 +118,20 @@ function runScript(name: string, script: string, args: string[], env: Record<str
 
 /** Creates both databases and brings their schema to the server version's (idempotent). */
 export function setupSchema(p: Pick<ServerPorts, 'postgres'>): Promise<void> {
-  return runScript('temporal-setup-schema', 'setup-schema.sh', [], { ...databaseEnv(p), TEMPORAL_SCHEMA_DIR: temporalSchemaDir }, [
-    dirname(bin.temporalSqlTool),
-  ]);
+  return runScript(
+    'temporal-setup-schema',
+    'setup-schema.sh',
+    [],
+    { ...databaseEnv(p), TEMPORAL_SCHEMA_DIR: temporalSchemaDir },
+    [dirname(bin.temporalSqlTool)],
+  );
 }
 
 export function startTemporalServer(p: ServerPorts): number {
-  return startDetached('temporal-server', bin.temporalServer, serverArgs(deployTemporalDir), { ...process.env, ...serverEnv(p) });
+  return startDetached('temporal-server', bin.temporalServer, serverArgs(deployTemporalDir), {
+    ...process.env,
+    ...serverEnv(p),
+  });
 }
 
 /** The namespace and the search attributes, with the Temporal CLI (idempotent). */
@@ -128,10 +156,15 @@ export async function temporalServerReady(p: Pick<ServerPorts, 'temporal'>): Pro
 }
 
 export function startTemporalUi(p: ServerPorts): number {
-  return startDetached('temporal-ui', bin.temporalUiServer, ['--root', temporalUiRoot, '--config', 'config', '--env', 'docker', 'start'], {
-    ...process.env,
-    ...uiEnv(p),
-  });
+  return startDetached(
+    'temporal-ui',
+    bin.temporalUiServer,
+    ['--root', temporalUiRoot, '--config', 'config', '--env', 'docker', 'start'],
+    {
+      ...process.env,
+      ...uiEnv(p),
+    },
+  );
 }
 
 export async function temporalUiReady(p: Pick<ServerPorts, 'temporalUi'>): Promise<boolean> {

@@ -43,7 +43,9 @@ export const invalidCases: InvalidCase[] = [
     title: "a usage selecting by ADR-0013's raw vector, which is no valid label value",
     object: variant('StageVersionUsage', 'raw-vector-label', (s) => {
       delete s.stageVersionRef;
-      s.stageVersionSelector = { matchLabels: { 'konfidence.cloud/vector': 'common.konfidence.cloud/example/vector:0.0.1' } };
+      s.stageVersionSelector = {
+        matchLabels: { 'konfidence.cloud/vector': 'common.konfidence.cloud/example/vector:0.0.1' },
+      };
     }),
     field: 'spec.stageVersionSelector.matchLabels.konfidence.cloud/vector',
     says: 'should match',
@@ -118,7 +120,14 @@ export const invalidCases: InvalidCase[] = [
     object: variant('ActivationExecutionPlan', 'query-and-data-plane', (s) => {
       s.steps = [{ name: 'routes', tasks: ['k8s-gateway'] }];
       s.progression = { steps: [{ setWeight: 10 }, { analysis: { name: 'both' } }] };
-      s.analyses = [{ name: 'both', prometheus: { query: 'up' }, dataPlane: { metric: 'request-success-rate' }, successCondition: 'result > 0.9' }];
+      s.analyses = [
+        {
+          name: 'both',
+          prometheus: { query: 'up' },
+          dataPlane: { metric: 'request-success-rate' },
+          successCondition: 'result > 0.9',
+        },
+      ];
     }),
     field: 'spec.analyses[0]',
     says: 'analysis both measures either a prometheus.query or a dataPlane metric, exactly one',
@@ -128,7 +137,9 @@ export const invalidCases: InvalidCase[] = [
     object: variant('ActivationExecutionPlan', 'measures-nothing', (s) => {
       s.steps = [{ name: 'routes', tasks: ['k8s-gateway'] }];
       s.progression = { steps: [{ setWeight: 10 }, { analysis: { name: 'none' } }] };
-      s.analyses = [{ name: 'none', prometheus: { address: 'http://prometheus.test:9090' }, successCondition: 'result > 0.9' }];
+      s.analyses = [
+        { name: 'none', prometheus: { address: 'http://prometheus.test:9090' }, successCondition: 'result > 0.9' },
+      ];
     }),
     field: 'spec.analyses[0]',
     says: 'analysis none measures either a prometheus.query or a dataPlane metric, exactly one',

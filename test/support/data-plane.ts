@@ -14,7 +14,10 @@ import { create, createOther, object, readOther, type TestSystem } from './syste
 
 export function gatewayUrl(): string {
   const url = process.env.KONFIDENCE_GATEWAY_URL;
-  if (!url) throw new Error('KONFIDENCE_GATEWAY_URL is not set: the local control plane (npm run env:up) writes it into .cache/env/env.sh, the tests\' global setup passes it on');
+  if (!url)
+    throw new Error(
+      "KONFIDENCE_GATEWAY_URL is not set: the local control plane (npm run env:up) writes it into .cache/env/env.sh, the tests' global setup passes it on",
+    );
   return url;
 }
 export const hostOf = (s: TestSystem, stage: string) => `${stage}.${s.ns}.test`;
@@ -25,7 +28,14 @@ export const hostOf = (s: TestSystem, stage: string) => `${stage}.${s.ns}.test`;
  * route's rule 0. `spec`: more of the Stage's spec (its StageVersion history limit, say);
  * `parentRef`: the gateway the route joins (default: the local one).
  */
-export async function seedServed(s: TestSystem, stage: string, revisions: number[], active: number, spec: Record<string, unknown> = {}, parentRef: object = GATEWAY_PARENT_REF): Promise<void> {
+export async function seedServed(
+  s: TestSystem,
+  stage: string,
+  revisions: number[],
+  active: number,
+  spec: Record<string, unknown> = {},
+  parentRef: object = GATEWAY_PARENT_REF,
+): Promise<void> {
   // What holds the versions (the route, the active usage, the registration) comes before the
   // Stage, whose history limit would otherwise clean them up in a pass between the two.
   for (const r of revisions) await seedStageVersion(s, stage, r);
@@ -40,12 +50,25 @@ export async function seedServed(s: TestSystem, stage: string, revisions: number
     },
   });
   await seedActive(s, stage, active);
-  await create(s, object('ActivationTaskRegistration', s.systemNs, `${stage}-gateway`, { type: 'gateway-api', timeoutSeconds: 30, spec: { routes: [{ name: `${stage}-shop`, namespace: s.ns, rules: [0] }] } }));
+  await create(
+    s,
+    object('ActivationTaskRegistration', s.systemNs, `${stage}-gateway`, {
+      type: 'gateway-api',
+      timeoutSeconds: 30,
+      spec: { routes: [{ name: `${stage}-shop`, namespace: s.ns, rules: [0] }] },
+    }),
+  );
   await create(s, object('Stage', s.ns, stage, { vector: `example/vector:0.0.${Math.max(...revisions)}`, ...spec }));
 }
 
 /** Waits until a request to the Stage's host through the gateway (default: the local one) is answered by `version`. */
-export async function routedTo(s: TestSystem, stage: string, version: string, via = gatewayUrl(), timeoutMs = 30_000): Promise<void> {
+export async function routedTo(
+  s: TestSystem,
+  stage: string,
+  version: string,
+  via = gatewayUrl(),
+  timeoutMs = 30_000,
+): Promise<void> {
   let last: Awaited<ReturnType<typeof requestOnce>> | undefined;
   await pollUntil(
     async () => (last = await requestOnce(via, hostOf(s, stage))).version === version,
@@ -53,8 +76,12 @@ export async function routedTo(s: TestSystem, stage: string, version: string, vi
     `the gateway to send ${hostOf(s, stage)} to ${version}`,
     100,
   ).catch(async (err: Error) => {
-    const route = await readOther(s.kc, 'gateway.networking.k8s.io', 'v1', 'httproutes', s.ns, `${stage}-shop`).catch(() => undefined);
-    throw new Error(`${err.message}; the last answer: ${JSON.stringify(last)}; the route's status: ${JSON.stringify(route?.status)}`);
+    const route = await readOther(s.kc, 'gateway.networking.k8s.io', 'v1', 'httproutes', s.ns, `${stage}-shop`).catch(
+      () => undefined,
+    );
+    throw new Error(
+      `${err.message}; the last answer: ${JSON.stringify(last)}; the route's status: ${JSON.stringify(route?.status)}`,
+    );
   });
 }
 
@@ -62,7 +89,10 @@ export async function routedTo(s: TestSystem, stage: string, version: string, vi
  * Records, through a watch on the Stage, the percent per StageVersion its status.traffic holds for
  * its route's rule 0, each change with the time it was seen (performance.now(), the load's clock).
  */
-export async function recordWeights(s: TestSystem, stage: string): Promise<{ timeline: RecordedWeight[]; stop(): Promise<RecordedWeight[]> }> {
+export async function recordWeights(
+  s: TestSystem,
+  stage: string,
+): Promise<{ timeline: RecordedWeight[]; stop(): Promise<RecordedWeight[]> }> {
   const timeline: RecordedWeight[] = [];
   const cache = new KindCache({
     kubeConfig: s.kc,
@@ -71,10 +101,11 @@ export async function recordWeights(s: TestSystem, stage: string): Promise<{ tim
     log: () => undefined,
     onChange: (_type, st) => {
       if (st.metadata.name !== stage) return;
-      const rule = (st.status?.traffic as { route: { name: string }; rule: number; weights: Record<string, number> }[] | undefined)?.find(
-        (t) => t.route.name === `${stage}-shop` && t.rule === 0,
-      );
-      if (rule && JSON.stringify(rule.weights) !== JSON.stringify(timeline.at(-1)?.percent)) timeline.push({ at: performance.now(), percent: rule.weights });
+      const rule = (
+        st.status?.traffic as { route: { name: string }; rule: number; weights: Record<string, number> }[] | undefined
+      )?.find((t) => t.route.name === `${stage}-shop` && t.rule === 0);
+      if (rule && JSON.stringify(rule.weights) !== JSON.stringify(timeline.at(-1)?.percent))
+        timeline.push({ at: performance.now(), percent: rule.weights });
     },
   });
   await cache.start();

@@ -26,7 +26,9 @@ export default class IntegrationEnvironment extends TestEnvironment {
     try {
       await terminateWorkflowsOf(namespaces);
     } catch (err) {
-      console.error(`test cleanup: could not terminate the workflows of ${namespaces.join(', ')}: ${err?.stack ?? err}`);
+      console.error(
+        `test cleanup: could not terminate the workflows of ${namespaces.join(', ')}: ${err?.stack ?? err}`,
+      );
     }
     await super.teardown();
   }
@@ -34,7 +36,10 @@ export default class IntegrationEnvironment extends TestEnvironment {
 
 /** The visibility query for the Running workflows of these namespaces (the id prefixes of shared/activation.ts activationWorkflowId and stage-lock/contract.ts stageLockWorkflowId). */
 function runningIn(namespaces) {
-  const ids = namespaces.flatMap((ns) => [`WorkflowId STARTS_WITH 'vectoractivation/${ns}/'`, `WorkflowId STARTS_WITH 'stage-lock/${ns}/'`]);
+  const ids = namespaces.flatMap((ns) => [
+    `WorkflowId STARTS_WITH 'vectoractivation/${ns}/'`,
+    `WorkflowId STARTS_WITH 'stage-lock/${ns}/'`,
+  ]);
   return `ExecutionStatus = 'Running' AND (${ids.join(' OR ')})`;
 }
 

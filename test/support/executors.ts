@@ -18,7 +18,21 @@ export const sleepyExecutor: Executor<{ seconds: number; records?: boolean }> = 
   routeNamespaces: () => [],
   // With `records`, it says it manages one (imaginary) rule: a revert then puts it back.
   observe: async (input, config) =>
-    config.records ? [{ route: { group: 'test.konfidence.cloud', kind: 'Sleep', namespace: input.namespace, name: input.execution.name }, index: 0, entries: [], traffic: {} }] : [],
+    config.records
+      ? [
+          {
+            route: {
+              group: 'test.konfidence.cloud',
+              kind: 'Sleep',
+              namespace: input.namespace,
+              name: input.execution.name,
+            },
+            index: 0,
+            entries: [],
+            traffic: {},
+          },
+        ]
+      : [],
   async route(input, assignment, config, ctx) {
     startedExecutions.add(input.execution.name);
     const until = Date.now() + config.seconds * 1000;

@@ -13,7 +13,8 @@ export type Health = 'healthy' | 'failing' | 'silent';
 const RATIO: Record<Exclude<Health, 'silent'>, number> = { healthy: 0.01, failing: 0.5 };
 
 /** The query an analysis asks about the version being activated. */
-export const ERROR_RATIO_QUERY = 'max(konfidence_test_error_ratio{namespace="{{namespace}}",stage="{{stage}}",stage_version="{{stageVersion}}"})';
+export const ERROR_RATIO_QUERY =
+  'max(konfidence_test_error_ratio{namespace="{{namespace}}",stage="{{stage}}",stage_version="{{stageVersion}}"})';
 
 export interface MetricsApp {
   set(namespace: string, stage: string, stageVersion: string, health: Health): void;
@@ -30,21 +31,27 @@ export async function startMetricsApp(id: string): Promise<MetricsApp> {
       return;
     }
     const lines = ['# TYPE konfidence_test_error_ratio gauge'];
-    for (const { labels, health } of versions.values()) if (health !== 'silent') lines.push(`konfidence_test_error_ratio{${labels}} ${RATIO[health]}`);
+    for (const { labels, health } of versions.values())
+      if (health !== 'silent') lines.push(`konfidence_test_error_ratio{${labels}} ${RATIO[health]}`);
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(`${lines.join('\n')}\n`);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const stopScraping = scrape(id, [`127.0.0.1:${(server.address() as AddressInfo).port}`]);
   return {
     set(namespace, stage, stageVersion, health) {
-      versions.set(`${namespace}/${stageVersion}`, { labels: `namespace="${namespace}",stage="${stage}",stage_version="${stageVersion}"`, health });
+      versions.set(`${namespace}/${stageVersion}`, {
+        labels: `namespace="${namespace}",stage="${stage}",stage_version="${stageVersion}"`,
+        health,
+      });
     },
     async seen(prometheusUrl, namespace, stage, stageVersion) {
       const health = versions.get(`${namespace}/${stageVersion}`)?.health ?? 'silent';
       const query = `max(konfidence_test_error_ratio{namespace="${namespace}",stage="${stage}",stage_version="${stageVersion}"})`;
       await pollUntil(
         async () => {
-          const body = (await (await fetch(`${prometheusUrl}/api/v1/query?query=${encodeURIComponent(query)}`)).json()) as { data?: { result?: { value: [number, string] }[] } };
+          const body = (await (
+            await fetch(`${prometheusUrl}/api/v1/query?query=${encodeURIComponent(query)}`)
+          ).json()) as { data?: { result?: { value: [number, string] }[] } };
           const value = body.data?.result?.[0]?.value[1];
           return health === 'silent' ? value === undefined : value !== undefined && Number(value) === RATIO[health];
         },

@@ -17,8 +17,15 @@ export async function removeNamespaces(kc: k8s.KubeConfig, namespaces: readonly 
   for (const namespace of namespaces) {
     await core.deleteNamespace({ name: namespace }).catch(() => undefined);
     for (const kind of ['StageVersion', 'VectorActivation']) {
-      const held = (await objects.list(kind, namespace).catch(() => [] as CustomObject[])).filter((o) => o.metadata.finalizers?.length);
-      await forEachLimited(held, 8, (o) => objects.mergeMetadata(kind, namespace, o.metadata.name, { finalizers: null }).then(() => undefined, () => undefined));
+      const held = (await objects.list(kind, namespace).catch(() => [] as CustomObject[])).filter(
+        (o) => o.metadata.finalizers?.length,
+      );
+      await forEachLimited(held, 8, (o) =>
+        objects.mergeMetadata(kind, namespace, o.metadata.name, { finalizers: null }).then(
+          () => undefined,
+          () => undefined,
+        ),
+      );
     }
   }
 }

@@ -9,7 +9,12 @@ import { create, createOther, object, phaseIs, readOther, waitFor, type TestSyst
 export const HTTPROUTE = ['gateway.networking.k8s.io', 'v1', 'httproutes'] as const;
 export const VIRTUALSERVICE = ['networking.istio.io', 'v1', 'virtualservices'] as const;
 
-export async function seedStage(s: TestSystem, stage: string, revisions: number[], spec: Record<string, unknown> = {}): Promise<void> {
+export async function seedStage(
+  s: TestSystem,
+  stage: string,
+  revisions: number[],
+  spec: Record<string, unknown> = {},
+): Promise<void> {
   // StageVersions first: a Stage whose vector has none gets one from the Stage controller.
   for (const r of revisions) await seedStageVersion(s, stage, r);
   await create(s, object('Stage', s.ns, stage, { vector: `example/vector:0.0.${Math.max(...revisions)}`, ...spec }));
@@ -43,7 +48,10 @@ export async function seedRoutes(s: TestSystem, stage: string, r: number): Promi
             { name: `${stage}-shop-v${r}`, port: 8080, weight: 100 },
           ],
         },
-        { matches: [{ path: { type: 'PathPrefix', value: '/static' } }], backendRefs: [{ name: 'static-files', port: 80 }] },
+        {
+          matches: [{ path: { type: 'PathPrefix', value: '/static' } }],
+          backendRefs: [{ name: 'static-files', port: 80 }],
+        },
       ],
     },
   });
@@ -61,7 +69,11 @@ export async function seedRoutes(s: TestSystem, stage: string, r: number): Promi
   });
 }
 
-export async function seedPlan(s: TestSystem, stage: string, opts: { onFailure?: 'Stop' | 'Revert'; plan?: string } = {}): Promise<void> {
+export async function seedPlan(
+  s: TestSystem,
+  stage: string,
+  opts: { onFailure?: 'Stop' | 'Revert'; plan?: string } = {},
+): Promise<void> {
   await create(
     s,
     object('ActivationTaskRegistration', s.systemNs, `${stage}-gateway`, {
@@ -101,19 +113,43 @@ export async function routes(s: TestSystem, stage: string) {
   };
 }
 
-export async function activate(s: TestSystem, name: string, stage: string, r: number, extra: Record<string, unknown> = {}): Promise<void> {
+export async function activate(
+  s: TestSystem,
+  name: string,
+  stage: string,
+  r: number,
+  extra: Record<string, unknown> = {},
+): Promise<void> {
   await create(s, object('VectorActivation', s.ns, name, { stage, stageVersion: `${stage}-${r}`, ...extra }));
 }
 
 /** Revision `r` serves the Stage, as if activated earlier: its "active" usage holds it. */
 export async function seedActive(s: TestSystem, stage: string, r: number): Promise<void> {
-  await create(s, object('StageVersionUsage', s.ns, `${stage}-active`, { reason: `serves the traffic of Stage ${stage}`, stageVersionRef: { name: `${stage}-${r}` } }));
+  await create(
+    s,
+    object('StageVersionUsage', s.ns, `${stage}-active`, {
+      reason: `serves the traffic of Stage ${stage}`,
+      stageVersionRef: { name: `${stage}-${r}` },
+    }),
+  );
 }
 
 /** Plan `<stage>-plan`: one step whose task (`sleepy`, a test executor) takes `seconds`. */
 export async function seedSleepyPlan(s: TestSystem, stage: string, seconds: number): Promise<void> {
-  await create(s, object('ActivationTaskRegistration', s.systemNs, `${stage}-sleepy`, { type: 'sleepy', timeoutSeconds: 120, spec: { seconds } }));
-  await create(s, object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, { steps: [{ name: 'wait', tasks: [`${stage}-sleepy`] }] }));
+  await create(
+    s,
+    object('ActivationTaskRegistration', s.systemNs, `${stage}-sleepy`, {
+      type: 'sleepy',
+      timeoutSeconds: 120,
+      spec: { seconds },
+    }),
+  );
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, {
+      steps: [{ name: 'wait', tasks: [`${stage}-sleepy`] }],
+    }),
+  );
 }
 
 /**
@@ -125,6 +161,10 @@ export async function holdStageWorking(s: TestSystem, stage: string, seconds: nu
   await seedSleepyPlan(s, stage, seconds);
   await activate(s, `${stage}-to-2`, stage, 2, { executionPlan: `${stage}-plan` });
   const va = await waitFor(s, 'VectorActivation', `${stage}-to-2`, phaseIs('InProgress'));
-  await pollUntil(() => [...startedExecutions].some((n) => n.startsWith(`${stage}-to-2-`)), 30_000, `${stage}-to-2's task to start`);
+  await pollUntil(
+    () => [...startedExecutions].some((n) => n.startsWith(`${stage}-to-2-`)),
+    30_000,
+    `${stage}-to-2's task to start`,
+  );
   return va;
 }

@@ -9,7 +9,16 @@
  */
 import { k8s } from '../../k8s/client.js';
 import { freePort } from '../../scripts/env/ports.js';
-import { applyGateway, gatewayProgrammed, gatewayReady, parentRefOf, startGateway, stopOtherGateway, type GatewayPorts, type GatewaySpec } from '../../scripts/env/gateway.js';
+import {
+  applyGateway,
+  gatewayProgrammed,
+  gatewayReady,
+  parentRefOf,
+  startGateway,
+  stopOtherGateway,
+  type GatewayPorts,
+  type GatewaySpec,
+} from '../../scripts/env/gateway.js';
 import { isAlive, pollUntil } from '../../scripts/env/process.js';
 import type { TestSystem } from './system.js';
 
@@ -30,18 +39,26 @@ export async function startSlowGateway(s: TestSystem, throttleSeconds: number): 
   // One listener port for both replicas, as the Gateway says; each its own admin and metrics ports.
   const gateway = await freePort();
   const replicas: { spec: GatewaySpec; ports: GatewayPorts }[] = [];
-  for (const spec of [prompt, late]) replicas.push({ spec, ports: { gateway, gatewayAdmin: await freePort(), gatewayMetrics: await freePort() } });
+  for (const spec of [prompt, late])
+    replicas.push({ spec, ports: { gateway, gatewayAdmin: await freePort(), gatewayMetrics: await freePort() } });
   const api = s.kc.makeApiClient(k8s.CustomObjectsApi);
   const group = 'gateway.networking.k8s.io';
   const pids = replicas.map((r) => startGateway(r.ports, kubeconfig, r.spec));
   const stop = async () => {
     await Promise.all(pids.map((pid, i) => stopOtherGateway(pid, replicas[i]!.spec)));
     // Its Gateway goes with the test's namespace; the GatewayClass is cluster-wide.
-    await api.deleteClusterCustomObject({ group, version: 'v1', plural: 'gatewayclasses', name: gatewayClass }).catch(() => undefined);
+    await api
+      .deleteClusterCustomObject({ group, version: 'v1', plural: 'gatewayclasses', name: gatewayClass })
+      .catch(() => undefined);
   };
   try {
     for (const [i, r] of replicas.entries()) {
-      await pollUntil(async () => isAlive(pids[i]!) && (await gatewayReady(r.ports, r.spec).catch(() => false)), 30_000, `the slow gateway's ${r.spec.host} replica to answer`, 200);
+      await pollUntil(
+        async () => isAlive(pids[i]!) && (await gatewayReady(r.ports, r.spec).catch(() => false)),
+        30_000,
+        `the slow gateway's ${r.spec.host} replica to answer`,
+        200,
+      );
     }
     await applyGateway(kubeconfig, gateway, prompt);
     await gatewayProgrammed(kubeconfig, prompt);
@@ -55,7 +72,10 @@ export async function startSlowGateway(s: TestSystem, throttleSeconds: number): 
     parentRef: parentRefOf(prompt),
     async touch() {
       const body = { metadata: { annotations: { 'test.konfidence.cloud/touch': String(++touches) } } };
-      await api.patchNamespacedCustomObject({ group, version: 'v1', plural: 'gateways', namespace: s.ns, name: prompt.name, body }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
+      await api.patchNamespacedCustomObject(
+        { group, version: 'v1', plural: 'gateways', namespace: s.ns, name: prompt.name, body },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      );
     },
     stop,
   };

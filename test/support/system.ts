@@ -32,9 +32,7 @@ let bundle: Promise<WorkflowBundle> | undefined;
  */
 export function workflowBundle(): Promise<WorkflowBundle> {
   const prebuilt = process.env.KONFIDENCE_WORKFLOW_BUNDLE;
-  bundle ??= prebuilt
-    ? readFile(prebuilt, 'utf8').then((code) => ({ code }))
-    : bundleWorkflows();
+  bundle ??= prebuilt ? readFile(prebuilt, 'utf8').then((code) => ({ code })) : bundleWorkflows();
   return bundle;
 }
 
@@ -46,7 +44,11 @@ export interface TestSystem extends RunningSystem {
 }
 
 /** `alsoWatch`: namespaces the system serves beside its own (they are the caller's to remove). */
-export async function startTestSystem(prefix: string, extra: Partial<SystemOptions> = {}, alsoWatch: string[] = []): Promise<TestSystem> {
+export async function startTestSystem(
+  prefix: string,
+  extra: Partial<SystemOptions> = {},
+  alsoWatch: string[] = [],
+): Promise<TestSystem> {
   const kc = kubeConfig();
   await applyCrds(kc, routeCrds());
   const ns = await freshNamespace(prefix);
@@ -78,7 +80,13 @@ export async function startTestSystem(prefix: string, extra: Partial<SystemOptio
   };
 }
 
-export function object(kind: string, namespace: string, name: string, spec: unknown, extra: Partial<CustomObject['metadata']> = {}): CustomObject {
+export function object(
+  kind: string,
+  namespace: string,
+  name: string,
+  spec: unknown,
+  extra: Partial<CustomObject['metadata']> = {},
+): CustomObject {
   return { apiVersion: API_VERSION, kind, metadata: { name, namespace, ...extra }, spec };
 }
 
@@ -87,25 +95,56 @@ export async function create(s: TestSystem, o: CustomObject): Promise<CustomObje
 }
 
 /** Waits (polling, with a deadline) until the object's status satisfies `done`; returns it. */
-export async function waitFor(s: TestSystem, kind: string, name: string, done: (o: CustomObject) => boolean, timeoutMs = 60_000, namespace = s.ns): Promise<CustomObject> {
+export async function waitFor(
+  s: TestSystem,
+  kind: string,
+  name: string,
+  done: (o: CustomObject) => boolean,
+  timeoutMs = 60_000,
+  namespace = s.ns,
+): Promise<CustomObject> {
   let last: CustomObject | undefined;
   try {
-    return await pollUntil(async () => {
-      last = await s.objects.get(kind, namespace, name);
-      return last && done(last) ? last : undefined;
-    }, timeoutMs, `${kind} ${namespace}/${name}`, 100);
+    return await pollUntil(
+      async () => {
+        last = await s.objects.get(kind, namespace, name);
+        return last && done(last) ? last : undefined;
+      },
+      timeoutMs,
+      `${kind} ${namespace}/${name}`,
+      100,
+    );
   } catch (err) {
     throw new Error(`${(err as Error).message}; last status: ${JSON.stringify(last?.status)}`);
   }
 }
 
-export const phaseIs = (...phases: string[]) => (o: CustomObject) => phases.includes(o.status?.phase);
+export const phaseIs =
+  (...phases: string[]) =>
+  (o: CustomObject) =>
+    phases.includes(o.status?.phase);
 
 /** Plain read of a route-like object of another API group. */
-export async function readOther(kc: k8s.KubeConfig, group: string, version: string, plural: string, namespace: string, name: string): Promise<any> {
+export async function readOther(
+  kc: k8s.KubeConfig,
+  group: string,
+  version: string,
+  plural: string,
+  namespace: string,
+  name: string,
+): Promise<any> {
   return kc.makeApiClient(k8s.CustomObjectsApi).getNamespacedCustomObject({ group, version, plural, namespace, name });
 }
 
-export async function createOther(kc: k8s.KubeConfig, group: string, version: string, plural: string, namespace: string, body: object): Promise<void> {
-  await kc.makeApiClient(k8s.CustomObjectsApi).createNamespacedCustomObject({ group, version, plural, namespace, body });
+export async function createOther(
+  kc: k8s.KubeConfig,
+  group: string,
+  version: string,
+  plural: string,
+  namespace: string,
+  body: object,
+): Promise<void> {
+  await kc
+    .makeApiClient(k8s.CustomObjectsApi)
+    .createNamespacedCustomObject({ group, version, plural, namespace, body });
 }

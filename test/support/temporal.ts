@@ -10,7 +10,9 @@ export function temporalAddress(): string {
 
 export const temporalNamespace = () => process.env.TEMPORAL_NAMESPACE ?? 'default';
 
-export async function temporalClient(namespace = temporalNamespace()): Promise<{ client: Client; close: () => Promise<void> }> {
+export async function temporalClient(
+  namespace = temporalNamespace(),
+): Promise<{ client: Client; close: () => Promise<void> }> {
   const connection = await Connection.connect({ address: temporalAddress() });
   return { client: new Client({ connection, namespace }), close: () => connection.close() };
 }

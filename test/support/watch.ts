@@ -38,19 +38,25 @@ export async function resumingWatch(
     };
     if (stopped) return;
     try {
-      const watch = await new k8s.Watch(kc).watch(path, last ? { resourceVersion: last } : {}, (type, o: any) => {
-        // A Status, not an object: the apiserver ends the watch after it. 410 Gone: the version we
-        // resume from is compacted away; start from now (what came between is lost, and said).
-        if (type === 'ERROR') {
-          if (o?.code === 410) last = undefined;
-          restart(`${o?.code ?? ''} ${o?.message ?? 'an error event'}`);
-          return;
-        }
-        failures = 0;
-        last = o?.metadata?.resourceVersion ?? last;
-        onEvent(type, o);
-      }, restart);
-      if (stopped) watch.abort(); // stopped while it was starting
+      const watch = await new k8s.Watch(kc).watch(
+        path,
+        last ? { resourceVersion: last } : {},
+        (type, o: any) => {
+          // A Status, not an object: the apiserver ends the watch after it. 410 Gone: the version we
+          // resume from is compacted away; start from now (what came between is lost, and said).
+          if (type === 'ERROR') {
+            if (o?.code === 410) last = undefined;
+            restart(`${o?.code ?? ''} ${o?.message ?? 'an error event'}`);
+            return;
+          }
+          failures = 0;
+          last = o?.metadata?.resourceVersion ?? last;
+          onEvent(type, o);
+        },
+        restart,
+      );
+      if (stopped)
+        watch.abort(); // stopped while it was starting
       else current = watch;
     } catch (err) {
       restart(err);

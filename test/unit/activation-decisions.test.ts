@@ -26,13 +26,41 @@ const all = [sv(1), sv(2), sv(3)];
 describe('orderVerdict: an older version never overwrites a newer one, decided on fresh state', () => {
   it.each([
     ['first activation of a Stage runs', { target: sv(2), activeName: undefined, retry: false }, { run: true }],
-    ['newer than the active one runs, previous = active', { target: sv(3), activeName: 'dev-2', retry: false }, { run: true, previous: sv(2) }],
-    ['older than the active one is Skipped', { target: sv(1), activeName: 'dev-2', retry: false }, { run: false, phase: 'Skipped', reason: 'OlderThanActive' }],
-    ['the active one itself is Skipped', { target: sv(2), activeName: 'dev-2', retry: false }, { run: false, phase: 'Skipped', reason: 'AlreadyActive' }],
-    ['a retry onto the active one runs again (an earlier attempt switched it)', { target: sv(2), activeName: 'dev-2', retry: true }, { run: true }],
-    ['a retry after a newer activation: previous is what is active now', { target: sv(3), activeName: 'dev-2', retry: true }, { run: true, previous: sv(2) }],
-    ['an older one is Skipped on a retry too', { target: sv(1), activeName: 'dev-3', retry: true }, { run: false, phase: 'Skipped', reason: 'OlderThanActive' }],
-    ['fails closed when the active StageVersion cannot be identified', { target: sv(3), activeName: 'dev-9', retry: false }, { run: false, phase: 'Failed', reason: 'ActiveStageVersionUnknown' }],
+    [
+      'newer than the active one runs, previous = active',
+      { target: sv(3), activeName: 'dev-2', retry: false },
+      { run: true, previous: sv(2) },
+    ],
+    [
+      'older than the active one is Skipped',
+      { target: sv(1), activeName: 'dev-2', retry: false },
+      { run: false, phase: 'Skipped', reason: 'OlderThanActive' },
+    ],
+    [
+      'the active one itself is Skipped',
+      { target: sv(2), activeName: 'dev-2', retry: false },
+      { run: false, phase: 'Skipped', reason: 'AlreadyActive' },
+    ],
+    [
+      'a retry onto the active one runs again (an earlier attempt switched it)',
+      { target: sv(2), activeName: 'dev-2', retry: true },
+      { run: true },
+    ],
+    [
+      'a retry after a newer activation: previous is what is active now',
+      { target: sv(3), activeName: 'dev-2', retry: true },
+      { run: true, previous: sv(2) },
+    ],
+    [
+      'an older one is Skipped on a retry too',
+      { target: sv(1), activeName: 'dev-3', retry: true },
+      { run: false, phase: 'Skipped', reason: 'OlderThanActive' },
+    ],
+    [
+      'fails closed when the active StageVersion cannot be identified',
+      { target: sv(3), activeName: 'dev-9', retry: false },
+      { run: false, phase: 'Failed', reason: 'ActiveStageVersionUnknown' },
+    ],
   ])('%s', (_name, input, expected) => {
     const verdict = orderVerdict({ stage: 'dev', stageVersions: all, ...input });
     expect(verdict).toMatchObject(expected);
@@ -45,25 +73,71 @@ describe('stageLoss: an activation acts only for the Stage it validated, by uid,
   const here = { uid: 'u1', deleting: false };
   it.each([
     ['validation: present', here, undefined, undefined],
-    ['validation: missing: it never was there', undefined, undefined, { reason: 'StageNotFound', message: 'Stage dev/shop does not exist' }],
-    ['validation: being deleted', { uid: 'u1', deleting: true }, undefined, { reason: 'StageDeleted', message: 'Stage dev/shop is being deleted' }],
+    [
+      'validation: missing: it never was there',
+      undefined,
+      undefined,
+      { reason: 'StageNotFound', message: 'Stage dev/shop does not exist' },
+    ],
+    [
+      'validation: being deleted',
+      { uid: 'u1', deleting: true },
+      undefined,
+      { reason: 'StageDeleted', message: 'Stage dev/shop is being deleted' },
+    ],
     ['later: the same Stage', here, 'u1', undefined],
-    ['later: missing: it was deleted', undefined, 'u1', { reason: 'StageDeleted', message: 'Stage dev/shop was deleted' }],
-    ['later: being deleted', { uid: 'u1', deleting: true }, 'u1', { reason: 'StageDeleted', message: 'Stage dev/shop is being deleted' }],
+    [
+      'later: missing: it was deleted',
+      undefined,
+      'u1',
+      { reason: 'StageDeleted', message: 'Stage dev/shop was deleted' },
+    ],
+    [
+      'later: being deleted',
+      { uid: 'u1', deleting: true },
+      'u1',
+      { reason: 'StageDeleted', message: 'Stage dev/shop is being deleted' },
+    ],
     [
       'later: a new Stage of the same name: the one validated was deleted',
       { uid: 'u2', deleting: false },
       'u1',
-      { reason: 'StageDeleted', message: 'Stage dev/shop was deleted (the Stage of that name now is another one, uid u2)' },
+      {
+        reason: 'StageDeleted',
+        message: 'Stage dev/shop was deleted (the Stage of that name now is another one, uid u2)',
+      },
     ],
-  ] as const)('%s', (_n, seen, validatedUid, loss) => expect(stageLoss('dev', 'shop', seen, validatedUid)).toEqual(loss));
+  ] as const)('%s', (_n, seen, validatedUid, loss) =>
+    expect(stageLoss('dev', 'shop', seen, validatedUid)).toEqual(loss),
+  );
 });
 
 describe('stoppedEnding: a stopped activation ends Cancelled, StageDeleted when its Stage went', () => {
   it.each([
-    ['a cancel while waiting', 'while waiting for Stage shop', { reason: 'changed my mind' }, undefined, 'Cancelled', 'cancelled while waiting for Stage shop (changed my mind)'],
-    ['a cancel in a step, with what stayed', 'in step mesh', {}, 'steps left applied: gateway', 'Cancelled', 'cancelled in step mesh; steps left applied: gateway'],
-    ['the Stage went while waiting: nothing was changed', 'while waiting for Stage shop', { stageLost: 'Stage dev/shop was deleted' }, undefined, 'StageDeleted', 'Stage dev/shop was deleted: the activation stopped while waiting for Stage shop; no route was changed'],
+    [
+      'a cancel while waiting',
+      'while waiting for Stage shop',
+      { reason: 'changed my mind' },
+      undefined,
+      'Cancelled',
+      'cancelled while waiting for Stage shop (changed my mind)',
+    ],
+    [
+      'a cancel in a step, with what stayed',
+      'in step mesh',
+      {},
+      'steps left applied: gateway',
+      'Cancelled',
+      'cancelled in step mesh; steps left applied: gateway',
+    ],
+    [
+      'the Stage went while waiting: nothing was changed',
+      'while waiting for Stage shop',
+      { stageLost: 'Stage dev/shop was deleted' },
+      undefined,
+      'StageDeleted',
+      'Stage dev/shop was deleted: the activation stopped while waiting for Stage shop; no route was changed',
+    ],
     [
       'the Stage went, and a cancel too (the VectorActivation went with it): the Stage is why',
       'before step mesh',
@@ -72,7 +146,9 @@ describe('stoppedEnding: a stopped activation ends Cancelled, StageDeleted when 
       'StageDeleted',
       'Stage dev/shop is being deleted: the activation stopped before step mesh; steps left applied: gateway',
     ],
-  ] as const)('%s', (_n, where, stop, state, reason, message) => expect(stoppedEnding(where, stop, state)).toEqual({ phase: 'Cancelled', reason, message }));
+  ] as const)('%s', (_n, where, stop, state, reason, message) =>
+    expect(stoppedEnding(where, stop, state)).toEqual({ phase: 'Cancelled', reason, message }),
+  );
 });
 
 describe('mayMoveActive: a switch never moves the active usage onto an older revision than it names', () => {
@@ -85,19 +161,31 @@ describe('mayMoveActive: a switch never moves the active usage onto an older rev
   ])('%s', (_n, target, current, expected) => expect(mayMoveActive(target, current)).toBe(expected));
 });
 
-const plan = { steps: [{ name: 'gateway', tasks: [{ registration: 'gw' }] }, { name: 'mesh', tasks: [{ registration: 'mesh' }, { registration: 'dr' }] }] };
-const progressWith = (...phases: StepProgress['phase'][]): StepProgress[] => initialProgress(plan).map((s, i) => ({ ...s, phase: phases[i] ?? 'Pending' }));
+const plan = {
+  steps: [
+    { name: 'gateway', tasks: [{ registration: 'gw' }] },
+    { name: 'mesh', tasks: [{ registration: 'mesh' }, { registration: 'dr' }] },
+  ],
+};
+const progressWith = (...phases: StepProgress['phase'][]): StepProgress[] =>
+  initialProgress(plan).map((s, i) => ({ ...s, phase: phases[i] ?? 'Pending' }));
 
 describe('stepsToRun: a retry runs every step again', () => {
   it.each([
     ['first attempt runs every step', [], { run: [0, 1] }],
-    ['a retry runs the succeeded steps again too: another activation may have moved their routes', progressWith('Succeeded', 'Failed'), { run: [0, 1] }],
+    [
+      'a retry runs the succeeded steps again too: another activation may have moved their routes',
+      progressWith('Succeeded', 'Failed'),
+      { run: [0, 1] },
+    ],
     ['a retry after a revert runs everything again', progressWith('Reverted', 'Failed'), { run: [0, 1] }],
   ])('%s', (_n, progress, expected) => expect(stepsToRun(plan, progress)).toEqual(expected));
 
   it('refuses to resume when the plan changed its steps', () => {
     const changed = { steps: [{ name: 'other', tasks: [{ registration: 'x' }] }] };
-    expect(stepsToRun(changed, progressWith('Succeeded', 'Failed'))).toEqual({ error: expect.stringContaining('create a new VectorActivation') });
+    expect(stepsToRun(changed, progressWith('Succeeded', 'Failed'))).toEqual({
+      error: expect.stringContaining('create a new VectorActivation'),
+    });
   });
 });
 
@@ -105,7 +193,14 @@ describe('closedOutProgress: what ran in an attempt whose run closed, as its exe
   const names = [['va-0-gw'], ['va-1-mesh', 'va-1-dr']];
   const running: StepProgress[] = [
     { name: 'gateway', phase: 'Succeeded', tasks: [{ registration: 'gw', execution: 'va-0-gw', phase: 'Succeeded' }] },
-    { name: 'mesh', phase: 'InProgress', tasks: [{ registration: 'mesh', phase: 'InProgress' }, { registration: 'dr', phase: 'InProgress' }] },
+    {
+      name: 'mesh',
+      phase: 'InProgress',
+      tasks: [
+        { registration: 'mesh', phase: 'InProgress' },
+        { registration: 'dr', phase: 'InProgress' },
+      ],
+    },
   ];
   it('a task that recorded ran (Error unless it had succeeded); one that did not changed nothing', () => {
     const p = closedOutProgress(plan, running, names, new Set(['va-0-gw', 'va-1-mesh']));
@@ -133,7 +228,9 @@ describe('releasesUsage: the activation usage is kept only while a step may have
     ['after a revert', 'Failed', false, progressWith('Reverted', 'Failed')],
     ['in a step', 'Cancelled', false, progressWith('Succeeded', 'InProgress')],
     ['(the serving switch gives it back)', 'Succeeded', false, progressWith('Succeeded', 'Succeeded')],
-  ] as const)('%s: %s → released %s', (_when, phase, released, steps) => expect(releasesUsage(phase, steps)).toBe(released));
+  ] as const)('%s: %s → released %s', (_when, phase, released, steps) =>
+    expect(releasesUsage(phase, steps)).toBe(released),
+  );
 });
 
 describe('stepOutcome', () => {
@@ -148,11 +245,30 @@ describe('stepOutcome', () => {
 
 describe('failureEnding: a failed activation says exactly what stayed applied', () => {
   const p = progressWith('Succeeded', 'Failed');
-  const refusedMesh: StepProgress[] = p.map((st, i) => (i === 1 ? { ...st, tasks: [{ registration: st.tasks[0]!.registration, execution: 'va-1-mesh', phase: 'Error' }] } : st));
+  const refusedMesh: StepProgress[] = p.map((st, i) =>
+    i === 1
+      ? { ...st, tasks: [{ registration: st.tasks[0]!.registration, execution: 'va-1-mesh', phase: 'Error' }] }
+      : st,
+  );
   it.each([
-    ['Stop names the steps left applied', { onFailure: 'Stop' as const }, 'Failed', /boom; steps left applied: gateway$/],
-    ['Revert that worked says so', { onFailure: 'Revert' as const, revert: 'done' as const }, 'Failed', /every task that ran was reverted/],
-    ['a cancel after some steps names the steps left applied', { onFailure: 'Stop' as const, cancelled: { reason: 'annotation' } }, 'Cancelled', /cancelled in step mesh \(annotation\); steps left applied: gateway/],
+    [
+      'Stop names the steps left applied',
+      { onFailure: 'Stop' as const },
+      'Failed',
+      /boom; steps left applied: gateway$/,
+    ],
+    [
+      'Revert that worked says so',
+      { onFailure: 'Revert' as const, revert: 'done' as const },
+      'Failed',
+      /every task that ran was reverted/,
+    ],
+    [
+      'a cancel after some steps names the steps left applied',
+      { onFailure: 'Stop' as const, cancelled: { reason: 'annotation' } },
+      'Cancelled',
+      /cancelled in step mesh \(annotation\); steps left applied: gateway/,
+    ],
     [
       'the Stage deleted before a step, Stop: the steps left applied',
       { onFailure: 'Stop' as const, where: 'before step mesh', cancelled: { stageLost: 'Stage dev/shop was deleted' } },
@@ -161,7 +277,12 @@ describe('failureEnding: a failed activation says exactly what stayed applied', 
     ],
     [
       'the Stage deleted before a step, Revert: put back',
-      { onFailure: 'Revert' as const, revert: 'done' as const, where: 'before step mesh', cancelled: { stageLost: 'Stage dev/shop was deleted' } },
+      {
+        onFailure: 'Revert' as const,
+        revert: 'done' as const,
+        where: 'before step mesh',
+        cancelled: { stageLost: 'Stage dev/shop was deleted' },
+      },
       'Cancelled',
       /^Stage dev\/shop was deleted: the activation stopped before step mesh; every task that ran was reverted/,
     ],
@@ -171,9 +292,16 @@ describe('failureEnding: a failed activation says exactly what stayed applied', 
       'Failed',
       /boom; steps left applied: gateway; maybe partly applied: mesh$/,
     ],
-    ['a refused task that recorded nothing changed nothing', { onFailure: 'Stop' as const, progress: refusedMesh, recorded: [] }, 'Failed', /boom; steps left applied: gateway$/],
+    [
+      'a refused task that recorded nothing changed nothing',
+      { onFailure: 'Stop' as const, progress: refusedMesh, recorded: [] },
+      'Failed',
+      /boom; steps left applied: gateway$/,
+    ],
   ])('%s', (_n, extra, phase, message) => {
-    const ending = failureEnding({ step: 'mesh', firstError: 'boom', progress: p, ...extra } as Parameters<typeof failureEnding>[0]);
+    const ending = failureEnding({ step: 'mesh', firstError: 'boom', progress: p, ...extra } as Parameters<
+      typeof failureEnding
+    >[0]);
     expect(ending.phase).toBe(phase);
     expect(ending.message).toMatch(message);
   });

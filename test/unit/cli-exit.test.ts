@@ -5,7 +5,12 @@ import { activationName, requestExitCode, waitOutcome } from '../../cli/outcome.
 import { run } from '../../cli/run.js';
 import { k8s } from '../../k8s/client.js';
 
-const fetchError = (code: string) => Object.assign(new Error(`request to https://10.0.0.1:6443/apis failed, reason: connect ${code}`), { name: 'FetchError', code, type: 'system' });
+const fetchError = (code: string) =>
+  Object.assign(new Error(`request to https://10.0.0.1:6443/apis failed, reason: connect ${code}`), {
+    name: 'FetchError',
+    code,
+    type: 'system',
+  });
 
 describe('exitCodeOf: what a failure means for scripts', () => {
   it.each([
@@ -17,7 +22,11 @@ describe('exitCodeOf: what a failure means for scripts', () => {
     ['the apiserver: 422', new k8s.ApiException(422, 'invalid', { message: 'invalid' }, {}), EXIT.failed],
     ['a refused connection', fetchError('ECONNREFUSED'), EXIT.unreachable],
     ['an unknown host', fetchError('ENOTFOUND'), EXIT.unreachable],
-    ['a timeout in the cause chain', Object.assign(new Error('fetch failed'), { cause: { code: 'ETIMEDOUT' } }), EXIT.unreachable],
+    [
+      'a timeout in the cause chain',
+      Object.assign(new Error('fetch failed'), { cause: { code: 'ETIMEDOUT' } }),
+      EXIT.unreachable,
+    ],
     ['anything else', new Error('boom'), EXIT.failed],
   ])('%s → %d', (_n, err, code) => expect(exitCodeOf(err)).toBe(code));
 
@@ -27,8 +36,15 @@ describe('exitCodeOf: what a failure means for scripts', () => {
     );
   });
   it("a forbidden call carries the apiserver's message and where to look", () => {
-    const err = new k8s.ApiException(403, 'forbidden', JSON.stringify({ message: 'user "bob" cannot create resource "vectoractivations"' }), {});
-    expect(describeError(err, undefined)).toMatch(/HTTP 403\): user "bob" cannot create resource "vectoractivations"; check your credentials and RBAC/);
+    const err = new k8s.ApiException(
+      403,
+      'forbidden',
+      JSON.stringify({ message: 'user "bob" cannot create resource "vectoractivations"' }),
+      {},
+    );
+    expect(describeError(err, undefined)).toMatch(
+      /HTTP 403\): user "bob" cannot create resource "vectoractivations"; check your credentials and RBAC/,
+    );
   });
 });
 
@@ -49,7 +65,10 @@ describe('waitOutcome: success means the StageVersion asked for serves the traff
     expect(outcome.done).toBe(done);
     if (outcome.done) expect(outcome.code).toBe(code);
   });
-  it('a Skipped one says why it does not serve', () => expect(waitOutcome('Skipped', 'Superseded')).toMatchObject({ verdict: 'skipped (Superseded): the StageVersion does not serve the traffic' }));
+  it('a Skipped one says why it does not serve', () =>
+    expect(waitOutcome('Skipped', 'Superseded')).toMatchObject({
+      verdict: 'skipped (Superseded): the StageVersion does not serve the traffic',
+    }));
   it.each([
     ['Accepted', EXIT.ok],
     ['Refused', EXIT.failed],

@@ -11,7 +11,8 @@ import { offlineKubeConfig } from './support/kube-config.js';
 const kc = offlineKubeConfig('t', 'https://127.0.0.1:1');
 const serving = new Set(['served']);
 const fenced = fenceWrites(kc, { serves: (ns) => serving.has(ns) });
-const prepare = (method: k8s.HttpMethod, path: string) => fenced.applySecurityAuthentication(new k8s.RequestContext(`https://127.0.0.1:1${path}`, method));
+const prepare = (method: k8s.HttpMethod, path: string) =>
+  fenced.applySecurityAuthentication(new k8s.RequestContext(`https://127.0.0.1:1${path}`, method));
 const vas = (ns: string) => `/apis/landscape.konfidence.cloud/v1alpha1/namespaces/${ns}/vectoractivations/va/status`;
 
 it.each([

@@ -2,8 +2,12 @@
 import { jsonPointer, pointerUnder } from '../../shared/json-pointer.js';
 
 it.each([
-  [['metadata', 'annotations', 'konfidence.cloud/serving-stage'], '/metadata/annotations/konfidence.cloud~1serving-stage'],
+  [
+    ['metadata', 'annotations', 'konfidence.cloud/serving-stage'],
+    '/metadata/annotations/konfidence.cloud~1serving-stage',
+  ],
   [['status', 'a~b/c'], '/status/a~0b~1c'],
 ])('%j → %s', (keys, expected) => expect(jsonPointer(...keys)).toBe(expected));
 
-it('a member under a pointer', () => expect(pointerUnder('/status/progression', 'x/y')).toBe('/status/progression/x~1y'));
+it('a member under a pointer', () =>
+  expect(pointerUnder('/status/progression', 'x/y')).toBe('/status/progression/x~1y'));

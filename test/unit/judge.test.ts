@@ -2,15 +2,34 @@
 import { allOnAfter, unexpectedFailures, weightWindows, type RecordedWeight } from '../../scripts/apps/judge.js';
 import type { Sent } from '../../scripts/apps/load.js';
 
-const ok = (at: number, version: string): Sent => ({ at, status: 200, latencyMs: 1, version, injected: false, connection: 'kept' });
-const failed = (at: number, status: number, extra: Partial<Sent> = {}): Sent => ({ at, status, latencyMs: 1, version: undefined, injected: false, connection: 'fresh', ...extra });
+const ok = (at: number, version: string): Sent => ({
+  at,
+  status: 200,
+  latencyMs: 1,
+  version,
+  injected: false,
+  connection: 'kept',
+});
+const failed = (at: number, status: number, extra: Partial<Sent> = {}): Sent => ({
+  at,
+  status,
+  latencyMs: 1,
+  version: undefined,
+  injected: false,
+  connection: 'fresh',
+  ...extra,
+});
 
 describe('unexpectedFailures: a request fails by us unless its app was told to fail it', () => {
   it.each<[string, Sent[], number[]]>([
     ['all answered 200', [ok(1, 'v1'), ok(2, 'v2')], []],
     ['a 503 the app was told to return is allowed', [failed(1, 503, { injected: true, version: 'v2' })], []],
     ['a 502 of the gateway (a stopped server) is ours', [failed(1, 502)], [1]],
-    ['no answer at all (refused, reset, timed out) is ours', [failed(3, 0, { error: 'ECONNRESET' }), failed(2, 500)], [2, 3]],
+    [
+      'no answer at all (refused, reset, timed out) is ours',
+      [failed(3, 0, { error: 'ECONNRESET' }), failed(2, 500)],
+      [2, 3],
+    ],
     ['a 404 (the route not there yet) is ours too', [failed(1, 404)], [1]],
   ])('%s', (_n, sent, ats) => expect(unexpectedFailures(sent).map((s) => s.at)).toEqual(ats));
 });
@@ -54,7 +73,11 @@ describe('weightWindows: the share of each window between two recorded weights, 
   });
 
   it('does not judge a window of fewer answered requests than asked, nor count the unanswered', () => {
-    const sent = [...split(0, 1000, 0), ...split(1000, 300, 10), ...Array.from({ length: 500 }, (_, i) => failed(1300 + i, 502))];
+    const sent = [
+      ...split(0, 1000, 0),
+      ...split(1000, 300, 10),
+      ...Array.from({ length: 500 }, (_, i) => failed(1300 + i, 502)),
+    ];
     expect(weightWindows(sent, timeline.slice(0, 2), o).map((w) => w.recorded)).toEqual([0]);
   });
 });

@@ -11,7 +11,11 @@ describe('activityFailure: what no retry can mend fails fast, with the operation
     ['403 (RBAC)', 'Forbidden', refused(403)],
     ['422 (invalid object)', 'Invalid', refused(422)],
     ['400', 'BadRequest', refused(400)],
-    ['an object that does not match its schema', 'InvalidObject', new InvalidObjectError('ActivationTaskRegistration ns/x does not match its schema: spec.type: Required')],
+    [
+      'an object that does not match its schema',
+      'InvalidObject',
+      new InvalidObjectError('ActivationTaskRegistration ns/x does not match its schema: spec.type: Required'),
+    ],
   ])('%s: non-retryable, type %s', (_name, type, err) => {
     const failure = activityFailure(err, 'resolvePlan');
     expect(failure).toBeInstanceOf(ApplicationFailure);

@@ -15,9 +15,16 @@ function collect(format: Format, level: Level = 'info') {
 }
 
 describe('format', () => {
-  it('JSON: one object per line with time, level, message and the fields, the child\'s fields included', () => {
+  it("JSON: one object per line with time, level, message and the fields, the child's fields included", () => {
     const { logger, lines } = collect('json');
-    logger.child({ component: 'watcher' }).child({ namespace: 'shop', stage: 'web' }).warn('the "lock" is busy\nwaiting', { activation: 'web-to-7', workflowId: 'vectoractivation/shop/web-to-7/u1', attempt: 2 });
+    logger
+      .child({ component: 'watcher' })
+      .child({ namespace: 'shop', stage: 'web' })
+      .warn('the "lock" is busy\nwaiting', {
+        activation: 'web-to-7',
+        workflowId: 'vectoractivation/shop/web-to-7/u1',
+        attempt: 2,
+      });
     expect(lines).toHaveLength(1);
     expect(JSON.parse(lines[0]!)).toEqual({
       time: '2026-05-04T10:11:12.345Z',
@@ -34,8 +41,12 @@ describe('format', () => {
 
   it('text: clock, level, [component], message, then namespace, stage, activation, workflowId and the rest', () => {
     const { logger, lines } = collect('text');
-    logger.child({ component: 'stage-controller', workflowId: 'w1', namespace: 'shop' }).info('created StageVersion web-7', { stage: 'web', note: 'two words', activation: 'web-to-7' });
-    expect(lines).toEqual(['10:11:12.345 INFO  [stage-controller] created StageVersion web-7 namespace=shop stage=web activation=web-to-7 workflowId=w1 note="two words"']);
+    logger
+      .child({ component: 'stage-controller', workflowId: 'w1', namespace: 'shop' })
+      .info('created StageVersion web-7', { stage: 'web', note: 'two words', activation: 'web-to-7' });
+    expect(lines).toEqual([
+      '10:11:12.345 INFO  [stage-controller] created StageVersion web-7 namespace=shop stage=web activation=web-to-7 workflowId=w1 note="two words"',
+    ]);
   });
 
   it('an Error field shows its message; a field that does not serialize keeps the record', () => {
@@ -66,12 +77,14 @@ describe('level', () => {
     expect(lines.map((l) => JSON.parse(l).level)).toEqual(written);
   });
 
-  it('a component\'s log option: level from its fields (default info), filtered alike', () => {
+  it("a component's log option: level from its fields (default info), filtered alike", () => {
     const { logger, lines } = collect('json', 'warn');
     const log = logger.child({ component: 'watcher' }).fn();
     log('routine');
     log('watch broke', { level: 'warn', namespace: 'shop' });
-    expect(lines.map((l) => JSON.parse(l))).toEqual([expect.objectContaining({ level: 'warn', msg: 'watch broke', component: 'watcher', namespace: 'shop' })]);
+    expect(lines.map((l) => JSON.parse(l))).toEqual([
+      expect.objectContaining({ level: 'warn', msg: 'watch broke', component: 'watcher', namespace: 'shop' }),
+    ]);
   });
 });
 
@@ -87,15 +100,23 @@ describe('environment', () => {
   });
 
   it('an unknown level fails with the accepted values', () => {
-    expect(() => loggerOptionsFromEnv({ KONFIDENCE_LOG_LEVEL: 'verbose' }, false)).toThrow('KONFIDENCE_LOG_LEVEL: "verbose" is not one of trace, debug, info, warn, error');
+    expect(() => loggerOptionsFromEnv({ KONFIDENCE_LOG_LEVEL: 'verbose' }, false)).toThrow(
+      'KONFIDENCE_LOG_LEVEL: "verbose" is not one of trace, debug, info, warn, error',
+    );
   });
 });
 
 describe('the Temporal SDK through the logger', () => {
-  it('a workflow\'s record: the activation and its namespace from the workflow id, the Temporal namespace renamed', () => {
+  it("a workflow's record: the activation and its namespace from the workflow id, the Temporal namespace renamed", () => {
     const { logger, lines } = collect('json', 'info');
     const sdk = sdkLogger(logger);
-    sdk.warn('lock notice not delivered', { sdkComponent: 'workflow', namespace: 'default', taskQueue: 'konfidence-core', workflowId: 'vectoractivation/shop/web-to-7/u1', taskToken: 'opaque' });
+    sdk.warn('lock notice not delivered', {
+      sdkComponent: 'workflow',
+      namespace: 'default',
+      taskQueue: 'konfidence-core',
+      workflowId: 'vectoractivation/shop/web-to-7/u1',
+      taskToken: 'opaque',
+    });
     sdk.info('lock holder closed', { sdkComponent: 'workflow', workflowId: 'stage-lock/shop/web' });
     sdk.debug('not at info');
     expect(lines.map((l) => JSON.parse(l))).toEqual([
@@ -110,7 +131,15 @@ describe('the Temporal SDK through the logger', () => {
         namespace: 'shop',
         activation: 'web-to-7',
       },
-      { time: at.toISOString(), level: 'info', msg: 'lock holder closed', component: 'temporal-workflow', workflowId: 'stage-lock/shop/web', namespace: 'shop', stage: 'web' },
+      {
+        time: at.toISOString(),
+        level: 'info',
+        msg: 'lock holder closed',
+        component: 'temporal-workflow',
+        workflowId: 'stage-lock/shop/web',
+        namespace: 'shop',
+        stage: 'web',
+      },
     ]);
   });
 });

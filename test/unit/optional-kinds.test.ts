@@ -15,14 +15,31 @@ const NAMESPACES = ['a', 'b', 'c'];
 /** A stub apiserver: lists of httproutes are refused as not found until `installed`, and always in the `forbidden` namespaces. */
 function apiserver(forbidden: string[] = []) {
   const state = { installed: false, lists: [] as string[] };
-  const notFound = () => new k8s.ApiException(404, 'not found', { kind: 'Status', code: 404, message: 'the server could not find the requested resource' }, {});
-  const refused = (ns: string) => new k8s.ApiException(403, 'forbidden', { kind: 'Status', code: 403, message: `httproutes is forbidden in the namespace "${ns}"` }, {});
+  const notFound = () =>
+    new k8s.ApiException(
+      404,
+      'not found',
+      { kind: 'Status', code: 404, message: 'the server could not find the requested resource' },
+      {},
+    );
+  const refused = (ns: string) =>
+    new k8s.ApiException(
+      403,
+      'forbidden',
+      { kind: 'Status', code: 403, message: `httproutes is forbidden in the namespace "${ns}"` },
+      {},
+    );
   const api = {
     listNamespacedCustomObject: async (p: { plural: string; namespace: string }) => {
       state.lists.push(`${p.plural}/${p.namespace}`);
       if (forbidden.includes(p.namespace)) throw refused(p.namespace);
       if (!state.installed) throw notFound();
-      const route = { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'HTTPRoute', metadata: { name: 'shop', namespace: p.namespace, resourceVersion: '1' }, spec: {} };
+      const route = {
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'HTTPRoute',
+        metadata: { name: 'shop', namespace: p.namespace, resourceVersion: '1' },
+        spec: {},
+      };
       return { metadata: { resourceVersion: '1' }, items: [route] };
     },
   };
@@ -36,10 +53,19 @@ afterEach(() => jest.useRealTimers());
 it('a kind not installed: said once, listed again only when retried, one list per retry; found once it lists', async () => {
   const { state, kubeConfig } = apiserver();
   const logs: string[] = [];
-  const informers = new NamespacedInformers({ kubeConfig, kinds: [], optionalKinds: [HTTPROUTE], namespaces: NAMESPACES, onChange: () => undefined, log: (m) => logs.push(m) });
+  const informers = new NamespacedInformers({
+    kubeConfig,
+    kinds: [],
+    optionalKinds: [HTTPROUTE],
+    namespaces: NAMESPACES,
+    onChange: () => undefined,
+    log: (m) => logs.push(m),
+  });
   await informers.start();
   expect(state.lists).toEqual(['httproutes/a', 'httproutes/b', 'httproutes/c']);
-  expect(logs).toEqual(['httproutes.gateway.networking.k8s.io is not cached: the server could not find the requested resource; its list is tried again later']);
+  expect(logs).toEqual([
+    'httproutes.gateway.networking.k8s.io is not cached: the server could not find the requested resource; its list is tried again later',
+  ]);
   expect(informers.isSynced()).toBe(true);
   expect(informers.get(HTTPROUTE, 'a', 'shop')).toBeUndefined();
 
@@ -62,7 +88,14 @@ it('a kind not installed: said once, listed again only when retried, one list pe
 
 it('a namespace that refuses the list on its own holds the others back for one retry only', async () => {
   const { state, kubeConfig } = apiserver(['a']);
-  const informers = new NamespacedInformers({ kubeConfig, kinds: [], optionalKinds: [HTTPROUTE], namespaces: NAMESPACES, onChange: () => undefined, log: () => undefined });
+  const informers = new NamespacedInformers({
+    kubeConfig,
+    kinds: [],
+    optionalKinds: [HTTPROUTE],
+    namespaces: NAMESPACES,
+    onChange: () => undefined,
+    log: () => undefined,
+  });
   await informers.start();
   state.installed = true;
   // Each retry starts from the next namespace: within two, one that lists is asked, then the rest.
@@ -78,11 +111,25 @@ it('two kinds of one name in different API groups are cached apart: each get fin
   const api = {
     listNamespacedCustomObject: async (p: { group: string; namespace: string }) => ({
       metadata: { resourceVersion: '1' },
-      items: [{ apiVersion: `${p.group}/v1`, kind: 'HTTPRoute', metadata: { name: 'shop', namespace: p.namespace, resourceVersion: '1' }, spec: {} }],
+      items: [
+        {
+          apiVersion: `${p.group}/v1`,
+          kind: 'HTTPRoute',
+          metadata: { name: 'shop', namespace: p.namespace, resourceVersion: '1' },
+          spec: {},
+        },
+      ],
     }),
   };
   const kubeConfig = { makeApiClient: () => api, getCurrentCluster: () => null } as unknown as k8s.KubeConfig;
-  const informers = new NamespacedInformers({ kubeConfig, kinds: [], optionalKinds: [HTTPROUTE, OTHER], namespaces: ['a'], onChange: () => undefined, log: () => undefined });
+  const informers = new NamespacedInformers({
+    kubeConfig,
+    kinds: [],
+    optionalKinds: [HTTPROUTE, OTHER],
+    namespaces: ['a'],
+    onChange: () => undefined,
+    log: () => undefined,
+  });
   await informers.start();
   expect(informers.get(HTTPROUTE, 'a', 'shop')?.apiVersion).toBe('gateway.networking.k8s.io/v1');
   expect(informers.get(OTHER, 'a', 'shop')?.apiVersion).toBe('routes.example.com/v1');

@@ -10,11 +10,18 @@ const lockWorkflow = new Set(['stage-lock/workflow.ts', 'stage-lock/rules.ts']);
 it('lists every patched() id of the workflows, and no other, each under the workflow that uses it', () => {
   const used = new Map<string, string>();
   for (const dir of dirs) {
-    const files = readdirSync(join(process.cwd(), dir), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+    const files = readdirSync(join(process.cwd(), dir), { recursive: true, encoding: 'utf8' }).filter((f) =>
+      f.endsWith('.ts'),
+    );
     for (const file of files) {
-      for (const [, id] of readFileSync(join(process.cwd(), dir, file), 'utf8').matchAll(/patched\('([^']+)'\)/g)) used.set(id!, `${dir}/${file}`);
+      for (const [, id] of readFileSync(join(process.cwd(), dir, file), 'utf8').matchAll(/patched\('([^']+)'\)/g))
+        used.set(id!, `${dir}/${file}`);
     }
   }
   expect([...used.keys()].sort()).toEqual(Object.keys(PATCHES).sort());
-  for (const [id, file] of used) expect({ id, workflow: lockWorkflow.has(file) ? 'stage-lock' : 'activation' }).toEqual({ id, workflow: PATCHES[id]!.workflow });
+  for (const [id, file] of used)
+    expect({ id, workflow: lockWorkflow.has(file) ? 'stage-lock' : 'activation' }).toEqual({
+      id,
+      workflow: PATCHES[id]!.workflow,
+    });
 });

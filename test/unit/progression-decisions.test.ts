@@ -1,20 +1,41 @@
 /** What a progression decides (decisions/progression.ts): steps, gates, answers, the abort's weights, background analyses. No servers. */
-import { abortWeights, afterGate, answerProgression, backgroundAt, gateOf, stepKind, stepLabel, gateReason, leaseSecondsOver, type GateEnd, type ProgressionSpec, type ProgressionView } from '../../decisions/progression.js';
+import {
+  abortWeights,
+  afterGate,
+  answerProgression,
+  backgroundAt,
+  gateOf,
+  stepKind,
+  stepLabel,
+  gateReason,
+  leaseSecondsOver,
+  type GateEnd,
+  type ProgressionSpec,
+  type ProgressionView,
+} from '../../decisions/progression.js';
 
 describe('stepKind: what a progression step does, defaults filled in', () => {
   it.each([
     [{ setWeight: 10 }, { kind: 'weight', weight: 10 }],
     [{ pause: { durationSeconds: 600 } }, { kind: 'pause', seconds: 600 }],
     [{ pause: {} }, { kind: 'approval', seconds: 86400, onTimeout: 'Abort' }],
-    [{ pause: { timeoutSeconds: 3600, onTimeout: 'Continue' as const } }, { kind: 'approval', seconds: 3600, onTimeout: 'Continue' }],
+    [
+      { pause: { timeoutSeconds: 3600, onTimeout: 'Continue' as const } },
+      { kind: 'approval', seconds: 3600, onTimeout: 'Continue' },
+    ],
     [{ analysis: { name: 'errors' } }, { kind: 'analysis', analysis: 'errors' }],
-    [{ webhook: { url: 'http://x', timeoutSeconds: 5, retries: 1 } }, { kind: 'webhook', url: 'http://x', timeoutSeconds: 5, retries: 1 }],
+    [
+      { webhook: { url: 'http://x', timeoutSeconds: 5, retries: 1 } },
+      { kind: 'webhook', url: 'http://x', timeoutSeconds: 5, retries: 1 },
+    ],
   ])('%j', (step, kind) => expect(stepKind(step)).toEqual(kind));
 });
 
 describe('gateOf: where a pause waits, and until when', () => {
   it('a timed pause ends by itself and goes on', () => {
-    expect(gateOf({ kind: 'pause', seconds: 259200 }, 1_000, 'step 2/5')).toEqual(expect.objectContaining({ type: 'Pause', until: 1_000 + 259_200_000, onTimeout: 'next' }));
+    expect(gateOf({ kind: 'pause', seconds: 259200 }, 1_000, 'step 2/5')).toEqual(
+      expect.objectContaining({ type: 'Pause', until: 1_000 + 259_200_000, onTimeout: 'next' }),
+    );
   });
   it.each([
     ['Abort', 'abort'],
@@ -45,16 +66,41 @@ describe('answerProgression: accepted, or refused saying why', () => {
     ['approve at a timed pause ends it', 'approve', { ...running, gate: 'Pause' }, undefined],
     ['approve of an inconclusive analysis', 'approve', { ...running, gate: 'Inconclusive' }, undefined],
     ['approve while a weight is set', 'approve', running, 'nothing waits for an approval now'],
-    ['approve during an analysis', 'approve', { ...running, gate: 'Analysis' }, 'which decides by itself; promote skips it'],
+    [
+      'approve during an analysis',
+      'approve',
+      { ...running, gate: 'Analysis' },
+      'which decides by itself; promote skips it',
+    ],
     ['promote during an analysis', 'promote', { ...running, gate: 'Analysis' }, undefined],
     ['promote at the switch', 'promote', { ...running, ending: 'switching' }, 'the switch to 100 % runs'],
-    ['abort at the switch: not yet succeeded, still taken back', 'abort', { ...running, ending: 'switching' }, undefined],
+    [
+      'abort at the switch: not yet succeeded, still taken back',
+      'abort',
+      { ...running, ending: 'switching' },
+      undefined,
+    ],
     ['abort twice', 'abort', { ...running, ending: 'aborting' }, 'aborting already'],
-    ['a second answer before the first is acted on', 'approve', { ...running, gate: 'Approval', pending: 'approve' }, 'approve was accepted already'],
-    ['abort after a full promotion (Succeeded)', 'abort', { phase: 'Succeeded' }, 'to go back, activate the previous StageVersion'],
+    [
+      'a second answer before the first is acted on',
+      'approve',
+      { ...running, gate: 'Approval', pending: 'approve' },
+      'approve was accepted already',
+    ],
+    [
+      'abort after a full promotion (Succeeded)',
+      'abort',
+      { phase: 'Succeeded' },
+      'to go back, activate the previous StageVersion',
+    ],
     ['approve once Failed', 'approve', { phase: 'Failed' }, 'the activation is Failed'],
     ['abort while waiting for the Stage', 'abort', { phase: 'Waiting' }, 'cancel it instead'],
-    ['approve of a plan without a progression', 'approve', { phase: 'InProgress', progressive: false }, 'has no progression'],
+    [
+      'approve of a plan without a progression',
+      'approve',
+      { phase: 'InProgress', progressive: false },
+      'has no progression',
+    ],
   ])('%s', (_n, action, view, refusal) => {
     const a = answerProgression(action, view);
     if (refusal === undefined) expect(a).toEqual({ accepted: true });
@@ -75,8 +121,17 @@ describe('abortWeights: down through the ramp below where the new version is', (
 
 describe('backgroundAt: a background analysis runs from its step up to, not including, its end', () => {
   const p: ProgressionSpec = {
-    steps: [{ setWeight: 10, name: 'ten' }, { pause: {} }, { setWeight: 50, name: 'fifty' }, { pause: {}, name: 'hold' }],
-    background: [{ analysis: 'errors', from: 'ten', to: 'hold' }, { analysis: 'latency', from: 'fifty' }, { analysis: 'all' }],
+    steps: [
+      { setWeight: 10, name: 'ten' },
+      { pause: {} },
+      { setWeight: 50, name: 'fifty' },
+      { pause: {}, name: 'hold' },
+    ],
+    background: [
+      { analysis: 'errors', from: 'ten', to: 'hold' },
+      { analysis: 'latency', from: 'fifty' },
+      { analysis: 'all' },
+    ],
   };
   it.each([
     [0, ['errors', 'all']],

@@ -11,7 +11,16 @@ import type { ProgressionReport } from '../../decisions/activation.js';
 import type { AnalysisRules } from '../../decisions/analysis.js';
 import type { ProgressionSpec } from '../../decisions/progression.js';
 import { pollUntil } from '../../scripts/env/process.js';
-import { abortUpdate, activationWorkflowId, approveUpdate, cancelSignal, promoteUpdate, retryUpdate, stageDeletedSignal, type ActivationRef } from '../../shared/activation.js';
+import {
+  abortUpdate,
+  activationWorkflowId,
+  approveUpdate,
+  cancelSignal,
+  promoteUpdate,
+  retryUpdate,
+  stageDeletedSignal,
+  type ActivationRef,
+} from '../../shared/activation.js';
 import { vectorActivation, type ActivationOptions } from '../../workflows/activation/workflow.js';
 import { FakeCluster } from './support/fake-cluster.js';
 import { startFakeWorkers, type FakeWorkers } from './support/fake-workers.js';
@@ -54,7 +63,12 @@ afterEach(async () => {
       },
     );
     if (closed) continue;
-    await pollUntil(async () => (await handle.describe()).status.name !== 'RUNNING', 10_000, `${handle.workflowId} to close`, 50).catch(() => handle.terminate('test over'));
+    await pollUntil(
+      async () => (await handle.describe()).status.name !== 'RUNNING',
+      10_000,
+      `${handle.workflowId} to close`,
+      50,
+    ).catch(() => handle.terminate('test over'));
   }
 });
 
@@ -73,14 +87,35 @@ const errors: AnalysisRules = {
 };
 
 /** Stage `stage` with shop-1 active and shop-2 to activate through `progression` (one routing step, two tasks). */
-function canary(stage: string, progression: ProgressionSpec, analyses: AnalysisRules[] = [errors], onFailure: 'Stop' | 'Revert' = 'Stop'): ActivationRef {
+function canary(
+  stage: string,
+  progression: ProgressionSpec,
+  analyses: AnalysisRules[] = [errors],
+  onFailure: 'Stop' | 'Revert' = 'Stop',
+): ActivationRef {
   cluster.addStage(ns, stage, { [`${stage}-1`]: 1, [`${stage}-2`]: 2, [`${stage}-3`]: 3 }, `${stage}-1`);
-  cluster.addPlan(`${stage}-plan`, { onFailure, steps: [{ name: 'rules', tasks: [`${stage}-dr`] }, { name: 'routes', tasks: [`${stage}-vs`] }], progression, analyses });
-  return cluster.addActivation(ns, `${stage}-to-2`, { stage, stageVersion: `${stage}-2`, executionPlan: `${stage}-plan` });
+  cluster.addPlan(`${stage}-plan`, {
+    onFailure,
+    steps: [
+      { name: 'rules', tasks: [`${stage}-dr`] },
+      { name: 'routes', tasks: [`${stage}-vs`] },
+    ],
+    progression,
+    analyses,
+  });
+  return cluster.addActivation(ns, `${stage}-to-2`, {
+    stage,
+    stageVersion: `${stage}-2`,
+    executionPlan: `${stage}-plan`,
+  });
 }
 
 async function start(ref: ActivationRef, options: ActivationOptions = {}) {
-  const handle = await env.client.workflow.start(vectorActivation, { taskQueue, workflowId: activationWorkflowId(ref), args: [ref, { queueSuffix, lockAskAgainSeconds: 5, ...options }] });
+  const handle = await env.client.workflow.start(vectorActivation, {
+    taskQueue,
+    workflowId: activationWorkflowId(ref),
+    args: [ref, { queueSuffix, lockAskAgainSeconds: 5, ...options }],
+  });
   started.push(handle);
   return handle;
 }
@@ -89,7 +124,12 @@ const progression = (ref: ActivationRef) => cluster.activation(ref).status.progr
 
 /** Polls (real time) until the activation waits at a gate of `type`. */
 function atGate(ref: ActivationRef, type: string) {
-  return pollUntil(() => (progression(ref)?.gate?.type === type ? progression(ref) : undefined), 15_000, `${ref.name} to wait at a ${type} gate`, 20);
+  return pollUntil(
+    () => (progression(ref)?.gate?.type === type ? progression(ref) : undefined),
+    15_000,
+    `${ref.name} to wait at a ${type} gate`,
+    20,
+  );
 }
 
 /** The weights each Apply call gave the target, in order, per registration. */
@@ -111,7 +151,9 @@ async function refusal(p: Promise<unknown>): Promise<string> {
 // --- the tests ---------------------------------------------------------------------------------
 
 test('10 % → analysis → 50 % → approval → 100 %: every weight runs the plan steps in order; promoted at the approval, an approval after it is refused', async () => {
-  const ref = canary('canary', { steps: [{ setWeight: 10 }, { analysis: { name: 'errors' } }, { setWeight: 50, name: 'half' }, { pause: {} }] });
+  const ref = canary('canary', {
+    steps: [{ setWeight: 10 }, { analysis: { name: 'errors' } }, { setWeight: 50, name: 'half' }, { pause: {} }],
+  });
   cluster.metrics.set('errors{version="canary-2"}', [{ value: 0.01 }]);
   // The switch to 100 % takes a few seconds, so the approval after the promotion meets a running workflow.
   cluster.behave('canary-dr', { kind: 'succeed' }, { kind: 'succeed' }, { kind: 'work', seconds: 3 });
@@ -121,8 +163,21 @@ test('10 % → analysis → 50 % → approval → 100 %: every weight runs the p
 
   const gate = await atGate(ref, 'Approval');
   expect(gate).toMatchObject({ step: 3, weight: 50 });
-  expect(gate!.analysisRuns).toEqual([expect.objectContaining({ name: 'errors', phase: 'Successful', successful: 3, query: 'errors{version="canary-2"}' })]);
-  expect(await refusal(handle.executeUpdate(promoteUpdate, { args: [{}] }).then(() => handle.executeUpdate(approveUpdate, { args: [{ by: 'bob' }] })))).toMatch(/^refused: /);
+  expect(gate!.analysisRuns).toEqual([
+    expect.objectContaining({
+      name: 'errors',
+      phase: 'Successful',
+      successful: 3,
+      query: 'errors{version="canary-2"}',
+    }),
+  ]);
+  expect(
+    await refusal(
+      handle
+        .executeUpdate(promoteUpdate, { args: [{}] })
+        .then(() => handle.executeUpdate(approveUpdate, { args: [{ by: 'bob' }] })),
+    ),
+  ).toMatch(/^refused: /);
 
   const result = await handle.result();
   expect(result.phase).toBe('Succeeded');
@@ -130,10 +185,21 @@ test('10 % → analysis → 50 % → approval → 100 %: every weight runs the p
   expect(weights(ref, 'canary-dr')).toEqual([10, 50, 100]);
   expect(weights(ref, 'canary-vs')).toEqual([10, 50, 100]);
   const calls = cluster.callsOf(ref).filter((c) => c.action === 'Apply');
-  expect(calls.map((c) => c.execution)).toEqual(['canary-to-2-0-canary-dr', 'canary-to-2-1-canary-vs', 'canary-to-2-0-w1-canary-dr', 'canary-to-2-1-w1-canary-vs', 'canary-to-2-0-w2-canary-dr', 'canary-to-2-1-w2-canary-vs']);
+  expect(calls.map((c) => c.execution)).toEqual([
+    'canary-to-2-0-canary-dr',
+    'canary-to-2-1-canary-vs',
+    'canary-to-2-0-w1-canary-dr',
+    'canary-to-2-1-w1-canary-vs',
+    'canary-to-2-0-w2-canary-dr',
+    'canary-to-2-1-w2-canary-vs',
+  ]);
   // Each round keeps the record of the round before: a revert would put back what was there before the activation.
   expect(calls.slice(2).map((c) => c.earlier)).toEqual(calls.slice(0, 4).map((c) => c.execution));
-  expect(cluster.queries).toEqual(['errors{version="canary-2"}', 'errors{version="canary-2"}', 'errors{version="canary-2"}']);
+  expect(cluster.queries).toEqual([
+    'errors{version="canary-2"}',
+    'errors{version="canary-2"}',
+    'errors{version="canary-2"}',
+  ]);
   const done = progression(ref)!;
   expect(done).toMatchObject({ step: 4, weight: 100, gate: null });
   expect(done.log).toEqual([expect.objectContaining({ action: 'Promoted', step: 3 })]);
@@ -147,12 +213,17 @@ test('approve by Update: who asked is in the status; approve while nothing waits
   const answer = await handle.executeUpdate(approveUpdate, { args: [{ by: 'alice' }] });
   expect(answer.message).toMatch(/approve accepted while InProgress \(asked by alice\)/);
   expect((await handle.result()).phase).toBe('Succeeded');
-  expect(progression(ref)!.log).toEqual([expect.objectContaining({ action: 'Approved', by: 'alice', step: 1, message: 'approved at step 2/2' })]);
+  expect(progression(ref)!.log).toEqual([
+    expect.objectContaining({ action: 'Approved', by: 'alice', step: 1, message: 'approved at step 2/2' }),
+  ]);
   expect(weights(ref, 'approve-vs')).toEqual([20, 100]);
 });
 
 test('a failed analysis goes back down the abort weights, then puts the record back, and ends Failed with the query, the values and the condition', async () => {
-  const ref = canary('bad', { steps: [{ setWeight: 50 }, { analysis: { name: 'errors' } }], abort: { weights: [25, 10], intervalSeconds: 30 } });
+  const ref = canary('bad', {
+    steps: [{ setWeight: 50 }, { analysis: { name: 'errors' } }],
+    abort: { weights: [25, 10], intervalSeconds: 30 },
+  });
   cluster.metrics.set('errors{version="bad-2"}', [{ value: 0.01 }, { value: 0.3 }]);
   const result = await (await start(ref)).result();
   expect(result.phase).toBe('Failed');
@@ -162,7 +233,9 @@ test('a failed analysis goes back down the abort weights, then puts the record b
     'analysis errors (success: result < 0.05) measured 0.01, 0.3; query: errors{version="bad-2"}: 1 failed measurements, more than the failureLimit 0; the traffic is back as recorded before the activation',
   );
   // Down the ramp with the steps in reverse order, then each task's record put back, newest step first.
-  const calls = cluster.callsOf(ref).map((c) => `${c.action} ${c.registration} ${c.assignment?.['bad-2'] ?? c.revertOf}`);
+  const calls = cluster
+    .callsOf(ref)
+    .map((c) => `${c.action} ${c.registration} ${c.assignment?.['bad-2'] ?? c.revertOf}`);
   expect(calls).toEqual([
     'Apply bad-dr 50',
     'Apply bad-vs 50',
@@ -183,8 +256,16 @@ test('a 3-day approval with onTimeout Abort waits three days to the second, with
   const { gate } = (await atGate(ref, 'Approval'))!;
   expect(Date.parse(gate!.until!) - Date.parse(gate!.since)).toBe(3 * DAY);
   await env.sleep(3 * DAY + 60_000);
-  await pollUntil(() => (cluster.activation(ref).status.phase === 'Failed' ? true : undefined), 15_000, 'the approval to time out', 20);
-  expect(cluster.activation(ref).status).toMatchObject({ reason: 'TimedOut', message: 'step 2/2: the approval timed out after 259200s; the traffic is back as recorded before the activation' });
+  await pollUntil(
+    () => (cluster.activation(ref).status.phase === 'Failed' ? true : undefined),
+    15_000,
+    'the approval to time out',
+    20,
+  );
+  expect(cluster.activation(ref).status).toMatchObject({
+    reason: 'TimedOut',
+    message: 'step 2/2: the approval timed out after 259200s; the traffic is back as recorded before the activation',
+  });
   // It ended when the timer fired, to the second (the log entry's time, in workflow time).
   const timedOut = Date.parse(progression(ref)!.log!.find((e) => e.action === 'TimedOut')!.time);
   expect(timedOut - Date.parse(gate!.until!)).toBeGreaterThanOrEqual(0);
@@ -197,7 +278,9 @@ test('a 3-day approval with onTimeout Abort waits three days to the second, with
 });
 
 test('promote at a timed pause skips the remaining steps and gates: straight to 100 %', async () => {
-  const ref = canary('promo', { steps: [{ setWeight: 10 }, { pause: { durationSeconds: 3600 } }, { setWeight: 50 }, { pause: {} }] });
+  const ref = canary('promo', {
+    steps: [{ setWeight: 10 }, { pause: { durationSeconds: 3600 } }, { setWeight: 50 }, { pause: {} }],
+  });
   const handle = await start(ref);
   await atGate(ref, 'Pause');
   await handle.executeUpdate(promoteUpdate, { args: [{ by: 'carol' }] });
@@ -211,15 +294,32 @@ test('abort by Update at an approval puts the traffic back at once and ends Fail
   const handle = await start(ref);
   await atGate(ref, 'Approval');
   await handle.executeUpdate(abortUpdate, { args: [{ by: 'dave' }] });
-  await pollUntil(() => (cluster.activation(ref).status.phase === 'Failed' ? true : undefined), 15_000, 'the abort to end it', 20);
+  await pollUntil(
+    () => (cluster.activation(ref).status.phase === 'Failed' ? true : undefined),
+    15_000,
+    'the abort to end it',
+    20,
+  );
   const status = cluster.activation(ref).status;
-  expect(status).toMatchObject({ reason: 'Aborted', message: 'aborted at step 2/2 by dave; the traffic is back as recorded before the activation' });
-  expect(cluster.callsOf(ref).filter((c) => c.action === 'Revert').map((c) => c.registration)).toEqual(['abort-vs', 'abort-dr']);
-  expect(await refusal(handle.executeUpdate(abortUpdate, { args: [{}] }))).toMatch(/the activation is Failed; nothing waits/);
+  expect(status).toMatchObject({
+    reason: 'Aborted',
+    message: 'aborted at step 2/2 by dave; the traffic is back as recorded before the activation',
+  });
+  expect(
+    cluster
+      .callsOf(ref)
+      .filter((c) => c.action === 'Revert')
+      .map((c) => c.registration),
+  ).toEqual(['abort-vs', 'abort-dr']);
+  expect(await refusal(handle.executeUpdate(abortUpdate, { args: [{}] }))).toMatch(
+    /the activation is Failed; nothing waits/,
+  );
 });
 
 test('no data is inconclusive: the activation waits for a person, and approve goes on', async () => {
-  const ref = canary('silent', { steps: [{ setWeight: 10 }, { analysis: { name: 'errors' } }] }, [{ ...errors, count: 1 }]);
+  const ref = canary('silent', { steps: [{ setWeight: 10 }, { analysis: { name: 'errors' } }] }, [
+    { ...errors, count: 1 },
+  ]);
   const handle = await start(ref);
   const gate = await atGate(ref, 'Inconclusive');
   expect(gate!.analysisRuns?.[0]).toMatchObject({ phase: 'Inconclusive', inconclusive: 1 });
@@ -229,45 +329,102 @@ test('no data is inconclusive: the activation waits for a person, and approve go
 });
 
 test('an HTTP check: 2xx goes on; a 4xx fails the activation at once and the traffic goes back', async () => {
-  const ok = canary('hook', { steps: [{ setWeight: 10 }, { webhook: { url: 'http://checks/ok', timeoutSeconds: 5, retries: 2 } }] });
+  const ok = canary('hook', {
+    steps: [{ setWeight: 10 }, { webhook: { url: 'http://checks/ok', timeoutSeconds: 5, retries: 2 } }],
+  });
   cluster.webhooks.set('http://checks/ok', [503, 200]);
   expect((await (await start(ok)).result()).phase).toBe('Succeeded');
-  expect(cluster.journal.filter((j) => j.startsWith('webhook'))).toEqual(['webhook http://checks/ok 503', 'webhook http://checks/ok 200']);
+  expect(cluster.journal.filter((j) => j.startsWith('webhook'))).toEqual([
+    'webhook http://checks/ok 503',
+    'webhook http://checks/ok 200',
+  ]);
 
-  const refused = canary('nohook', { steps: [{ setWeight: 10 }, { webhook: { url: 'http://checks/no', timeoutSeconds: 5, retries: 2 } }] });
+  const refused = canary('nohook', {
+    steps: [{ setWeight: 10 }, { webhook: { url: 'http://checks/no', timeoutSeconds: 5, retries: 2 } }],
+  });
   cluster.webhooks.set('http://checks/no', [403]);
   expect((await (await start(refused)).result()).phase).toBe('Failed');
-  expect(cluster.activation(refused).status).toMatchObject({ reason: 'CheckFailed', message: expect.stringContaining('the HTTP check failed: http://checks/no answered 403') });
+  expect(cluster.activation(refused).status).toMatchObject({
+    reason: 'CheckFailed',
+    message: expect.stringContaining('the HTTP check failed: http://checks/no answered 403'),
+  });
   expect(cluster.journal.filter((j) => j.startsWith('webhook http://checks/no'))).toHaveLength(1);
 });
 
 test('a canary waiting at a gate gives the Stage to a newer activation: its traffic back at once, Cancelled (Superseded), then the newer one runs', async () => {
-  const ref = canary('newer', { steps: [{ setWeight: 10 }, { pause: {} }], abort: { weights: [5], intervalSeconds: 600 } });
+  const ref = canary('newer', {
+    steps: [{ setWeight: 10 }, { pause: {} }],
+    abort: { weights: [5], intervalSeconds: 600 },
+  });
   await start(ref);
   await atGate(ref, 'Approval');
-  const fix = cluster.addActivation(ns, 'newer-to-3', { stage: 'newer', stageVersion: 'newer-3', executionPlan: 'newer-plan' });
+  const fix = cluster.addActivation(ns, 'newer-to-3', {
+    stage: 'newer',
+    stageVersion: 'newer-3',
+    executionPlan: 'newer-plan',
+  });
   const fixed = await start(fix);
-  await pollUntil(() => (cluster.activation(ref).status.phase === 'Cancelled' ? true : undefined), 15_000, 'the canary to give up', 20);
-  expect(cluster.activation(ref).status).toMatchObject({ reason: 'Superseded', message: expect.stringMatching(/^superseded at step 2\/2 by the newer activation unit\/newer-to-3 \(revision 3\), which waits for the Stage; the traffic is back/) });
+  await pollUntil(
+    () => (cluster.activation(ref).status.phase === 'Cancelled' ? true : undefined),
+    15_000,
+    'the canary to give up',
+    20,
+  );
+  expect(cluster.activation(ref).status).toMatchObject({
+    reason: 'Superseded',
+    message: expect.stringMatching(
+      /^superseded at step 2\/2 by the newer activation unit\/newer-to-3 \(revision 3\), which waits for the Stage; the traffic is back/,
+    ),
+  });
   // At once: no ramp, straight to the record.
   expect(cluster.callsOf(ref).map((c) => c.action)).toEqual(['Apply', 'Apply', 'Revert', 'Revert']);
-  await pollUntil(() => (progression(fix)?.gate?.type === 'Approval' ? true : undefined), 15_000, 'the newer one to run', 20);
+  await pollUntil(
+    () => (progression(fix)?.gate?.type === 'Approval' ? true : undefined),
+    15_000,
+    'the newer one to run',
+    20,
+  );
   await fixed.executeUpdate(approveUpdate, { args: [{}] });
   expect((await fixed.result()).phase).toBe('Succeeded');
   expect(cluster.activeUsage(ns, 'newer')).toBe('newer-3');
 });
 
 test('a background analysis that fails while the canary waits at its approval cuts the wait short and aborts', async () => {
-  const ref = canary('watched', { steps: [{ setWeight: 10, name: 'ten' }, { pause: {}, name: 'approval' }], background: [{ analysis: 'errors', from: 'ten' }] }, [{ ...errors, intervalSeconds: 60 }]);
+  const ref = canary(
+    'watched',
+    {
+      steps: [
+        { setWeight: 10, name: 'ten' },
+        { pause: {}, name: 'approval' },
+      ],
+      background: [{ analysis: 'errors', from: 'ten' }],
+    },
+    [{ ...errors, intervalSeconds: 60 }],
+  );
   cluster.metrics.set('errors{version="watched-2"}', [{ value: 0.01 }, { value: 0.01 }, { value: 0.4 }]);
   await start(ref);
   await atGate(ref, 'Approval');
   // Minutes pass at the gate: the background run measures every minute, the third fails.
   await env.sleep(5 * 60_000);
-  await pollUntil(() => (cluster.activation(ref).status.phase === 'Failed' ? true : undefined), 15_000, 'the background analysis to abort it', 20);
-  expect(cluster.activation(ref).status).toMatchObject({ reason: 'AnalysisFailed', message: expect.stringContaining('measured 0.01, 0.01, 0.4') });
-  expect(progression(ref)!.analysisRuns).toEqual([expect.objectContaining({ name: 'errors', background: true, phase: 'Failed', failed: 1, successful: 2 })]);
-  expect(cluster.callsOf(ref).filter((c) => c.action === 'Revert').map((c) => c.registration)).toEqual(['watched-vs', 'watched-dr']);
+  await pollUntil(
+    () => (cluster.activation(ref).status.phase === 'Failed' ? true : undefined),
+    15_000,
+    'the background analysis to abort it',
+    20,
+  );
+  expect(cluster.activation(ref).status).toMatchObject({
+    reason: 'AnalysisFailed',
+    message: expect.stringContaining('measured 0.01, 0.01, 0.4'),
+  });
+  expect(progression(ref)!.analysisRuns).toEqual([
+    expect.objectContaining({ name: 'errors', background: true, phase: 'Failed', failed: 1, successful: 2 }),
+  ]);
+  expect(
+    cluster
+      .callsOf(ref)
+      .filter((c) => c.action === 'Revert')
+      .map((c) => c.registration),
+  ).toEqual(['watched-vs', 'watched-dr']);
 });
 
 test('superseded at its gate, then retried once the newer one failed: the retry waits at its gate again, not superseded by old news', async () => {
@@ -276,13 +433,28 @@ test('superseded at its gate, then retried once the newer one failed: the retry 
   cluster.behave('again-boom', { kind: 'fail', message: 'the newer version does not start' });
   const handle = await start(ref);
   await atGate(ref, 'Approval');
-  const fix = cluster.addActivation(ns, 'again-to-3', { stage: 'again', stageVersion: 'again-3', executionPlan: 'again-broken' });
+  const fix = cluster.addActivation(ns, 'again-to-3', {
+    stage: 'again',
+    stageVersion: 'again-3',
+    executionPlan: 'again-broken',
+  });
   await start(fix);
-  await pollUntil(() => (cluster.activation(fix).status.phase === 'Failed' ? true : undefined), 15_000, 'the newer one to fail', 20);
+  await pollUntil(
+    () => (cluster.activation(fix).status.phase === 'Failed' ? true : undefined),
+    15_000,
+    'the newer one to fail',
+    20,
+  );
   expect(cluster.activation(ref).status).toMatchObject({ phase: 'Cancelled', reason: 'Superseded' });
 
   await handle.executeUpdate(retryUpdate, { args: [{}] });
-  await pollUntil(() => (cluster.activation(ref).status.attempt === 2 && progression(ref)?.gate?.type === 'Approval' ? true : undefined), 15_000, 'the retry to wait at its gate', 20);
+  await pollUntil(
+    () =>
+      cluster.activation(ref).status.attempt === 2 && progression(ref)?.gate?.type === 'Approval' ? true : undefined,
+    15_000,
+    'the retry to wait at its gate',
+    20,
+  );
   expect(cluster.activation(ref).status.phase).toBe('InProgress');
 });
 
@@ -290,57 +462,107 @@ test('superseded at its gate, then retried once the newer one failed: the retry 
 // unable to skip time for the rest of its life (https://github.com/temporalio/sdk-java/issues/1138),
 // which would stall the timers of every test after it at wall-clock speed.
 test('a progression terminated at its gate is closed out under Revert: the latest round of each task is put back, whichever round its rules hold', async () => {
-  const ref = canary('closed', { steps: [{ setWeight: 10 }, { setWeight: 50 }, { pause: {} }], abort: { weights: [20], intervalSeconds: 30 } }, [], 'Revert');
+  const ref = canary(
+    'closed',
+    { steps: [{ setWeight: 10 }, { setWeight: 50 }, { pause: {} }], abort: { weights: [20], intervalSeconds: 30 } },
+    [],
+    'Revert',
+  );
   const handle = await start(ref);
   await atGate(ref, 'Approval');
   await handle.terminate('an operator terminated it');
-  const why = { reason: 'WorkflowTerminated', message: `the activation's workflow ${handle.workflowId} was terminated` };
+  const why = {
+    reason: 'WorkflowTerminated',
+    message: `the activation's workflow ${handle.workflowId} was terminated`,
+  };
   expect((await (await start(ref, { resume: 'close-out', closeOut: why })).result()).phase).toBe('Failed');
-  expect(cluster.activation(ref).status).toMatchObject({ reason: 'WorkflowTerminated', message: `${why.message}; every task that ran was reverted: its routes are back as it found them` });
+  expect(cluster.activation(ref).status).toMatchObject({
+    reason: 'WorkflowTerminated',
+    message: `${why.message}; every task that ran was reverted: its routes are back as it found them`,
+  });
   const reverts = cluster.callsOf(ref).filter((c) => c.action === 'Revert');
   expect(reverts.map((c) => c.revertOf)).toEqual(['closed-to-2-1-w1-closed-vs', 'closed-to-2-0-w1-closed-dr']);
   // A rule a round cut short left at an earlier round's weight is put back too.
   const at = (w: number) => (w === 100 ? { 'closed-2': 100 } : { 'closed-2': w, 'closed-1': 100 - w });
-  for (const c of reverts) expect(c).toMatchObject({ unmovedOnly: true, unmovedAlso: [at(10), at(50), at(100), at(20)] });
+  for (const c of reverts)
+    expect(c).toMatchObject({ unmovedOnly: true, unmovedAlso: [at(10), at(50), at(100), at(20)] });
   expect(cluster.activeUsage(ns, 'closed')).toBe('closed-1');
 });
 
-describe.each(['Stop', 'Revert'] as const)('a canary whose Stage is deleted at its approval, with no watcher to say so (onFailure %s)', (onFailure) => {
-  const state = onFailure === 'Stop' ? 'steps left applied: rules, routes' : 'every task that ran was reverted: its routes are back as it found them';
+describe.each(['Stop', 'Revert'] as const)(
+  'a canary whose Stage is deleted at its approval, with no watcher to say so (onFailure %s)',
+  (onFailure) => {
+    const state =
+      onFailure === 'Stop'
+        ? 'steps left applied: rules, routes'
+        : 'every task that ran was reverted: its routes are back as it found them';
 
-  test('an approval wakes it: it reads the Stage, never switches, ends Cancelled (StageDeleted), reverted only under Revert', async () => {
-    const stage = `gate-${onFailure.toLowerCase()}`;
-    const ref = canary(stage, { steps: [{ setWeight: 10 }, { setWeight: 20 }, { pause: {} }] }, [errors], onFailure);
-    const handle = await start(ref);
-    await atGate(ref, 'Approval');
-    cluster.stages.delete(`${ns}/${stage}`);
-    await handle.executeUpdate(approveUpdate, { args: [{ by: 'admin' }] });
+    test('an approval wakes it: it reads the Stage, never switches, ends Cancelled (StageDeleted), reverted only under Revert', async () => {
+      const stage = `gate-${onFailure.toLowerCase()}`;
+      const ref = canary(stage, { steps: [{ setWeight: 10 }, { setWeight: 20 }, { pause: {} }] }, [errors], onFailure);
+      const handle = await start(ref);
+      await atGate(ref, 'Approval');
+      cluster.stages.delete(`${ns}/${stage}`);
+      await handle.executeUpdate(approveUpdate, { args: [{ by: 'admin' }] });
 
-    await pollUntil(() => (cluster.activation(ref).status.phase === 'Cancelled' ? true : undefined), 15_000, 'the canary to stop', 20);
-    expect(cluster.activation(ref).status).toMatchObject({ reason: 'StageDeleted', message: `Stage unit/${stage} was deleted: the activation stopped at step 3/3; ${state}` });
-    expect(weights(ref, `${stage}-dr`)).toEqual([10, 20]);
-    expect(cluster.callsOf(ref).filter((c) => c.action === 'Revert').map((c) => c.registration)).toEqual(onFailure === 'Revert' ? [`${stage}-vs`, `${stage}-dr`] : []);
-    expect(cluster.activeUsage(ns, stage)).toBe(`${stage}-1`);
-    expect(cluster.stageVersion(ns, `${stage}-2`).serving).toBeUndefined();
-    expect(cluster.lease(ns, stage)?.holder).toBeUndefined();
-  });
+      await pollUntil(
+        () => (cluster.activation(ref).status.phase === 'Cancelled' ? true : undefined),
+        15_000,
+        'the canary to stop',
+        20,
+      );
+      expect(cluster.activation(ref).status).toMatchObject({
+        reason: 'StageDeleted',
+        message: `Stage unit/${stage} was deleted: the activation stopped at step 3/3; ${state}`,
+      });
+      expect(weights(ref, `${stage}-dr`)).toEqual([10, 20]);
+      expect(
+        cluster
+          .callsOf(ref)
+          .filter((c) => c.action === 'Revert')
+          .map((c) => c.registration),
+      ).toEqual(onFailure === 'Revert' ? [`${stage}-vs`, `${stage}-dr`] : []);
+      expect(cluster.activeUsage(ns, stage)).toBe(`${stage}-1`);
+      expect(cluster.stageVersion(ns, `${stage}-2`).serving).toBeUndefined();
+      expect(cluster.lease(ns, stage)?.holder).toBeUndefined();
+    });
 
-  test("a background analysis's measurement wakes it at the gate, and it stops there", async () => {
-    const stage = `measured-${onFailure.toLowerCase()}`;
-    const ref = canary(stage, { steps: [{ setWeight: 10, name: 'ten' }, { setWeight: 20 }, { pause: {}, name: 'approval' }], background: [{ analysis: 'errors', from: 'ten' }] }, [{ ...errors, count: 100, intervalSeconds: 1 }], onFailure);
-    cluster.metrics.set(`errors{version="${stage}-2"}`, [{ value: 0.01 }]);
-    await start(ref);
-    await atGate(ref, 'Approval');
-    cluster.stages.delete(`${ns}/${stage}`);
-    // Polled in real time (time is locked): the next measurement, a second on, reads the Stage beside it.
-    await pollUntil(() => (cluster.activation(ref).status.phase === 'Cancelled' ? true : undefined), 15_000, 'the canary to stop', 20);
-    expect(cluster.activation(ref).status).toMatchObject({ reason: 'StageDeleted', message: `Stage unit/${stage} was deleted: the activation stopped at step 3/3 (approval); ${state}` });
-    expect(cluster.activeUsage(ns, stage)).toBe(`${stage}-1`);
-  });
-});
+    test("a background analysis's measurement wakes it at the gate, and it stops there", async () => {
+      const stage = `measured-${onFailure.toLowerCase()}`;
+      const ref = canary(
+        stage,
+        {
+          steps: [{ setWeight: 10, name: 'ten' }, { setWeight: 20 }, { pause: {}, name: 'approval' }],
+          background: [{ analysis: 'errors', from: 'ten' }],
+        },
+        [{ ...errors, count: 100, intervalSeconds: 1 }],
+        onFailure,
+      );
+      cluster.metrics.set(`errors{version="${stage}-2"}`, [{ value: 0.01 }]);
+      await start(ref);
+      await atGate(ref, 'Approval');
+      cluster.stages.delete(`${ns}/${stage}`);
+      // Polled in real time (time is locked): the next measurement, a second on, reads the Stage beside it.
+      await pollUntil(
+        () => (cluster.activation(ref).status.phase === 'Cancelled' ? true : undefined),
+        15_000,
+        'the canary to stop',
+        20,
+      );
+      expect(cluster.activation(ref).status).toMatchObject({
+        reason: 'StageDeleted',
+        message: `Stage unit/${stage} was deleted: the activation stopped at step 3/3 (approval); ${state}`,
+      });
+      expect(cluster.activeUsage(ns, stage)).toBe(`${stage}-1`);
+    });
+  },
+);
 
 test("the Stage deleted while an abort goes back down its ramp: the ramp's wait ends, the record is put back at once, and it ends StageDeleted", async () => {
-  const ref = canary('ramp', { steps: [{ setWeight: 20 }, { pause: {} }], abort: { weights: [10], intervalSeconds: 600 } });
+  const ref = canary('ramp', {
+    steps: [{ setWeight: 20 }, { pause: {} }],
+    abort: { weights: [10], intervalSeconds: 600 },
+  });
   const handle = await start(ref);
   await atGate(ref, 'Approval');
   await handle.executeUpdate(abortUpdate, { args: [{ by: 'admin' }] });
@@ -350,11 +572,22 @@ test("the Stage deleted while an abort goes back down its ramp: the ramp's wait 
   await handle.signal(stageDeletedSignal, { namespace: ns, stage: 'ramp', uid });
 
   // Time is locked while this polls: the ramp's 600 s wait ended because the Stage went.
-  await pollUntil(() => (cluster.activation(ref).status.phase === 'Cancelled' ? true : undefined), 15_000, 'the canary to stop', 20);
+  await pollUntil(
+    () => (cluster.activation(ref).status.phase === 'Cancelled' ? true : undefined),
+    15_000,
+    'the canary to stop',
+    20,
+  );
   expect(cluster.activation(ref).status).toMatchObject({
     reason: 'StageDeleted',
-    message: 'Stage unit/ramp was deleted: the activation stopped while going back (aborted at step 2/2 by admin); the traffic is back as recorded before the activation',
+    message:
+      'Stage unit/ramp was deleted: the activation stopped while going back (aborted at step 2/2 by admin); the traffic is back as recorded before the activation',
   });
   expect(weights(ref, 'ramp-dr')).toEqual([20, 10]);
-  expect(cluster.callsOf(ref).filter((c) => c.action === 'Revert').map((c) => c.registration)).toEqual(['ramp-vs', 'ramp-dr']);
+  expect(
+    cluster
+      .callsOf(ref)
+      .filter((c) => c.action === 'Revert')
+      .map((c) => c.registration),
+  ).toEqual(['ramp-vs', 'ramp-dr']);
 });

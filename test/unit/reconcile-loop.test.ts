@@ -94,7 +94,10 @@ test('a key queued while it is reconciled is reconciled again after, never twice
 });
 
 test('one key at a time by default; more with concurrency', async () => {
-  for (const [concurrency, atOnce] of [[1, 1], [3, 3]] as const) {
+  for (const [concurrency, atOnce] of [
+    [1, 1],
+    [3, 3],
+  ] as const) {
     const { clock, gated, loop } = loopWith({ concurrency });
     for (const key of ['ns-a', 'ns-b', 'ns-c']) loop.enqueue(key);
     await clock.advance(0);

@@ -38,5 +38,7 @@ it('has the recorded histories', () => {
 
 it.each(files)('%s replays on the current workflow code', async (file) => {
   const history = proto.temporal.api.history.v1.History.fromObject(JSON.parse(readFileSync(join(dir, file), 'utf8')));
-  await expect(Worker.runReplayHistory({ workflowBundle: await testWorkflowBundle() }, history)).resolves.toBeUndefined();
+  await expect(
+    Worker.runReplayHistory({ workflowBundle: await testWorkflowBundle() }, history),
+  ).resolves.toBeUndefined();
 });

@@ -26,14 +26,28 @@ afterAll(async () => {
 
 function client(): k8s.CoreV1Api {
   const kc = new k8s.KubeConfig();
-  const cluster = { name: 'local', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true };
-  kc.loadFromOptions({ clusters: [cluster], users: [{ name: 'nobody' }], contexts: [{ name: 'local', cluster: 'local', user: 'nobody' }], currentContext: 'local' });
+  const cluster = {
+    name: 'local',
+    server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    skipTLSVerify: true,
+  };
+  kc.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name: 'nobody' }],
+    contexts: [{ name: 'local', cluster: 'local', user: 'nobody' }],
+    currentContext: 'local',
+  });
   return kc.makeApiClient(k8s.CoreV1Api);
 }
 
 it('fails a call the apiserver never answers at its deadline, saying so', async () => {
   answer = false;
-  const err = await client().listNamespace().then(() => undefined, (e: unknown) => e);
+  const err = await client()
+    .listNamespace()
+    .then(
+      () => undefined,
+      (e: unknown) => e,
+    );
   expect(apiMessage(err)).toBe('the apiserver did not answer within 0.3 s');
 });
 

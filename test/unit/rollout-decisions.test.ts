@@ -1,12 +1,24 @@
 /** The rules of a core worker rollout (decisions/rollout.ts, api/core-rollout.ts), a row per rule. No servers. */
 import { coreRolloutConfigMapData, parseCoreRollout } from '../../api/core-rollout.js';
-import { coreDeploymentName, parseGroups, parsePercents, pinnedVersion, rolloutSteps, stopReason } from '../../decisions/rollout.js';
+import {
+  coreDeploymentName,
+  parseGroups,
+  parsePercents,
+  pinnedVersion,
+  rolloutSteps,
+  stopReason,
+} from '../../decisions/rollout.js';
 
 const rollout = { deploymentName: 'konfidence-core', canary: { buildId: 'v2', namespaces: ['team-a', 'team-b'] } };
 
 describe('pinnedVersion: which build a new activation starts on', () => {
   it.each([
-    ['a canary namespace starts on the canary build', rollout, 'team-a', { deploymentName: 'konfidence-core', buildId: 'v2' }],
+    [
+      'a canary namespace starts on the canary build',
+      rollout,
+      'team-a',
+      { deploymentName: 'konfidence-core', buildId: 'v2' },
+    ],
     ['another namespace follows the server (current or ramping)', rollout, 'team-c', undefined],
     ['no canary: the server decides for all', { deploymentName: 'konfidence-core' }, 'team-a', undefined],
     ['no rollout config at all: today behaviour', undefined, 'team-a', undefined],
@@ -20,8 +32,16 @@ describe('pinnedVersion: which build a new activation starts on', () => {
 
 describe('the ConfigMap', () => {
   it.each([
-    ['canary keys', { deploymentName: 'd', canaryBuildId: 'v2', canaryNamespaces: 'a, b' }, { deploymentName: 'd', canary: { buildId: 'v2', namespaces: ['a', 'b'] } }],
-    ['no namespaces: no canary', { deploymentName: 'd', canaryBuildId: 'v2', canaryNamespaces: '' }, { deploymentName: 'd' }],
+    [
+      'canary keys',
+      { deploymentName: 'd', canaryBuildId: 'v2', canaryNamespaces: 'a, b' },
+      { deploymentName: 'd', canary: { buildId: 'v2', namespaces: ['a', 'b'] } },
+    ],
+    [
+      'no namespaces: no canary',
+      { deploymentName: 'd', canaryBuildId: 'v2', canaryNamespaces: '' },
+      { deploymentName: 'd' },
+    ],
     ['no build: no canary', { deploymentName: 'd', canaryNamespaces: 'a' }, { deploymentName: 'd' }],
   ])('%s', (_n, data, expected) => expect(parseCoreRollout(data)).toEqual(expected));
 
@@ -67,8 +87,20 @@ describe('stopReason: when rollout run stops', () => {
   it.each([
     ['nothing wrong: go on', { breakers: [], canaryActivations: [{ name: 'a/x', phase: 'Succeeded' }] }, undefined],
     ['a Closed breaker: go on', { breakers: [{ name: 'core', phase: 'Closed' }], canaryActivations: [] }, undefined],
-    ['an Open breaker stops', { breakers: [{ name: 'core', phase: 'Open' }], canaryActivations: [] }, 'CircuitBreaker core is Open'],
-    ['a failed activation on the new build stops', { breakers: [], canaryActivations: [{ name: 'a/x', phase: 'Failed' }] }, '1 activation(s) on the new build failed: a/x'],
-    ['a breaker is named before failures', { breakers: [{ name: 'b', phase: 'Open' }], canaryActivations: [{ name: 'a/x', phase: 'Failed' }] }, 'CircuitBreaker b is Open'],
+    [
+      'an Open breaker stops',
+      { breakers: [{ name: 'core', phase: 'Open' }], canaryActivations: [] },
+      'CircuitBreaker core is Open',
+    ],
+    [
+      'a failed activation on the new build stops',
+      { breakers: [], canaryActivations: [{ name: 'a/x', phase: 'Failed' }] },
+      '1 activation(s) on the new build failed: a/x',
+    ],
+    [
+      'a breaker is named before failures',
+      { breakers: [{ name: 'b', phase: 'Open' }], canaryActivations: [{ name: 'a/x', phase: 'Failed' }] },
+      'CircuitBreaker b is Open',
+    ],
   ])('%s', (_n, o, expected) => expect(stopReason(o)).toBe(expected));
 });

@@ -11,7 +11,12 @@ import type { RouteKind } from '../../executors/types.js';
 import type { ExecutorContext } from '../../executors/types.js';
 import type { CustomObject } from '../../k8s/custom-objects.js';
 
-const HTTPROUTE: RouteKind = { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'httproutes', kind: 'HTTPRoute' };
+const HTTPROUTE: RouteKind = {
+  group: 'gateway.networking.k8s.io',
+  version: 'v1',
+  plural: 'httproutes',
+  kind: 'HTTPRoute',
+};
 
 const route = (over: { spec?: unknown; status?: unknown; metadata?: Record<string, unknown> } = {}): CustomObject => ({
   apiVersion: 'gateway.networking.k8s.io/v1',
@@ -27,12 +32,17 @@ const route = (over: { spec?: unknown; status?: unknown; metadata?: Record<strin
     ...over.metadata,
   },
   spec: over.spec ?? { rules: [{ backendRefs: [{ name: 'shop-1', port: 80, weight: 100 }] }] },
-  ...(over.status === undefined ? { status: { parents: [{ conditions: [{ type: 'Accepted', status: 'True' }] }] } } : { status: over.status }),
+  ...(over.status === undefined
+    ? { status: { parents: [{ conditions: [{ type: 'Accepted', status: 'True' }] }] } }
+    : { status: over.status }),
 });
 
 describe('which objects are routes', () => {
   it('the route kinds are those of the built-in executors, each once', () => {
-    expect(builtInRouteKinds.map((k) => `${k.kind}.${k.group}`)).toEqual(['HTTPRoute.gateway.networking.k8s.io', 'VirtualService.networking.istio.io']);
+    expect(builtInRouteKinds.map((k) => `${k.kind}.${k.group}`)).toEqual([
+      'HTTPRoute.gateway.networking.k8s.io',
+      'VirtualService.networking.istio.io',
+    ]);
   });
 
   it.each([
@@ -48,10 +58,18 @@ describe('which objects are routes', () => {
 describe('which changes of a route cost the Stage controller a pass (relevantState)', () => {
   const before = relevantState(route());
   it.each([
-    ['a backend weight', true, route({ spec: { rules: [{ backendRefs: [{ name: 'shop-1', port: 80, weight: 50 }] }] } })],
+    [
+      'a backend weight',
+      true,
+      route({ spec: { rules: [{ backendRefs: [{ name: 'shop-1', port: 80, weight: 50 }] }] } }),
+    ],
     ['a rule added', true, route({ spec: { rules: [{}, {}] } })],
     ["its status (a gateway's conditions)", false, route({ status: { parents: [] } })],
-    ['its labels, annotations and resourceVersion', false, route({ metadata: { labels: {}, annotations: {}, resourceVersion: '8' } })],
+    [
+      'its labels, annotations and resourceVersion',
+      false,
+      route({ metadata: { labels: {}, annotations: {}, resourceVersion: '8' } }),
+    ],
   ])('%s changed costs a pass: %s', (_what, costs, after) => {
     expect(relevantState(after) !== before).toBe(costs);
   });
@@ -87,7 +105,8 @@ describe('readRoute with a watch cache', () => {
       signal: new AbortController().signal,
       heartbeat: () => undefined,
       routes,
-      cachedRoute: (kind, namespace, name) => (kind.kind === 'HTTPRoute' && namespace === 'ns' && name === 'shop' ? cached : undefined),
+      cachedRoute: (kind, namespace, name) =>
+        kind.kind === 'HTTPRoute' && namespace === 'ns' && name === 'shop' ? cached : undefined,
     };
     return { ctx, gets };
   }

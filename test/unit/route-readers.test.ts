@@ -11,11 +11,14 @@ import type { CustomObject } from '../../k8s/custom-objects.js';
 const GATEWAY = { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute' };
 const shared = routeKey(GATEWAY, 'gateways', 'shop');
 const other = routeKey(GATEWAY, 'gateways', 'other');
-const watched = (apiVersion: string, kind: string, namespace: string, name: string) => routeKeyOf({ apiVersion, kind, metadata: { namespace, name } } as CustomObject);
+const watched = (apiVersion: string, kind: string, namespace: string, name: string) =>
+  routeKeyOf({ apiVersion, kind, metadata: { namespace, name } } as CustomObject);
 
 it('a watched route object and a read name the same route by group, kind, namespace and name', () => {
   expect(watched('gateway.networking.k8s.io/v1', 'HTTPRoute', 'gateways', 'shop')).toBe(shared);
-  expect(watched('networking.istio.io/v1', 'VirtualService', 'mesh', 'shop')).toBe(routeKey({ group: 'networking.istio.io', kind: 'VirtualService' }, 'mesh', 'shop'));
+  expect(watched('networking.istio.io/v1', 'VirtualService', 'mesh', 'shop')).toBe(
+    routeKey({ group: 'networking.istio.io', kind: 'VirtualService' }, 'mesh', 'shop'),
+  );
   expect(watched('routes.example.com/v1', 'HTTPRoute', 'gateways', 'shop')).not.toBe(shared);
   expect(watched('gateway.networking.k8s.io/v1', 'HTTPRoute', 'elsewhere', 'shop')).not.toBe(shared);
 });
@@ -23,9 +26,31 @@ it('a watched route object and a read name the same route by group, kind, namesp
 type Pass = [namespace: string, read: string[]];
 it.each([
   { case: 'read by one namespace', passes: [['shop', [shared]]] as Pass[], wakes: ['shop'] },
-  { case: 'read by two', passes: [['shop', [shared]], ['cart', [shared]]] as Pass[], wakes: ['cart', 'shop'] },
-  { case: 'no longer read by the next pass', passes: [['shop', [shared]], ['shop', []]] as Pass[], wakes: [] },
-  { case: 'read by one of two no longer', passes: [['shop', [shared]], ['cart', [shared]], ['cart', [other]]] as Pass[], wakes: ['shop'] },
+  {
+    case: 'read by two',
+    passes: [
+      ['shop', [shared]],
+      ['cart', [shared]],
+    ] as Pass[],
+    wakes: ['cart', 'shop'],
+  },
+  {
+    case: 'no longer read by the next pass',
+    passes: [
+      ['shop', [shared]],
+      ['shop', []],
+    ] as Pass[],
+    wakes: [],
+  },
+  {
+    case: 'read by one of two no longer',
+    passes: [
+      ['shop', [shared]],
+      ['cart', [shared]],
+      ['cart', [other]],
+    ] as Pass[],
+    wakes: ['shop'],
+  },
 ])('a route $case wakes $wakes', ({ passes, wakes }) => {
   const readers = new RouteReaders();
   for (const [ns, read] of passes) readers.note(ns, read);

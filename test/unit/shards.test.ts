@@ -51,7 +51,11 @@ describe('shardOf', () => {
   it('puts every namespace in exactly one shard, spread over the hash shards', () => {
     const names = Array.from({ length: 300 }, (_, i) => `team-${i}`);
     const counts = new Map<string, number>();
-    for (const n of names) counts.set(shardOf(n, {}, spec({ hashShards: 3 }))!, (counts.get(shardOf(n, {}, spec({ hashShards: 3 }))!) ?? 0) + 1);
+    for (const n of names)
+      counts.set(
+        shardOf(n, {}, spec({ hashShards: 3 }))!,
+        (counts.get(shardOf(n, {}, spec({ hashShards: 3 }))!) ?? 0) + 1,
+      );
     expect([...counts.keys()].sort()).toEqual(['hash-0', 'hash-1', 'hash-2']);
     for (const c of counts.values()) expect(c).toBeGreaterThan(60);
   });
@@ -64,29 +68,80 @@ describe('decideServing (the handover)', () => {
     ...(namespaces ? { serving: { generation: 2, namespaces } } : {}),
     ...o,
   });
-  const input = (o: Partial<ServingInput>): ServingInput => ({ generation: 2, assigned: new Set(), serving: new Set(), peers: [], ...o });
+  const input = (o: Partial<ServingInput>): ServingInput => ({
+    generation: 2,
+    assigned: new Set(),
+    serving: new Set(),
+    peers: [],
+    ...o,
+  });
   it.each<[string, Partial<ServingInput>, { drop: string[]; claim: string[]; publish: string[]; waiting: string[] }]>([
-    ['first start, alone: claims everything assigned', { assigned: new Set(['a', 'b']) }, { drop: [], claim: ['a', 'b'], publish: ['a', 'b'], waiting: [] }],
-    ['keeps what it serves', { assigned: new Set(['a']), serving: new Set(['a']), peers: [peer('p', ['b'])] }, { drop: [], claim: [], publish: ['a'], waiting: [] }],
-    ['drops what is no longer assigned, at once, whatever peers say', { assigned: new Set(['a']), serving: new Set(['a', 'b']), peers: [peer('p', undefined)] }, { drop: ['b'], claim: [], publish: ['a'], waiting: [] }],
-    ['waits while the old owner still lists it', { assigned: new Set(['a', 'b']), serving: new Set(['a']), peers: [peer('p', ['b'])] }, { drop: [], claim: [], publish: ['a'], waiting: ['b'] }],
-    ['claims once the old owner published it without', { assigned: new Set(['a', 'b']), serving: new Set(['a']), peers: [peer('p', [])] }, { drop: [], claim: ['b'], publish: ['a', 'b'], waiting: [] }],
-    ['claims from a dead owner (Lease expired) even though it lists it', { assigned: new Set(['b']), peers: [peer('p', ['b'], { live: false })] }, { drop: [], claim: ['b'], publish: ['b'], waiting: [] }],
-    ['waits for a peer on an older config generation', { assigned: new Set(['b']), peers: [peer('p', [], { serving: { generation: 1, namespaces: [] } })] }, { drop: [], claim: [], publish: [], waiting: ['b'] }],
-    ['waits when itself is behind a peer', { assigned: new Set(['b']), peers: [peer('p', [], { serving: { generation: 3, namespaces: [] } })] }, { drop: [], claim: [], publish: [], waiting: ['b'] }],
-    ['waits for a live peer that published nothing yet (or under an older leader)', { assigned: new Set(['b']), peers: [peer('p', undefined)] }, { drop: [], claim: [], publish: [], waiting: ['b'] }],
-    ['a dead peer that published nothing does not block', { assigned: new Set(['b']), peers: [peer('p', undefined, { live: false })] }, { drop: [], claim: ['b'], publish: ['b'], waiting: [] }],
+    [
+      'first start, alone: claims everything assigned',
+      { assigned: new Set(['a', 'b']) },
+      { drop: [], claim: ['a', 'b'], publish: ['a', 'b'], waiting: [] },
+    ],
+    [
+      'keeps what it serves',
+      { assigned: new Set(['a']), serving: new Set(['a']), peers: [peer('p', ['b'])] },
+      { drop: [], claim: [], publish: ['a'], waiting: [] },
+    ],
+    [
+      'drops what is no longer assigned, at once, whatever peers say',
+      { assigned: new Set(['a']), serving: new Set(['a', 'b']), peers: [peer('p', undefined)] },
+      { drop: ['b'], claim: [], publish: ['a'], waiting: [] },
+    ],
+    [
+      'waits while the old owner still lists it',
+      { assigned: new Set(['a', 'b']), serving: new Set(['a']), peers: [peer('p', ['b'])] },
+      { drop: [], claim: [], publish: ['a'], waiting: ['b'] },
+    ],
+    [
+      'claims once the old owner published it without',
+      { assigned: new Set(['a', 'b']), serving: new Set(['a']), peers: [peer('p', [])] },
+      { drop: [], claim: ['b'], publish: ['a', 'b'], waiting: [] },
+    ],
+    [
+      'claims from a dead owner (Lease expired) even though it lists it',
+      { assigned: new Set(['b']), peers: [peer('p', ['b'], { live: false })] },
+      { drop: [], claim: ['b'], publish: ['b'], waiting: [] },
+    ],
+    [
+      'waits for a peer on an older config generation',
+      { assigned: new Set(['b']), peers: [peer('p', [], { serving: { generation: 1, namespaces: [] } })] },
+      { drop: [], claim: [], publish: [], waiting: ['b'] },
+    ],
+    [
+      'waits when itself is behind a peer',
+      { assigned: new Set(['b']), peers: [peer('p', [], { serving: { generation: 3, namespaces: [] } })] },
+      { drop: [], claim: [], publish: [], waiting: ['b'] },
+    ],
+    [
+      'waits for a live peer that published nothing yet (or under an older leader)',
+      { assigned: new Set(['b']), peers: [peer('p', undefined)] },
+      { drop: [], claim: [], publish: [], waiting: ['b'] },
+    ],
+    [
+      'a dead peer that published nothing does not block',
+      { assigned: new Set(['b']), peers: [peer('p', undefined, { live: false })] },
+      { drop: [], claim: ['b'], publish: ['b'], waiting: [] },
+    ],
   ])('%s', (_why, o, expected) => {
     const d = decideServing(input(o));
-    expect({ drop: d.drop, claim: d.claim, publish: d.publish, waiting: d.waiting.map((w) => w.namespace) }).toEqual(expected);
+    expect({ drop: d.drop, claim: d.claim, publish: d.publish, waiting: d.waiting.map((w) => w.namespace) }).toEqual(
+      expected,
+    );
   });
 
   it('never lets two shards serve a namespace through a reshard (generation by generation)', () => {
     // N 2 → 3: each shard applies the new generation at its own time; the published lists are what peers see.
     const names = Array.from({ length: 60 }, (_, i) => `ns-${i}`);
     const shards = ['hash-0', 'hash-1', 'hash-2'];
-    const state = new Map(shards.map((s) => [s, { generation: 1, serving: new Set<string>(), published: [] as string[] }]));
-    const assign = (s: string, gen: number) => new Set(names.filter((n) => shardOf(n, {}, spec({ hashShards: gen === 1 ? 2 : 3 })) === s));
+    const state = new Map(
+      shards.map((s) => [s, { generation: 1, serving: new Set<string>(), published: [] as string[] }]),
+    );
+    const assign = (s: string, gen: number) =>
+      new Set(names.filter((n) => shardOf(n, {}, spec({ hashShards: gen === 1 ? 2 : 3 })) === s));
     const step = (s: string, gen: number) => {
       const me = state.get(s)!;
       me.generation = gen;
@@ -94,7 +149,13 @@ describe('decideServing (the handover)', () => {
         generation: gen,
         assigned: assign(s, gen),
         serving: me.serving,
-        peers: shards.filter((p) => p !== s).map((p) => ({ shard: p, live: true, serving: { generation: state.get(p)!.generation, namespaces: state.get(p)!.published } })),
+        peers: shards
+          .filter((p) => p !== s)
+          .map((p) => ({
+            shard: p,
+            live: true,
+            serving: { generation: state.get(p)!.generation, namespaces: state.get(p)!.published },
+          })),
       });
       for (const n of d.drop) me.serving.delete(n);
       me.published = d.publish;
@@ -106,7 +167,8 @@ describe('decideServing (the handover)', () => {
     for (const s of shards) step(s, 1);
     expect(shards.reduce((n, s) => n + state.get(s)!.serving.size, 0)).toBe(names.length);
     // The new config reaches hash-2 first, then hash-0, then hash-1; each steps a few times.
-    for (const order of [['hash-2'], ['hash-2', 'hash-0'], ['hash-2', 'hash-0', 'hash-1'], shards, shards]) for (const s of order) step(s, 2);
+    for (const order of [['hash-2'], ['hash-2', 'hash-0'], ['hash-2', 'hash-0', 'hash-1'], shards, shards])
+      for (const s of order) step(s, 2);
     expect(shards.reduce((n, s) => n + state.get(s)!.serving.size, 0)).toBe(names.length);
   });
 });

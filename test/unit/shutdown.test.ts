@@ -6,7 +6,12 @@ import { Shutdown } from '../../worker/shutdown.js';
 function setUp(graceMs = 60_000) {
   const emitter = new EventEmitter();
   const exits: number[] = [];
-  const shutdown = new Shutdown({ graceMs, log: () => undefined, exit: (code) => void exits.push(code), on: (signal, handler) => emitter.on(signal, handler) });
+  const shutdown = new Shutdown({
+    graceMs,
+    log: () => undefined,
+    exit: (code) => void exits.push(code),
+    on: (signal, handler) => emitter.on(signal, handler),
+  });
   let signalled: string | undefined;
   void shutdown.signalled.then((s) => (signalled = s));
   return { shutdown, exits, send: (s: NodeJS.Signals) => emitter.emit(s), signalled: () => signalled };

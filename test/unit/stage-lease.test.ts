@@ -21,30 +21,44 @@ type Step = 'ok' | number | 'taken';
 /** A Lease held by HOLDER; each renewal (a read and a replace) meets the next step of `script`, then another holder. */
 function fakeDeps(script: Step[]) {
   const said: { reason: string; type: string; note: string; stage: string }[] = [];
-  let lease: k8s.V1Lease = { metadata: { name: 'konfidence-stage-shop', namespace: 'shop', resourceVersion: '1' }, spec: { holderIdentity: HOLDER, leaseDurationSeconds: 60, renewTime: new k8s.V1MicroTime() } };
+  let lease: k8s.V1Lease = {
+    metadata: { name: 'konfidence-stage-shop', namespace: 'shop', resourceVersion: '1' },
+    spec: { holderIdentity: HOLDER, leaseDurationSeconds: 60, renewTime: new k8s.V1MicroTime() },
+  };
   let renewals = 0;
   const leases = {
     async readNamespacedLease() {
       // Past the script the Lease is taken: a renewal that should have stopped ends there, not never.
       const step = script[renewals++] ?? 'taken';
       if (typeof step === 'number') throw refused(step);
-      if (step === 'taken') lease = { ...lease, spec: { ...lease.spec, holderIdentity: 'another-installation', renewTime: new k8s.V1MicroTime() } };
+      if (step === 'taken')
+        lease = {
+          ...lease,
+          spec: { ...lease.spec, holderIdentity: 'another-installation', renewTime: new k8s.V1MicroTime() },
+        };
       return structuredClone(lease);
     },
     async replaceNamespacedLease({ body }: { body: k8s.V1Lease }) {
-      lease = { ...body, metadata: { ...body.metadata, resourceVersion: String(Number(lease.metadata!.resourceVersion) + 1) } };
+      lease = {
+        ...body,
+        metadata: { ...body.metadata, resourceVersion: String(Number(lease.metadata!.resourceVersion) + 1) },
+      };
       return lease;
     },
   };
   const deps = {
     leases,
     log: () => undefined,
-    event: async (regarding: { name: string }, type: string, reason: string, note: string) => void said.push({ stage: regarding.name, type, reason, note }),
+    event: async (regarding: { name: string }, type: string, reason: string, note: string) =>
+      void said.push({ stage: regarding.name, type, reason, note }),
   } as unknown as CoreDeps;
   return { deps, said, renewals: () => renewals };
 }
 
-const keep = (deps: CoreDeps) => new MockActivityEnvironment({}, quiet).run(() => leaseActivities(deps).keepStageLease('shop', 'shop', HOLDER, DURATION_SECONDS));
+const keep = (deps: CoreDeps) =>
+  new MockActivityEnvironment({}, quiet).run(() =>
+    leaseActivities(deps).keepStageLease('shop', 'shop', HOLDER, DURATION_SECONDS),
+  );
 
 it('failing renewals say StageLeaseRenewFailed once, a recovery says StageLeaseRenewed, and a Lease taken by another holder says StageLeaseLost and ends the renewal', async () => {
   const { deps, said, renewals } = fakeDeps(['ok', 503, 503, 'ok', 'ok', 'taken']);
@@ -56,7 +70,9 @@ it('failing renewals say StageLeaseRenewFailed once, a recovery says StageLeaseR
     ['shop', 'Warning', 'StageLeaseLost'],
   ]);
   expect(said[0]!.note).toBe('activation shop/shop-to-2 could not renew the Lease of Stage shop: refused with 503');
-  expect(note).toBe("activation shop/shop-to-2 lost the Lease of Stage shop to another-installation; the Stage's lock workflow still serializes activations");
+  expect(note).toBe(
+    "activation shop/shop-to-2 lost the Lease of Stage shop to another-installation; the Stage's lock workflow still serializes activations",
+  );
   expect(said[2]!.note).toBe(note);
 });
 

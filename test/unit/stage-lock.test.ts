@@ -10,7 +10,16 @@ import proto from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { createLockActivities, expectStageLock, type LockActivities } from '../../stage-lock/activities.js';
 import { pollUntil } from '../../scripts/env/process.js';
-import { lockGrantedSignal, lockStateQuery, RELEASE_UNANSWERED, releaseLockSignal, releaseLockUpdate, requestLockSignal, stageLockWorkflowId, type LockState } from '../../stage-lock/contract.js';
+import {
+  lockGrantedSignal,
+  lockStateQuery,
+  RELEASE_UNANSWERED,
+  releaseLockSignal,
+  releaseLockUpdate,
+  requestLockSignal,
+  stageLockWorkflowId,
+  type LockState,
+} from '../../stage-lock/contract.js';
 import { EXPECT_MS } from '../../stage-lock/rules.js';
 import { HOLDER_CHECK_MS, IDLE_LINGER_MS, stageLock } from '../../stage-lock/workflow.js';
 import { createTestActivities } from './support/activities.js';
@@ -40,7 +49,11 @@ function newStage(): { stage: string; taskQueue: string; lockId: string } {
 }
 
 /** Runs `body` with a worker for the project's and the test's workflows and activities. */
-async function withWorker<T>(taskQueue: string, body: () => Promise<T>, activities: Partial<LockActivities> = {}): Promise<T> {
+async function withWorker<T>(
+  taskQueue: string,
+  body: () => Promise<T>,
+  activities: Partial<LockActivities> = {},
+): Promise<T> {
   const worker = await Worker.create({
     connection: env.nativeConnection,
     taskQueue,
@@ -59,7 +72,14 @@ async function withWorker<T>(taskQueue: string, body: () => Promise<T>, activiti
   });
 }
 
-function startRequester(taskQueue: string, stage: string, id: string, revision: number, hold = false, releaseBy: 'signal' | 'update' = 'signal') {
+function startRequester(
+  taskQueue: string,
+  stage: string,
+  id: string,
+  revision: number,
+  hold = false,
+  releaseBy: 'signal' | 'update' = 'signal',
+) {
   return env.client.workflow.start(lockRequester, {
     taskQueue,
     workflowId: `${stage}/${id}`,
@@ -99,9 +119,15 @@ function waitForQuietLock(lockId: string): Promise<true> {
       const history = (await env.client.workflow.getHandle(lockId).fetchHistory()).events ?? [];
       const count = (type: number) => history.filter((e) => e.eventType === type).length;
       const sent = count(events.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED);
-      const answered = count(events.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_SIGNALED) + count(events.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED);
+      const answered =
+        count(events.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_SIGNALED) +
+        count(events.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED);
       const last = history.at(-1)?.eventType;
-      const quiet = [events.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, events.EVENT_TYPE_TIMER_STARTED, events.EVENT_TYPE_TIMER_CANCELED];
+      const quiet = [
+        events.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+        events.EVENT_TYPE_TIMER_STARTED,
+        events.EVENT_TYPE_TIMER_CANCELED,
+      ];
       return sent === answered && last !== undefined && last !== null && quiet.includes(last) ? true : undefined;
     },
     10_000,
@@ -113,7 +139,10 @@ function waitForQuietLock(lockId: string): Promise<true> {
 /** Waits until a requester's ask (signal-with-start by its activity) has reached the lock. */
 function waitForAsk(requester: WorkflowHandle): Promise<true> {
   return pollUntil(
-    async () => ((await requester.fetchHistory()).events ?? []).some((e) => e.eventType === events.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) || undefined,
+    async () =>
+      ((await requester.fetchHistory()).events ?? []).some(
+        (e) => e.eventType === events.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+      ) || undefined,
     10_000,
     'the request reached the lock',
     20,
@@ -124,12 +153,19 @@ function waitForAsk(requester: WorkflowHandle): Promise<true> {
 async function grantsSentByLock(lockId: string): Promise<string[]> {
   const history = (await env.client.workflow.getHandle(lockId).fetchHistory()).events ?? [];
   return history
-    .filter((e) => e.eventType === events.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED && e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName === lockGrantedSignal.name)
+    .filter(
+      (e) =>
+        e.eventType === events.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED &&
+        e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName === lockGrantedSignal.name,
+    )
     .map((e) => e.signalExternalWorkflowExecutionInitiatedEventAttributes!.workflowExecution!.workflowId!);
 }
 
 const holderIs = (id: string) => (s: LockState) => s.holder?.requester === id;
-const waitingAre = (...ids: string[]) => (s: LockState) => s.waiting.map((w) => w.requester).join() === ids.join();
+const waitingAre =
+  (...ids: string[]) =>
+  (s: LockState) =>
+    s.waiting.map((w) => w.requester).join() === ids.join();
 
 test('a holder terminated under steady traffic is found within two check periods, and the newest waiter gets the Stage', async () => {
   const { stage, taskQueue, lockId } = newStage();
@@ -142,7 +178,17 @@ test('a holder terminated under steady traffic is found within two check periods
     const traffic = await env.client.workflow.execute(lockTraffic, {
       taskQueue,
       workflowId: `${stage}/traffic`,
-      args: [{ namespace, stage, holder: holder.workflowId, terminateAfterMs: 45_000, everyMs: 30_000, firstRevision: 2, maxRequests: 16 }],
+      args: [
+        {
+          namespace,
+          stage,
+          holder: holder.workflowId,
+          terminateAfterMs: 45_000,
+          everyMs: 30_000,
+          firstRevision: 2,
+          maxRequests: 16,
+        },
+      ],
     });
 
     expect(traffic.terminatedAt).toBeDefined();
@@ -160,7 +206,11 @@ test('a holder terminated under steady traffic is found within two check periods
     // The Stage went to the newest request; every earlier one was superseded by its successor.
     expect(grantedId).toBe(asked.at(-1)!.id);
     asked.slice(0, -1).forEach((r, i) => {
-      expect(traffic.outcomes[r.id]).toMatchObject({ outcome: 'superseded', by: asked[i + 1]!.id, notices: [expect.any(String)] });
+      expect(traffic.outcomes[r.id]).toMatchObject({
+        outcome: 'superseded',
+        by: asked[i + 1]!.id,
+        notices: [expect.any(String)],
+      });
     });
   });
 });
@@ -180,13 +230,36 @@ test('supersede rules: the newest revision wins, on equal revisions the later re
     const d = await startRequester(taskQueue, stage, 'd', 7);
     await waitForLock(lockId, waitingAre(d.workflowId), 'd (same revision, later) replaces b');
 
-    expect(await a.result()).toEqual(expect.objectContaining({ outcome: 'superseded', by: b.workflowId, byRevision: 7, notices: [`superseded by ${b.workflowId} (7)`] }));
-    expect(cResult).toEqual(expect.objectContaining({ outcome: 'superseded', by: b.workflowId, byRevision: 7, notices: [`superseded by ${b.workflowId} (7)`] }));
-    expect(await b.result()).toEqual(expect.objectContaining({ outcome: 'superseded', by: d.workflowId, byRevision: 7, notices: [`superseded by ${d.workflowId} (7)`] }));
+    expect(await a.result()).toEqual(
+      expect.objectContaining({
+        outcome: 'superseded',
+        by: b.workflowId,
+        byRevision: 7,
+        notices: [`superseded by ${b.workflowId} (7)`],
+      }),
+    );
+    expect(cResult).toEqual(
+      expect.objectContaining({
+        outcome: 'superseded',
+        by: b.workflowId,
+        byRevision: 7,
+        notices: [`superseded by ${b.workflowId} (7)`],
+      }),
+    );
+    expect(await b.result()).toEqual(
+      expect.objectContaining({
+        outcome: 'superseded',
+        by: d.workflowId,
+        byRevision: 7,
+        notices: [`superseded by ${d.workflowId} (7)`],
+      }),
+    );
 
     // b asks again, as a waiting activation does now and then, after it was superseded (its ask was
     // on its way): it must not come back and supersede d with the same revision.
-    await env.client.workflow.getHandle(lockId).signal(requestLockSignal, { requester: b.workflowId, revision: 7, activation: b.workflowId });
+    await env.client.workflow
+      .getHandle(lockId)
+      .signal(requestLockSignal, { requester: b.workflowId, revision: 7, activation: b.workflowId });
     // The holder releases after that ask (signals reach the lock in order): d gets the Stage.
     await holder.signal(finishSignal);
     expect(await holder.result()).toEqual(expect.objectContaining({ outcome: 'granted', notices: ['granted'] }));
@@ -204,7 +277,11 @@ test('asked as an Update, the lock answers at once: a free Stage granted, a busy
     // Asking again (a retried activity) confirms it.
     expect(await askStageLock(namespace, stage, request(1))).toEqual({ outcome: 'granted' });
     expect(await askStageLock(namespace, stage, request(3))).toEqual({ outcome: 'queued' });
-    expect(await askStageLock(namespace, stage, request(2))).toEqual({ outcome: 'superseded', by: 'unit/a3', revision: 3 });
+    expect(await askStageLock(namespace, stage, request(2))).toEqual({
+      outcome: 'superseded',
+      by: 'unit/a3',
+      revision: 3,
+    });
     const state = await env.client.workflow.getHandle(lockId).query(lockStateQuery);
     expect(state.holder?.requester).toBe(`${stage}/r1`);
     expect(state.waiting.map((w) => w.requester)).toEqual([`${stage}/r3`]);
@@ -216,13 +293,27 @@ test("a burst's newest, expected: an older request on a free Stage is held back 
   const { stage, taskQueue, lockId } = newStage();
   await withWorker(taskQueue, async () => {
     // The watcher saw the burst's newest (revision 9) and tells the lock before its workflow asks.
-    await expectStageLock(env.client, taskQueue, namespace, stage, { requester: `${stage}/new`, revision: 9, activation: `${namespace}/new` });
+    await expectStageLock(env.client, taskQueue, namespace, stage, {
+      requester: `${stage}/new`,
+      revision: 9,
+      activation: `${namespace}/new`,
+    });
     // An older activation, started before the burst was seen whole, asks first: it is not granted.
     const old = await startRequester(taskQueue, stage, 'old', 3);
     const held = await waitForLock(lockId, waitingAre(old.workflowId), 'the older request queued');
-    expect({ holder: held.holder, expected: held.expected?.requester }).toEqual({ holder: undefined, expected: `${stage}/new` });
+    expect({ holder: held.holder, expected: held.expected?.requester }).toEqual({
+      holder: undefined,
+      expected: `${stage}/new`,
+    });
     const newest = await startRequester(taskQueue, stage, 'new', 9);
-    expect(await old.result()).toEqual(expect.objectContaining({ outcome: 'superseded', by: newest.workflowId, byRevision: 9, notices: [`superseded by ${newest.workflowId} (9)`] }));
+    expect(await old.result()).toEqual(
+      expect.objectContaining({
+        outcome: 'superseded',
+        by: newest.workflowId,
+        byRevision: 9,
+        notices: [`superseded by ${newest.workflowId} (9)`],
+      }),
+    );
     expect(await newest.result()).toEqual(expect.objectContaining({ outcome: 'granted', notices: ['granted'] }));
   });
 });
@@ -230,7 +321,11 @@ test("a burst's newest, expected: an older request on a free Stage is held back 
 test('an expected request that never asks holds an older one back only for EXPECT_MS: then the older one is granted', async () => {
   const { stage, taskQueue, lockId } = newStage();
   await withWorker(taskQueue, async () => {
-    await expectStageLock(env.client, taskQueue, namespace, stage, { requester: `${stage}/never`, revision: 9, activation: `${namespace}/never` });
+    await expectStageLock(env.client, taskQueue, namespace, stage, {
+      requester: `${stage}/never`,
+      revision: 9,
+      activation: `${namespace}/never`,
+    });
     const expectedAt = await env.currentTimeMs();
     const old = await startRequester(taskQueue, stage, 'old', 3);
     await waitForLock(lockId, waitingAre(old.workflowId), 'the older request queued');
@@ -248,13 +343,19 @@ test('an expectation that runs out while the Stage is held costs the lock one ti
     const holder = await startRequester(taskQueue, stage, 'holder', 1, true);
     await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
     // Told while the Stage is held; the newest never asks (deleted before it started, say).
-    await expectStageLock(env.client, taskQueue, namespace, stage, { requester: `${stage}/never`, revision: 9, activation: `${namespace}/never` });
+    await expectStageLock(env.client, taskQueue, namespace, stage, {
+      requester: `${stage}/never`,
+      revision: 9,
+      activation: `${namespace}/never`,
+    });
     await waitForLock(lockId, (s) => s.expected?.requester === `${stage}/never`, 'the lock expects it');
     await env.sleep(EXPECT_MS + 10_000); // well before the holder check (HOLDER_CHECK_MS)
     const state = await waitForLock(lockId, (s) => s.expected === undefined, 'the expectation forgotten');
     expect(state.holder?.requester).toBe(holder.workflowId);
     // A lapsed expectation once set a 1 ms timer on every turn of the loop until the release.
-    const timers = ((await env.client.workflow.getHandle(lockId).fetchHistory()).events ?? []).filter((e) => e.eventType === events.EVENT_TYPE_TIMER_STARTED).length;
+    const timers = ((await env.client.workflow.getHandle(lockId).fetchHistory()).events ?? []).filter(
+      (e) => e.eventType === events.EVENT_TYPE_TIMER_STARTED,
+    ).length;
     expect(timers).toBeLessThanOrEqual(3);
     await holder.signal(finishSignal);
     expect(await holder.result()).toEqual(expect.objectContaining({ outcome: 'granted', notices: ['granted'] }));
@@ -266,49 +367,69 @@ test('a lock run on a build from before the Update refuses it: the request goes 
   const { askStageLock } = createLockActivities(env.client, taskQueue);
   await withWorker(taskQueue, async () => {
     // A running workflow without the Update's handler stands in for the old lock run.
-    const old = await env.client.workflow.start(lockRequester, { taskQueue, workflowId: lockId, args: [{ namespace, stage: `${stage}-other`, revision: 1, hold: true }] });
-    await pollUntil(async () => (await old.query(requesterQuery))?.outcome, 10_000, 'the stand-in to hold its own Stage');
-    expect(await askStageLock(namespace, stage, { requester: `${stage}/r1`, revision: 1, activation: 'unit/a1' })).toEqual({ outcome: 'queued' });
-    const signals = ((await old.fetchHistory()).events ?? []).filter((e) => e.eventType === events.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED);
+    const old = await env.client.workflow.start(lockRequester, {
+      taskQueue,
+      workflowId: lockId,
+      args: [{ namespace, stage: `${stage}-other`, revision: 1, hold: true }],
+    });
+    await pollUntil(
+      async () => (await old.query(requesterQuery))?.outcome,
+      10_000,
+      'the stand-in to hold its own Stage',
+    );
+    expect(
+      await askStageLock(namespace, stage, { requester: `${stage}/r1`, revision: 1, activation: 'unit/a1' }),
+    ).toEqual({ outcome: 'queued' });
+    const signals = ((await old.fetchHistory()).events ?? []).filter(
+      (e) => e.eventType === events.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+    );
     expect(signals.map((e) => e.workflowExecutionSignaledEventAttributes?.signalName)).toContain('requestLock');
     await old.signal(finishSignal);
     await old.result();
   });
-  await env.client.workflow.getHandle(stageLockWorkflowId(namespace, `${stage}-other`)).terminate('test done').catch(() => undefined);
+  await env.client.workflow
+    .getHandle(stageLockWorkflowId(namespace, `${stage}-other`))
+    .terminate('test done')
+    .catch(() => undefined);
 });
 
-test.each(['signal', 'update'] as const)('the Stage is never granted to a requester whose workflow has closed (released by %s)', async (releaseBy) => {
-  const { stage, taskQueue, lockId } = newStage();
-  const checks: string[] = [];
-  const real = createLockActivities(env.client, taskQueue);
-  const isWorkflowOpen = (workflowId: string) => {
-    checks.push(workflowId);
-    return real.isWorkflowOpen(workflowId);
-  };
-  await withWorker(
-    taskQueue,
-    async () => {
-      const holder = await startRequester(taskQueue, stage, 'holder', 1, true, releaseBy);
-      await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
-      const gone = await startRequester(taskQueue, stage, 'gone', 2);
-      await waitForLock(lockId, waitingAre(gone.workflowId), 'a second requester waits');
-      await gone.terminate('the activation was terminated while it waited');
+test.each(['signal', 'update'] as const)(
+  'the Stage is never granted to a requester whose workflow has closed (released by %s)',
+  async (releaseBy) => {
+    const { stage, taskQueue, lockId } = newStage();
+    const checks: string[] = [];
+    const real = createLockActivities(env.client, taskQueue);
+    const isWorkflowOpen = (workflowId: string) => {
+      checks.push(workflowId);
+      return real.isWorkflowOpen(workflowId);
+    };
+    await withWorker(
+      taskQueue,
+      async () => {
+        const holder = await startRequester(taskQueue, stage, 'holder', 1, true, releaseBy);
+        await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
+        const gone = await startRequester(taskQueue, stage, 'gone', 2);
+        await waitForLock(lockId, waitingAre(gone.workflowId), 'a second requester waits');
+        await gone.terminate('the activation was terminated while it waited');
 
-      await holder.signal(finishSignal);
-      // The grant cannot reach the closed requester: the lock drops it at once (no holder check
-      // needed to take the Stage back) and, idle, finishes.
-      await env.client.workflow.getHandle(lockId).result();
-      expect(checks).toEqual([]);
-      // By Update, the lock never signalled the closed requester: the releaser found it gone and
-      // released for it.
-      expect(await grantsSentByLock(lockId)).toEqual(releaseBy === 'update' ? [holder.workflowId] : [holder.workflowId, gone.workflowId]);
-      // The next requester is served by a new lock run.
-      const next = await startRequester(taskQueue, stage, 'next', 1);
-      expect(await next.result()).toEqual(expect.objectContaining({ outcome: 'granted', notices: ['granted'] }));
-    },
-    { isWorkflowOpen },
-  );
-});
+        await holder.signal(finishSignal);
+        // The grant cannot reach the closed requester: the lock drops it at once (no holder check
+        // needed to take the Stage back) and, idle, finishes.
+        await env.client.workflow.getHandle(lockId).result();
+        expect(checks).toEqual([]);
+        // By Update, the lock never signalled the closed requester: the releaser found it gone and
+        // released for it.
+        expect(await grantsSentByLock(lockId)).toEqual(
+          releaseBy === 'update' ? [holder.workflowId] : [holder.workflowId, gone.workflowId],
+        );
+        // The next requester is served by a new lock run.
+        const next = await startRequester(taskQueue, stage, 'next', 1);
+        expect(await next.result()).toEqual(expect.objectContaining({ outcome: 'granted', notices: ['granted'] }));
+      },
+      { isWorkflowOpen },
+    );
+  },
+);
 
 test('a failing holder check is tried at most 5 times, does not end the lock, and a later check hands the Stage on', async () => {
   const { stage, taskQueue, lockId } = newStage();
@@ -381,7 +502,9 @@ test('continue-as-new keeps the holder and the waiter', async () => {
     expect(await holder.result()).toEqual(expect.objectContaining({ outcome: 'granted', notices: ['granted'] }));
     expect(await last.result()).toEqual(expect.objectContaining({ outcome: 'granted', notices: ['granted'] }));
     for (const [i, w] of waiters.slice(0, -1).entries()) {
-      expect(await w.result()).toEqual(expect.objectContaining({ outcome: 'superseded', by: waiters[i + 1]!.workflowId }));
+      expect(await w.result()).toEqual(
+        expect.objectContaining({ outcome: 'superseded', by: waiters[i + 1]!.workflowId }),
+      );
     }
   });
 });
@@ -391,30 +514,41 @@ test('continue-as-new keeps the holder and the waiter', async () => {
 // wait by polling in real time, never on a result.
 
 /** A requester's answer, polled in real time. */
-const answerOf = (requester: WorkflowHandle) => pollUntil(async () => requester.query(requesterQuery).catch(() => undefined), 10_000, `${requester.workflowId} answered`, 20);
+const answerOf = (requester: WorkflowHandle) =>
+  pollUntil(
+    async () => requester.query(requesterQuery).catch(() => undefined),
+    10_000,
+    `${requester.workflowId} answered`,
+    20,
+  );
 
-test.each(['signal', 'update'] as const)('idle, the lock lingers: the next request within IDLE_LINGER_MS is served by the same run; then it finishes (released by %s)', async (releaseBy) => {
-  const { stage, taskQueue, lockId } = newStage();
-  await withWorker(taskQueue, async () => {
-    const lock = env.client.workflow.getHandle(lockId);
-    const holder = await startRequester(taskQueue, stage, 'holder', 1, true, releaseBy);
-    await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
-    const { runId } = await lock.describe();
-    await holder.signal(finishSignal);
-    await waitForLock(lockId, (s) => !s.holder && s.waiting.length === 0, 'the lock idle');
-    // Idle, it did not finish: no time passed (nothing here awaits a result, which lets time skip).
-    expect((await lock.describe()).status.name).toBe('RUNNING');
-    const next = await startRequester(taskQueue, stage, 'next', 2, true, releaseBy);
-    await waitForLock(lockId, holderIs(next.workflowId), 'the next one granted');
-    expect((await lock.describe()).runId).toBe(runId);
-    await next.signal(finishSignal);
-    // Awaiting the lock lets time skip past the linger: it finishes, nothing left to do.
-    await lock.result();
-    const history = (await lock.fetchHistory()).events ?? [];
-    const timers = history.filter((e) => e.eventType === events.EVENT_TYPE_TIMER_STARTED).map((e) => e.timerStartedEventAttributes?.startToFireTimeout?.seconds?.toString());
-    expect(timers).toContain(String(IDLE_LINGER_MS / 1000));
-  });
-});
+test.each(['signal', 'update'] as const)(
+  'idle, the lock lingers: the next request within IDLE_LINGER_MS is served by the same run; then it finishes (released by %s)',
+  async (releaseBy) => {
+    const { stage, taskQueue, lockId } = newStage();
+    await withWorker(taskQueue, async () => {
+      const lock = env.client.workflow.getHandle(lockId);
+      const holder = await startRequester(taskQueue, stage, 'holder', 1, true, releaseBy);
+      await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
+      const { runId } = await lock.describe();
+      await holder.signal(finishSignal);
+      await waitForLock(lockId, (s) => !s.holder && s.waiting.length === 0, 'the lock idle');
+      // Idle, it did not finish: no time passed (nothing here awaits a result, which lets time skip).
+      expect((await lock.describe()).status.name).toBe('RUNNING');
+      const next = await startRequester(taskQueue, stage, 'next', 2, true, releaseBy);
+      await waitForLock(lockId, holderIs(next.workflowId), 'the next one granted');
+      expect((await lock.describe()).runId).toBe(runId);
+      await next.signal(finishSignal);
+      // Awaiting the lock lets time skip past the linger: it finishes, nothing left to do.
+      await lock.result();
+      const history = (await lock.fetchHistory()).events ?? [];
+      const timers = history
+        .filter((e) => e.eventType === events.EVENT_TYPE_TIMER_STARTED)
+        .map((e) => e.timerStartedEventAttributes?.startToFireTimeout?.seconds?.toString());
+      expect(timers).toContain(String(IDLE_LINGER_MS / 1000));
+    });
+  },
+);
 
 test('released by Update, the lock names the next holder and the releaser tells it; released again, the lock answers the same', async () => {
   const { stage, taskQueue, lockId } = newStage();
@@ -430,9 +564,14 @@ test('released by Update, the lock names the next holder and the releaser tells 
     // The releaser's activity retried: the lock answers the same, the new holder keeps the Stage,
     // nobody else is queued or let in.
     const lock = env.client.workflow.getHandle(lockId);
-    expect(await lock.executeUpdate(releaseLockUpdate, { args: [{ requester: holder.workflowId }] })).toEqual({ granted: next.workflowId });
+    expect(await lock.executeUpdate(releaseLockUpdate, { args: [{ requester: holder.workflowId }] })).toEqual({
+      granted: next.workflowId,
+    });
     const state = await lock.query(lockStateQuery);
-    expect({ holder: state.holder?.requester, waiting: state.waiting }).toEqual({ holder: next.workflowId, waiting: [] });
+    expect({ holder: state.holder?.requester, waiting: state.waiting }).toEqual({
+      holder: next.workflowId,
+      waiting: [],
+    });
     // The grant went from the releaser, not from the lock (two transfers fewer on the handoff).
     expect(await grantsSentByLock(lockId)).toEqual([holder.workflowId]);
     await Promise.all([holder.terminate('test done'), next.terminate('test done')]);
@@ -449,7 +588,9 @@ test('a releaser that did not hear the Update answer and releases by signal: the
     await waitForLock(lockId, waitingAre(next.workflowId), 'the next one waits');
     const lock = env.client.workflow.getHandle(lockId);
     // Answered, but the answer lost on its way (the activity's wait ran out): nobody told the next.
-    expect(await lock.executeUpdate(releaseLockUpdate, { args: [{ requester: holder.workflowId }] })).toEqual({ granted: next.workflowId });
+    expect(await lock.executeUpdate(releaseLockUpdate, { args: [{ requester: holder.workflowId }] })).toEqual({
+      granted: next.workflowId,
+    });
     await lock.signal(releaseLockSignal, { requester: holder.workflowId });
     expect(await answerOf(next)).toEqual(expect.objectContaining({ outcome: 'granted' }));
     expect(await grantsSentByLock(lockId)).toEqual([holder.workflowId, next.workflowId]);
@@ -463,13 +604,23 @@ test('a lock run on a build from before the release Update refuses it: the relea
   const { releaseStageLock } = createLockActivities(env.client, taskQueue);
   await withWorker(taskQueue, async () => {
     // A running workflow without the Update's handler stands in for the old lock run.
-    const old = await env.client.workflow.start(lockRequester, { taskQueue, workflowId: lockId, args: [{ namespace, stage: `${stage}-other`, revision: 1, hold: true }] });
+    const old = await env.client.workflow.start(lockRequester, {
+      taskQueue,
+      workflowId: lockId,
+      args: [{ namespace, stage: `${stage}-other`, revision: 1, hold: true }],
+    });
     await answerOf(old);
     // Not retried: the workflow's release by signal (a command, stage-lock/client.ts) follows at once.
-    await expect(releaseStageLock(namespace, stage, `${stage}/r1`)).rejects.toMatchObject({ type: RELEASE_UNANSWERED, nonRetryable: true });
+    await expect(releaseStageLock(namespace, stage, `${stage}/r1`)).rejects.toMatchObject({
+      type: RELEASE_UNANSWERED,
+      nonRetryable: true,
+    });
     await old.terminate('test done');
   });
-  await env.client.workflow.getHandle(stageLockWorkflowId(namespace, `${stage}-other`)).terminate('test done').catch(() => undefined);
+  await env.client.workflow
+    .getHandle(stageLockWorkflowId(namespace, `${stage}-other`))
+    .terminate('test done')
+    .catch(() => undefined);
 });
 
 test('a continued lock still answers a releaser that retries: the hand-on is part of its state', async () => {
@@ -480,9 +631,20 @@ test('a continued lock still answers a releaser that retries: the hand-on is par
     const lock = await env.client.workflow.start(stageLock, {
       taskQueue,
       workflowId: lockId,
-      args: [{ holder: { requester: holder, revision: 2, activation: holder }, waiting: [], handedOn: { by: released, to: holder } }],
+      args: [
+        {
+          holder: { requester: holder, revision: 2, activation: holder },
+          waiting: [],
+          handedOn: { by: released, to: holder },
+        },
+      ],
     });
-    expect(await lock.executeUpdate(releaseLockUpdate, { args: [{ requester: released }] })).toEqual({ granted: holder });
+    expect(await lock.executeUpdate(releaseLockUpdate, { args: [{ requester: released }] })).toEqual({
+      granted: holder,
+    });
   });
-  await env.client.workflow.getHandle(lockId).terminate('test done').catch(() => undefined);
+  await env.client.workflow
+    .getHandle(lockId)
+    .terminate('test done')
+    .catch(() => undefined);
 });

@@ -23,7 +23,14 @@ import {
   type StageVersionUsageResource,
   type VectorActivationResource,
 } from '../../api/index.js';
-import { freshReads, decideNamespace, statusPatch, type Observed, type NamespaceDecision, type DecisionOptions } from '../../decisions/stage.js';
+import {
+  freshReads,
+  decideNamespace,
+  statusPatch,
+  type Observed,
+  type NamespaceDecision,
+  type DecisionOptions,
+} from '../../decisions/stage.js';
 import { joinName, labelValue } from '../../shared/names.js';
 
 const V = 'landscape.konfidence.cloud/v1alpha1';
@@ -54,21 +61,48 @@ const meta = (name: string, o: Opts) => ({
 
 /** A Stage; its drain is 0 unless `drain` says (the rows about draining set it). */
 const stage = (name: string, vector: string, o: Opts & { limit?: number; drain?: number } = {}): StageResource => ({
-  apiVersion: V, kind: 'Stage', metadata: meta(name, o), spec: { vector, stageVersionHistoryLimit: o.limit ?? 3, drainSeconds: o.drain ?? 0 }, ...(o.status ? { status: o.status } : {}),
+  apiVersion: V,
+  kind: 'Stage',
+  metadata: meta(name, o),
+  spec: { vector, stageVersionHistoryLimit: o.limit ?? 3, drainSeconds: o.drain ?? 0 },
+  ...(o.status ? { status: o.status } : {}),
 });
 
-const readyCondition: Condition = { type: 'Ready', status: 'True', reason: 'RolledOut', message: 'up', lastTransitionTime: EARLIER };
+const readyCondition: Condition = {
+  type: 'Ready',
+  status: 'True',
+  reason: 'RolledOut',
+  message: 'up',
+  lastTransitionTime: EARLIER,
+};
 /** A StageVersion as the controller made it: finalizer and labels on; `ready` adds condition Ready. */
-const sv = (st: string, revision: number, vector: string, o: Opts & { ready?: boolean; name?: string } = {}): StageVersionResource => ({
+const sv = (
+  st: string,
+  revision: number,
+  vector: string,
+  o: Opts & { ready?: boolean; name?: string } = {},
+): StageVersionResource => ({
   apiVersion: V,
   kind: 'StageVersion',
-  metadata: meta(o.name ?? `${st}-${revision}`, { finalizers: [FINALIZER_IN_USE], labels: { [LABEL_STAGE_NAME]: st, [LABEL_VECTOR]: vectorLabelValue(vector) }, ...o }),
+  metadata: meta(o.name ?? `${st}-${revision}`, {
+    finalizers: [FINALIZER_IN_USE],
+    labels: { [LABEL_STAGE_NAME]: st, [LABEL_VECTOR]: vectorLabelValue(vector) },
+    ...o,
+  }),
   spec: { stage: st, vector, revision },
   ...(o.ready ? { status: { phase: 'Ready', conditions: [readyCondition] } } : o.status ? { status: o.status } : {}),
 });
 
-const usage = (name: string, spec: Partial<StageVersionUsageResource['spec']>, o: Opts = {}): StageVersionUsageResource => ({
-  apiVersion: V, kind: 'StageVersionUsage', metadata: meta(name, o), spec: { reason: 'test', ...spec }, ...(o.status ? { status: o.status } : {}),
+const usage = (
+  name: string,
+  spec: Partial<StageVersionUsageResource['spec']>,
+  o: Opts = {},
+): StageVersionUsageResource => ({
+  apiVersion: V,
+  kind: 'StageVersionUsage',
+  metadata: meta(name, o),
+  spec: { reason: 'test', ...spec },
+  ...(o.status ? { status: o.status } : {}),
 });
 const ref = (name: string, svName: string, o: Opts = {}) => usage(name, { stageVersionRef: { name: svName } }, o);
 
@@ -83,22 +117,35 @@ const va = (st: string, svName: string, phase?: string, message?: string): Vecto
 /** The longest valid object name: a DNS subdomain of 253 characters. */
 const LONG = `${'a'.repeat(120)}.${'b'.repeat(132)}`;
 
-const observed = (o: Partial<Omit<Observed, 'namespace'>>): Observed => ({ namespace: NS, stages: [], stageVersions: [], usages: [], activations: [], ...o });
+const observed = (o: Partial<Omit<Observed, 'namespace'>>): Observed => ({
+  namespace: NS,
+  stages: [],
+  stageVersions: [],
+  usages: [],
+  activations: [],
+  ...o,
+});
 
 // Reading a plan.
 // Typed loosely: a row reads the fields of whichever kind it asks for.
-const created = (p: NamespaceDecision, kind: string): any[] => p.creates.filter((c) => c.object.kind === kind).map((c) => c.object);
+const created = (p: NamespaceDecision, kind: string): any[] =>
+  p.creates.filter((c) => c.object.kind === kind).map((c) => c.object);
 const createdNames = (p: NamespaceDecision, kind: string) => created(p, kind).map((o) => o.metadata.name);
-const statusOf = (p: NamespaceDecision, kind: string, name: string) => p.statuses.find((s) => s.kind === kind && s.name === name)?.patch;
+const statusOf = (p: NamespaceDecision, kind: string, name: string) =>
+  p.statuses.find((s) => s.kind === kind && s.name === name)?.patch;
 const metadataOf = (p: NamespaceDecision, name: string) => p.metadata.find((m) => m.name === name);
 const specOf = (p: NamespaceDecision, name: string) => p.specs.find((s) => s.name === name)?.spec;
-const condition = (status: any, type: string) => (status?.conditions as Condition[] | undefined)?.find((c) => c.type === type);
+const condition = (status: any, type: string) =>
+  (status?.conditions as Condition[] | undefined)?.find((c) => c.type === type);
 
 /** A Stage `app` serving app-1 (v1), as after its first activation. */
 const served = (vector: string, extra: Partial<Omit<Observed, 'namespace'>> = {}) =>
   observed({
     stages: [stage('app', vector, { status: { latestRevision: 1 } })],
-    stageVersions: [sv('app', 1, 'v1', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app' } }), ...(extra.stageVersions ?? [])],
+    stageVersions: [
+      sv('app', 1, 'v1', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app' } }),
+      ...(extra.stageVersions ?? []),
+    ],
     usages: [ref('app-target', 'app-1'), ref('app-active', 'app-1'), ...(extra.usages ?? [])],
     activations: [va('app', 'app-1', 'Succeeded'), ...(extra.activations ?? [])],
   });
@@ -113,7 +160,21 @@ interface Row {
 
 /** What the routes hold for Stage `app`: one rule, `weights` percent per StageVersion. */
 const traffic = (weights: Record<string, number>, complete = true): Observed['traffic'] =>
-  new Map([['app', { rules: [{ route: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: NS, name: 'shop' }, rule: 0, weights }], complete }]]);
+  new Map([
+    [
+      'app',
+      {
+        rules: [
+          {
+            route: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: NS, name: 'shop' },
+            rule: 0,
+            weights,
+          },
+        ],
+        complete,
+      },
+    ],
+  ]);
 /** app-2 active after a weighted activation; app-1 still marked serving. */
 const weighted = (t: Observed['traffic'], limit = 0) => ({
   ...observed({
@@ -136,7 +197,10 @@ const rows: Row[] = [
     then: (p) => {
       expect(metadataOf(p, 'app-1')).toBeUndefined();
       expect(p.deletes).toEqual([]);
-      expect(statusOf(p, 'Stage', 'app')).toMatchObject({ servingStageVersions: ['app-2', 'app-1'], traffic: [{ rule: 0, weights: { 'app-2': 10, 'app-1': 90 } }] });
+      expect(statusOf(p, 'Stage', 'app')).toMatchObject({
+        servingStageVersions: ['app-2', 'app-1'],
+        traffic: [{ rule: 0, weights: { 'app-2': 10, 'app-1': 90 } }],
+      });
     },
   },
   {
@@ -150,17 +214,32 @@ const rows: Row[] = [
   // Draining: a version the routes stopped sending traffic to stays protected for the Stage's drainSeconds
   {
     rule: 'a version no managed route sends traffic any more drains: it keeps its serving mark (so it is not deleted), status.draining says since when, and the plan asks for a pass when the drain ends',
-    given: { ...weighted(traffic({ 'app-2': 100 })), stages: [stage('app', 'v2', { limit: 0, drain: 30, status: { latestRevision: 2 } })] },
+    given: {
+      ...weighted(traffic({ 'app-2': 100 })),
+      stages: [stage('app', 'v2', { limit: 0, drain: 30, status: { latestRevision: 2 } })],
+    },
     then: (p) => {
       expect(metadataOf(p, 'app-1')).toBeUndefined();
       expect(p.deletes).toEqual([]);
-      expect(statusOf(p, 'Stage', 'app')).toMatchObject({ servingStageVersions: ['app-2'], draining: [{ stageVersion: 'app-1', since: NOW.toISOString() }] });
+      expect(statusOf(p, 'Stage', 'app')).toMatchObject({
+        servingStageVersions: ['app-2'],
+        draining: [{ stageVersion: 'app-1', since: NOW.toISOString() }],
+      });
       expect(p.wakeAt).toBe(NOW.getTime() + 30_000);
     },
   },
   {
     rule: 'a drain still running goes on from its start',
-    given: { ...weighted(traffic({ 'app-2': 100 })), stages: [stage('app', 'v2', { limit: 0, drain: 30, status: { latestRevision: 2, draining: [{ stageVersion: 'app-1', since: '2029-12-31T23:59:50.000Z' }] } })] },
+    given: {
+      ...weighted(traffic({ 'app-2': 100 })),
+      stages: [
+        stage('app', 'v2', {
+          limit: 0,
+          drain: 30,
+          status: { latestRevision: 2, draining: [{ stageVersion: 'app-1', since: '2029-12-31T23:59:50.000Z' }] },
+        }),
+      ],
+    },
     then: (p) => {
       expect(metadataOf(p, 'app-1')).toBeUndefined();
       expect(p.deletes).toEqual([]);
@@ -170,7 +249,16 @@ const rows: Row[] = [
   },
   {
     rule: 'a drain that has passed clears the serving mark (then the history limit applies) and leaves status.draining',
-    given: { ...weighted(traffic({ 'app-2': 100 })), stages: [stage('app', 'v2', { limit: 0, drain: 30, status: { latestRevision: 2, draining: [{ stageVersion: 'app-1', since: '2029-12-31T23:59:30.000Z' }] } })] },
+    given: {
+      ...weighted(traffic({ 'app-2': 100 })),
+      stages: [
+        stage('app', 'v2', {
+          limit: 0,
+          drain: 30,
+          status: { latestRevision: 2, draining: [{ stageVersion: 'app-1', since: '2029-12-31T23:59:30.000Z' }] },
+        }),
+      ],
+    },
     then: (p) => {
       expect(metadataOf(p, 'app-1')?.metadata).toEqual({ annotations: { [ANNOTATION_SERVING]: null } });
       expect(statusOf(p, 'Stage', 'app')).toMatchObject({ draining: null });
@@ -181,7 +269,13 @@ const rows: Row[] = [
     rule: 'a Stage whose registrations manage no route: a version no longer active drains too, and is let go after it',
     given: {
       ...weighted(new Map([['app', { rules: [], complete: true }]])),
-      stages: [stage('app', 'v2', { limit: 0, drain: 30, status: { latestRevision: 2, draining: [{ stageVersion: 'app-1', since: '2029-12-31T23:59:30.000Z' }] } })],
+      stages: [
+        stage('app', 'v2', {
+          limit: 0,
+          drain: 30,
+          status: { latestRevision: 2, draining: [{ stageVersion: 'app-1', since: '2029-12-31T23:59:30.000Z' }] },
+        }),
+      ],
     },
     then: (p) => {
       expect(metadataOf(p, 'app-1')?.metadata).toEqual({ annotations: { [ANNOTATION_SERVING]: null } });
@@ -192,21 +286,38 @@ const rows: Row[] = [
     rule: 'a version whose deletion was asked while it served (so never marked) drains too: its in-use finalizer stays until the drain has passed',
     given: {
       ...weighted(traffic({ 'app-2': 100 })),
-      stages: [stage('app', 'v2', { drain: 30, status: { latestRevision: 2, servingStageVersions: ['app-2', 'app-1'] } })],
-      stageVersions: [sv('app', 1, 'v1', { ready: true, deleting: true }), sv('app', 2, 'v2', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app' } })],
+      stages: [
+        stage('app', 'v2', { drain: 30, status: { latestRevision: 2, servingStageVersions: ['app-2', 'app-1'] } }),
+      ],
+      stageVersions: [
+        sv('app', 1, 'v1', { ready: true, deleting: true }),
+        sv('app', 2, 'v2', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app' } }),
+      ],
     },
     then: (p) => {
       expect(metadataOf(p, 'app-1')).toBeUndefined();
-      expect(statusOf(p, 'StageVersion', 'app-1')).toEqual({ message: `deletion waits: it drains (a gateway may still send it requests) since ${NOW.toISOString()}` });
-      expect(statusOf(p, 'Stage', 'app')).toMatchObject({ draining: [{ stageVersion: 'app-1', since: NOW.toISOString() }] });
+      expect(statusOf(p, 'StageVersion', 'app-1')).toEqual({
+        message: `deletion waits: it drains (a gateway may still send it requests) since ${NOW.toISOString()}`,
+      });
+      expect(statusOf(p, 'Stage', 'app')).toMatchObject({
+        draining: [{ stageVersion: 'app-1', since: NOW.toISOString() }],
+      });
     },
   },
   {
     rule: 'a version being deleted whose drain has passed loses its in-use finalizer once nothing uses it',
     given: {
       ...weighted(traffic({ 'app-2': 100 })),
-      stages: [stage('app', 'v2', { drain: 30, status: { latestRevision: 2, draining: [{ stageVersion: 'app-1', since: '2029-12-31T23:59:00.000Z' }] } })],
-      stageVersions: [sv('app', 1, 'v1', { ready: true, deleting: true }), sv('app', 2, 'v2', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app' } })],
+      stages: [
+        stage('app', 'v2', {
+          drain: 30,
+          status: { latestRevision: 2, draining: [{ stageVersion: 'app-1', since: '2029-12-31T23:59:00.000Z' }] },
+        }),
+      ],
+      stageVersions: [
+        sv('app', 1, 'v1', { ready: true, deleting: true }),
+        sv('app', 2, 'v2', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app' } }),
+      ],
     },
     then: (p) => {
       expect(metadataOf(p, 'app-1')?.metadata.finalizers).toEqual([]);
@@ -219,12 +330,17 @@ const rows: Row[] = [
       ...weighted(traffic({ 'app-2': 100 }, false)),
       stages: [stage('app', 'v2', { drain: 30, status: { latestRevision: 2 } })],
       stageVersions: [
-        sv('app', 1, 'v1', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app', [ANNOTATION_DRAIN_SINCE]: '2029-12-31T23:59:20.000Z' } }),
+        sv('app', 1, 'v1', {
+          ready: true,
+          annotations: { [ANNOTATION_SERVING]: 'app', [ANNOTATION_DRAIN_SINCE]: '2029-12-31T23:59:20.000Z' },
+        }),
         sv('app', 2, 'v2', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app' } }),
       ],
     },
     then: (p) => {
-      expect(metadataOf(p, 'app-1')?.metadata).toEqual({ annotations: { [ANNOTATION_SERVING]: null, [ANNOTATION_DRAIN_SINCE]: null } });
+      expect(metadataOf(p, 'app-1')?.metadata).toEqual({
+        annotations: { [ANNOTATION_SERVING]: null, [ANNOTATION_DRAIN_SINCE]: null },
+      });
     },
   },
   {
@@ -233,19 +349,32 @@ const rows: Row[] = [
       ...weighted(traffic({ 'app-2': 100 }, false)),
       stages: [stage('app', 'v2', { drain: 30, status: { latestRevision: 2 } })],
       stageVersions: [
-        sv('app', 1, 'v1', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app', [ANNOTATION_DRAIN_SINCE]: '2029-12-31T23:59:50.000Z' } }),
+        sv('app', 1, 'v1', {
+          ready: true,
+          annotations: { [ANNOTATION_SERVING]: 'app', [ANNOTATION_DRAIN_SINCE]: '2029-12-31T23:59:50.000Z' },
+        }),
         sv('app', 2, 'v2', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app' } }),
       ],
     },
     then: (p) => {
       expect(metadataOf(p, 'app-1')).toBeUndefined();
-      expect(statusOf(p, 'Stage', 'app')).toMatchObject({ draining: [{ stageVersion: 'app-1', since: '2029-12-31T23:59:50.000Z' }] });
+      expect(statusOf(p, 'Stage', 'app')).toMatchObject({
+        draining: [{ stageVersion: 'app-1', since: '2029-12-31T23:59:50.000Z' }],
+      });
       expect(p.wakeAt).toBe(NOW.getTime() + 20_000);
     },
   },
   {
     rule: 'a draining version the routes send traffic again stops draining',
-    given: { ...weighted(traffic({ 'app-2': 50, 'app-1': 50 })), stages: [stage('app', 'v2', { drain: 30, status: { latestRevision: 2, draining: [{ stageVersion: 'app-1', since: '2029-12-31T23:59:50.000Z' }] } })] },
+    given: {
+      ...weighted(traffic({ 'app-2': 50, 'app-1': 50 })),
+      stages: [
+        stage('app', 'v2', {
+          drain: 30,
+          status: { latestRevision: 2, draining: [{ stageVersion: 'app-1', since: '2029-12-31T23:59:50.000Z' }] },
+        }),
+      ],
+    },
     then: (p) => {
       expect(metadataOf(p, 'app-1')).toBeUndefined();
       expect(statusOf(p, 'Stage', 'app')).toMatchObject({ draining: null });
@@ -253,7 +382,10 @@ const rows: Row[] = [
   },
   {
     rule: 'traffic not known whole (a rule unreadable) starts no drain: a rule not read may still send the version traffic',
-    given: { ...weighted(traffic({ 'app-2': 100 }, false)), stages: [stage('app', 'v2', { limit: 0, drain: 30, status: { latestRevision: 2 } })] },
+    given: {
+      ...weighted(traffic({ 'app-2': 100 }, false)),
+      stages: [stage('app', 'v2', { limit: 0, drain: 30, status: { latestRevision: 2 } })],
+    },
     then: (p) => {
       expect(metadataOf(p, 'app-1')).toBeUndefined();
       expect(statusOf(p, 'Stage', 'app')?.draining).toBeUndefined();
@@ -262,7 +394,10 @@ const rows: Row[] = [
   },
   {
     rule: 'while an activation of the Stage is unfinished the serving mark stays (the run moves the marks of its switch; the next pass after it ends clears a leftover)',
-    given: { ...weighted(traffic({ 'app-2': 100 })), activations: [va('app', 'app-2', 'Succeeded'), va('app', 'app-3', 'InProgress')] },
+    given: {
+      ...weighted(traffic({ 'app-2': 100 })),
+      activations: [va('app', 'app-2', 'Succeeded'), va('app', 'app-3', 'InProgress')],
+    },
     then: (p) => expect(metadataOf(p, 'app-1')).toBeUndefined(),
   },
   {
@@ -272,7 +407,13 @@ const rows: Row[] = [
   },
   {
     rule: 'an unmarked version a route sends traffic to gets the serving mark',
-    given: { ...weighted(traffic({ 'app-1': 100 })), stageVersions: [sv('app', 1, 'v1', { ready: true }), sv('app', 2, 'v2', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app' } })] },
+    given: {
+      ...weighted(traffic({ 'app-1': 100 })),
+      stageVersions: [
+        sv('app', 1, 'v1', { ready: true }),
+        sv('app', 2, 'v2', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app' } }),
+      ],
+    },
     then: (p) => {
       expect(metadataOf(p, 'app-1')?.metadata).toEqual({ annotations: { [ANNOTATION_SERVING]: 'app' } });
       // The active one keeps its mark even at 0 %: the active usage names it.
@@ -295,10 +436,15 @@ const rows: Row[] = [
   },
   {
     rule: 'a version being deleted waits while a managed route sends it traffic',
-    given: { ...weighted(traffic({ 'app-2': 90, 'app-1': 10 })), stageVersions: [sv('app', 1, 'v1', { ready: true, deleting: true }), sv('app', 2, 'v2', { ready: true })] },
+    given: {
+      ...weighted(traffic({ 'app-2': 90, 'app-1': 10 })),
+      stageVersions: [sv('app', 1, 'v1', { ready: true, deleting: true }), sv('app', 2, 'v2', { ready: true })],
+    },
     then: (p) => {
       expect(metadataOf(p, 'app-1')).toBeUndefined();
-      expect(statusOf(p, 'StageVersion', 'app-1')).toEqual({ message: 'deletion waits: a route of Stage app still sends it traffic' });
+      expect(statusOf(p, 'StageVersion', 'app-1')).toEqual({
+        message: 'deletion waits: a route of Stage app still sends it traffic',
+      });
     },
   },
   // StageVersion creation
@@ -316,7 +462,12 @@ const rows: Row[] = [
         },
         spec: { stage: 'app', vector: 'example/app:1.0.0', revision: 1 },
       });
-      expect(statusOf(p, 'Stage', 'app')).toMatchObject({ latestRevision: 1, targetStageVersion: 'app-1', phase: 'Progressing', reason: 'WaitingForStageVersion' });
+      expect(statusOf(p, 'Stage', 'app')).toMatchObject({
+        latestRevision: 1,
+        targetStageVersion: 'app-1',
+        phase: 'Progressing',
+        reason: 'WaitingForStageVersion',
+      });
     },
   },
   {
@@ -327,13 +478,21 @@ const rows: Row[] = [
   {
     rule: 'a vector change creates revision latest + 1',
     given: served('v2'),
-    then: (p) => expect(created(p, 'StageVersion')).toEqual([expect.objectContaining({ metadata: expect.objectContaining({ name: 'app-2' }), spec: { stage: 'app', vector: 'v2', revision: 2 } })]),
+    then: (p) =>
+      expect(created(p, 'StageVersion')).toEqual([
+        expect.objectContaining({
+          metadata: expect.objectContaining({ name: 'app-2' }),
+          spec: { stage: 'app', vector: 'v2', revision: 2 },
+        }),
+      ]),
   },
   {
     rule: 'rollback: back to an earlier vector creates a new revision, not a reuse of the old StageVersion',
     given: served('v1', { stageVersions: [sv('app', 2, 'v2', { ready: true })], usages: [], activations: [] }),
     then: (p) => {
-      expect(created(p, 'StageVersion').map((o) => [o.metadata.name, o.spec])).toEqual([['app-3', { stage: 'app', vector: 'v1', revision: 3 }]]);
+      expect(created(p, 'StageVersion').map((o) => [o.metadata.name, o.spec])).toEqual([
+        ['app-3', { stage: 'app', vector: 'v1', revision: 3 }],
+      ]);
       expect(specOf(p, 'app-target')).toMatchObject({ stageVersionRef: { name: 'app-3' } });
       expect(created(p, 'VectorActivation')).toEqual([]);
     },
@@ -342,19 +501,31 @@ const rows: Row[] = [
     rule: 'rollback: the new revision, once Ready, gets its VectorActivation although the vector was active before',
     given: observed({
       stages: [stage('app', 'v1', { status: { latestRevision: 3 } })],
-      stageVersions: [sv('app', 1, 'v1', { ready: true }), sv('app', 2, 'v2', { ready: true }), sv('app', 3, 'v1', { ready: true })],
+      stageVersions: [
+        sv('app', 1, 'v1', { ready: true }),
+        sv('app', 2, 'v2', { ready: true }),
+        sv('app', 3, 'v1', { ready: true }),
+      ],
       usages: [ref('app-target', 'app-3'), ref('app-active', 'app-2')],
       activations: [va('app', 'app-1', 'Succeeded'), va('app', 'app-2', 'Succeeded')],
     }),
     then: (p) => {
       expect(createdNames(p, 'StageVersion')).toEqual([]);
       expect(createdNames(p, 'VectorActivation')).toEqual(['activate-app-3']);
-      expect(statusOf(p, 'Stage', 'app')).toMatchObject({ phase: 'Progressing', reason: 'Activating', targetStageVersion: 'app-3', activeStageVersion: 'app-2' });
+      expect(statusOf(p, 'Stage', 'app')).toMatchObject({
+        phase: 'Progressing',
+        reason: 'Activating',
+        targetStageVersion: 'app-3',
+        activeStageVersion: 'app-2',
+      });
     },
   },
   {
     rule: 'latestRevision only grows: a deleted revision is never reused',
-    given: observed({ stages: [stage('app', 'v9', { status: { latestRevision: 5 } })], stageVersions: [sv('app', 2, 'v2')] }),
+    given: observed({
+      stages: [stage('app', 'v9', { status: { latestRevision: 5 } })],
+      stageVersions: [sv('app', 2, 'v2')],
+    }),
     then: (p) => {
       expect(createdNames(p, 'StageVersion')).toEqual(['app-6']);
       expect(statusOf(p, 'Stage', 'app')).toMatchObject({ latestRevision: 6 });
@@ -362,8 +533,12 @@ const rows: Row[] = [
   },
   {
     rule: 'a StageVersion being deleted is not the newest: its vector gets a new revision',
-    given: observed({ stages: [stage('app', 'v2', { status: { latestRevision: 2 } })], stageVersions: [sv('app', 1, 'v1'), sv('app', 2, 'v2', { deleting: true })] }),
-    then: (p) => expect(created(p, 'StageVersion').map((o) => [o.metadata.name, o.spec.vector])).toEqual([['app-3', 'v2']]),
+    given: observed({
+      stages: [stage('app', 'v2', { status: { latestRevision: 2 } })],
+      stageVersions: [sv('app', 1, 'v1'), sv('app', 2, 'v2', { deleting: true })],
+    }),
+    then: (p) =>
+      expect(created(p, 'StageVersion').map((o) => [o.metadata.name, o.spec.vector])).toEqual([['app-3', 'v2']]),
   },
   {
     rule: "a name another Stage's StageVersion took is skipped",
@@ -380,9 +555,15 @@ const rows: Row[] = [
     rule: 'the target usage is created on the new StageVersion, after it (same pass, later in order)',
     given: observed({ stages: [stage('app', 'v1')] }),
     then: (p) => {
-      expect(p.creates.map((c) => `${c.object.kind}/${c.object.metadata.name}`)).toEqual(['StageVersion/app-1', 'StageVersionUsage/app-target']);
+      expect(p.creates.map((c) => `${c.object.kind}/${c.object.metadata.name}`)).toEqual([
+        'StageVersion/app-1',
+        'StageVersionUsage/app-target',
+      ]);
       expect(created(p, 'StageVersionUsage')[0]).toMatchObject({
-        metadata: { labels: { [LABEL_USAGE]: 'target', [LABEL_STAGE_NAME]: 'app' }, ownerReferences: [{ kind: 'Stage', name: 'app' }] },
+        metadata: {
+          labels: { [LABEL_USAGE]: 'target', [LABEL_STAGE_NAME]: 'app' },
+          ownerReferences: [{ kind: 'Stage', name: 'app' }],
+        },
         spec: { stageVersionRef: { name: 'app-1' }, reason: 'target vector of Stage app' },
       });
     },
@@ -390,7 +571,12 @@ const rows: Row[] = [
   {
     rule: 'the target usage moves to the new StageVersion (a ref, never a selector)',
     given: served('v2'),
-    then: (p) => expect(specOf(p, 'app-target')).toEqual({ reason: 'target vector of Stage app', stageVersionRef: { name: 'app-2' }, stageVersionSelector: null }),
+    then: (p) =>
+      expect(specOf(p, 'app-target')).toEqual({
+        reason: 'target vector of Stage app',
+        stageVersionRef: { name: 'app-2' },
+        stageVersionSelector: null,
+      }),
   },
   {
     rule: 'a usage whose spec moves gets its status in the next pass, from fresh reads',
@@ -403,7 +589,13 @@ const rows: Row[] = [
     given: served('v2', { stageVersions: [sv('app', 2, 'v2', { ready: true })], usages: [], activations: [] }),
     then: (p) =>
       expect(created(p, 'VectorActivation')).toEqual([
-        expect.objectContaining({ metadata: expect.objectContaining({ name: 'activate-app-2', ownerReferences: [expect.objectContaining({ kind: 'Stage', name: 'app' })] }), spec: { stage: 'app', stageVersion: 'app-2', vector: 'v2' } }),
+        expect.objectContaining({
+          metadata: expect.objectContaining({
+            name: 'activate-app-2',
+            ownerReferences: [expect.objectContaining({ kind: 'Stage', name: 'app' })],
+          }),
+          spec: { stage: 'app', stageVersion: 'app-2', vector: 'v2' },
+        }),
       ]),
   },
   {
@@ -413,7 +605,10 @@ const rows: Row[] = [
   },
   {
     rule: 'no second VectorActivation for the same target, even after one failed',
-    given: served('v2', { stageVersions: [sv('app', 2, 'v2', { ready: true })], activations: [va('app', 'app-2', 'Failed')] }),
+    given: served('v2', {
+      stageVersions: [sv('app', 2, 'v2', { ready: true })],
+      activations: [va('app', 'app-2', 'Failed')],
+    }),
     then: (p) => expect(created(p, 'VectorActivation')).toEqual([]),
   },
   {
@@ -425,22 +620,38 @@ const rows: Row[] = [
   {
     rule: 'a StageVersion without the finalizer gets it, conditional on its resourceVersion',
     given: observed({ stageVersions: [sv('app', 1, 'v1', { finalizers: ['other'] })] }),
-    then: (p) => expect(metadataOf(p, 'app-1')).toMatchObject({ metadata: { finalizers: ['other', FINALIZER_IN_USE] }, resourceVersion: 'rv-app-1' }),
+    then: (p) =>
+      expect(metadataOf(p, 'app-1')).toMatchObject({
+        metadata: { finalizers: ['other', FINALIZER_IN_USE] },
+        resourceVersion: 'rv-app-1',
+      }),
   },
   {
     rule: 'a deleted StageVersion no usage references loses the finalizer (conditional), keeping the others',
-    given: observed({ stageVersions: [sv('app', 1, 'v1', { deleting: true, finalizers: ['other', FINALIZER_IN_USE] })], usages: [ref('u', 'app-1', { deleting: true })] }),
-    then: (p) => expect(metadataOf(p, 'app-1')).toMatchObject({ metadata: { finalizers: ['other'] }, resourceVersion: 'rv-app-1' }),
+    given: observed({
+      stageVersions: [sv('app', 1, 'v1', { deleting: true, finalizers: ['other', FINALIZER_IN_USE] })],
+      usages: [ref('u', 'app-1', { deleting: true })],
+    }),
+    then: (p) =>
+      expect(metadataOf(p, 'app-1')).toMatchObject({
+        metadata: { finalizers: ['other'] },
+        resourceVersion: 'rv-app-1',
+      }),
   },
   {
     rule: 'a deleted StageVersion a selector references keeps the finalizer, and its status says who holds it',
     given: observed({
       stageVersions: [sv('app', 1, 'v1', { deleting: true })],
-      usages: [usage('migration', { stageVersionSelector: { matchLabels: { [LABEL_STAGE_NAME]: 'app' } } }), ref('backup', 'app-1')],
+      usages: [
+        usage('migration', { stageVersionSelector: { matchLabels: { [LABEL_STAGE_NAME]: 'app' } } }),
+        ref('backup', 'app-1'),
+      ],
     }),
     then: (p) => {
       expect(p.metadata).toEqual([]);
-      expect(statusOf(p, 'StageVersion', 'app-1')).toEqual({ message: 'deletion waits: in use by StageVersionUsage backup, migration' });
+      expect(statusOf(p, 'StageVersion', 'app-1')).toEqual({
+        message: 'deletion waits: in use by StageVersionUsage backup, migration',
+      });
     },
   },
   {
@@ -451,11 +662,23 @@ const rows: Row[] = [
   // Usage conditions
   {
     rule: 'a usage on a Ready StageVersion: phase Ready, StageVersionReady True',
-    given: observed({ stageVersions: [sv('app', 1, 'v1', { ready: true })], usages: [ref('u', 'app-1', { generation: 4 })] }),
+    given: observed({
+      stageVersions: [sv('app', 1, 'v1', { ready: true })],
+      usages: [ref('u', 'app-1', { generation: 4 })],
+    }),
     then: (p) => {
       const s = statusOf(p, 'StageVersionUsage', 'u');
       expect(s).toMatchObject({ phase: 'Ready', stageVersions: ['app-1'], observedGeneration: 4 });
-      expect(s?.conditions).toEqual([{ type: 'StageVersionReady', status: 'True', reason: 'StageVersionReady', message: expect.any(String), lastTransitionTime: '2030-01-01T00:00:00Z', observedGeneration: 4 }]);
+      expect(s?.conditions).toEqual([
+        {
+          type: 'StageVersionReady',
+          status: 'True',
+          reason: 'StageVersionReady',
+          message: expect.any(String),
+          lastTransitionTime: '2030-01-01T00:00:00Z',
+          observedGeneration: 4,
+        },
+      ]);
     },
   },
   {
@@ -467,7 +690,11 @@ const rows: Row[] = [
     then: (p) => {
       const s = statusOf(p, 'StageVersionUsage', 'u');
       expect(s).toMatchObject({ phase: 'NotReady', stageVersions: ['app-2', 'app-1'] });
-      expect(condition(s, 'StageVersionReady')).toMatchObject({ status: 'False', reason: 'StageVersionNotReady', message: 'not Ready: app-2' });
+      expect(condition(s, 'StageVersionReady')).toMatchObject({
+        status: 'False',
+        reason: 'StageVersionNotReady',
+        message: 'not Ready: app-2',
+      });
     },
   },
   {
@@ -476,7 +703,10 @@ const rows: Row[] = [
     then: (p) => {
       const s = statusOf(p, 'StageVersionUsage', 'u');
       expect(s).toMatchObject({ phase: 'NotFound', stageVersions: [] });
-      expect(condition(s, 'StageVersionNotFound')).toMatchObject({ status: 'True', message: 'StageVersion nope not found' });
+      expect(condition(s, 'StageVersionNotFound')).toMatchObject({
+        status: 'True',
+        message: 'StageVersion nope not found',
+      });
       expect(condition(s, 'StageVersionReady')).toMatchObject({ status: 'False', reason: 'StageVersionNotFound' });
     },
   },
@@ -484,9 +714,27 @@ const rows: Row[] = [
     rule: 'StageVersionNotFound is removed once the StageVersion exists',
     given: observed({
       stageVersions: [sv('app', 1, 'v1')],
-      usages: [ref('u', 'app-1', { status: { phase: 'NotFound', conditions: [{ type: 'StageVersionNotFound', status: 'True', reason: 'StageVersionNotFound', message: 'x', lastTransitionTime: EARLIER }] } })],
+      usages: [
+        ref('u', 'app-1', {
+          status: {
+            phase: 'NotFound',
+            conditions: [
+              {
+                type: 'StageVersionNotFound',
+                status: 'True',
+                reason: 'StageVersionNotFound',
+                message: 'x',
+                lastTransitionTime: EARLIER,
+              },
+            ],
+          },
+        }),
+      ],
     }),
-    then: (p) => expect((statusOf(p, 'StageVersionUsage', 'u')?.conditions as Condition[]).map((c) => c.type)).toEqual(['StageVersionReady']),
+    then: (p) =>
+      expect((statusOf(p, 'StageVersionUsage', 'u')?.conditions as Condition[]).map((c) => c.type)).toEqual([
+        'StageVersionReady',
+      ]),
   },
   // Cleanup
   {
@@ -496,7 +744,12 @@ const rows: Row[] = [
       stageVersions: [1, 2, 3, 4, 5, 6].map((r) => sv('app', r, `v${r}`)),
       usages: [ref('app-target', 'app-6'), ref('app-active', 'app-5')],
     }),
-    then: (p) => expect(p.deletes.map((d) => [d.name, d.uid])).toEqual([['app-3', 'uid-app-3'], ['app-2', 'uid-app-2'], ['app-1', 'uid-app-1']]),
+    then: (p) =>
+      expect(p.deletes.map((d) => [d.name, d.uid])).toEqual([
+        ['app-3', 'uid-app-3'],
+        ['app-2', 'uid-app-2'],
+        ['app-1', 'uid-app-1'],
+      ]),
   },
   {
     rule: 'cleanup never takes the target, the active one, one in or named by an unfinished activation, or a serving one',
@@ -519,7 +772,11 @@ const rows: Row[] = [
   },
   {
     rule: "cleanup leaves other Stages' StageVersions alone",
-    given: observed({ stages: [stage('app', 'v1', { limit: 0 })], stageVersions: [sv('app', 1, 'v1'), sv('other', 1, 'v1')], usages: [ref('app-target', 'app-1')] }),
+    given: observed({
+      stages: [stage('app', 'v1', { limit: 0 })],
+      stageVersions: [sv('app', 1, 'v1'), sv('other', 1, 'v1')],
+      usages: [ref('app-target', 'app-1')],
+    }),
     then: (p) => expect(p.deletes).toEqual([]),
   },
   // Serving mark
@@ -527,7 +784,10 @@ const rows: Row[] = [
     rule: 'the serving mark is cleared when its Stage is gone or being deleted',
     given: observed({
       stages: [stage('going', 'v1', { deleting: true })],
-      stageVersions: [sv('gone', 1, 'v1', { annotations: { [ANNOTATION_SERVING]: 'gone' } }), sv('going', 1, 'v1', { deleting: true, annotations: { [ANNOTATION_SERVING]: 'going' } })],
+      stageVersions: [
+        sv('gone', 1, 'v1', { annotations: { [ANNOTATION_SERVING]: 'gone' } }),
+        sv('going', 1, 'v1', { deleting: true, annotations: { [ANNOTATION_SERVING]: 'going' } }),
+      ],
       usages: [ref('going-active', 'going-1')],
     }),
     then: (p) => {
@@ -547,23 +807,45 @@ const rows: Row[] = [
     then: (p) => {
       const s = statusOf(p, 'Stage', 'app');
       // A patch: latestRevision (1 already) is not written again.
-      expect(s).toMatchObject({ phase: 'Ready', reason: 'TargetActive', targetStageVersion: 'app-1', activeStageVersion: 'app-1', observedGeneration: 1 });
+      expect(s).toMatchObject({
+        phase: 'Ready',
+        reason: 'TargetActive',
+        targetStageVersion: 'app-1',
+        activeStageVersion: 'app-1',
+        observedGeneration: 1,
+      });
       expect(s).not.toHaveProperty('latestRevision');
       expect(condition(s, 'Ready')).toMatchObject({ status: 'True', reason: 'TargetActive', observedGeneration: 1 });
     },
   },
   {
     rule: 'Stage status: Progressing (Activating) while a Ready target is switched to',
-    given: served('v2', { stageVersions: [sv('app', 2, 'v2', { ready: true })], activations: [va('app', 'app-2', 'InProgress')] }),
+    given: served('v2', {
+      stageVersions: [sv('app', 2, 'v2', { ready: true })],
+      activations: [va('app', 'app-2', 'InProgress')],
+    }),
     then: (p) =>
-      expect(statusOf(p, 'Stage', 'app')).toMatchObject({ phase: 'Progressing', reason: 'Activating', message: 'switching traffic to app-2 from app-1', targetStageVersion: 'app-2', activeStageVersion: 'app-1' }),
+      expect(statusOf(p, 'Stage', 'app')).toMatchObject({
+        phase: 'Progressing',
+        reason: 'Activating',
+        message: 'switching traffic to app-2 from app-1',
+        targetStageVersion: 'app-2',
+        activeStageVersion: 'app-1',
+      }),
   },
   {
     rule: "Stage status: Degraded when the target's activation ended without it",
-    given: served('v2', { stageVersions: [sv('app', 2, 'v2', { ready: true })], activations: [va('app', 'app-2', 'Failed', 'route gone')] }),
+    given: served('v2', {
+      stageVersions: [sv('app', 2, 'v2', { ready: true })],
+      activations: [va('app', 'app-2', 'Failed', 'route gone')],
+    }),
     then: (p) => {
       const s = statusOf(p, 'Stage', 'app');
-      expect(s).toMatchObject({ phase: 'Degraded', reason: 'ActivationFailed', message: 'activation activate-app-2 of app-2 ended Failed: route gone' });
+      expect(s).toMatchObject({
+        phase: 'Degraded',
+        reason: 'ActivationFailed',
+        message: 'activation activate-app-2 of app-2 ended Failed: route gone',
+      });
       expect(condition(s, 'Ready')).toMatchObject({ status: 'False', reason: 'ActivationFailed' });
     },
   },
@@ -578,9 +860,13 @@ const rows: Row[] = [
     then: (p) => expect(statusOf(p, 'Stage', 'app')).toBeUndefined(),
   },
   {
-    rule: 'Stage status: controllerStatus names the Stage controller\'s ControllerStatus in konfidence-system by default',
+    rule: "Stage status: controllerStatus names the Stage controller's ControllerStatus in konfidence-system by default",
     given: observed({ stages: [stage('app', 'v1')] }),
-    then: (p) => expect(statusOf(p, 'Stage', 'app')?.controllerStatus).toEqual({ namespace: 'konfidence-system', name: 'stage-controller' }),
+    then: (p) =>
+      expect(statusOf(p, 'Stage', 'app')?.controllerStatus).toEqual({
+        namespace: 'konfidence-system',
+        name: 'stage-controller',
+      }),
   },
   {
     rule: 'Stage status: controllerStatus is in the system namespace the controller was given',
@@ -594,18 +880,30 @@ const rows: Row[] = [
     },
   },
   {
-    rule: 'Stage status: a shard\'s controller names the shard\'s ControllerStatus, the one its shard publishes',
+    rule: "Stage status: a shard's controller names the shard's ControllerStatus, the one its shard publishes",
     given: served('v1'),
     options: { systemNamespace: 'platform-system', shard: 'b' },
-    then: (p) => expect(statusOf(p, 'Stage', 'app')?.controllerStatus).toEqual({ namespace: 'platform-system', name: 'stage-controller-b' }),
+    then: (p) =>
+      expect(statusOf(p, 'Stage', 'app')?.controllerStatus).toEqual({
+        namespace: 'platform-system',
+        name: 'stage-controller-b',
+      }),
   },
   {
     rule: 'Stage status: controllerStatus pointing elsewhere (system namespace changed) is rewritten',
     given: observed({
-      stages: [stage('app', 'v1', { status: { latestRevision: 1, controllerStatus: { namespace: 'old-system', name: 'stage-controller' } } })],
+      stages: [
+        stage('app', 'v1', {
+          status: { latestRevision: 1, controllerStatus: { namespace: 'old-system', name: 'stage-controller' } },
+        }),
+      ],
     }),
     options: { systemNamespace: 'new-system' },
-    then: (p) => expect(statusOf(p, 'Stage', 'app')?.controllerStatus).toEqual({ namespace: 'new-system', name: 'stage-controller' }),
+    then: (p) =>
+      expect(statusOf(p, 'Stage', 'app')?.controllerStatus).toEqual({
+        namespace: 'new-system',
+        name: 'stage-controller',
+      }),
   },
   {
     rule: 'Stage status: activeStageVersion is removed when the active usage is gone',
@@ -621,12 +919,17 @@ const rows: Row[] = [
     rule: 'a 253-character Stage name: every name and label value derived from it is valid',
     given: observed({
       stages: [stage(LONG, 'v2', { status: { latestRevision: 1 } })],
-      stageVersions: [sv(LONG, 1, 'v2', { ready: true, name: joinName(LONG, 1), labels: { [LABEL_STAGE_NAME]: labelValue(LONG) } })],
+      stageVersions: [
+        sv(LONG, 1, 'v2', { ready: true, name: joinName(LONG, 1), labels: { [LABEL_STAGE_NAME]: labelValue(LONG) } }),
+      ],
     }),
     then: (p) => {
       expect(LONG).toHaveLength(253);
       expect(created(p, 'VectorActivation')[0]?.spec).toMatchObject({ stage: LONG, stageVersion: joinName(LONG, 1) });
-      expect(created(p, 'StageVersionUsage')[0]?.metadata).toMatchObject({ name: joinName(LONG, 'target'), labels: { [LABEL_STAGE_NAME]: labelValue(LONG) } });
+      expect(created(p, 'StageVersionUsage')[0]?.metadata).toMatchObject({
+        name: joinName(LONG, 'target'),
+        labels: { [LABEL_STAGE_NAME]: labelValue(LONG) },
+      });
     },
   },
 ];
@@ -679,12 +982,25 @@ describe('what a pass reads again from the apiserver before it acts (freshReads)
     { rule: 'nothing to do', given: served('v1'), acts: false, fresh: none },
     {
       rule: 'a serving mark set (a later pass takes it back if the routes moved on)',
-      given: { ...weighted(traffic({ 'app-2': 10, 'app-1': 90 })), stageVersions: [sv('app', 1, 'v1', { ready: true }), sv('app', 2, 'v2', { ready: true, ...marked })] },
+      given: {
+        ...weighted(traffic({ 'app-2': 10, 'app-1': 90 })),
+        stageVersions: [sv('app', 1, 'v1', { ready: true }), sv('app', 2, 'v2', { ready: true, ...marked })],
+      },
       acts: true,
       fresh: none,
     },
-    { rule: 'a new StageVersion: the namespace', given: observed({ stages: [stage('app', 'v1')] }), acts: true, fresh: { objects: true, routes: false } },
-    { rule: 'a serving mark cleared: the routes', given: weighted(traffic({ 'app-2': 100 })), acts: true, fresh: { objects: false, routes: true } },
+    {
+      rule: 'a new StageVersion: the namespace',
+      given: observed({ stages: [stage('app', 'v1')] }),
+      acts: true,
+      fresh: { objects: true, routes: false },
+    },
+    {
+      rule: 'a serving mark cleared: the routes',
+      given: weighted(traffic({ 'app-2': 100 })),
+      acts: true,
+      fresh: { objects: false, routes: true },
+    },
     {
       rule: 'a deletion let finish (the in-use finalizer removed): the routes',
       given: served('v1', { stageVersions: [sv('app', 2, 'v0', { deleting: true })] }),

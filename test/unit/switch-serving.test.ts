@@ -22,16 +22,22 @@ function parts(world: World, mustHold: string[], delays: Record<string, number>)
     new Promise<void>((resolve) =>
       setTimeout(() => {
         write();
-        for (const sv of mustHold) if (world.active !== sv && !world.marks.has(sv)) world.unheld.push(`${sv} after ${part}`);
+        for (const sv of mustHold)
+          if (world.active !== sv && !world.marks.has(sv)) world.unheld.push(`${sv} after ${part}`);
         resolve();
       }, delays[part] ?? 0),
     );
   return {
-    checkStage: async () => (world.stageGone ? { reason: 'StageDeleted' as const, message: 'Stage dev/shop was deleted' } : undefined),
-    markDraining: (_ns: string, name: string) => land(`markDraining ${name}`, () => world.marks.add(name) && (world.draining ??= new Set()).add(name)),
-    markServing: (_ns: string, name: string, stage: string | null) => land(`markServing ${name}`, () => (stage === null ? world.marks.delete(name) : world.marks.add(name))),
-    pointActiveUsage: (_ns: string, _stage: string, _uid: string, sv: string) => land('pointActiveUsage', () => (world.active = sv)),
-    serveInstead: (_ns: string, name: string, stage: string) => land(`serveInstead ${name}`, () => world.marks.add(name) && void stage),
+    checkStage: async () =>
+      world.stageGone ? { reason: 'StageDeleted' as const, message: 'Stage dev/shop was deleted' } : undefined,
+    markDraining: (_ns: string, name: string) =>
+      land(`markDraining ${name}`, () => world.marks.add(name) && (world.draining ??= new Set()).add(name)),
+    markServing: (_ns: string, name: string, stage: string | null) =>
+      land(`markServing ${name}`, () => (stage === null ? world.marks.delete(name) : world.marks.add(name))),
+    pointActiveUsage: (_ns: string, _stage: string, _uid: string, sv: string) =>
+      land('pointActiveUsage', () => (world.active = sv)),
+    serveInstead: (_ns: string, name: string, stage: string) =>
+      land(`serveInstead ${name}`, () => world.marks.add(name) && void stage),
     releaseActivationUsage: () => land('releaseActivationUsage', () => undefined),
   };
 }
@@ -60,7 +66,9 @@ describe('switchServing: a version that serves on is never unheld', () => {
 
   it('all traffic moves: both are held throughout, and the previous version keeps its mark and starts to drain (the data plane may still send it requests)', async () => {
     const world: World = { active: 'shop-1', marks: new Set(['shop-1']), unheld: [] };
-    await switchServingActivities(parts(world, ['shop-1', 'shop-2'], { 'serveInstead shop-2': 30 })).switchServing(input({ previous: 'shop-1' }));
+    await switchServingActivities(parts(world, ['shop-1', 'shop-2'], { 'serveInstead shop-2': 30 })).switchServing(
+      input({ previous: 'shop-1' }),
+    );
     expect(world.unheld).toEqual([]);
     expect(world.active).toBe('shop-2');
     expect([...world.marks].sort()).toEqual(['shop-1', 'shop-2']);
@@ -69,7 +77,9 @@ describe('switchServing: a version that serves on is never unheld', () => {
 
   it('the Stage is gone: nothing is written for it, and the switch says why', async () => {
     const world: World = { active: 'shop-1', marks: new Set(['shop-1']), unheld: [], stageGone: true };
-    const switched = await switchServingActivities(parts(world, ['shop-1'], {})).switchServing(input({ previous: 'shop-1' }));
+    const switched = await switchServingActivities(parts(world, ['shop-1'], {})).switchServing(
+      input({ previous: 'shop-1' }),
+    );
     expect(switched).toEqual({ stageLost: 'Stage dev/shop was deleted' });
     expect(world.active).toBe('shop-1');
     expect([...world.marks]).toEqual(['shop-1']);

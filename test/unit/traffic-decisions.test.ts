@@ -1,7 +1,16 @@
 /** Traffic as absolute assignments, and what a revert puts back (decisions/traffic.ts). No servers. */
 import type { StepProgress } from '../../decisions/activation.js';
 import type { RuleRecord } from '../../api/activation-execution.js';
-import { applyAssignment, inheritedRecord, percentOf, reportedRules, restoreOrder, unmovedRules, weightOf, type ReportedExecution } from '../../decisions/traffic.js';
+import {
+  applyAssignment,
+  inheritedRecord,
+  percentOf,
+  reportedRules,
+  restoreOrder,
+  unmovedRules,
+  weightOf,
+  type ReportedExecution,
+} from '../../decisions/traffic.js';
 
 describe('applyAssignment: what an Apply task sets, whatever the rules held before', () => {
   it.each([
@@ -33,15 +42,25 @@ describe("weightOf: a registration's spec.weight, 100 without a valid one", () =
 describe('percentOf: relative weights as the routes hold them, as percents', () => {
   it.each([
     [{ 'shop-1': 1 }, { 'shop-1': 100 }],
-    [{ 'shop-2': 1, 'shop-1': 3 }, { 'shop-2': 25, 'shop-1': 75 }],
-    [{ 'shop-2': 10, 'shop-1': 90 }, { 'shop-2': 10, 'shop-1': 90 }],
+    [
+      { 'shop-2': 1, 'shop-1': 3 },
+      { 'shop-2': 25, 'shop-1': 75 },
+    ],
+    [
+      { 'shop-2': 10, 'shop-1': 90 },
+      { 'shop-2': 10, 'shop-1': 90 },
+    ],
     [{ 'shop-2': 0, 'shop-1': 5 }, { 'shop-1': 100 }],
     [{ 'shop-1': 0 }, {}],
   ])('%j → %j', (weights, expected) => expect(percentOf(weights)).toEqual(expected));
 });
 
 describe('restoreOrder: every task that ran is put back, newest step first', () => {
-  const step = (name: string, phase: StepProgress['phase'], tasks: StepProgress['tasks']): StepProgress => ({ name, phase, tasks });
+  const step = (name: string, phase: StepProgress['phase'], tasks: StepProgress['tasks']): StepProgress => ({
+    name,
+    phase,
+    tasks,
+  });
   it.each([
     [
       'succeeded and refused tasks alike, pending ones not',
@@ -55,7 +74,13 @@ describe('restoreOrder: every task that ran is put back, newest step first', () 
       ],
       2,
       [
-        { step: 1, tasks: [{ registration: 'mesh', execution: 'va-1-mesh' }, { registration: 'dr', execution: 'va-1-dr' }] },
+        {
+          step: 1,
+          tasks: [
+            { registration: 'mesh', execution: 'va-1-mesh' },
+            { registration: 'dr', execution: 'va-1-dr' },
+          ],
+        },
         { step: 0, tasks: [{ registration: 'gw', execution: 'va-0-gw' }] },
       ],
     ],
@@ -87,18 +112,41 @@ describe('inheritedRecord: a retried task keeps what was there before the activa
     entries: Object.entries(traffic).map(([sv, weight]) => ({ name: `svc-${sv}`, weight })),
     traffic,
   });
-  const earlier = { record: [rule('a', { 'shop-1': 100 }), rule('b', { 'shop-1': 100 })], assignment: { 'shop-2': 10, 'shop-1': 90 } };
+  const earlier = {
+    record: [rule('a', { 'shop-1': 100 }), rule('b', { 'shop-1': 100 })],
+    assignment: { 'shop-2': 10, 'shop-1': 90 },
+  };
   it.each([
-    ['nothing earlier: the rules as found now', [rule('a', { 'shop-2': 10, 'shop-1': 90 })], undefined, [rule('a', { 'shop-2': 10, 'shop-1': 90 })]],
-    ['a rule still as the earlier attempt assigned it keeps its earlier record', [rule('a', { 'shop-2': 1, 'shop-1': 9 })], earlier, [rule('a', { 'shop-1': 100 })]],
+    [
+      'nothing earlier: the rules as found now',
+      [rule('a', { 'shop-2': 10, 'shop-1': 90 })],
+      undefined,
+      [rule('a', { 'shop-2': 10, 'shop-1': 90 })],
+    ],
+    [
+      'a rule still as the earlier attempt assigned it keeps its earlier record',
+      [rule('a', { 'shop-2': 1, 'shop-1': 9 })],
+      earlier,
+      [rule('a', { 'shop-1': 100 })],
+    ],
     [
       'a rule the earlier attempt never reached, or another activation moved, is recorded as found',
       [rule('a', { 'shop-2': 10, 'shop-1': 90 }), rule('b', { 'shop-3': 100 })],
       earlier,
       [rule('a', { 'shop-1': 100 }), rule('b', { 'shop-3': 100 })],
     ],
-    ['a rule the earlier record does not name is recorded as found', [rule('c', { 'shop-2': 10, 'shop-1': 90 })], earlier, [rule('c', { 'shop-2': 10, 'shop-1': 90 })]],
-    ['the same route, another rule: as found', [rule('a', { 'shop-2': 10, 'shop-1': 90 }, 1)], earlier, [rule('a', { 'shop-2': 10, 'shop-1': 90 }, 1)]],
+    [
+      'a rule the earlier record does not name is recorded as found',
+      [rule('c', { 'shop-2': 10, 'shop-1': 90 })],
+      earlier,
+      [rule('c', { 'shop-2': 10, 'shop-1': 90 })],
+    ],
+    [
+      'the same route, another rule: as found',
+      [rule('a', { 'shop-2': 10, 'shop-1': 90 }, 1)],
+      earlier,
+      [rule('a', { 'shop-2': 10, 'shop-1': 90 }, 1)],
+    ],
   ])('%s', (_n, now, before, expected) => expect(inheritedRecord(now, before)).toEqual(expected));
 });
 
@@ -113,30 +161,94 @@ describe('unmovedRules: a close-out puts back only the rules that still hold wha
   const record = [rule('a', { 'shop-1': 100 }), rule('b', { 'shop-1': 100 })];
   it.each([
     ['both still as assigned: both put back', [rule('a', { 'shop-2': 1, 'shop-1': 9 }), rule('b', assigned)], record],
-    ['one moved by a newer activation since: only the other', [rule('a', { 'shop-3': 100 }), rule('b', assigned)], [record[1]]],
-    ['one never reached (still as recorded): left alone, nothing to put back', [rule('a', { 'shop-1': 100 }), rule('b', assigned)], [record[1]]],
+    [
+      'one moved by a newer activation since: only the other',
+      [rule('a', { 'shop-3': 100 }), rule('b', assigned)],
+      [record[1]],
+    ],
+    [
+      'one never reached (still as recorded): left alone, nothing to put back',
+      [rule('a', { 'shop-1': 100 }), rule('b', assigned)],
+      [record[1]],
+    ],
     ['a rule gone from its route: left alone', [rule('b', assigned)], [record[1]]],
   ])('%s', (_n, now, expected) => expect(unmovedRules(record, now, assigned)).toEqual(expected));
   it("a progression's rounds: a rule at any round's assignment is unmoved, a rule another activation set is not", () => {
     const half = { 'shop-2': 50, 'shop-1': 50 };
     expect(unmovedRules(record, [rule('a', half), rule('b', assigned)], [half, assigned])).toEqual(record);
-    expect(unmovedRules(record, [rule('a', half), rule('b', { 'shop-3': 100 })], [half, assigned])).toEqual([record[0]]);
+    expect(unmovedRules(record, [rule('a', half), rule('b', { 'shop-3': 100 })], [half, assigned])).toEqual([
+      record[0],
+    ]);
   });
 });
 
 describe('reportedRules: what External rules hold, as their executions report it, the latest deciding rule by rule', () => {
-  const edge = (name: string, traffic: Record<string, number>): RuleRecord => ({ route: { group: 'cdn.example', kind: 'Edge', namespace: 'shop', name }, index: 0, entries: [], traffic });
-  const apply = (name: string, created: string, phase: string, assignment: Record<string, number>, record?: RuleRecord[]): ReportedExecution => ({ name, created, action: 'Apply', phase, assignment, ...(record ? { record } : {}) });
-  const revert = (name: string, created: string, phase: string, revertOf: string): ReportedExecution => ({ name, created, action: 'Revert', phase, revertOf });
-  const a1 = apply('a-0-cdn', '2026-12-01T10:00:00Z', 'Succeeded', { 'shop-2': 10, 'shop-1': 90 }, [edge('e', { 'shop-1': 100 })]);
+  const edge = (name: string, traffic: Record<string, number>): RuleRecord => ({
+    route: { group: 'cdn.example', kind: 'Edge', namespace: 'shop', name },
+    index: 0,
+    entries: [],
+    traffic,
+  });
+  const apply = (
+    name: string,
+    created: string,
+    phase: string,
+    assignment: Record<string, number>,
+    record?: RuleRecord[],
+  ): ReportedExecution => ({ name, created, action: 'Apply', phase, assignment, ...(record ? { record } : {}) });
+  const revert = (name: string, created: string, phase: string, revertOf: string): ReportedExecution => ({
+    name,
+    created,
+    action: 'Revert',
+    phase,
+    revertOf,
+  });
+  const a1 = apply('a-0-cdn', '2026-12-01T10:00:00Z', 'Succeeded', { 'shop-2': 10, 'shop-1': 90 }, [
+    edge('e', { 'shop-1': 100 }),
+  ]);
   it.each([
     ['an Apply that succeeded: its assignment, on the rules it recorded', [a1], [{ 'shop-2': 10, 'shop-1': 90 }]],
-    ['a later Apply decides', [a1, apply('b-0-cdn', '2026-12-01T11:00:00Z', 'Succeeded', { 'shop-3': 100 }, [edge('e', { 'shop-2': 10, 'shop-1': 90 })])], [{ 'shop-3': 100 }]],
-    ['a Revert that succeeded puts back the record of its Apply', [a1, revert('a-0-cdn-revert', '2026-12-01T10:00:00Z', 'Succeeded', 'a-0-cdn')], [{ 'shop-1': 100 }]],
-    ['a later Apply that failed before it recorded changed nothing', [a1, apply('b-0-cdn', '2026-12-01T11:00:00Z', 'Error', { 'shop-3': 100 })], [{ 'shop-2': 10, 'shop-1': 90 }]],
-    ['an Apply that recorded and failed: unknown', [a1, apply('b-0-cdn', '2026-12-01T11:00:00Z', 'Error', { 'shop-3': 100 }, [edge('e', {})])], undefined],
-    ['an Apply still running after it recorded: unknown', [a1, apply('b-0-cdn', '2026-12-01T11:00:00Z', 'InProgress', { 'shop-3': 100 }, [edge('e', {})])], undefined],
-    ['a Revert that failed: unknown', [a1, revert('a-0-cdn-revert', '2026-12-01T10:00:01Z', 'Error', 'a-0-cdn')], undefined],
-    ['two rules of two registrations each keep their own latest', [a1, apply('b-0-dns', '2026-12-01T11:00:00Z', 'Succeeded', { 'shop-3': 100 }, [edge('d', {})])], [{ 'shop-2': 10, 'shop-1': 90 }, { 'shop-3': 100 }]],
-  ] as const)('%s', (_n, executions, expected) => expect(reportedRules(executions as unknown as ReportedExecution[])?.map((r) => r.weights)).toEqual(expected));
+    [
+      'a later Apply decides',
+      [
+        a1,
+        apply('b-0-cdn', '2026-12-01T11:00:00Z', 'Succeeded', { 'shop-3': 100 }, [
+          edge('e', { 'shop-2': 10, 'shop-1': 90 }),
+        ]),
+      ],
+      [{ 'shop-3': 100 }],
+    ],
+    [
+      'a Revert that succeeded puts back the record of its Apply',
+      [a1, revert('a-0-cdn-revert', '2026-12-01T10:00:00Z', 'Succeeded', 'a-0-cdn')],
+      [{ 'shop-1': 100 }],
+    ],
+    [
+      'a later Apply that failed before it recorded changed nothing',
+      [a1, apply('b-0-cdn', '2026-12-01T11:00:00Z', 'Error', { 'shop-3': 100 })],
+      [{ 'shop-2': 10, 'shop-1': 90 }],
+    ],
+    [
+      'an Apply that recorded and failed: unknown',
+      [a1, apply('b-0-cdn', '2026-12-01T11:00:00Z', 'Error', { 'shop-3': 100 }, [edge('e', {})])],
+      undefined,
+    ],
+    [
+      'an Apply still running after it recorded: unknown',
+      [a1, apply('b-0-cdn', '2026-12-01T11:00:00Z', 'InProgress', { 'shop-3': 100 }, [edge('e', {})])],
+      undefined,
+    ],
+    [
+      'a Revert that failed: unknown',
+      [a1, revert('a-0-cdn-revert', '2026-12-01T10:00:01Z', 'Error', 'a-0-cdn')],
+      undefined,
+    ],
+    [
+      'two rules of two registrations each keep their own latest',
+      [a1, apply('b-0-dns', '2026-12-01T11:00:00Z', 'Succeeded', { 'shop-3': 100 }, [edge('d', {})])],
+      [{ 'shop-2': 10, 'shop-1': 90 }, { 'shop-3': 100 }],
+    ],
+  ] as const)('%s', (_n, executions, expected) =>
+    expect(reportedRules(executions as unknown as ReportedExecution[])?.map((r) => r.weights)).toEqual(expected),
+  );
 });

@@ -8,7 +8,13 @@
 import { ANNOTATION_SERVING, FINALIZER_IN_USE, type StageVersionResource } from '../../api/index.js';
 import type { RuleRecord } from '../../api/activation-execution.js';
 import { decideNamespace, type Observed } from '../../decisions/stage.js';
-import { applyAssignment, inheritedRecord, percentOf, restoreOrder, type TrafficAssignment } from '../../decisions/traffic.js';
+import {
+  applyAssignment,
+  inheritedRecord,
+  percentOf,
+  restoreOrder,
+  type TrafficAssignment,
+} from '../../decisions/traffic.js';
 import type { StepProgress } from '../../decisions/activation.js';
 import { seededRandom } from '../support/random.js';
 
@@ -16,7 +22,12 @@ const OPERATIONS = 1000;
 const seed = Number(process.env.KONFIDENCE_TRAFFIC_SEED ?? 5);
 const RULES = ['gateway', 'mesh'] as const;
 const route = (i: number) => ({ group: 'test', kind: 'Route', namespace: 'ns', name: RULES[i]! });
-const recordOf = (i: number, weights: TrafficAssignment): RuleRecord => ({ route: route(i), index: 0, entries: [], traffic: { ...weights } });
+const recordOf = (i: number, weights: TrafficAssignment): RuleRecord => ({
+  route: route(i),
+  index: 0,
+  entries: [],
+  traffic: { ...weights },
+});
 
 interface Task {
   rule?: number;
@@ -60,7 +71,11 @@ it(`keeps every rule at 100 %, reverts exactly and protects every version with a
       if (rule < 0) {
         va.tasks.push({ phase: 'Error', execution: `${va.name}-${i}-check-r${va.attempt}` });
         if (va.onFailure === 'Revert') {
-          const progress: StepProgress[] = va.tasks.map((t, j) => ({ name: `s${j}`, phase: t.phase === 'Error' ? 'Failed' : 'Succeeded', tasks: [{ registration: `r${j}`, phase: t.phase, ...(t.execution ? { execution: t.execution } : {}) }] }));
+          const progress: StepProgress[] = va.tasks.map((t, j) => ({
+            name: `s${j}`,
+            phase: t.phase === 'Error' ? 'Failed' : 'Succeeded',
+            tasks: [{ registration: `r${j}`, phase: t.phase, ...(t.execution ? { execution: t.execution } : {}) }],
+          }));
           for (const { step } of restoreOrder(progress, va.tasks.length - 1)) {
             const t = va.tasks[step]!;
             if (t.record && t.rule !== undefined) rules[t.rule] = { ...t.record.traffic };
@@ -71,9 +86,18 @@ it(`keeps every rule at 100 %, reverts exactly and protects every version with a
       }
       const assignment = applyAssignment(name(va.target), previous, va.weight);
       const before = earlier.find((t) => t.rule === rule && t.record);
-      const [record] = inheritedRecord([recordOf(rule, rules[rule]!)], before ? { record: [before.record!], assignment: before.assignment! } : undefined);
+      const [record] = inheritedRecord(
+        [recordOf(rule, rules[rule]!)],
+        before ? { record: [before.record!], assignment: before.assignment! } : undefined,
+      );
       rules[rule] = Object.fromEntries(Object.entries(assignment).filter(([, w]) => w > 0));
-      va.tasks.push({ rule, execution: `${va.name}-${i}-r${va.attempt}`, record: record!, assignment, phase: 'Succeeded' });
+      va.tasks.push({
+        rule,
+        execution: `${va.name}-${i}-r${va.attempt}`,
+        record: record!,
+        assignment,
+        phase: 'Succeeded',
+      });
     }
     active = va.target;
     va.phase = 'Succeeded';
@@ -83,15 +107,25 @@ it(`keeps every rule at 100 %, reverts exactly and protects every version with a
     const op = rnd.pick(['activate', 'activate', 'retry', 'edit'] as const);
     const before = rules.map((r) => ({ ...r }));
     if (op === 'activate') {
-      const va: Activation = { name: `va${i}`, target: ++latest, weight: rnd.pick([0, 10, 50, 100]), onFailure: rnd.pick(['Stop', 'Revert'] as const), attempt: 1, tasks: [] };
+      const va: Activation = {
+        name: `va${i}`,
+        target: ++latest,
+        weight: rnd.pick([0, 10, 50, 100]),
+        onFailure: rnd.pick(['Stop', 'Revert'] as const),
+        attempt: 1,
+        tasks: [],
+      };
       if (rnd.int(2)) va.failAt = rnd.int(2);
       activations.push(va);
       const activeBefore = active;
       run(va);
-      if (va.phase === 'Failed' && va.onFailure === 'Revert') expect({ at: where(i, op), rules }).toEqual({ at: where(i, op), rules: before });
+      if (va.phase === 'Failed' && va.onFailure === 'Revert')
+        expect({ at: where(i, op), rules }).toEqual({ at: where(i, op), rules: before });
       if (va.phase === 'Succeeded') {
         // Every rule holds exactly the assignment, whatever it held before.
-        const wanted = Object.fromEntries(Object.entries(applyAssignment(name(va.target), name(activeBefore), va.weight)).filter(([, w]) => w > 0));
+        const wanted = Object.fromEntries(
+          Object.entries(applyAssignment(name(va.target), name(activeBefore), va.weight)).filter(([, w]) => w > 0),
+        );
         expect({ at: where(i, op), rules }).toEqual({ at: where(i, op), rules: [wanted, wanted] });
       }
     } else if (op === 'retry') {
@@ -107,7 +141,13 @@ it(`keeps every rule at 100 %, reverts exactly and protects every version with a
         // earlier attempt, as it was before the activation: never on what the attempt assigned.
         for (const [r, weights] of rules.entries()) {
           const earlier = firstRecords.find((x) => x.rule === r)?.weights;
-          expect({ at: where(i, `retry of ${va.name}`), rule: r, ok: JSON.stringify(weights) === JSON.stringify(before[r]) || JSON.stringify(weights) === JSON.stringify(earlier) }).toMatchObject({ ok: true });
+          expect({
+            at: where(i, `retry of ${va.name}`),
+            rule: r,
+            ok:
+              JSON.stringify(weights) === JSON.stringify(before[r]) ||
+              JSON.stringify(weights) === JSON.stringify(earlier),
+          }).toMatchObject({ ok: true });
         }
       }
     } else {
@@ -115,27 +155,50 @@ it(`keeps every rule at 100 %, reverts exactly and protects every version with a
       rules[rnd.int(2)] = { [name(active)]: 100 };
     }
 
-    for (const [r, weights] of rules.entries()) expect({ at: where(i, op), rule: r, sum: Object.values(weights).reduce((a, b) => a + b, 0) }).toMatchObject({ sum: 100 });
+    for (const [r, weights] of rules.entries())
+      expect({ at: where(i, op), rule: r, sum: Object.values(weights).reduce((a, b) => a + b, 0) }).toMatchObject({
+        sum: 100,
+      });
     // The Stage controller's plan on this state: every version with a share is marked and kept.
     const stageVersions: StageVersionResource[] = Array.from({ length: latest }, (_, k) => ({
       apiVersion: 'landscape.konfidence.cloud/v1alpha1',
       kind: 'StageVersion',
-      metadata: { name: name(k + 1), namespace: 'ns', uid: `u${k + 1}`, finalizers: [FINALIZER_IN_USE], ...(k + 1 === active ? { annotations: { [ANNOTATION_SERVING]: 'shop' } } : {}) },
+      metadata: {
+        name: name(k + 1),
+        namespace: 'ns',
+        uid: `u${k + 1}`,
+        finalizers: [FINALIZER_IN_USE],
+        ...(k + 1 === active ? { annotations: { [ANNOTATION_SERVING]: 'shop' } } : {}),
+      },
       spec: { stage: 'shop', vector: `v:${k + 1}`, revision: k + 1 },
     }));
     const observed: Observed = {
       namespace: 'ns',
-      stages: [{ apiVersion: 'landscape.konfidence.cloud/v1alpha1', kind: 'Stage', metadata: { name: 'shop', namespace: 'ns', uid: 'st' }, spec: { vector: `v:${latest}`, stageVersionHistoryLimit: 0, drainSeconds: 0 } }],
+      stages: [
+        {
+          apiVersion: 'landscape.konfidence.cloud/v1alpha1',
+          kind: 'Stage',
+          metadata: { name: 'shop', namespace: 'ns', uid: 'st' },
+          spec: { vector: `v:${latest}`, stageVersionHistoryLimit: 0, drainSeconds: 0 },
+        },
+      ],
       stageVersions,
       usages: [],
       activations: [],
-      traffic: new Map([['shop', { rules: rules.map((w, r) => ({ route: route(r), rule: 0, weights: percentOf(w) })), complete: true }]]),
+      traffic: new Map([
+        ['shop', { rules: rules.map((w, r) => ({ route: route(r), rule: 0, weights: percentOf(w) })), complete: true }],
+      ]),
     };
     const plan = decideNamespace(observed, new Date(0));
     const serving = new Set(rules.flatMap((w) => Object.entries(w).flatMap(([k, v]) => (v > 0 ? [k] : []))));
     for (const sv of serving) {
-      expect({ at: where(i, op), deleted: plan.deletes.some((d) => d.name === sv) }).toEqual({ at: where(i, op), deleted: false });
-      const marked = sv === name(active) || plan.metadata.some((m) => m.name === sv && m.metadata.annotations?.[ANNOTATION_SERVING] === 'shop');
+      expect({ at: where(i, op), deleted: plan.deletes.some((d) => d.name === sv) }).toEqual({
+        at: where(i, op),
+        deleted: false,
+      });
+      const marked =
+        sv === name(active) ||
+        plan.metadata.some((m) => m.name === sv && m.metadata.annotations?.[ANNOTATION_SERVING] === 'shop');
       expect({ at: where(i, op), sv, marked }).toMatchObject({ marked: true });
     }
   }

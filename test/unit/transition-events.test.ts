@@ -12,20 +12,50 @@ type Outcome = { made: boolean } | { fails: unknown };
 
 describe('writeThenSay', () => {
   it.each<[string, Outcome, number, RecordOptions[], boolean]>([
-    ['a first attempt that made the transition says it once, without a look-up', { made: true }, 1, [{ once: true }], false],
+    [
+      'a first attempt that made the transition says it once, without a look-up',
+      { made: true },
+      1,
+      [{ once: true }],
+      false,
+    ],
     ['a write that made nothing (gone, or made already) says nothing', { made: false }, 1, [], false],
-    ['a retried attempt (an earlier one may still run) looks for a repeat', { made: true }, 2, [{ once: false }], false],
-    ['no answer: it may have landed, so it says it (looking for a repeat) and throws', { fails: new Error('socket hang up') }, 1, [{ once: false }], true],
+    [
+      'a retried attempt (an earlier one may still run) looks for a repeat',
+      { made: true },
+      2,
+      [{ once: false }],
+      false,
+    ],
+    [
+      'no answer: it may have landed, so it says it (looking for a repeat) and throws',
+      { fails: new Error('socket hang up') },
+      1,
+      [{ once: false }],
+      true,
+    ],
     ['a 5xx may have landed too', { fails: refused(503) }, 1, [{ once: false }], true],
     ['a refusal (4xx) did not land: nothing is said', { fails: refused(422) }, 1, [], true],
-    ["a deposed leader's fenced write was never sent: nothing is said", { fails: new NotLeaderError('watcher-a', 'a skip') }, 1, [], true],
+    [
+      "a deposed leader's fenced write was never sent: nothing is said",
+      { fails: new NotLeaderError('watcher-a', 'a skip') },
+      1,
+      [],
+      true,
+    ],
   ])('%s', async (_name, outcome, attempt, said, throws) => {
     const says: RecordOptions[] = [];
     const write = async () => {
       if ('fails' in outcome) throw outcome.fails;
       return outcome.made;
     };
-    const run = new MockActivityEnvironment({ attempt }, quiet).run(() => writeThenSay(write, (o) => says.push(o), (made) => made));
+    const run = new MockActivityEnvironment({ attempt }, quiet).run(() =>
+      writeThenSay(
+        write,
+        (o) => says.push(o),
+        (made) => made,
+      ),
+    );
     if (throws) await expect(run).rejects.toBeDefined();
     else await run;
     expect(says).toEqual(said);
@@ -33,7 +63,10 @@ describe('writeThenSay', () => {
 
   it('outside an activity it counts as a first attempt', async () => {
     const says: RecordOptions[] = [];
-    await writeThenSay(async () => undefined, (o) => says.push(o));
+    await writeThenSay(
+      async () => undefined,
+      (o) => says.push(o),
+    );
     expect(says).toEqual([{ once: true }]);
   });
 });

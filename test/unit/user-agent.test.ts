@@ -12,7 +12,10 @@ const config = () => offlineKubeConfig();
 test('an API call carries the role as its user agent, beside its credentials', async () => {
   const context = new k8s.RequestContext('https://127.0.0.1:6443/api/v1/namespaces', k8s.HttpMethod.GET);
   await withUserAgent(config(), userAgentOf('core')).applySecurityAuthentication(context);
-  expect(context.getHeaders()).toMatchObject({ 'User-Agent': 'konfidence-activation/core', Authorization: 'Bearer secret' });
+  expect(context.getHeaders()).toMatchObject({
+    'User-Agent': 'konfidence-activation/core',
+    Authorization: 'Bearer secret',
+  });
 });
 
 test('a watch carries it too', async () => {

@@ -12,5 +12,9 @@ it('the workflows load no zod at run time, and of api/ only its zod-free modules
   expect([...modules].filter((m) => m.startsWith('workflows/')).length).toBeGreaterThan(0);
   expect([...modules].filter((m) => m.startsWith('node_modules/zod/'))).toEqual([]);
   // api/ at run time: only its zod-free constants, and the conditions' bookkeeping (a status write's conditions).
-  expect([...modules].filter((m) => m.startsWith('api/')).sort()).toEqual(['api/circuit-breaker-limits.ts', 'api/conditions.ts', 'api/progression-defaults.ts']);
+  expect([...modules].filter((m) => m.startsWith('api/')).sort()).toEqual([
+    'api/circuit-breaker-limits.ts',
+    'api/conditions.ts',
+    'api/progression-defaults.ts',
+  ]);
 });

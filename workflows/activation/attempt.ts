@@ -6,7 +6,14 @@
  */
 import { isCancellation, patched } from '@temporalio/workflow';
 import type { ResolvedPlan } from '../../activities/core.js';
-import { initialProgress, lastRanStep, orderVerdict, stepsToRun, stoppedEnding, type Ending } from '../../decisions/activation.js';
+import {
+  initialProgress,
+  lastRanStep,
+  orderVerdict,
+  stepsToRun,
+  stoppedEnding,
+  type Ending,
+} from '../../decisions/activation.js';
 import { SUPERSEDED_REASON } from '../../decisions/supersede.js';
 import { stageLossOf } from '../failures.js';
 import type { Progression } from '../progression/progression.js';
@@ -31,7 +38,11 @@ export class Attempt {
     this.parts.steps.startAttempt();
     requests.startAttempt();
     // The check reads while Pending is written; a failed check is written after it, as Failed.
-    const validating = reporter.report('Pending', 'Validating', `checking Stage ${va.stage} and StageVersion ${va.stageVersion}`);
+    const validating = reporter.report(
+      'Pending',
+      'Validating',
+      `checking Stage ${va.stage} and StageVersion ${va.stageVersion}`,
+    );
     const describing = bookkeeping.describeStage(this.parts.ref.namespace, va.stage, va.stageVersion);
     const [written, described] = await Promise.allSettled([validating, describing]);
     if (written.status === 'rejected') throw written.reason;
@@ -72,7 +83,9 @@ export class Attempt {
         ...(va.executionPlan ? { executionPlan: va.executionPlan } : {}),
         ...(va.created ? { created: va.created } : {}),
       };
-      taken = await this.parts.access.takeStage(stageUid, read, (message) => reporter.report('Waiting', 'WaitingForLease', message));
+      taken = await this.parts.access.takeStage(stageUid, read, (message) =>
+        reporter.report('Waiting', 'WaitingForLease', message),
+      );
     } catch (err) {
       // Validated before the wait, the Stage is gone now (read here, or told while the Lease was
       // waited for): the activation stops, as when the watcher says so.
@@ -89,7 +102,13 @@ export class Attempt {
     holdings.noteActive(activeName);
     // A retry starts from the truth: "previous" is what is active now, and every step runs again
     // (one whose routes hold its assignment already changes nothing).
-    const verdict = orderVerdict({ stage: va.stage, target: stage.target, activeName, stageVersions: stage.stageVersions, retry });
+    const verdict = orderVerdict({
+      stage: va.stage,
+      target: stage.target,
+      activeName,
+      stageVersions: stage.stageVersions,
+      retry,
+    });
     if (!verdict.run) return finish(verdict);
     reporter.notePrevious(verdict.previous);
     const toRun = stepsToRun(plan, progress.steps);
@@ -104,7 +123,8 @@ export class Attempt {
     if (toRun.run.length > 0 && guarded) {
       const gate = await this.passBreakers(toRun.run[0]!, true);
       // A breaker may have held it for long: the Stage is read again before the first route write.
-      if (!gate.admitted || !(await this.stageStillOurs())) return finish(this.stopped('while waiting at a CircuitBreaker'));
+      if (!gate.admitted || !(await this.stageStillOurs()))
+        return finish(this.stopped('while waiting at a CircuitBreaker'));
       limited = gate.limited;
     }
 
@@ -117,9 +137,14 @@ export class Attempt {
     const first = toRun.run[0];
     const started = first !== undefined && (await this.startRun(plan, first, stage.target.name));
     if (started === 'terminating') {
-      return finish({ phase: 'Failed', reason: 'StageVersionTerminating', message: `StageVersion ${stage.target.name} is being deleted` });
+      return finish({
+        phase: 'Failed',
+        reason: 'StageVersionTerminating',
+        message: `StageVersion ${stage.target.name} is being deleted`,
+      });
     }
-    if (typeof started === 'object') return finish({ phase: 'Failed', reason: 'NameTaken', message: `${started.refused}; no route was changed` });
+    if (typeof started === 'object')
+      return finish({ phase: 'Failed', reason: 'NameTaken', message: `${started.refused}; no route was changed` });
     if (started === 'gone') {
       requests.deleted();
       const message = 'the VectorActivation was deleted before its first step; no route was changed';
@@ -133,11 +158,13 @@ export class Attempt {
     } else {
       for (const [n, i] of toRun.run.entries()) {
         // Cancelled between steps, or the Stage gone: what ran is reverted as after a cancelled step.
-        if (limited && n > 0 && !(await this.passBreakers(i, false)).admitted) return finish(await steps.failure(plan, ctx, i));
+        if (limited && n > 0 && !(await this.passBreakers(i, false)).admitted)
+          return finish(await steps.failure(plan, ctx, i));
         if (n > 0 && !(await this.stageStillOurs())) {
           return finish(await steps.failure(plan, ctx, i, { where: `before step ${plan.steps[i]!.name}` }));
         }
-        if (await steps.runStep(plan, ctx, i, n === 0, n < toRun.run.length - 1)) return finish(await steps.failure(plan, ctx, i));
+        if (await steps.runStep(plan, ctx, i, n === 0, n < toRun.run.length - 1))
+          return finish(await steps.failure(plan, ctx, i));
       }
     }
     const { previous } = reporter;
@@ -148,7 +175,11 @@ export class Attempt {
       return finish(await steps.failure(plan, ctx, last, { where: 'before the switch' }));
     }
     const was = previous ? ` (was ${previous.name})` : '';
-    return finish({ phase: 'Succeeded', reason: 'Activated', message: `Stage ${va.stage} now serves ${stage.target.name}${was}` });
+    return finish({
+      phase: 'Succeeded',
+      reason: 'Activated',
+      message: `Stage ${va.stage} now serves ${stage.target.name}${was}`,
+    });
   }
 
   private startRun(plan: ResolvedPlan, first: number, target: string) {

@@ -32,6 +32,7 @@ export async function passBreakers(
       told = `${answer.reason}: ${answer.message}`;
       await onWait(answer);
     }
-    if (await condition(stop, `${askAgainSeconds(answer.retryAfterSeconds, maxWaitSeconds)} seconds`)) return { admitted: false };
+    if (await condition(stop, `${askAgainSeconds(answer.retryAfterSeconds, maxWaitSeconds)} seconds`))
+      return { admitted: false };
   }
 }

@@ -41,9 +41,15 @@ export async function closeOut(run: ActivationRun, why: CloseOutCause): Promise<
     const lock = await access.acquire(
       before.target.revision,
       () => false,
-      () => reporter.report('Waiting', 'WaitingForStage', `closing out: waiting for Stage ${va.stage} (lock ${access.lockId})`),
+      () =>
+        reporter.report(
+          'Waiting',
+          'WaitingForStage',
+          `closing out: waiting for Stage ${va.stage} (lock ${access.lockId})`,
+        ),
     );
-    if (lock !== 'granted') return await ended(`nothing was put back: the newer activation ${access.supersededBy} sets the routes`);
+    if (lock !== 'granted')
+      return await ended(`nothing was put back: the newer activation ${access.supersededBy} sets the routes`);
     try {
       return await closeOutWithStage(run, why, before.stageUid);
     } catch (err) {
@@ -58,7 +64,11 @@ export async function closeOut(run: ActivationRun, why: CloseOutCause): Promise<
 
 async function closeOutWithStage(run: ActivationRun, why: CloseOutCause, stageUid: string): Promise<Ending> {
   const { ref, va, reporter, progress, steps } = run;
-  const read = { stageVersion: va.stageVersion, ...(va.executionPlan ? { executionPlan: va.executionPlan } : {}), puttingBack: true };
+  const read = {
+    stageVersion: va.stageVersion,
+    ...(va.executionPlan ? { executionPlan: va.executionPlan } : {}),
+    puttingBack: true,
+  };
   const onLeaseHeld = (message: string) => reporter.report('Waiting', 'WaitingForLease', message);
   const { plan, stage } = await run.access.takeStage(stageUid, read, onLeaseHeld);
   reporter.notePrevious(stage.stageVersions.find((sv) => sv.name === va.status.previousStageVersion));
@@ -79,7 +89,8 @@ async function closeOutWithStage(run: ActivationRun, why: CloseOutCause, stageUi
   const executions = plan.steps.map((step, i) => step.tasks.map((task) => latestRecorded(i, task.registration)));
   progress.steps = closedOutProgress(plan, progress.steps, executions, recorded);
   const last = lastRanStep(progress.steps);
-  if (last < 0) return run.finish({ phase: 'Failed', reason: why.reason, message: `${why.message}; no step had changed a route` });
+  if (last < 0)
+    return run.finish({ phase: 'Failed', reason: why.reason, message: `${why.message}; no step had changed a route` });
   steps.closesOutRouting();
   const previous = reporter.previous?.name;
   const unmovedAlso = weights.map((weight) => applyAssignment(va.stageVersion, previous, weight));

@@ -91,7 +91,8 @@ export class RunHoldings {
   ): Promise<{ stageLost?: string }> {
     const { stageUid, stageVersions } = stage;
     const target = stage.target.name;
-    const previousKeeps = !plan.progression && plan.steps.some((step) => step.tasks.some((task) => weightOf(task.config) < 100));
+    const previousKeeps =
+      !plan.progression && plan.steps.some((step) => step.tasks.some((task) => weightOf(task.config) < 100));
     // The previous one keeps its mark either way; with no share left it starts to drain.
     const old = previous ? (previousKeeps ? { stillServing: previous.name } : { previous: previous.name }) : {};
     const uids = Object.fromEntries(stageVersions.flatMap((sv) => (sv.uid ? [[sv.name, sv.uid]] : [])));
@@ -99,7 +100,8 @@ export class RunHoldings {
     const known = { active: this.active, uids, revisions, ...(this.usageUid ? { usageUid: this.usageUid } : {}) };
     const { ref, holder } = this;
     // A switch recorded before it could find the Stage gone returned nothing: it switched.
-    const switched = (await bookkeeping.switchServing({ ref, stage: this.stage, stageUid, target, ...old, holder, ...known })) ?? {};
+    const switched =
+      (await bookkeeping.switchServing({ ref, stage: this.stage, stageUid, target, ...old, holder, ...known })) ?? {};
     if (!switched.stageLost) this.marked = undefined; // the active usage holds the target now
     return switched;
   }
@@ -126,6 +128,9 @@ export class RunHoldings {
 
   private async unmark(): Promise<void> {
     const name = this.takeMark();
-    if (name) await CancellationScope.nonCancellable(() => bookkeeping.unmarkStageVersion(this.ref.namespace, name, this.holder));
+    if (name)
+      await CancellationScope.nonCancellable(() =>
+        bookkeeping.unmarkStageVersion(this.ref.namespace, name, this.holder),
+      );
   }
 }

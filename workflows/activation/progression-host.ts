@@ -46,7 +46,10 @@ export function progressionOf(
         // Every route write but the attempt's first (read under the Lease just before) reads the
         // Stage first; an abort's way back reads it itself (Progression.abort).
         if (started && !down && !(await attempt.stageStillOurs())) {
-          return steps.failure(plan, ctx, i, { through: Math.max(i, ran()), where: `before step ${plan.steps[i]!.name} at ${weight} %` });
+          return steps.failure(plan, ctx, i, {
+            through: Math.max(i, ran()),
+            where: `before step ${plan.steps[i]!.name} at ${weight} %`,
+          });
         }
         const first = !started;
         started = true;

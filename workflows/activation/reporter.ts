@@ -123,7 +123,8 @@ export class ActivationReporter {
     const known = this.known;
     const write = known ? statusWrite(known, status, new Date()) : undefined;
     const { stage, stageVersion } = this.va;
-    const over: StatusOver | undefined = known && write ? { known, conditions: write.conditions, stage, stageVersion } : undefined;
+    const over: StatusOver | undefined =
+      known && write ? { known, conditions: write.conditions, stage, stageVersion } : undefined;
     this.known = write?.after;
     const settle = async <T>(writing: Promise<T>, made: (result: T) => boolean): Promise<T> => {
       const result = await writing.catch((err: unknown) => {
@@ -146,7 +147,13 @@ export class ActivationReporter {
   }
 
   /** The status a report writes; `steps` and `start` when they are not yet the run's own. */
-  statusOf(phase: VectorActivationPhase, reason: string, message: string, steps = this.progress.steps, start = this.startedAt) {
+  statusOf(
+    phase: VectorActivationPhase,
+    reason: string,
+    message: string,
+    steps = this.progress.steps,
+    start = this.startedAt,
+  ) {
     const { previousVersion: previous, firstErrorMessage: firstError, workflowUrl } = this;
     const progression = this.progression?.report;
     return activationStatus({
@@ -175,7 +182,9 @@ export class ActivationReporter {
     if (!report) return '';
     const where = report.step < report.steps ? `step ${report.step + 1}/${report.steps}` : 'the switch';
     const { gate } = report;
-    const waiting = gate ? `; waiting at ${gate.type} since ${gate.since}${gate.until ? ` until ${gate.until}` : ''}` : '';
+    const waiting = gate
+      ? `; waiting at ${gate.type} since ${gate.since}${gate.until ? ` until ${gate.until}` : ''}`
+      : '';
     return `\n\n**Progression**: ${where}, ${report.weight} % to ${this.va.stageVersion}${waiting}`;
   }
 }

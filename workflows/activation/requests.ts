@@ -137,7 +137,10 @@ export class ActivationRequests {
     if (action === 'cancel' || action === 'retry') return answerRequest(action, this.progress.phase);
     const { phase } = this.progress;
     const view = this.progressionView?.() ?? { phase, ...(phase === 'InProgress' ? { progressive: false } : {}) };
-    return answerProgression(action, { ...view, ...(this.pendingAnswer ? { pending: this.pendingAnswer.action } : {}) });
+    return answerProgression(action, {
+      ...view,
+      ...(this.pendingAnswer ? { pending: this.pendingAnswer.action } : {}),
+    });
   }
 
   /** Takes an accepted request in, once per token; says what was done. */

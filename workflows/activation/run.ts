@@ -58,7 +58,11 @@ export class ActivationRun implements RunParts {
   /** The workflow itself was cancelled (Temporal UI/CLI) outside a step: end as Cancelled, let the Stage go. */
   async cancelledInTemporal(): Promise<void> {
     await CancellationScope.nonCancellable(async () => {
-      await this.finish({ phase: 'Cancelled', reason: 'WorkflowCancelled', message: 'the workflow was cancelled in Temporal' });
+      await this.finish({
+        phase: 'Cancelled',
+        reason: 'WorkflowCancelled',
+        message: 'the workflow was cancelled in Temporal',
+      });
       await this.letGo();
     });
   }

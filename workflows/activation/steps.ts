@@ -25,7 +25,9 @@ import { runTask, unrecordedMessage, type Recording, type TaskContext } from './
 export function ranExecutions(steps: readonly StepProgress[]): Record<string, string> {
   const ran = steps.flatMap((step, i) =>
     step.tasks.flatMap((task) =>
-      (task.phase === 'Succeeded' || task.phase === 'Error') && task.execution ? [[`${i}/${task.registration}`, task.execution]] : [],
+      (task.phase === 'Succeeded' || task.phase === 'Error') && task.execution
+        ? [[`${i}/${task.registration}`, task.execution]]
+        : [],
     ),
   );
   return Object.fromEntries(ran);
@@ -65,7 +67,13 @@ export class StepRunner {
    * checks those writes as its own, so a record that fails fails a step, and what ran is reverted.
    * The last step's records are awaited in place: the switch follows only what is recorded.
    */
-  async runStep(plan: ResolvedPlan, ctx: TaskContext, i: number, started: boolean, followed: boolean): Promise<boolean> {
+  async runStep(
+    plan: ResolvedPlan,
+    ctx: TaskContext,
+    i: number,
+    started: boolean,
+    followed: boolean,
+  ): Promise<boolean> {
     const { progress, requests, reporter } = this.run;
     const step = plan.steps[i]!;
     this.routing = true;
@@ -84,7 +92,9 @@ export class StepRunner {
 
     const scope = new CancellationScope();
     const beside = followed ? this.recordings : undefined;
-    const running = scope.run(() => Promise.all(step.tasks.map((task) => runTask(ctx, i, step.name, task, 'Apply', beside))));
+    const running = scope.run(() =>
+      Promise.all(step.tasks.map((task) => runTask(ctx, i, step.name, task, 'Apply', beside))),
+    );
     await Promise.race([running, condition(() => requests.cancelled)]).catch((err: unknown) => {
       // The whole workflow was cancelled (Temporal UI/CLI): its executions are being cancelled too.
       if (!isCancellation(err)) throw err;
@@ -112,7 +122,12 @@ export class StepRunner {
    * How an attempt ends after step i failed or was cancelled: reverted under Revert (every step up to
    * `through`: a progression's earlier rounds applied the steps after i too), else left applied.
    */
-  async failure(plan: ResolvedPlan, ctx: TaskContext, i: number, at: { through?: number; where?: string } = {}): Promise<Ending> {
+  async failure(
+    plan: ResolvedPlan,
+    ctx: TaskContext,
+    i: number,
+    at: { through?: number; where?: string } = {},
+  ): Promise<Ending> {
     const { progress, requests, reporter } = this.run;
     const step = plan.steps[i]!;
     const revert = plan.onFailure === 'Revert' ? await this.revertSteps(plan, ctx, at.through ?? i) : undefined;
@@ -150,7 +165,9 @@ export class StepRunner {
       // A task that succeeded changed its rules: with its execution deleted (its namespace going, say)
       // the record of what was there went too, and nothing of it can be put back.
       const stepProgress = progress.steps[i]!;
-      const lost = stepProgress.tasks.filter((task) => task.phase === 'Succeeded' && task.execution !== undefined && gone.has(task.execution));
+      const lost = stepProgress.tasks.filter(
+        (task) => task.phase === 'Succeeded' && task.execution !== undefined && gone.has(task.execution),
+      );
       for (const task of lost) {
         task.message = `ActivationExecution ${task.execution} is gone, and with it the record of what it changed: nothing of it was put back`;
         reporter.noteError(`revert of ${task.registration}: ${task.message}`);
@@ -162,13 +179,19 @@ export class StepRunner {
         await reporter.report('InProgress', 'Reverting', `reverting step ${step.name}`);
         const planned = (registration: string) => step.tasks.find((task) => task.registration === registration)!;
         const outcomes = await CancellationScope.nonCancellable(() =>
-          Promise.all(done.map((ran) => runTask(ctx, i, step.name, planned(ran.registration), 'Revert', undefined, ran.execution))),
+          Promise.all(
+            done.map((ran) =>
+              runTask(ctx, i, step.name, planned(ran.registration), 'Revert', undefined, ran.execution),
+            ),
+          ),
         );
         ok &&= outcomes.every((outcome) => outcome.ok);
-        for (const outcome of outcomes.filter((result) => !result.ok)) reporter.noteError(`revert of ${outcome.registration}: ${outcome.message}`);
+        for (const outcome of outcomes.filter((result) => !result.ok))
+          reporter.noteError(`revert of ${outcome.registration}: ${outcome.message}`);
       }
       // The step that failed stays Failed, put back or not: it is the one the status names.
-      if ((done.length > 0 || lost.length > 0) && stepProgress.phase !== 'Failed') stepProgress.phase = ok ? 'Reverted' : 'Failed';
+      if ((done.length > 0 || lost.length > 0) && stepProgress.phase !== 'Failed')
+        stepProgress.phase = ok ? 'Reverted' : 'Failed';
       all &&= ok;
     }
     return all ? 'done' : 'partial';
@@ -178,7 +201,8 @@ export class StepRunner {
   private async recordsOf(names: string[]): Promise<{ recorded: Set<string>; gone: Set<string> }> {
     if (names.length === 0) return { recorded: new Set(), gone: new Set() };
     const { namespace } = this.run.ref;
-    if (!patched('gone-records')) return { recorded: new Set(await bookkeeping.recordedExecutions(namespace, names)), gone: new Set() };
+    if (!patched('gone-records'))
+      return { recorded: new Set(await bookkeeping.recordedExecutions(namespace, names)), gone: new Set() };
     const { recorded, gone } = await bookkeeping.executionRecords(namespace, names);
     return { recorded: new Set(recorded), gone: new Set(gone) };
   }

@@ -18,7 +18,6 @@ import { causeOf, messageOf } from '../failures.js';
 import { executorTask, externalExecution } from '../policies.js';
 import { bookkeeping } from './bookkeeping-activities.js';
 
-
 export interface TaskContext {
   ref: ActivationRef;
   stage: string;
@@ -43,7 +42,8 @@ export interface TaskContext {
  * A Worker executor's heartbeat timeout: short by default, since heartbeats are how a cancel, or
  * the end of the workflow, reaches the executor; by then it has stopped.
  */
-export const heartbeatSecondsOf = (task: PlannedTask) => task.heartbeatTimeoutSeconds ?? Math.min(5, task.timeoutSeconds);
+export const heartbeatSecondsOf = (task: PlannedTask) =>
+  task.heartbeatTimeoutSeconds ?? Math.min(5, task.timeoutSeconds);
 
 /** Bookkeeping must happen even while the step is being cancelled. */
 const record = <T>(fn: () => Promise<T>) => CancellationScope.nonCancellable(fn);
@@ -86,16 +86,28 @@ export async function runTask(
   /** Revert: the Apply execution whose record it puts back. */
   revertOf?: string,
 ): Promise<TaskOutcome> {
-  const name = executionName(ctx.ref.name, stepIndex, task.registration, ctx.attempt, action === 'Revert', action === 'Apply' ? ctx.round?.index : 0);
+  const name = executionName(
+    ctx.ref.name,
+    stepIndex,
+    task.registration,
+    ctx.attempt,
+    action === 'Revert',
+    action === 'Apply' ? ctx.round?.index : 0,
+  );
   // Apply: the traffic every rule the task manages holds afterwards, whatever it held before.
-  const assignment = action === 'Apply' ? applyAssignment(ctx.target.name, ctx.previous?.name, ctx.round?.weight ?? weightOf(task.config)) : undefined;
+  const assignment =
+    action === 'Apply'
+      ? applyAssignment(ctx.target.name, ctx.previous?.name, ctx.round?.weight ?? weightOf(task.config))
+      : undefined;
   const earlier = action === 'Apply' ? ctx.earlier?.[`${stepIndex}/${task.registration}`] : undefined;
   const ns = ctx.ref.namespace;
   const owned = task.executor === 'External' ? {} : { workerOwned: true };
   /** Records the execution Error with why `err` ended it, and says why. */
   const recordError = async (err: unknown) => {
     const { reason, message } = failureOf(err, task);
-    await record(() => bookkeeping.writeExecutionStatus(ns, name, { phase: 'Error', reason, message, completionTime: now(), ...owned }));
+    await record(() =>
+      bookkeeping.writeExecutionStatus(ns, name, { phase: 'Error', reason, message, completionTime: now(), ...owned }),
+    );
     return message;
   };
   try {
@@ -120,23 +132,43 @@ export async function runTask(
         ...(task.executor === 'External'
           ? { initial: 'Pending' as const }
           : action === 'Revert'
-            ? { initial: { phase: 'InProgress' as const, message: `running on ${executorTaskQueue(task.type)}${ctx.queueSuffix ?? ''}`, startTime: now() } }
+            ? {
+                initial: {
+                  phase: 'InProgress' as const,
+                  message: `running on ${executorTaskQueue(task.type)}${ctx.queueSuffix ?? ''}`,
+                  startTime: now(),
+                },
+              }
             : { initial: 'none' as const }),
       }),
     );
   } catch (err) {
     // Not even its ActivationExecution could be made (a refused write): the task failed, and says why.
-    return { registration: task.registration, execution: name, ok: false, message: `could not create ActivationExecution ${name}: ${failureOf(err, task).message}` };
+    return {
+      registration: task.registration,
+      execution: name,
+      ok: false,
+      message: `could not create ActivationExecution ${name}: ${failureOf(err, task).message}`,
+    };
   }
   try {
     let message: string;
     if (task.executor === 'External') {
       // The outside controller sets InProgress itself; we wait for its final phase.
       const { awaitExternalExecution } = proxyActivities<ActivationActivities>(
-        externalExecution({ timeoutSeconds: task.timeoutSeconds, summary: `wait for the ${task.type} controller to finish ${name}` }),
+        externalExecution({
+          timeoutSeconds: task.timeoutSeconds,
+          summary: `wait for the ${task.type} controller to finish ${name}`,
+        }),
       );
       const result = await awaitExternalExecution(ns, name);
-      if (result.phase !== 'Succeeded') return { registration: task.registration, execution: name, ok: false, message: result.message || 'the external executor reported Error' };
+      if (result.phase !== 'Succeeded')
+        return {
+          registration: task.registration,
+          execution: name,
+          ok: false,
+          message: result.message || 'the external executor reported Error',
+        };
       return { registration: task.registration, execution: name, ok: true, message: result.message };
     }
     const { executeTask } = proxyActivities<ExecutorActivities>(
@@ -156,22 +188,27 @@ export async function runTask(
       ...(ctx.previous ? { previousStageVersion: ctx.previous } : {}),
       ...(assignment ? { assignment } : {}),
       ...(revertOf ? { revertOf } : {}),
-      ...(revertOf && ctx.unmovedOnly ? { unmovedOnly: true, ...(ctx.unmovedAlso ? { unmovedAlso: ctx.unmovedAlso } : {}) } : {}),
+      ...(revertOf && ctx.unmovedOnly
+        ? { unmovedOnly: true, ...(ctx.unmovedAlso ? { unmovedAlso: ctx.unmovedAlso } : {}) }
+        : {}),
       ...(earlier && earlier !== name ? { earlier } : {}),
       stageVersions: ctx.stageVersions,
       config: task.config,
       crossNamespaceAllowed: task.crossNamespaceAllowed,
     };
     message = (await executeTask(input)).message;
-    const written = record(() => bookkeeping.writeExecutionStatus(ns, name, { phase: 'Succeeded', message, completionTime: now(), ...owned }));
+    const written = record(() =>
+      bookkeeping.writeExecutionStatus(ns, name, { phase: 'Succeeded', message, completionTime: now(), ...owned }),
+    );
     // The outcome is known: the next step need not wait for the record of it (one status write
     // fewer on the activation's path per step).
     if (beside) {
       // Not recorded Succeeded for good: recorded Error instead (as when awaited here), so that it still ends final.
-      const failed = (error: unknown) => recordError(error).then(
-        () => ({ execution: name, error }),
-        () => ({ execution: name, error }),
-      );
+      const failed = (error: unknown) =>
+        recordError(error).then(
+          () => ({ execution: name, error }),
+          () => ({ execution: name, error }),
+        );
       beside.push(written.then(() => ({ execution: name }), failed));
     } else await written;
     return { registration: task.registration, execution: name, ok: true, message };

@@ -56,7 +56,10 @@ setWorkflowOptions(
   () => (workflowInfo().currentDeploymentVersion?.deploymentName ? { versioningBehavior: 'PINNED' } : {}),
   vectorActivation,
 );
-export async function vectorActivation(ref: ActivationRef, options: ActivationOptions = {}): Promise<ActivationProgress> {
+export async function vectorActivation(
+  ref: ActivationRef,
+  options: ActivationOptions = {},
+): Promise<ActivationProgress> {
   const progress: ActivationProgress & { steps: StepProgress[] } = { phase: 'Pending', attempt: 1, steps: [] };
   const requests = new ActivationRequests(progress);
 
@@ -115,7 +118,10 @@ export async function vectorActivation(ref: ActivationRef, options: ActivationOp
       // Failed or Cancelled: stay open for a retry. A retry that arrived while this attempt was
       // still cleaning up counts; a cancel now closes the window.
       requests.attemptEnded();
-      const woken = await condition(() => requests.retryPending || requests.cancelled || requests.closing, RETRY_WINDOW);
+      const woken = await condition(
+        () => requests.retryPending || requests.cancelled || requests.closing,
+        RETRY_WINDOW,
+      );
       if (!woken || !requests.retryPending || requests.closing) return progress;
       requests.takeRetry();
       progress.attempt++;

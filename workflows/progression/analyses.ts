@@ -7,7 +7,15 @@
 import { CancellationScope } from '@temporalio/workflow';
 import { MAX_ANALYSES, MAX_BACKGROUND_ANALYSES } from '../../api/progression-defaults.js';
 import type { ProgressionReport } from '../../decisions/activation.js';
-import { aborts, analysisQuery, measured, startRun, stopped, type AnalysisRules, type AnalysisRun } from '../../decisions/analysis.js';
+import {
+  aborts,
+  analysisQuery,
+  measured,
+  startRun,
+  stopped,
+  type AnalysisRules,
+  type AnalysisRun,
+} from '../../decisions/analysis.js';
 import { backgroundAt, type ProgressionSpec } from '../../decisions/progression.js';
 import { kubeTime } from '../../shared/format.js';
 import { runAnalysis } from './analysis-run.js';
@@ -59,7 +67,11 @@ export class ProgressionAnalyses {
   /** The abort a failed analysis (or HTTP check) leads to, with its query, values and condition. */
   failedOutcome(): Outcome {
     const ended = this.backgroundEnded;
-    return { next: 'abort', reason: 'AnalysisFailed', why: ended?.message ?? `analysis ${ended?.name ?? ''} ended ${ended?.phase ?? 'Failed'}` };
+    return {
+      next: 'abort',
+      reason: 'AnalysisFailed',
+      why: ended?.message ?? `analysis ${ended?.name ?? ''} ended ${ended?.phase ?? 'Failed'}`,
+    };
   }
 
   /** The rules of the plan's analysis `name`. */
@@ -74,7 +86,10 @@ export class ProgressionAnalyses {
     const rules = this.rulesOf(name);
     const query = analysisQuery(rules, this.host.vars);
     const started = startRun(rules, 'query' in query ? query.query : '', step, background);
-    const run = 'error' in query ? measured(rules, started, { time: kubeTime(), verdict: 'Error', message: query.error }, true) : started;
+    const run =
+      'error' in query
+        ? measured(rules, started, { time: kubeTime(), verdict: 'Error', message: query.error }, true)
+        : started;
     const runs = (this.report.analysisRuns ??= []);
     runs.push(run);
     if (runs.length > MAX_ANALYSES + MAX_BACKGROUND_ANALYSES) runs.shift();

@@ -7,7 +7,13 @@
 import { condition, proxyLocalActivities } from '@temporalio/workflow';
 import type { ActivationActivities } from '../../activities/core.js';
 import type { StageRef } from '../../activities/measure.js';
-import { measured, measurementVerdict, type AnalysisRules, type AnalysisRun, type Measured } from '../../decisions/analysis.js';
+import {
+  measured,
+  measurementVerdict,
+  type AnalysisRules,
+  type AnalysisRun,
+  type Measured,
+} from '../../decisions/analysis.js';
 import { kubeTime as now } from '../../shared/format.js';
 import { MEASUREMENT } from '../policies.js';
 
@@ -39,7 +45,11 @@ export async function runAnalysis(rules: AnalysisRules, run: AnalysisRun, hooks:
     const said = { time: now(), verdict: measurementVerdict(rules, result) };
     // A value the status can hold (JSON has no infinities), else what was measured, in words.
     const measurement: Measured =
-      'value' in result ? (Number.isFinite(result.value) ? { ...said, value: result.value } : { ...said, message: String(result.value) }) : { ...said, message: 'error' in result ? result.error : result.noData };
+      'value' in result
+        ? Number.isFinite(result.value)
+          ? { ...said, value: result.value }
+          : { ...said, message: String(result.value) }
+        : { ...said, message: 'error' in result ? result.error : result.noData };
     run = measured(rules, run, measurement, 'error' in result && result.permanent === true);
     await hooks.measured(run);
     if (run.phase !== 'Running') return run;

@@ -10,7 +10,12 @@ import { byWhom, type LoggedAction, type Outcome, type ProgressionContext } from
 /** What an answer at a gate ends it with, and how the log and the messages say it. */
 const ANSWERED = {
   approve: { end: 'approved', logged: 'Approved', verb: 'approved', more: '' },
-  promote: { end: 'promoted', logged: 'Promoted', verb: 'promoted', more: ': the remaining steps and gates are skipped' },
+  promote: {
+    end: 'promoted',
+    logged: 'Promoted',
+    verb: 'promoted',
+    more: ': the remaining steps and gates are skipped',
+  },
   abort: { end: 'aborted', logged: 'Aborted', verb: 'aborted', more: '' },
 } as const satisfies Record<string, { end: GateEnd; logged: LoggedAction; verb: string; more: string }>;
 
@@ -21,7 +26,9 @@ export async function waitAtGate(progression: ProgressionContext, gate: Gate): P
   progression.showGate(gate, since);
   if (gate.until !== undefined) await host.holdLease(leaseSecondsOver(gate.until - since));
   await progression.writeStatus(gateReason(gate.type), gate.message);
-  const timedOut = gate.until !== undefined && !(await condition(() => progression.interrupted(), Math.max(gate.until - Date.now(), 1)));
+  const timedOut =
+    gate.until !== undefined &&
+    !(await condition(() => progression.interrupted(), Math.max(gate.until - Date.now(), 1)));
   progression.showGate(undefined);
   await host.holdLease(undefined);
   // Whatever woke it, a Stage that went meanwhile (and nobody said so) ends the run.
@@ -31,7 +38,11 @@ export async function waitAtGate(progression: ProgressionContext, gate: Gate): P
     const next = afterGate(gate, 'timedOut');
     const waited = Math.round((gate.until! - since) / 1000);
     const why = `${label}: the ${gate.type === 'Approval' ? 'approval' : 'wait'} timed out after ${waited}s`;
-    if (gate.type !== 'Pause') progression.logAction(next === 'next' ? 'Continued' : 'TimedOut', `${why}; ${next === 'next' ? 'going on' : 'aborting'}`);
+    if (gate.type !== 'Pause')
+      progression.logAction(
+        next === 'next' ? 'Continued' : 'TimedOut',
+        `${why}; ${next === 'next' ? 'going on' : 'aborting'}`,
+      );
     return { next, reason: 'TimedOut', why };
   }
   const answer = host.requests.take();

@@ -26,7 +26,14 @@ import type { ActionRequest } from '../../shared/activation.js';
 import { kubeTime } from '../../shared/format.js';
 import { ProgressionAnalyses } from './analyses.js';
 import { waitAtGate } from './gate-wait.js';
-import { byWhom, type LoggedAction, type Outcome, type ProgressionContext, type ProgressionHost, type Stop } from './host.js';
+import {
+  byWhom,
+  type LoggedAction,
+  type Outcome,
+  type ProgressionContext,
+  type ProgressionHost,
+  type Stop,
+} from './host.js';
 import { runStepOfKind } from './kinds/index.js';
 
 export type { ProgressionHost };
@@ -78,7 +85,8 @@ export class Progression implements ProgressionContext {
       }
       // An abort asked while the last weight was set still counts: the switch has not happened yet.
       const late = this.host.requests.take();
-      if (late?.action === 'abort') return await this.abort('Aborted', `aborted at the switch${byWhom(late.request)}`, late.request);
+      if (late?.action === 'abort')
+        return await this.abort('Aborted', `aborted at the switch${byWhom(late.request)}`, late.request);
       return 'switch';
     } finally {
       // Past the progression an answer is refused as the switch or the ending runs, not as if there were none.
@@ -94,7 +102,12 @@ export class Progression implements ProgressionContext {
 
   interrupted(): boolean {
     const { requests } = this.host;
-    return requests.answerWaiting || requests.cancelled || this.host.newerWaiting() !== undefined || this.analyses.abortingBackground();
+    return (
+      requests.answerWaiting ||
+      requests.cancelled ||
+      this.host.newerWaiting() !== undefined ||
+      this.analyses.abortingBackground()
+    );
   }
 
   /** One round of the plan's steps at `weight`: each step's own status write says it (no write of its own). */
@@ -118,7 +131,9 @@ export class Progression implements ProgressionContext {
   async writeStatus(reason: string, message: string): Promise<void> {
     const gate = this.currentGate;
     const until = gate?.until ? { until: kubeTime(new Date(gate.until)) } : {};
-    this.report.gate = gate ? { type: gate.type, since: kubeTime(new Date(gate.since)), ...until, message: gate.message } : null;
+    this.report.gate = gate
+      ? { type: gate.type, since: kubeTime(new Date(gate.since)), ...until, message: gate.message }
+      : null;
     await this.host.report(reason, message);
   }
 
@@ -152,7 +167,9 @@ export class Progression implements ProgressionContext {
     const answer = this.host.requests.take();
     if (answer?.action === 'promote') return this.promoted(answer.request);
     if (answer?.action === 'abort') {
-      return { ending: await this.abort('Aborted', `aborted at ${this.label()}${byWhom(answer.request)}`, answer.request) };
+      return {
+        ending: await this.abort('Aborted', `aborted at ${this.label()}${byWhom(answer.request)}`, answer.request),
+      };
     }
     if (this.host.requests.cancelled) return { ending: await this.host.cancelled(`at ${this.label()}`) };
     if (this.host.newerWaiting()) return this.proceed({ next: 'supersede' });
@@ -160,7 +177,10 @@ export class Progression implements ProgressionContext {
     if (ended && this.analyses.abortingBackground()) return this.proceed(this.analyses.failedOutcome());
     if (ended) {
       this.analyses.takeEnded();
-      const outcome = await waitAtGate(this, inconclusiveGate(Date.now(), this.label(), ended.message ?? `analysis ${ended.name} is inconclusive`));
+      const outcome = await waitAtGate(
+        this,
+        inconclusiveGate(Date.now(), this.label(), ended.message ?? `analysis ${ended.name} is inconclusive`),
+      );
       if (outcome.next !== 'next') return this.proceed(outcome);
     }
     return undefined;
@@ -207,7 +227,8 @@ export class Progression implements ProgressionContext {
       if (!(await this.host.stageStillOurs())) break;
       await this.writeStatus('Aborting', `${why}; going back: ${weight} % to the new StageVersion for ${interval}s`);
       const failed = await this.host.round(weight, this.rounds++, true, false);
-      if (failed) return { ...failed, message: `${why}; going back, the weight ${weight} % could not be set: ${failed.message}` };
+      if (failed)
+        return { ...failed, message: `${why}; going back, the weight ${weight} % could not be set: ${failed.message}` };
       this.currentWeight = weight;
       this.report.weight = weight;
       await this.host.holdLease(leaseSecondsOver(interval * 1000));
@@ -218,7 +239,10 @@ export class Progression implements ProgressionContext {
     const restored = await this.host.restore();
     this.currentWeight = restored === 'done' ? 0 : this.currentWeight;
     this.report.weight = this.currentWeight;
-    const state = restored === 'done' ? 'the traffic is back as recorded before the activation' : 'the traffic could not all be put back: see the steps';
+    const state =
+      restored === 'done'
+        ? 'the traffic is back as recorded before the activation'
+        : 'the traffic could not all be put back: see the steps';
     const { stageLost } = this.host.requests;
     if (stageLost) return stoppedEnding(`while going back (${why})`, { stageLost }, state);
     return { phase: 'Failed', reason, message: `${why}; ${state}` };

@@ -10,11 +10,29 @@
  * activities and the executor ("the executor stopped before the status said Cancelled").
  */
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
-import { composeActivities, type ActivationActivities, type CoreParts, type PlannedTask, type ResolvedPlan, type StageState } from '../../../activities/core.js';
+import {
+  composeActivities,
+  type ActivationActivities,
+  type CoreParts,
+  type PlannedTask,
+  type ResolvedPlan,
+  type StageState,
+} from '../../../activities/core.js';
 import type { ExecutorActivities } from '../../../activities/execute-task.js';
 import type { ExecutionStatusWrite, ExecutionToCreate } from '../../../activities/executions.js';
-import { activationStatus, stageLoss, type ActivationReport, type StepProgress } from '../../../decisions/activation.js';
-import { carriedConditions, mergePatched, sameJson, type KnownStatus, type WorkflowStatus } from '../../../decisions/status-write.js';
+import {
+  activationStatus,
+  stageLoss,
+  type ActivationReport,
+  type StepProgress,
+} from '../../../decisions/activation.js';
+import {
+  carriedConditions,
+  mergePatched,
+  sameJson,
+  type KnownStatus,
+  type WorkflowStatus,
+} from '../../../decisions/status-write.js';
 import type { AnalysisRules, QueryResult } from '../../../decisions/analysis.js';
 import type { ProgressionSpec } from '../../../decisions/progression.js';
 import type { StageVersionInfo, TaskInput, TaskResult } from '../../../executors/types.js';
@@ -107,7 +125,12 @@ export interface FakeLease {
 export type Behaviour =
   | { kind: 'succeed'; message?: string }
   /** Fails; not retried unless `retryable` (the real executor's ExecutorError rule). */
-  | { kind: 'fail'; message: string; retryable?: boolean; /** Refused before it recorded (or changed) anything. */ unrecorded?: boolean }
+  | {
+      kind: 'fail';
+      message: string;
+      retryable?: boolean;
+      /** Refused before it recorded (or changed) anything. */ unrecorded?: boolean;
+    }
   /** Works for `seconds` (real time, heartbeating), then succeeds; cancellable meanwhile. */
   | { kind: 'work'; seconds: number }
   /** Works until cancelled (heartbeating, so the cancellation reaches it). */
@@ -204,10 +227,25 @@ export class FakeCluster {
     this.plans.set(name, plan);
   }
 
-  addActivation(namespace: string, name: string, spec: FakeActivationSpec, status: FakeActivationStatus = {}): ActivationRef {
+  addActivation(
+    namespace: string,
+    name: string,
+    spec: FakeActivationSpec,
+    status: FakeActivationStatus = {},
+  ): ActivationRef {
     const ref = { namespace, name, uid: `va-uid-${++this.uids}` };
-    const held = { generation: 1, ...(Object.keys(status).length ? { status: structuredClone(status) as WorkflowStatus } : {}) };
-    this.activations.set(key(namespace, name), { ref, spec, status: structuredClone(status), writes: [], held, overs: [] });
+    const held = {
+      generation: 1,
+      ...(Object.keys(status).length ? { status: structuredClone(status) as WorkflowStatus } : {}),
+    };
+    this.activations.set(key(namespace, name), {
+      ref,
+      spec,
+      status: structuredClone(status),
+      writes: [],
+      held,
+      overs: [],
+    });
     return ref;
   }
 
@@ -234,7 +272,11 @@ export class FakeCluster {
    * each): none, when its record of what it wrote is right (only a deletion moves the generation under it).
    */
   wronglyKnown(): Record<string, number> {
-    return Object.fromEntries([...this.activations.values()].flatMap((va) => (va.overs.some((o) => !o.status) ? [[va.ref.name, va.overs.filter((o) => !o.status).length]] : [])));
+    return Object.fromEntries(
+      [...this.activations.values()].flatMap((va) =>
+        va.overs.some((o) => !o.status) ? [[va.ref.name, va.overs.filter((o) => !o.status).length]] : [],
+      ),
+    );
   }
 
   activation(ref: ActivationRef): FakeActivation {
@@ -327,7 +369,8 @@ export class FakeCluster {
         const status = next(this.webhooks.get(url)) ?? 404;
         this.log(`webhook ${url} ${status}`);
         if (status >= 200 && status < 300) return { status, message: `${url} answered ${status}` };
-        if (status >= 400 && status < 500) throw ApplicationFailure.nonRetryable(`${url} answered ${status}`, 'WebhookRefused');
+        if (status >= 400 && status < 500)
+          throw ApplicationFailure.nonRetryable(`${url} answered ${status}`, 'WebhookRefused');
         throw ApplicationFailure.retryable(`${url} answered ${status}`, 'WebhookFailed');
       },
 
@@ -355,11 +398,30 @@ export class FakeCluster {
         const va = this.activations.get(key(ref.namespace, ref.name));
         if (!va || va.ref.uid !== ref.uid) return false;
         const held = va.held;
-        const known = over ? { status: sameJson(over.known.status, held.status), generation: over.known.generation === held.generation } : undefined;
+        const known = over
+          ? { status: sameJson(over.known.status, held.status), generation: over.known.generation === held.generation }
+          : undefined;
         if (known) va.overs.push(known);
         // Over a status known right, the workflow's conditions; otherwise the ones the read finds.
-        const conditions = known?.status && known.generation ? over!.conditions : carriedConditions(held.status?.conditions, held.generation, report.phase, report.reason, report.message, new Date());
-        va.held = { generation: held.generation, status: mergePatched(held.status ?? {}, { ...activationStatus(report), observedGeneration: held.generation, conditions }) as WorkflowStatus };
+        const conditions =
+          known?.status && known.generation
+            ? over!.conditions
+            : carriedConditions(
+                held.status?.conditions,
+                held.generation,
+                report.phase,
+                report.reason,
+                report.message,
+                new Date(),
+              );
+        va.held = {
+          generation: held.generation,
+          status: mergePatched(held.status ?? {}, {
+            ...activationStatus(report),
+            observedGeneration: held.generation,
+            conditions,
+          }) as WorkflowStatus,
+        };
         // A JSON merge patch of the status: fields the report leaves out keep their value.
         va.status = { ...va.status, ...structuredClone(report) };
         va.writes.push(structuredClone(report));
@@ -379,7 +441,11 @@ export class FakeCluster {
         const sys = this.systemNamespace;
         const task = (name: string): PlannedTask => {
           const reg = this.registrations.get(name);
-          if (!reg) throw ApplicationFailure.nonRetryable(`ActivationTaskRegistration ${sys}/${name} does not exist`, 'InvalidPlan');
+          if (!reg)
+            throw ApplicationFailure.nonRetryable(
+              `ActivationTaskRegistration ${sys}/${name} does not exist`,
+              'InvalidPlan',
+            );
           return {
             registration: name,
             type: reg.type,
@@ -393,19 +459,33 @@ export class FakeCluster {
         };
         const name = planName ?? 'default';
         const plan = this.plans.get(name);
-        if (!plan && planName) throw ApplicationFailure.nonRetryable(`ActivationExecutionPlan ${sys}/${planName} does not exist`, 'InvalidPlan');
+        if (!plan && planName)
+          throw ApplicationFailure.nonRetryable(
+            `ActivationExecutionPlan ${sys}/${planName} does not exist`,
+            'InvalidPlan',
+          );
         if (plan) {
           return {
             source: `plan ${sys}/${name}`,
             onFailure: plan.onFailure,
             steps: plan.steps.map((s) => ({ name: s.name, tasks: s.tasks.map(task) })),
-            ...(plan.progression ? { progression: structuredClone(plan.progression), analyses: structuredClone(plan.analyses ?? []) } : {}),
+            ...(plan.progression
+              ? { progression: structuredClone(plan.progression), analyses: structuredClone(plan.analyses ?? []) }
+              : {}),
           };
         }
         void namespace;
         const regs = [...this.registrations.keys()].sort((a, b) => a.localeCompare(b));
-        if (regs.length === 0) throw ApplicationFailure.nonRetryable(`no ActivationExecutionPlan and no ActivationTaskRegistration in ${sys}`, 'InvalidPlan');
-        return { source: 'every registration, in name order (no plan)', onFailure: 'Stop', steps: regs.map((r) => ({ name: r, tasks: [task(r)] })) };
+        if (regs.length === 0)
+          throw ApplicationFailure.nonRetryable(
+            `no ActivationExecutionPlan and no ActivationTaskRegistration in ${sys}`,
+            'InvalidPlan',
+          );
+        return {
+          source: 'every registration, in name order (no plan)',
+          onFailure: 'Stop',
+          steps: regs.map((r) => ({ name: r, tasks: [task(r)] })),
+        };
       },
 
       // usages.ts
@@ -437,7 +517,12 @@ export class FakeCluster {
         const k = key(e.activation.namespace, e.name);
         const existing = this.executions.get(k);
         if (existing?.owner === e.activation.uid) return;
-        const status: FakeExecution['status'] = e.initial === 'none' ? {} : typeof e.initial === 'object' ? structuredClone(e.initial) : { phase: 'Pending', message: 'waiting for its executor' };
+        const status: FakeExecution['status'] =
+          e.initial === 'none'
+            ? {}
+            : typeof e.initial === 'object'
+              ? structuredClone(e.initial)
+              : { phase: 'Pending', message: 'waiting for its executor' };
         this.executions.set(k, { spec: structuredClone(e), owner: e.activation.uid, status });
         this.log(`execution ${e.name} created`);
       },
@@ -455,7 +540,8 @@ export class FakeCluster {
           this.log(`execution ${k.split('/')[1]} Error`);
         }
       },
-      recordedExecutions: async (namespace, names) => names.filter((n) => this.executions.get(key(namespace, n))?.recorded),
+      recordedExecutions: async (namespace, names) =>
+        names.filter((n) => this.executions.get(key(namespace, n))?.recorded),
       executionRecords: async (namespace, names) => ({
         recorded: names.filter((n) => this.executions.get(key(namespace, n))?.recorded),
         gone: names.filter((n) => !this.executions.has(key(namespace, n))),
@@ -464,7 +550,11 @@ export class FakeCluster {
         const ctx = Context.current();
         for (;;) {
           const ae = this.executions.get(key(namespace, name));
-          if (!ae) throw ApplicationFailure.nonRetryable(`ActivationExecution ${namespace}/${name} was deleted`, 'ExecutionDeleted');
+          if (!ae)
+            throw ApplicationFailure.nonRetryable(
+              `ActivationExecution ${namespace}/${name} was deleted`,
+              'ExecutionDeleted',
+            );
           if (final(ae.status.phase)) return { phase: ae.status.phase, message: ae.status.message ?? '' };
           ctx.heartbeat(ae.status.phase);
           await ctx.sleep(50);
@@ -474,7 +564,12 @@ export class FakeCluster {
       // stage-versions.ts
       describeStage: async (namespace, stage, stageVersion, o = {}): Promise<StageState> => {
         const st = this.stages.get(key(namespace, stage));
-        const lost = stageLoss(namespace, stage, st && { uid: st.uid, deleting: st.deleting === true && !o.puttingBack }, o.stageUid);
+        const lost = stageLoss(
+          namespace,
+          stage,
+          st && { uid: st.uid, deleting: st.deleting === true && !o.puttingBack },
+          o.stageUid,
+        );
         if (lost || !st) throw ApplicationFailure.nonRetryable(lost!.message, lost!.reason);
         const all = [...this.stageVersions.values()].filter((sv) => sv.namespace === namespace);
         const stageVersions: StageVersionInfo[] = all
@@ -485,7 +580,9 @@ export class FakeCluster {
         if (!target) {
           const other = all.find((sv) => sv.name === stageVersion);
           throw ApplicationFailure.nonRetryable(
-            other ? `StageVersion ${namespace}/${stageVersion} belongs to Stage ${other.stage}, not ${stage}` : `StageVersion ${namespace}/${stageVersion} does not exist`,
+            other
+              ? `StageVersion ${namespace}/${stageVersion} belongs to Stage ${other.stage}, not ${stage}`
+              : `StageVersion ${namespace}/${stageVersion} does not exist`,
             'StageVersionNotFound',
           );
         }
@@ -559,7 +656,8 @@ export class FakeCluster {
         const ctx = Context.current();
         for (;;) {
           const lease = this.leases.get(key(namespace, stage));
-          if (lease?.holder && lease.holder !== holder) return `activation ${holder} lost the Lease of Stage ${stage} to ${lease.holder}`;
+          if (lease?.holder && lease.holder !== holder)
+            return `activation ${holder} lost the Lease of Stage ${stage} to ${lease.holder}`;
           ctx.heartbeat();
           await ctx.sleep(50);
         }
@@ -571,7 +669,8 @@ export class FakeCluster {
         this.log(`lease ${stage} released by ${holder}`);
       },
       renewStageLease: async (namespace, stage, holder, seconds) => {
-        if (this.leases.get(key(namespace, stage))?.holder === holder) this.log(`lease ${stage} held ${seconds}s by ${holder}`);
+        if (this.leases.get(key(namespace, stage))?.holder === holder)
+          this.log(`lease ${stage} held ${seconds}s by ${holder}`);
       },
     };
   }
@@ -610,7 +709,9 @@ export class FakeCluster {
         }
         try {
           if (behaviour.kind === 'fail') {
-            throw behaviour.retryable ? ApplicationFailure.retryable(behaviour.message, 'ExecutorError') : ApplicationFailure.nonRetryable(behaviour.message, 'ExecutorError');
+            throw behaviour.retryable
+              ? ApplicationFailure.retryable(behaviour.message, 'ExecutorError')
+              : ApplicationFailure.nonRetryable(behaviour.message, 'ExecutorError');
           }
           if (behaviour.kind === 'work' || behaviour.kind === 'hang') {
             const end = behaviour.kind === 'work' ? Date.now() + behaviour.seconds * 1000 : Infinity;
@@ -621,8 +722,15 @@ export class FakeCluster {
             }
           }
           call.outcome = 'succeeded';
-          const done = input.action === 'Apply' ? `traffic to ${Object.entries(input.assignment ?? {}).map(([n, w]) => `${n}:${w}`).join('+')}` : `put back what ${input.revertOf} found`;
-          return { message: behaviour.kind === 'succeed' && behaviour.message ? behaviour.message : `${registration}: ${done}` };
+          const done =
+            input.action === 'Apply'
+              ? `traffic to ${Object.entries(input.assignment ?? {})
+                  .map(([n, w]) => `${n}:${w}`)
+                  .join('+')}`
+              : `put back what ${input.revertOf} found`;
+          return {
+            message: behaviour.kind === 'succeed' && behaviour.message ? behaviour.message : `${registration}: ${done}`,
+          };
         } catch (err) {
           call.outcome = err instanceof CancelledFailure ? 'cancelled' : 'failed';
           throw err;

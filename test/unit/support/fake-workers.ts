@@ -26,13 +26,22 @@ export interface FakeWorkers {
   stop(): Promise<void>;
 }
 
-export async function startFakeWorkers(taskQueue: string, queueSuffix: string, current: () => FakeCluster): Promise<FakeWorkers> {
+export async function startFakeWorkers(
+  taskQueue: string,
+  queueSuffix: string,
+  current: () => FakeCluster,
+): Promise<FakeWorkers> {
   const [env, workflowBundle] = await Promise.all([timeSkippingEnv(), testWorkflowBundle()]);
   // The workflow upserts the project's search attributes; the test server must know them, as a production namespace must.
   await addSearchAttributes(env.connection.operatorService, env.namespace ?? 'default');
   // Every activity the fake has (the names are the same for any fake: take them from a blank one).
   const coreNames = Object.keys(new FakeCluster().activities()) as (keyof ActivationActivities)[];
-  const core = Object.fromEntries(coreNames.map((n) => [n, (...args: unknown[]) => (current().activities()[n] as (...a: unknown[]) => Promise<unknown>)(...args)]));
+  const core = Object.fromEntries(
+    coreNames.map((n) => [
+      n,
+      (...args: unknown[]) => (current().activities()[n] as (...a: unknown[]) => Promise<unknown>)(...args),
+    ]),
+  );
   const workers = await Promise.all([
     Worker.create({
       connection: env.nativeConnection,

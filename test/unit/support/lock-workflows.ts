@@ -14,7 +14,12 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { LockActivities } from '../../../stage-lock/activities.js';
-import { lockGrantedSignal, lockSupersededSignal, releaseLockSignal, stageLockWorkflowId } from '../../../stage-lock/contract.js';
+import {
+  lockGrantedSignal,
+  lockSupersededSignal,
+  releaseLockSignal,
+  stageLockWorkflowId,
+} from '../../../stage-lock/contract.js';
 import type { TestActivities } from './activities.js';
 
 const { requestStageLock, releaseStageLock } = proxyActivities<LockActivities>({ startToCloseTimeout: '10 seconds' });
@@ -67,7 +72,10 @@ export async function lockRequester(input: RequesterInput): Promise<RequesterRes
   await condition(() => result !== undefined);
   if (result!.outcome === 'granted') {
     if (input.hold) await condition(() => finish);
-    const bySignal = () => getExternalWorkflowHandle(stageLockWorkflowId(input.namespace, input.stage)).signal(releaseLockSignal, { requester });
+    const bySignal = () =>
+      getExternalWorkflowHandle(stageLockWorkflowId(input.namespace, input.stage)).signal(releaseLockSignal, {
+        requester,
+      });
     // As StageAccess does: a release the lock did not answer goes by signal.
     if (input.releaseBy === 'update') await releaseStageLock(input.namespace, input.stage, requester).catch(bySignal);
     else await bySignal();

@@ -17,7 +17,10 @@ import { binCache, repoRoot, versions } from '../../../scripts/env/paths.js';
 try {
   // The lock logs warnings on purpose in these tests (holders found closed, failed checks), and the
   // SDK's core warns on every worker that the test server lacks a capability the tests do not use.
-  Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+  Runtime.install({
+    logger: new DefaultLogger('ERROR'),
+    telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } },
+  });
 } catch {
   // installed already in this worker process
 }
@@ -36,7 +39,10 @@ let installed = false;
 export function ensureTestServer(): string {
   if (!installed) {
     try {
-      execFileSync('bash', [join(repoRoot, 'scripts', 'build', 'temporal-test-server', 'install.sh')], { encoding: 'utf8', stdio: 'pipe' });
+      execFileSync('bash', [join(repoRoot, 'scripts', 'build', 'temporal-test-server', 'install.sh')], {
+        encoding: 'utf8',
+        stdio: 'pipe',
+      });
     } catch (err) {
       const { stdout, stderr } = err as { stdout?: string; stderr?: string };
       throw new Error(`installing the Temporal test server failed:\n${stdout ?? ''}${stderr ?? ''}`);
@@ -57,7 +63,9 @@ export async function timeSkippingEnv(): Promise<TestWorkflowEnvironment> {
     const port = await freePort();
     const pidFile = join(tmpdir(), `konfidence-temporal-test-server.${port}.pid`);
     try {
-      return await TestWorkflowEnvironment.createTimeSkipping({ server: { port, executable: { type: 'existing-path', path } } });
+      return await TestWorkflowEnvironment.createTimeSkipping({
+        server: { port, executable: { type: 'existing-path', path } },
+      });
     } catch (err) {
       if (attempt >= 3 || !/Failed connecting to test server|did not start within/.test(String(err))) throw err;
       const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) : NaN;

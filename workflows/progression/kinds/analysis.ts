@@ -12,7 +12,9 @@ export const analysisStep: StepHandler<'analysis'> = async (progression, { analy
   const every = `${rules.count} measurement${rules.count === 1 ? '' : 's'} every ${rules.intervalSeconds}s`;
   await progression.writeStatus('Analyzing', `${label}: analysis ${name}, ${every}`);
   let current = first;
-  await host.holdLease(leaseSecondsOver(((rules.initialDelaySeconds ?? 0) + rules.count * rules.intervalSeconds) * 1000));
+  await host.holdLease(
+    leaseSecondsOver(((rules.initialDelaySeconds ?? 0) + rules.count * rules.intervalSeconds) * 1000),
+  );
   const run = await runAnalysis(rules, first, {
     measured: async (next) => {
       analyses.replace(current, next);
@@ -27,7 +29,10 @@ export const analysisStep: StepHandler<'analysis'> = async (progression, { analy
   if (run.phase === 'Running') return undefined; // stopped: the interruption between steps acts on why
   if (run.phase === 'Successful') return { next: 'next' };
   if (run.phase === 'Inconclusive') {
-    return waitAtGate(progression, inconclusiveGate(Date.now(), label, run.message ?? `analysis ${name} is inconclusive`));
+    return waitAtGate(
+      progression,
+      inconclusiveGate(Date.now(), label, run.message ?? `analysis ${name} is inconclusive`),
+    );
   }
   return { next: 'abort', reason: 'AnalysisFailed', why: run.message ?? `analysis ${name} ended ${run.phase}` };
 };

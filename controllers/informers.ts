@@ -13,28 +13,12 @@ import { KindCache } from '../k8s/kind-cache.js';
 import { LeaderGate, type Leadership } from '../k8s/leader-election.js';
 import { forEachLimited } from '../shared/pool.js';
 import type { LogFn } from '../telemetry/log.js';
+import { kindKey, OptionalKindRetries, type ApiKind, type NamespaceCaches } from './optional-kinds.js';
+
+export type { ApiKind };
 
 /** Sharded: how many namespaces' informers list at once when a shard gains namespaces. */
 const LIST_PARALLEL = 16;
-
-/** A kind of another API group, by the names its requests use. */
-export interface ApiKind {
-  group: string;
-  version: string;
-  plural: string;
-  kind: string;
-}
-
-/** A kind's whole name: two groups may each have a kind of the same name (an HTTPRoute of another API). */
-const kindKey = (apiKind: Pick<ApiKind, 'group' | 'kind'>) => `${apiKind.kind}.${apiKind.group}`;
-
-/** The caches of one namespace ('' for all namespaces). */
-interface NamespaceCaches {
-  /** One per kind of `kinds`, in that order. */
-  kinds: KindCache[];
-  /** By kind and group (kindKey), one per optional kind. */
-  optional: Map<string, KindCache>;
-}
 
 export interface NamespacedInformersOptions {
   kubeConfig: k8s.KubeConfig;
@@ -62,6 +46,7 @@ export interface NamespacedInformersOptions {
 }
 
 export class NamespacedInformers {
+  private readonly optionalKinds: OptionalKindRetries;
   readonly gate: LeaderGate;
   /** By namespace ('' for the all-namespace ones). */
   private readonly caches = new Map<string, NamespaceCaches>();
@@ -70,8 +55,6 @@ export class NamespacedInformers {
   private readonly serving = new Set<string>();
   private synced = false;
   private stopped = false;
-  /** By optional kind, the refusal of its list said last: said once, not once per namespace. */
-  private readonly refusals = new Map<string, string>();
 
   constructor(private readonly options: NamespacedInformersOptions) {
     this.gate = new LeaderGate(
@@ -79,6 +62,7 @@ export class NamespacedInformers {
       options.sharded ? (ns) => ns === options.systemNamespace || this.serving.has(ns) : undefined,
     );
     if (options.namespaces || options.sharded) this.watching = new Set(options.namespaces ?? []);
+    this.optionalKinds = new OptionalKindRetries(options.optionalKinds ?? [], () => this.caches.values(), options.log);
   }
 
   async start(): Promise<void> {
@@ -102,42 +86,11 @@ export class NamespacedInformers {
   }
 
   /**
-   * Lists again the optional kinds whose list was refused: per kind one cache first, whose answer
-   * tells whether the kind is served now, then (if so) the others, so that a kind not installed
-   * costs one request per call whatever the number of namespaces.
+   * Lists again the optional kinds whose list was refused (optional-kinds.ts): a kind not
+   * installed costs one request per call whatever the number of namespaces.
    */
   retryOptional(): Promise<void> {
-    // One at a time: a slow retry is not overlapped by the next resync's (nor a cache resumed twice).
-    this.retrying ??= this.retryRefused().finally(() => (this.retrying = undefined));
-    return this.retrying;
-  }
-
-  private retrying: Promise<void> | undefined;
-
-  /**
-   * By optional kind, the retries so far: each asks a namespace after the last one asked, so that
-   * a namespace that refuses the list on its own (a 403 of its RBAC) holds the others back for one
-   * retry, not for as long as it refuses.
-   */
-  private readonly retries = new Map<string, number>();
-
-  private async retryRefused(): Promise<void> {
-    for (const kind of this.options.optionalKinds ?? []) {
-      const refused = [...this.caches.values()]
-        .flatMap((caches) => caches.optional.get(kindKey(kind)) ?? [])
-        .filter((cache) => cache.refused);
-      if (refused.length === 0) continue;
-      const n = this.retries.get(kindKey(kind)) ?? 0;
-      this.retries.set(kindKey(kind), n + 1);
-      const first = refused[n % refused.length]!;
-      await first.resume();
-      if (first.listed)
-        await forEachLimited(
-          refused.filter((cache) => cache !== first),
-          LIST_PARALLEL,
-          (cache) => cache.resume(),
-        );
-    }
+    return this.optionalKinds.retry();
   }
 
   /** Sharded: lists and watches exactly these namespaces; a namespace left is forgotten (its caches too). */
@@ -166,12 +119,12 @@ export class NamespacedInformers {
         ...(namespace ? { namespace } : {}),
         onChange: this.options.onChange,
         onListed: () => {
-          if (optional) this.refusals.delete(kindKey(optional));
+          if (optional) this.optionalKinds.listed(optional);
           this.options.onListed?.();
         },
         ...(this.options.slim ? { slim: this.options.slim } : {}),
         ...(optional
-          ? { onRefused: (refusal: string, status: number) => this.refused(optional, refusal, status) }
+          ? { onRefused: (refusal: string, status: number) => this.optionalKinds.refused(optional, refusal, status) }
           : {}),
         log: this.options.log,
       });
@@ -187,15 +140,6 @@ export class NamespacedInformers {
     this.caches.set(namespace ?? '', caches);
     await Promise.all([...caches.kinds, ...caches.optional.values()].map((cache) => cache.start()));
     if (this.caches.get(namespace ?? '') !== caches) await stopAll(caches); // dropped meanwhile
-  }
-
-  /** An optional kind's list was refused: said once per kind and refusal, whatever the number of namespaces. */
-  private refused(kind: ApiKind, refusal: string, status: number): void {
-    if (this.refusals.get(kindKey(kind)) === refusal) return;
-    this.refusals.set(kindKey(kind), refusal);
-    this.options.log(`${kind.plural}.${kind.group} is not cached: ${refusal}; its list is tried again later`, {
-      level: status === 404 ? 'info' : 'warn',
-    });
   }
 
   /** Sharded: the shard serves these namespaces from now on. */

@@ -168,12 +168,10 @@ export function managedRules<Config, Entry>(
       const wanted = checkAssignment(input, assignment);
       const s = scope(input, config);
       // Every entry is made (a port for each StageVersion) before any route is written.
-      const objects = p
-        .objects(input, config)
-        .map((o) => ({
-          o,
-          desired: wanted.map(({ sv, weight }) => p.entryFor(input, sv, weight, config, o.namespace)),
-        }));
+      const objects = p.objects(input, config).map((o) => ({
+        o,
+        desired: wanted.map(({ sv, weight }) => p.entryFor(input, sv, weight, config, o.namespace)),
+      }));
       const targets = objects.map(({ o, desired }) => ({
         namespace: o.namespace,
         name: o.name,

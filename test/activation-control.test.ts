@@ -76,15 +76,13 @@ it('retries a Failed activation by annotation from the truth: every step again, 
   await seedRoutes(s, 'retry', 1);
   await seedPlan(s, 'retry', { plan: 'retry-plan' });
   // The mesh step fails: its VirtualService is missing.
-  await s.kc
-    .makeApiClient(k8s.CustomObjectsApi)
-    .deleteNamespacedCustomObject({
-      group: VIRTUALSERVICE[0],
-      version: VIRTUALSERVICE[1],
-      plural: VIRTUALSERVICE[2],
-      namespace: s.ns,
-      name: 'retry-shop',
-    });
+  await s.kc.makeApiClient(k8s.CustomObjectsApi).deleteNamespacedCustomObject({
+    group: VIRTUALSERVICE[0],
+    version: VIRTUALSERVICE[1],
+    plural: VIRTUALSERVICE[2],
+    namespace: s.ns,
+    name: 'retry-shop',
+  });
   await activate(s, 'retry-to-2', 'retry', 2, { executionPlan: 'retry-plan' });
   const failed = await waitFor(s, 'VectorActivation', 'retry-to-2', phaseIs('Failed'));
   expect(failed.status.firstError).toContain(`VirtualService ${s.ns}/retry-shop not found`);

@@ -197,15 +197,13 @@ describeOnCluster('a burst across 20 Stages on the cluster profile', () => {
       expect((await objects.get('StageVersionUsage', ns, `${stage}-active`))?.spec.stageVersionRef.name).toBe(
         `${stage}-${NEWEST}`,
       );
-      const route = await kc
-        .makeApiClient(k8s.CustomObjectsApi)
-        .getNamespacedCustomObject({
-          group: HTTPROUTE[0],
-          version: HTTPROUTE[1],
-          plural: HTTPROUTE[2],
-          namespace: ns,
-          name: `${stage}-shop`,
-        });
+      const route = await kc.makeApiClient(k8s.CustomObjectsApi).getNamespacedCustomObject({
+        group: HTTPROUTE[0],
+        version: HTTPROUTE[1],
+        plural: HTTPROUTE[2],
+        namespace: ns,
+        name: `${stage}-shop`,
+      });
       expect({
         stage,
         backends: route.spec.rules[0].backendRefs.map((b: { name: string; weight: number }) => `${b.name}:${b.weight}`),

@@ -7,19 +7,14 @@
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { CoreDeps } from '../../activities/deps.js';
-import { expectStageLock } from '../../stage-lock/activities.js';
 import { isFinal } from '../../decisions/activation.js';
 import { pinnedVersion } from '../../decisions/rollout.js';
-import { supersededMessage, type Superseder } from '../../decisions/supersede.js';
 import { closedWorkflow, closedWorkflowEnding } from '../../decisions/watcher.js';
-import { holdActivation, skipBeforeStart } from '../../k8s/activation-store.js';
-import { apiMessage, type k8s } from '../../k8s/client.js';
-import type { CustomObject } from '../../k8s/custom-objects.js';
-import { NotLeaderError, type LeaderGate } from '../../k8s/leader-election.js';
+import type { k8s } from '../../k8s/client.js';
+import type { LeaderGate } from '../../k8s/leader-election.js';
 import { activationWorkflowId, cancelSignal, stageDeletedSignal, type StageDeletion } from '../../shared/activation.js';
 import { releaseLockSignal, stageLockWorkflowId } from '../../stage-lock/contract.js';
 import { refOf, workflowIdOf, type CachedActivation } from '../../shared/cached-activation.js';
-import { forEachLimited } from '../../shared/pool.js';
 import type { LogFn } from '../../telemetry/log.js';
 import { vectorActivation, type ActivationOptions } from '../../workflows/activation/workflow.js';
 import { readCoreRollout } from '../../worker/core-rollout.js';
@@ -27,10 +22,6 @@ import { closeOutActivation } from './close-out.js';
 import type { PassStates } from './pass-states.js';
 import { InFlightWork } from './in-flight.js';
 import { latestRun } from './observe.js';
-import type { PassDecision } from './decide-pass.js';
-
-/** How many of a burst's superseded activations are ended Skipped at a time. */
-const SKIPS_AT_ONCE = 4;
 
 export interface ActionOptions {
   client: Client;
@@ -71,36 +62,6 @@ export class ActivationActions {
       ...(cachedActivation.spec?.stage ? { stage: cachedActivation.spec.stage } : {}),
       workflowId: activationWorkflowId(ref),
     };
-  }
-
-  /** Carries out a pass's plan: expectations and skips in the background, then the starts, then the holds. */
-  async pass(namespace: string, plan: PassDecision): Promise<void> {
-    const attempt = (activation: CachedActivation, what: string, work: () => Promise<unknown>) =>
-      Promise.resolve()
-        .then(work)
-        .catch(
-          (err: unknown) =>
-            err instanceof NotLeaderError ||
-            this.options.log(
-              `VectorActivation ${namespace}/${activation.metadata!.name}: ${what}: ${apiMessage(err)}`,
-              { level: 'warn', ...this.about(activation) },
-            ),
-        );
-    for (const superseder of plan.expectations) void this.work.run(namespace, () => this.expect(namespace, superseder));
-    const start = (activation: CachedActivation) => attempt(activation, 'start', () => this.ensure(activation));
-    // A loser that could not be ended starts, and the Stage's lock supersedes it. The pass does not
-    // wait for the skips: a burst's newest held for the rest of its burst starts when its time comes.
-    if (plan.skips.length > 0)
-      void this.work.run(namespace, () =>
-        this.skip(namespace, plan.skips).then((unended) => Promise.all(unended.map(start))),
-      );
-    await Promise.all(plan.starts.map(start));
-    for (const activation of plan.holds) {
-      await attempt(activation, 'marking it held', () => {
-        this.options.gate.fence(`holding ${namespace}/${activation.metadata!.name}`, namespace);
-        return holdActivation(this.options.deps, refOf(activation), plan.heldMessage);
-      });
-    }
   }
 
   /**
@@ -265,65 +226,5 @@ export class ActivationActions {
         .signal(releaseLockSignal, { requester: workflowId })
         .catch(() => undefined);
     }
-  }
-
-  /**
-   * Tells the Stage's lock that a burst's newest is on its way: an older activation started before
-   * the burst was seen whole then waits at the lock to be superseded by it, instead of taking the
-   * free Stage and running first (bench/burst). Without it (the signal failed) that one runs first.
-   */
-  private async expect(namespace: string, superseder: Superseder): Promise<void> {
-    const activation = `${namespace}/${superseder.name}`;
-    try {
-      this.options.gate.fence(`expecting ${activation} at its Stage's lock`, namespace);
-      await expectStageLock(this.options.client, this.options.taskQueue, namespace, superseder.stage, {
-        requester: activationWorkflowId({ namespace, name: superseder.name, uid: superseder.uid }),
-        revision: superseder.revision,
-        activation,
-      });
-    } catch (err) {
-      if (err instanceof NotLeaderError) this.options.passStates.unexpect(namespace, superseder.uid);
-      else
-        this.options.log(
-          `telling the lock of ${namespace}/${superseder.stage} to expect ${superseder.name}: ${apiMessage(err)}`,
-          { level: 'warn', namespace, activation: superseder.name, stage: superseder.stage },
-        );
-    }
-  }
-
-  /** Ends a burst's losers Skipped, a few at a time; returns those it did not end (they start). */
-  private async skip(namespace: string, skips: PassDecision['skips']): Promise<CachedActivation[]> {
-    const unended: CachedActivation[] = [];
-    // A few at a time: all of a burst's skips at once (a read, a status write and an Event each)
-    // would queue the Stage's running activation behind them at the apiserver (bench/burst).
-    await forEachLimited(skips, SKIPS_AT_ONCE, async ({ activation: cachedActivation, by }) => {
-      const ref = refOf(cachedActivation);
-      try {
-        // A previous leader may have started it, and its workflow not written a status yet.
-        if ((await latestRun(this.options.client, workflowIdOf(cachedActivation))) === undefined) {
-          this.options.gate.fence(`superseding ${namespace}/${ref.name}`, namespace);
-          // Ended: it stays among those being skipped until the watch brings the write back (a
-          // stale event may come first), so that no pass starts it meanwhile.
-          if (
-            await skipBeforeStart(
-              this.options.deps,
-              ref,
-              supersededMessage(namespace, by),
-              cachedActivation as CustomObject,
-            )
-          )
-            return;
-        }
-      } catch (err) {
-        if (!(err instanceof NotLeaderError))
-          this.options.log(`superseding ${namespace}/${ref.name}: ${apiMessage(err)}; starting it`, {
-            level: 'warn',
-            ...this.about(cachedActivation),
-          });
-      }
-      this.options.passStates.skipping(namespace, ref.uid, false);
-      unended.push(cachedActivation);
-    });
-    return unended;
   }
 }

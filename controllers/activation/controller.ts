@@ -11,9 +11,7 @@
  */
 import { coreDeps } from '../../activities/deps.js';
 import { isFinal } from '../../decisions/activation.js';
-import { BURST_QUIET_MS, BURST_SETTLE_MS } from '../../decisions/supersede.js';
 import { apiMessage } from '../../k8s/client.js';
-import { NotLeaderError } from '../../k8s/leader-election.js';
 import { stageOf, workflowIdOf, type CachedActivation } from '../../shared/cached-activation.js';
 import { componentLogger, type LogFn } from '../../telemetry/log.js';
 import { addWatchedSource, observeEventLag } from '../../telemetry/metrics.js';
@@ -21,11 +19,11 @@ import { NamespacedInformers } from '../informers.js';
 import { ReconcileLoop } from '../reconcile-loop.js';
 import { ActivationActions } from './act.js';
 import { PassStates } from './pass-states.js';
-import { readSupersession, slim, slimStage, snapshot, watched } from './observe.js';
-import { decidePass, type PassSnapshot } from './decide-pass.js';
-import { handOver, decideDeleted, decideObject, type CachedStage } from './decide-object.js';
-import { carryOut } from './requests.js';
-import { StageDeletionNotices } from './stage-deletions.js';
+import { slim, slimStage, watched } from './observe.js';
+import type { CachedStage } from './decide-object.js';
+import { NamespacePass } from './namespace-pass.js';
+import { ObjectReconciler } from './object-reconcile.js';
+import { DeletionNotices } from './deletion-notices.js';
 import { ClosedRunSweep } from './sweep.js';
 import type { ActivationControllerOptions } from './options.js';
 
@@ -37,16 +35,14 @@ const STOP_GRACE_MS = 10_000;
 export class ActivationController {
   private readonly informers: NamespacedInformers;
   private readonly actions: ActivationActions;
+  private readonly namespacePass: NamespacePass;
   private readonly passStates = new PassStates();
   /** The latest of every watched object, by uid: what the passes and the sweep read. */
   private readonly cache = new Map<string, CachedActivation>();
-  /** Requests being carried out (decide-object.ts RequestStep keys): a repeated event does not repeat one. */
-  private readonly inFlight = new Set<string>();
+  private readonly objectReconciler: ObjectReconciler;
   /** The namespaces' passes: one at a time per namespace, namespaces side by side. */
   private readonly passes: ReconcileLoop;
-  /** Deletions seen while not acting, by workflow id: the leader may have died before it saw them. */
-  private standbyDeletions = new Map<string, { at: number }>();
-  private readonly stageDeletions: StageDeletionNotices;
+  private readonly deletionNotices: DeletionNotices;
   private readonly log: LogFn;
   private startedAt = Date.now();
   private stopped = false;
@@ -63,7 +59,7 @@ export class ActivationController {
     return {
       seenActing: this.informers.gate.seenActing,
       holds: (uid) => this.cache.has(uid),
-      keepsDeletion: (workflowId) => this.standbyDeletions.has(workflowId),
+      keepsDeletion: (workflowId) => this.deletionNotices.keeps(workflowId),
     };
   }
 
@@ -78,7 +74,7 @@ export class ActivationController {
       ...(settings.sharded ? { sharded: true } : {}),
       ...(settings.systemNamespace ? { systemNamespace: settings.systemNamespace } : {}),
       onChange: (type, obj) => {
-        if (obj.kind === 'Stage') this.stageDeletions.changed(type, obj as CachedStage);
+        if (obj.kind === 'Stage') this.deletionNotices.changed(type, obj as CachedStage);
         else if (type === 'DELETED') this.deleted(obj as CachedActivation);
         else this.observe(obj as CachedActivation);
       },
@@ -95,29 +91,29 @@ export class ActivationController {
       log: this.log,
       pass: (ns) => this.schedulePass(ns),
     });
-    this.sweep = new ClosedRunSweep({
-      client: settings.client,
+    // What the parts of the controller share; each takes what it needs.
+    const shared = {
       informers: this.informers,
       actions: this.actions,
       passStates: this.passStates,
       activations: () => this.cache.values(),
-      beforeSweep: () => this.stageDeletions.decideDeleting(),
+      schedulePass: (ns: string, delayMs?: number) => this.schedulePass(ns, delayMs),
+      stopped: () => this.stopped,
+      log: this.log,
+    };
+    this.objectReconciler = new ObjectReconciler(shared);
+    this.namespacePass = new NamespacePass({ ...shared, settings });
+    this.deletionNotices = new DeletionNotices(shared);
+    this.sweep = new ClosedRunSweep({
+      ...shared,
+      client: settings.client,
+      beforeSweep: () => this.deletionNotices.decideDeleting(),
       reconcile: (activation) => this.reconcile(activation),
-      schedulePass: (ns) => this.schedulePass(ns),
-      stopped: () => this.stopped,
-      log: this.log,
-    });
-    this.stageDeletions = new StageDeletionNotices({
-      informers: this.informers,
-      actions: this.actions,
-      activations: () => this.cache.values(),
-      stopped: () => this.stopped,
-      log: this.log,
     });
     // A standby, or a shard that does not serve the namespace (yet), keeps its passes queued: it
     // decides again for everything when it takes over (tookOver, serve).
     this.passes = new ReconcileLoop({
-      reconcile: (ns) => this.actions.work.run(ns, () => this.pass(ns)),
+      reconcile: (ns) => this.actions.work.run(ns, () => this.namespacePass.run(ns)),
       ready: (ns) => this.informers.acting(ns),
       failed: (ns, err) => {
         this.log(`pass in ${ns}: ${apiMessage(err)}`, { level: 'warn', namespace: ns });
@@ -192,7 +188,7 @@ export class ActivationController {
     this.log(`${identity} leads: deciding again for ${this.cache.size} cached VectorActivations`);
     this.passStates.takeover();
     this.handDeletionsOver();
-    this.stageDeletions.takeOver();
+    this.deletionNotices.takeOver();
     for (const activation of this.cache.values()) void this.reconcile(activation);
     this.passes.poke();
     void this.sweep.run();
@@ -200,11 +196,7 @@ export class ActivationController {
 
   /** Deletions seen while not acting, in the namespaces it acts in now, go to their workflows. */
   private handDeletionsOver(): void {
-    const serves = (ns: string) => this.informers.serves(ns);
-    const deletions = handOver(this.standbyDeletions, Date.now(), serves);
-    this.standbyDeletions = deletions.keep;
-    for (const [workflowId] of deletions.signal) void this.actions.signalDeleted(workflowId);
-    this.stageDeletions.handOver(serves);
+    this.deletionNotices.handOver((ns) => this.informers.serves(ns));
   }
 
   private observe(cachedActivation: CachedActivation): void {
@@ -229,36 +221,12 @@ export class ActivationController {
     const acting = this.informers.acting(ns);
     if (this.settings.stagesPerNamespace && acting) this.schedulePass(ns);
     this.passStates.deleted(ns, cachedActivation.metadata!.uid!, workflowIdOf(cachedActivation));
-    const decision = decideDeleted(cachedActivation, acting);
-    // A standby, or a shard that does not serve the namespace (yet): whoever serves it next hands it over.
-    if (decision === 'later') this.standbyDeletions.set(workflowIdOf(cachedActivation), { at: Date.now() });
-    if (decision === 'signal') void this.actions.signalDeleted(workflowIdOf(cachedActivation));
+    this.deletionNotices.activationDeleted(cachedActivation, acting);
   }
 
   /** Acts on what decide-object.ts says for the object; safe to call any number of times. */
-  private async reconcile(cachedActivation: CachedActivation): Promise<void> {
-    const ns = cachedActivation.metadata!.namespace!;
-    if (!this.informers.acting(ns)) return; // a standby only keeps its cache; it decides again when it takes over
-    return this.actions.work.run(ns, async () => {
-      const plan = decideObject(cachedActivation, this.passStates.of(ns).running);
-      if (plan.pass) this.schedulePass(ns);
-      for (const step of plan.requests) {
-        if (this.inFlight.has(step.key)) continue;
-        this.inFlight.add(step.key);
-        try {
-          await carryOut(this.actions, cachedActivation, step);
-        } catch (err) {
-          // Deposed between the decision and a write: the new leader decides again.
-          if (!(err instanceof NotLeaderError))
-            this.log(`VectorActivation ${ns}/${cachedActivation.metadata!.name}: ${apiMessage(err)}`, {
-              level: 'warn',
-              ...this.actions.about(cachedActivation),
-            });
-        } finally {
-          this.inFlight.delete(step.key);
-        }
-      }
-    });
+  private reconcile(activation: CachedActivation): Promise<void> {
+    return this.objectReconciler.reconcile(activation);
   }
 
   /**
@@ -268,32 +236,5 @@ export class ActivationController {
    */
   private schedulePass(namespace: string, delayMs = 0): void {
     this.passes.enqueue(namespace, delayMs);
-  }
-
-  /** One pass over a namespace: observe, plan, act. */
-  private async pass(namespace: string): Promise<void> {
-    let snap: PassSnapshot = snapshot(this.cache.values(), namespace, performance.now(), {
-      ...(this.settings.stagesPerNamespace ? { limit: this.settings.stagesPerNamespace } : {}),
-      settleMs: this.settings.burstSettleMs ?? BURST_SETTLE_MS,
-      quietMs: this.settings.burstQuietMs ?? BURST_QUIET_MS,
-    });
-    let plan = decidePass(snap, this.passStates.of(namespace), performance.now());
-    if (plan.read.length > 0) {
-      // A burst: its Stages and StageVersions tell the losers. Unreadable, everything starts and the lock supersedes.
-      const supersession = await readSupersession(this.actions.options.deps.objects, namespace, plan.read).catch(
-        (err: unknown) => {
-          this.log(`superseding a burst in ${namespace}: ${apiMessage(err)}; starting every activation`, {
-            level: 'warn',
-            namespace,
-          });
-          return 'unreadable' as const;
-        },
-      );
-      snap = { ...snap, supersession };
-      plan = decidePass(snap, this.passStates.of(namespace), performance.now());
-    }
-    this.passStates.apply(namespace, plan.nextState);
-    if (plan.wakeAt !== undefined) this.schedulePass(namespace, Math.max(plan.wakeAt - performance.now(), 0) + 1);
-    await this.actions.pass(namespace, plan);
   }
 }

@@ -7,15 +7,13 @@
  * decisions/analysis.ts; this class holds where the progression is and acts. The host (the
  * activation's attempt) runs the routing rounds, puts traffic back and writes the status.
  */
-import { condition } from '@temporalio/workflow';
-import { ABORT_RAMP_INTERVAL_SECONDS, MAX_PROGRESSION_LOG } from '../../api/progression-defaults.js';
-import { stoppedEnding, type Ending, type ProgressionReport } from '../../decisions/activation.js';
+import { MAX_PROGRESSION_LOG } from '../../api/progression-defaults.js';
+import type { Ending, ProgressionReport } from '../../decisions/activation.js';
 import type { AnalysisRules } from '../../decisions/analysis.js';
 import {
   abortWeights,
   gateReason,
   inconclusiveGate,
-  leaseSecondsOver,
   stepKind,
   stepLabel,
   type Gate,
@@ -35,6 +33,7 @@ import {
   type Stop,
 } from './host.js';
 import { runStepOfKind } from './kinds/index.js';
+import { goBack } from './go-back.js';
 
 export type { ProgressionHost };
 
@@ -115,12 +114,9 @@ export class Progression implements ProgressionContext {
     this.currentGate = undefined;
     this.report.gate = null;
     this.setting = weight;
-    const failed = await this.host.round(weight, this.rounds++, false, followed);
+    const failed = await this.roundAt(weight, false, followed);
     this.setting = undefined;
-    if (failed) return failed;
-    this.currentWeight = weight;
-    this.report.weight = weight;
-    return undefined;
+    return failed;
   }
 
   showGate(gate: Gate | undefined, since = Date.now()): void {
@@ -220,32 +216,22 @@ export class Progression implements ProgressionContext {
     this.currentGate = undefined;
     if (request) this.logAction('Aborted', why, request.by);
     this.analyses.stopBackground();
-    const ramp = atOnce ? [] : abortWeights(this.currentWeight, this.spec.abort?.weights);
-    const interval = this.spec.abort?.intervalSeconds ?? ABORT_RAMP_INTERVAL_SECONDS;
-    for (const weight of ramp) {
-      // The Stage gone while the traffic goes back: the rest of the ramp is skipped, the record put back at once.
-      if (!(await this.host.stageStillOurs())) break;
-      await this.writeStatus('Aborting', `${why}; going back: ${weight} % to the new StageVersion for ${interval}s`);
-      const failed = await this.host.round(weight, this.rounds++, true, false);
-      if (failed)
-        return { ...failed, message: `${why}; going back, the weight ${weight} % could not be set: ${failed.message}` };
-      this.currentWeight = weight;
-      this.report.weight = weight;
-      await this.host.holdLease(leaseSecondsOver(interval * 1000));
-      await condition(() => this.host.requests.stageLost !== undefined, `${interval} seconds`);
-      await this.host.holdLease(undefined);
-    }
-    await this.writeStatus('Aborting', `${why}; putting the traffic back as recorded before the activation`);
-    const restored = await this.host.restore();
-    this.currentWeight = restored === 'done' ? 0 : this.currentWeight;
+    return goBack(this, reason, why, atOnce ? [] : abortWeights(this.currentWeight, this.spec.abort?.weights));
+  }
+
+  /** One round of the plan's steps at `weight` (down: in reverse, going back); the weight is the target's once it ran. */
+  async roundAt(weight: number, down: boolean, followed: boolean): Promise<Ending | undefined> {
+    const failed = await this.host.round(weight, this.rounds++, down, followed);
+    if (failed) return failed;
+    this.currentWeight = weight;
+    this.report.weight = weight;
+    return undefined;
+  }
+
+  /** The traffic went back as recorded before the activation (done), or not all of it. */
+  wentBack(restored: 'done' | 'partial'): void {
+    if (restored === 'done') this.currentWeight = 0;
     this.report.weight = this.currentWeight;
-    const state =
-      restored === 'done'
-        ? 'the traffic is back as recorded before the activation'
-        : 'the traffic could not all be put back: see the steps';
-    const { stageLost } = this.host.requests;
-    if (stageLost) return stoppedEnding(`while going back (${why})`, { stageLost }, state);
-    return { phase: 'Failed', reason, message: `${why}; ${state}` };
   }
 
   /** The progression is at step `step` (the step count: the switch). */

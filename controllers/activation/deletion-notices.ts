@@ -1,12 +1,13 @@
 /**
- * A Stage deleted, or being deleted: the workflows of its unfinished activations are told at once
- * (stageDeletedSignal), which then stop and end StageDeleted. What to tell is decided per event
+ * Deletions told to the workflows they end: a VectorActivation deleted (its workflow cancels and
+ * closes), and a Stage deleted, or being deleted: the workflows of its unfinished activations are
+ * told at once (stageDeletedSignal), which then stop and end StageDeleted. What to tell is decided per event
  * (decide-object.ts decideStageEvent); a standby, or a shard that does not serve the namespace yet,
  * keeps the notices for whoever serves it next (handOver).
  */
-import { decideStageEvent, handOver, type CachedStage } from './decide-object.js';
+import { decideDeleted, decideStageEvent, handOver, type CachedStage } from './decide-object.js';
 import type { StageDeletion } from '../../shared/activation.js';
-import type { CachedActivation } from '../../shared/cached-activation.js';
+import { workflowIdOf, type CachedActivation } from '../../shared/cached-activation.js';
 import type { LogFn } from '../../telemetry/log.js';
 import type { NamespacedInformers } from '../informers.js';
 import type { ActivationActions } from './act.js';
@@ -25,7 +26,9 @@ export interface StageDeletionParts {
   log: LogFn;
 }
 
-export class StageDeletionNotices {
+export class DeletionNotices {
+  /** VectorActivation deletions seen while not acting, by workflow id: the leader may have died before it saw them. */
+  private standbyActivations = new Map<string, { at: number }>();
   /** Stage deletions seen while not acting, by the workflow id of each activation to tell. */
   private standby = new Map<string, { at: number; notice: StageDeletion }>();
   /**
@@ -43,8 +46,25 @@ export class StageDeletionNotices {
     this.decideDeleting();
   }
 
+  /** Whether a VectorActivation deletion seen as a standby waits (by workflow id) to be handed over. */
+  keeps(workflowId: string): boolean {
+    return this.standbyActivations.has(workflowId);
+  }
+
+  /** A VectorActivation deleted: its workflow is told now, or by whoever serves its namespace next. */
+  activationDeleted(activation: CachedActivation, acting: boolean): void {
+    const decision = decideDeleted(activation, acting);
+    const workflowId = workflowIdOf(activation);
+    // A standby, or a shard that does not serve the namespace (yet): whoever serves it next hands it over.
+    if (decision === 'later') this.standbyActivations.set(workflowId, { at: Date.now() });
+    if (decision === 'signal') void this.parts.actions.signalDeleted(workflowId);
+  }
+
   /** Notices kept while not acting, in the namespaces it acts in now, go to their workflows. */
   handOver(serves: (namespace: string) => boolean): void {
+    const deletions = handOver(this.standbyActivations, Date.now(), serves);
+    this.standbyActivations = deletions.keep;
+    for (const [workflowId] of deletions.signal) void this.parts.actions.signalDeleted(workflowId);
     const notices = handOver(this.standby, Date.now(), serves);
     this.standby = notices.keep;
     for (const [workflowId, { notice }] of notices.signal)

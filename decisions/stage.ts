@@ -3,7 +3,7 @@
  * pass read of a namespace, the objects to create, the metadata and spec patches, the deletes, and
  * the status patch of each object whose status should change. No I/O and no clock: the controller
  * (controllers/stage/controller.ts) lists, calls decideNamespace, acts, so every rule is tested as a
- * table row (test/unit/stage-plan.test.ts) without a cluster.
+ * table row (test/unit/stage-decisions.test.ts) without a cluster.
  */
 import {
   ANNOTATION_ACTIVATED_BY,

@@ -6,7 +6,7 @@
  * activations are superseded before they start, which wait for the Stage limit, which burst
  * winners the Stage's lock is told to expect, when the next pass must run, and what to remember.
  * No I/O and no clock: controller.ts observes, calls decidePass, acts (act.ts), so every rule is a
- * table row (test/unit/activation-plan.test.ts).
+ * table row (test/unit/watcher-passes.test.ts).
  *
  * The pass is the only path that starts a workflow: the Stage limit (decisions/fair-share.ts) and a
  * burst's supersession (decisions/supersede.ts) are decided on the namespace as a whole.

@@ -1,5 +1,5 @@
 /**
- * The activation controller's plan (controllers/activation/decide-pass.ts, decide-object.ts), one table row
+ * The activation controller's decisions (controllers/activation/decide-pass.ts, decide-object.ts), one table row
  * per rule: what a namespace's pass starts, supersedes, holds and remembers, with bursts arriving
  * in pieces, the Stage limit, a takeover and a reshard; what one activation's requests ask for;
  * what the sweep looks at. No servers, no Temporal.

@@ -1,5 +1,5 @@
 /**
- * The Stage controller's plan (decisions/stage.ts), one table row per rule: what one pass over a
+ * The Stage controller's decisions (decisions/stage.ts), one table row per rule: what one pass over a
  * namespace creates, patches, deletes and which status it writes. No servers.
  */
 import {

@@ -185,7 +185,7 @@ export function auditLog(kc: k8s.KubeConfig) {
   let partial = '';
   /** When the latest mark this reader saw was received. */
   let marked = 0;
-  const events: { at: number; e: AuditEvent }[] = [];
+  const events: { at: number; event: AuditEvent }[] = [];
   const readMore = () => {
     const size = fstatSync(fd).size;
     if (size < offset) offset = 0; // rotated
@@ -200,7 +200,7 @@ export function auditLog(kc: k8s.KubeConfig) {
       const e = JSON.parse(line) as AuditEvent;
       const at = Date.parse(e.requestReceivedTimestamp);
       if (e.userAgent === MARK_AGENT) marked = Math.max(marked, at);
-      else events.push({ at, e });
+      else events.push({ at, event: e });
     }
   };
   const writtenUpTo = async (to: number) => {
@@ -218,7 +218,7 @@ export function auditLog(kc: k8s.KubeConfig) {
     async count(from: number, to: number, agents: (userAgent: string) => boolean): Promise<Map<string, number>> {
       await writtenUpTo(to);
       const counts = new Map<string, number>();
-      for (const { at, e } of events) {
+      for (const { at, event: e } of events) {
         if (at < from || at > to || !agents(e.userAgent ?? '')) continue;
         const o = e.objectRef ?? {};
         const key = requestKey(HTTP_VERB[e.verb] ?? e.verb.toUpperCase(), o.apiGroup, o.resource, o.subresource);

@@ -89,20 +89,20 @@ export class LeaderElector implements Leadership {
   private sleeping?: { timer: NodeJS.Timeout; wake: () => void };
   private lastError?: string;
 
-  constructor(private readonly o: LeaderElectorOptions) {
-    this.identity = o.identity;
-    this.leaseDurationMs = o.leaseDurationMs ?? 15_000;
-    this.renewDeadlineMs = o.renewDeadlineMs ?? 10_000;
-    this.retryPeriodMs = o.retryPeriodMs ?? 2_000;
-    if (!o.identity) throw new Error('leader election needs an identity');
+  constructor(private readonly settings: LeaderElectorOptions) {
+    this.identity = settings.identity;
+    this.leaseDurationMs = settings.leaseDurationMs ?? 15_000;
+    this.renewDeadlineMs = settings.renewDeadlineMs ?? 10_000;
+    this.retryPeriodMs = settings.retryPeriodMs ?? 2_000;
+    if (!settings.identity) throw new Error('leader election needs an identity');
     if (this.leaseDurationMs <= this.renewDeadlineMs)
       throw new Error('leaseDuration must be greater than renewDeadline');
     if (this.renewDeadlineMs <= 1.2 * this.retryPeriodMs)
       throw new Error('renewDeadline must be greater than 1.2 × retryPeriod');
     if (this.leaseDurationMs < 1_000)
       throw new Error('leaseDuration must be at least 1 s (the Lease counts whole seconds)');
-    this.api = o.kubeConfig.makeApiClient(k8s.CoordinationV1Api);
-    this.log = o.log ?? componentLogger('leader-election', { lease: o.name }).fn();
+    this.api = settings.kubeConfig.makeApiClient(k8s.CoordinationV1Api);
+    this.log = settings.log ?? componentLogger('leader-election', { lease: settings.name }).fn();
   }
 
   /** True while this process holds the Lease and renewed it within the renew deadline. */
@@ -137,9 +137,9 @@ export class LeaderElector implements Leadership {
     this.leading = false;
     if (wasLeading) {
       await this.release().catch((err: unknown) =>
-        this.log(`could not release Lease ${this.o.namespace}/${this.o.name}: ${apiMessage(err)}`),
+        this.log(`could not release Lease ${this.settings.namespace}/${this.settings.name}: ${apiMessage(err)}`),
       );
-      this.o.onStoppedLeading?.();
+      this.settings.onStoppedLeading?.();
     }
   }
 
@@ -155,7 +155,7 @@ export class LeaderElector implements Leadership {
         this.lastError = undefined;
       } catch (err) {
         const message = apiMessage(err);
-        if (message !== this.lastError) this.log(`Lease ${this.o.namespace}/${this.o.name}: ${message}`);
+        if (message !== this.lastError) this.log(`Lease ${this.settings.namespace}/${this.settings.name}: ${message}`);
         this.lastError = message;
       }
       if (this.stopped) return;
@@ -164,8 +164,8 @@ export class LeaderElector implements Leadership {
         if (!this.leading) {
           this.leading = true;
           this.since = new Date();
-          this.log(`${this.identity} leads (Lease ${this.o.namespace}/${this.o.name})`);
-          this.o.onStartedLeading?.();
+          this.log(`${this.identity} leads (Lease ${this.settings.namespace}/${this.settings.name})`);
+          this.settings.onStartedLeading?.();
         }
       } else if (
         this.leading &&
@@ -173,9 +173,9 @@ export class LeaderElector implements Leadership {
       ) {
         this.leading = false;
         this.log(
-          `${this.identity} stopped leading (Lease ${this.o.namespace}/${this.o.name} ${this.observedHolder !== this.identity ? `taken by ${this.observedHolder || 'nobody'}` : 'not renewed within the renew deadline'})`,
+          `${this.identity} stopped leading (Lease ${this.settings.namespace}/${this.settings.name} ${this.observedHolder !== this.identity ? `taken by ${this.observedHolder || 'nobody'}` : 'not renewed within the renew deadline'})`,
         );
-        this.o.onStoppedLeading?.();
+        this.settings.onStoppedLeading?.();
       }
       // client-go: the leader renews every retry period; candidates retry with jitter (here up to +20 %).
       await this.sleep(this.leading ? this.retryPeriodMs : this.retryPeriodMs * (1 + Math.random() * 0.2));
@@ -191,13 +191,13 @@ export class LeaderElector implements Leadership {
     const holder = lease.spec?.holderIdentity ?? '';
     if (holder !== this.observedHolder) {
       this.observedHolder = holder;
-      this.o.onNewLeader?.(holder);
+      this.settings.onNewLeader?.(holder);
     }
   }
 
   /** One attempt; true when this process holds the Lease afterwards. */
   private async tryAcquireOrRenew(): Promise<boolean> {
-    const { namespace, name } = this.o;
+    const { namespace, name } = this.settings;
     const now = new k8s.V1MicroTime(Date.now());
     const durationSeconds = Math.ceil(this.leaseDurationMs / 1000);
     let lease: k8s.V1Lease;
@@ -252,7 +252,7 @@ export class LeaderElector implements Leadership {
 
   /** Gives the Lease up if this process still holds it: empty holder, 1 s duration (client-go's release). */
   private async release(): Promise<void> {
-    const { namespace, name } = this.o;
+    const { namespace, name } = this.settings;
     const lease = await this.api.readNamespacedLease({ name, namespace });
     if (lease.spec?.holderIdentity !== this.identity) return;
     const now = new k8s.V1MicroTime(Date.now());

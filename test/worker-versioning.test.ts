@@ -142,11 +142,11 @@ async function versioning(workflowId: string): Promise<{ behavior?: string; buil
 }
 
 /** The build each activation ran on, by name. */
-const ran: { t: TestSystem; name: string; build: string }[] = [];
+const ran: { system: TestSystem; name: string; build: string }[] = [];
 async function expectRanOn(t: TestSystem, name: string, build: string): Promise<void> {
   const o = await finished(t, name);
   expect({ name, phase: o.status?.phase, build: o.status?.coreBuildId }).toEqual({ name, phase: 'Succeeded', build });
-  ran.push({ t, name, build });
+  ran.push({ system: t, name, build });
 }
 
 it('canaries, promotes and rolls back the core build per namespace; in-flight activations stay on their build', async () => {
@@ -224,7 +224,7 @@ it('canaries, promotes and rolls back the core build per namespace; in-flight ac
   expect(after.ramping).toBeUndefined();
 
   // Nothing lost: every activation ran once (one workflow run, attempt 1), Succeeded above.
-  for (const { t, name } of ran) {
+  for (const { system: t, name } of ran) {
     const o = (await va(t, name))!;
     expect({ name, attempt: o.status?.attempt }).toEqual({ name, attempt: 1 });
     const workflowId = activationWorkflowId({ namespace: t.ns, name, uid: o.metadata.uid });

@@ -76,9 +76,9 @@ export class ShardMembership {
   private pass: Promise<void> = Promise.resolve();
   private synced = false;
 
-  constructor(private readonly o: ShardOptions) {
-    this.objects = new CustomObjects(o.kubeConfig);
-    this.leases = o.kubeConfig.makeApiClient(k8s.CoordinationV1Api);
+  constructor(private readonly settings: ShardOptions) {
+    this.objects = new CustomObjects(settings.kubeConfig);
+    this.leases = settings.kubeConfig.makeApiClient(k8s.CoordinationV1Api);
   }
 
   isSynced(): boolean {
@@ -86,8 +86,8 @@ export class ShardMembership {
   }
 
   async start(): Promise<void> {
-    const core = this.o.kubeConfig.makeApiClient(k8s.CoreV1Api);
-    this.informer = k8s.makeInformer<k8s.V1Namespace>(this.o.kubeConfig, '/api/v1/namespaces', () =>
+    const core = this.settings.kubeConfig.makeApiClient(k8s.CoreV1Api);
+    this.informer = k8s.makeInformer<k8s.V1Namespace>(this.settings.kubeConfig, '/api/v1/namespaces', () =>
       core.listNamespace(),
     );
     const seen = (n: k8s.V1Namespace) => this.labels.set(n.metadata!.name!, n.metadata?.labels ?? {});
@@ -96,7 +96,7 @@ export class ShardMembership {
     this.informer.on('delete', (n) => this.labels.delete(n.metadata!.name!));
     this.informer.on('error', (err) => {
       if (this.stopped) return;
-      this.o.log(`watch of namespaces broke (${apiMessage(err)}); re-listing`, { level: 'warn' });
+      this.settings.log(`watch of namespaces broke (${apiMessage(err)}); re-listing`, { level: 'warn' });
       setTimeout(() => !this.stopped && void this.informer!.start().catch(() => undefined), 1_000);
     });
     await this.informer.start();
@@ -110,7 +110,7 @@ export class ShardMembership {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
       this.pass = this.tick().then(() => this.schedule());
-    }, this.o.intervalMs ?? 1_000);
+    }, this.settings.intervalMs ?? 1_000);
   }
 
   async stop(): Promise<void> {
@@ -118,7 +118,7 @@ export class ShardMembership {
     clearTimeout(this.timer);
     await this.pass;
     // No write in flight when the Lease is released after this: a peer may claim at once then.
-    await this.o.component.drop([...this.serving]);
+    await this.settings.component.drop([...this.serving]);
     await this.informer?.stop();
   }
 
@@ -126,21 +126,21 @@ export class ShardMembership {
   private async tick(): Promise<void> {
     if (this.stopped) return;
     try {
-      const config = await this.objects.get(ShardingConfig.kind, this.o.systemNamespace, SHARDING_CONFIG_NAME);
+      const config = await this.objects.get(ShardingConfig.kind, this.settings.systemNamespace, SHARDING_CONFIG_NAME);
       const parsed = config ? shardingConfigSpec.safeParse(config.spec ?? {}) : undefined;
       if (parsed && !parsed.success)
         throw new Error(
-          `ShardingConfig ${this.o.systemNamespace}/${SHARDING_CONFIG_NAME} is invalid: ${parsed.error.message}`,
+          `ShardingConfig ${this.settings.systemNamespace}/${SHARDING_CONFIG_NAME} is invalid: ${parsed.error.message}`,
         );
       const spec: ShardingConfigSpec | undefined = parsed?.data;
       const generation = config?.metadata.generation ?? 0;
       this.assigned = new Set(
-        [...this.labels].filter(([ns, labels]) => shardOf(ns, labels, spec) === this.o.shard).map(([ns]) => ns),
+        [...this.labels].filter(([ns, labels]) => shardOf(ns, labels, spec) === this.settings.shard).map(([ns]) => ns),
       );
-      await this.o.component.setNamespaces(new Set([...this.assigned, ...this.serving]));
-      if (!this.o.leadership.isLeader()) {
+      await this.settings.component.setNamespaces(new Set([...this.assigned, ...this.serving]));
+      if (!this.settings.leadership.isLeader()) {
         // Deposed (or never led): the component's gate stops it acting; forget what this term served.
-        if (this.serving.size) await this.o.component.drop([...this.serving]);
+        if (this.serving.size) await this.settings.component.drop([...this.serving]);
         this.serving = new Set();
         this.published = undefined;
         return;
@@ -148,65 +148,68 @@ export class ShardMembership {
       const peers = await this.peers();
       const d = decideServing({ generation, assigned: this.assigned, serving: this.serving, peers });
       if (d.drop.length) {
-        await this.o.component.drop(d.drop);
+        await this.settings.component.drop(d.drop);
         for (const ns of d.drop) this.serving.delete(ns);
-        this.o.log(
-          `shard ${this.o.shard}: dropped ${d.drop.length} namespaces (${d.drop.slice(0, 5).join(', ')}${d.drop.length > 5 ? ', …' : ''})`,
+        this.settings.log(
+          `shard ${this.settings.shard}: dropped ${d.drop.length} namespaces (${d.drop.slice(0, 5).join(', ')}${d.drop.length > 5 ? ', …' : ''})`,
         );
       }
       await this.publish(generation, d.publish);
       if (d.claim.length) {
         for (const ns of d.claim) this.serving.add(ns);
-        this.o.component.serve(d.claim);
-        this.o.log(
-          `shard ${this.o.shard}: serving ${d.claim.length} more namespaces (config generation ${generation})`,
+        this.settings.component.serve(d.claim);
+        this.settings.log(
+          `shard ${this.settings.shard}: serving ${d.claim.length} more namespaces (config generation ${generation})`,
         );
       }
       const waiting = d.waiting.map((w) => `${w.namespace}: ${w.reason}`).join('; ');
-      if (waiting && waiting !== this.lastWaiting) this.o.log(`shard ${this.o.shard}: waiting for ${waiting}`);
+      if (waiting && waiting !== this.lastWaiting)
+        this.settings.log(`shard ${this.settings.shard}: waiting for ${waiting}`);
       this.lastWaiting = waiting;
     } catch (err) {
-      this.o.log(`shard ${this.o.shard}: ${apiMessage(err)}`, { level: 'warn' });
+      this.settings.log(`shard ${this.settings.shard}: ${apiMessage(err)}`, { level: 'warn' });
     }
   }
 
   /** status.serving of this shard's ControllerStatus; written only when it changes, only while leading. */
   private async publish(generation: number, namespaces: string[]): Promise<void> {
-    const serving = { identity: this.o.leadership.identity, generation, namespaces };
+    const serving = { identity: this.settings.leadership.identity, generation, namespaces };
     const text = JSON.stringify(serving);
     if (text === this.published) return;
-    const name = controllerStatusName(this.o.role, this.o.shard);
-    if (!(await this.objects.get(ControllerStatus.kind, this.o.systemNamespace, name))) {
+    const name = controllerStatusName(this.settings.role, this.settings.shard);
+    if (!(await this.objects.get(ControllerStatus.kind, this.settings.systemNamespace, name))) {
       await this.objects.create({
         apiVersion: API_VERSION,
         kind: ControllerStatus.kind,
-        metadata: { name, namespace: this.o.systemNamespace },
-        spec: { role: this.o.role, shard: this.o.shard },
+        metadata: { name, namespace: this.settings.systemNamespace },
+        spec: { role: this.settings.role, shard: this.settings.shard },
       });
     }
-    if (!this.o.leadership.isLeader())
-      throw new Error(`${this.o.leadership.identity} lost the lead of shard ${this.o.shard} before publishing`);
-    await this.objects.patchStatus(ControllerStatus.kind, this.o.systemNamespace, name, { serving });
+    if (!this.settings.leadership.isLeader())
+      throw new Error(
+        `${this.settings.leadership.identity} lost the lead of shard ${this.settings.shard} before publishing`,
+      );
+    await this.objects.patchStatus(ControllerStatus.kind, this.settings.systemNamespace, name, { serving });
     this.published = text;
   }
 
   /** The other shards of this role: liveness from their Lease, what they serve from their ControllerStatus. */
   private async peers(): Promise<Peer[]> {
-    const statuses = (await this.objects.list(ControllerStatus.kind, this.o.systemNamespace)).filter(
-      (s) => s.spec?.role === this.o.role && s.spec?.shard !== this.o.shard,
+    const statuses = (await this.objects.list(ControllerStatus.kind, this.settings.systemNamespace)).filter(
+      (s) => s.spec?.role === this.settings.role && s.spec?.shard !== this.settings.shard,
     );
-    const leases = (await this.leases.listNamespacedLease({ namespace: this.o.systemNamespace })).items;
+    const leases = (await this.leases.listNamespacedLease({ namespace: this.settings.systemNamespace })).items;
     const now = performance.now();
     const peers: Peer[] = [];
     const shards = new Set(statuses.map((s) => s.spec.shard as string));
     const byName = new Map(leases.map((l) => [l.metadata?.name ?? '', l]));
-    const prefix = `${leaseName(this.o.role)}-`;
+    const prefix = `${leaseName(this.settings.role)}-`;
     for (const name of byName.keys()) {
-      if (name.startsWith(prefix) && name !== leaseName(this.o.role, this.o.shard))
+      if (name.startsWith(prefix) && name !== leaseName(this.settings.role, this.settings.shard))
         shards.add(name.slice(prefix.length));
     }
     for (const shard of shards) {
-      const lease = byName.get(leaseName(this.o.role, shard));
+      const lease = byName.get(leaseName(this.settings.role, shard));
       const holder = lease?.spec?.holderIdentity ?? '';
       const before = this.seenLeases.get(shard);
       const seen =
@@ -214,7 +217,7 @@ export class ShardMembership {
           ? before
           : { version: lease?.metadata?.resourceVersion, holder, at: now };
       this.seenLeases.set(shard, seen);
-      const duration = Math.max(this.o.leaseDurationMs, (lease?.spec?.leaseDurationSeconds ?? 0) * 1000);
+      const duration = Math.max(this.settings.leaseDurationMs, (lease?.spec?.leaseDurationSeconds ?? 0) * 1000);
       const live = Boolean(lease && holder && now - seen.at < duration);
       const status = controllerStatusStatus.safeParse(statuses.find((s) => s.spec.shard === shard)?.status ?? {});
       const serving = status.success ? status.data.serving : undefined;

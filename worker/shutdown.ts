@@ -25,10 +25,10 @@ export class Shutdown {
   private resolve!: (signal: NodeJS.Signals) => void;
   private readonly exit: (code: number) => void;
 
-  constructor(private readonly o: ShutdownOptions) {
-    this.exit = o.exit ?? ((code) => process.exit(code));
+  constructor(private readonly settings: ShutdownOptions) {
+    this.exit = settings.exit ?? ((code) => process.exit(code));
     this.signalled = new Promise((resolve) => (this.resolve = resolve));
-    const on = o.on ?? ((signal, handler) => process.on(signal, handler));
+    const on = settings.on ?? ((signal, handler) => process.on(signal, handler));
     for (const signal of ['SIGTERM', 'SIGINT'] as const) on(signal, () => this.receive(signal));
   }
 
@@ -40,24 +40,24 @@ export class Shutdown {
 
   private receive(signal: NodeJS.Signals): void {
     if (this.received) {
-      this.o.log(`${signal} again: exiting now`);
+      this.settings.log(`${signal} again: exiting now`);
       return this.exit(1);
     }
     this.received = signal;
     if (this.starting) {
-      this.o.log(`${signal} during start-up: exiting now (nothing acts yet)`);
+      this.settings.log(`${signal} during start-up: exiting now (nothing acts yet)`);
       return this.exit(0);
     }
     this.begin(signal);
   }
 
   private begin(signal: NodeJS.Signals): void {
-    this.o.log(`${signal}: stopping (at most ${Math.round(this.o.graceMs / 1000)}s)`);
+    this.settings.log(`${signal}: stopping (at most ${Math.round(this.settings.graceMs / 1000)}s)`);
     // Unref'd: a stop that finishes lets the process end by itself, before this fires.
     setTimeout(() => {
-      this.o.log(`still stopping after ${Math.round(this.o.graceMs / 1000)}s: exiting now`);
+      this.settings.log(`still stopping after ${Math.round(this.settings.graceMs / 1000)}s: exiting now`);
       this.exit(1);
-    }, this.o.graceMs).unref();
+    }, this.settings.graceMs).unref();
     this.resolve(signal);
   }
 }

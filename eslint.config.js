@@ -1,7 +1,7 @@
 /**
  * Lint rules that catch what the type checker does not: a promise nobody awaits or handles (a
  * failure that vanishes, or an order nobody meant), a promise where a value is expected, and a
- * value nobody reads. Form is Prettier's (.prettierrc.json), not the linter's.
+ * value nobody reads, and a name that hides another. Form is Prettier's (.prettierrc.json), not the linter's.
  */
 import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
@@ -20,6 +20,9 @@ export default defineConfig(
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/await-thenable': 'error',
+      // A name that hides another of an outer scope reads as the outer one: a rename once made a
+      // comparison compare a value with itself.
+      '@typescript-eslint/no-shadow': 'error',
       '@typescript-eslint/no-unused-vars': [
         'error',
         {

@@ -99,9 +99,9 @@ export interface CelRule {
 type Meta = Record<string, unknown>;
 
 // zod methods return new instances without the old one's metadata: carry it over by hand.
-function withCel<T extends z.ZodType>(schema: T, meta: Meta | undefined, rule: CelRule): T {
+function withCel<T extends z.ZodType>(schema: T, meta: Meta | undefined, celRule: CelRule): T {
   const rules = (meta?.['x-kubernetes-validations'] as CelRule[] | undefined) ?? [];
-  return schema.meta({ ...meta, 'x-kubernetes-validations': [...rules, rule] }) as T;
+  return schema.meta({ ...meta, 'x-kubernetes-validations': [...rules, celRule] }) as T;
 }
 
 /**

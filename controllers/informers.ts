@@ -138,7 +138,7 @@ export class NamespacedInformers {
       ),
     };
     this.caches.set(namespace ?? '', caches);
-    await Promise.all([...caches.kinds, ...caches.optional.values()].map((cache) => cache.start()));
+    await Promise.all([...caches.kinds, ...caches.optional.values()].map((kindCache) => kindCache.start()));
     if (this.caches.get(namespace ?? '') !== caches) await stopAll(caches); // dropped meanwhile
   }
 

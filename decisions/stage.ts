@@ -39,6 +39,19 @@ export interface TrafficRule {
   weights: Record<string, number>;
 }
 
+/** Whether two managed rules are one: the same rule of the same route, by the route's whole reference. */
+export function sameRule(a: Pick<TrafficRule, 'route' | 'rule'>, b: Pick<TrafficRule, 'route' | 'rule'>): boolean {
+  const { route } = a;
+  const other = b.route;
+  return (
+    route.group === other.group &&
+    route.kind === other.kind &&
+    route.namespace === other.namespace &&
+    route.name === other.name &&
+    a.rule === b.rule
+  );
+}
+
 /** What the routes hold for one Stage; `complete` when every registration's rules could be read. */
 export interface ObservedTraffic {
   rules: TrafficRule[];

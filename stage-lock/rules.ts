@@ -28,8 +28,8 @@ const SUPERSEDED_MEMORY = 256;
  * everything it holds. An expectation still standing came after the first in line whenever their
  * revisions are equal, since a request heard after it, of no lower revision, ends it (`request`).
  */
-const later = (request: LockRequest): Candidate => ({ revision: request.revision, came: 1 });
-const earlier = (request: LockRequest): Candidate => ({ revision: request.revision, came: 0 });
+const later = (lockRequest: LockRequest): Candidate => ({ revision: lockRequest.revision, came: 1 });
+const earlier = (lockRequest: LockRequest): Candidate => ({ revision: lockRequest.revision, came: 0 });
 
 /** The lock's state: what it keeps across continue-as-new, and what one run remembers besides. */
 export interface RuleState extends LockState {
@@ -70,13 +70,13 @@ export const isSignal = (n: LockNotice): n is LockSignalNotice => 'to' in n;
 type Told = Extract<LockNotice, { type: 'granted' | 'superseded' }>;
 
 /** The state of a run that starts from `kept` (a first run: `{ waiting: [] }`). */
-export function initialState(kept: LockState): RuleState {
+export function initialState(keptState: LockState): RuleState {
   return {
-    holder: kept.holder,
-    waiting: [...kept.waiting],
-    ...(kept.expected ? { expected: kept.expected } : {}),
-    ...(kept.handedOn ? { handedOn: kept.handedOn } : {}),
-    ...(kept.toldNewer ? { toldNewer: kept.toldNewer } : {}),
+    holder: keptState.holder,
+    waiting: [...keptState.waiting],
+    ...(keptState.expected ? { expected: keptState.expected } : {}),
+    ...(keptState.handedOn ? { handedOn: keptState.handedOn } : {}),
+    ...(keptState.toldNewer ? { toldNewer: keptState.toldNewer } : {}),
     superseded: [],
   };
 }

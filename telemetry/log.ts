@@ -126,7 +126,7 @@ export function createLogger(o: LoggerOptions = {}): Logger {
       if (!enabled(l)) return;
       write(formatRecord(format, now(), l, message, extra ? { ...fields, ...extra } : fields));
     };
-    const logger: Logger = {
+    const made: Logger = {
       level,
       enabled,
       log,
@@ -142,7 +142,7 @@ export function createLogger(o: LoggerOptions = {}): Logger {
       },
       line: (text) => write(text),
     };
-    return logger;
+    return made;
   };
   return make(o.fields ?? {});
 }

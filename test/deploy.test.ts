@@ -76,16 +76,16 @@ async function applyRbac(
   edit: (rules: Rule[], kind: string) => Rule[] = (r) => r,
   from = manifests,
 ): Promise<string> {
-  const ofKind = (kind: string) => from.filter((m) => m.kind === kind);
+  const ofKindIn = (kind: string) => from.filter((m) => m.kind === kind);
   const objects = k8s.KubernetesObjectApi.makeApiClient(s.kc);
   const unique = (name: string) => `${name}-${as === sa ? '' : `${as}-`}${s.ns}`;
-  const bindings = [...ofKind('ClusterRoleBinding'), ...ofKind('RoleBinding')].filter((b) =>
+  const bindings = [...ofKindIn('ClusterRoleBinding'), ...ofKindIn('RoleBinding')].filter((b) =>
     b.subjects.some((x: any) => x.name === sa),
   );
   await apply(objects, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: as, namespace: s.systemNs } });
   for (const binding of bindings) {
     const cluster = binding.kind === 'ClusterRoleBinding';
-    const role = ofKind(binding.roleRef.kind).find((r) => r.metadata.name === binding.roleRef.name)!;
+    const role = ofKindIn(binding.roleRef.kind).find((r) => r.metadata.name === binding.roleRef.name)!;
     const metadata = (name: string) => (cluster ? { name: unique(name) } : { name: as, namespace: s.systemNs });
     const renamedRole = { ...role, metadata: metadata(role.metadata.name), rules: edit(role.rules, role.kind) };
     const renamedBinding = {

@@ -108,7 +108,7 @@ it('stops a core worker cleanly on SIGTERM mid-activation; the next one complete
   );
 
   // Only this test's worker polls: the earlier test's survivor goes first, the way a rolling update replaces it.
-  for (const c of children.filter((c) => !exited(c))) c.kill('SIGTERM');
+  for (const child of children.filter((candidate) => !exited(candidate))) child.kill('SIGTERM');
   await pollUntil(() => children.every(exited), 30_000, 'the earlier core workers to exit');
   const first = startCoreWorker();
   await pollUntil(() => first.polling(), 60_000, 'the core worker to poll');
@@ -144,7 +144,7 @@ it("a progression's pause survives its core worker's SIGKILL: a new worker goes 
     }),
   );
 
-  for (const c of children.filter((c) => !exited(c))) c.kill('SIGKILL');
+  for (const child of children.filter((candidate) => !exited(candidate))) child.kill('SIGKILL');
   await pollUntil(() => children.every(exited), 30_000, 'the earlier core workers to exit');
   const first = startCoreWorker();
   await activate(s, 'pause-to-2', 'pause', 2, { executionPlan: 'pause-plan' });

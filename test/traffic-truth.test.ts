@@ -279,8 +279,8 @@ describe.each([10, 50])('at weight %i', (weight) => {
           expect(va.status.message).toMatch(/no step was applied; maybe partly applied: routes$/);
           // specs(): HTTPRoutes shop, locked, then VirtualServices shop, locked.
           const written = type === 'gateway-api' ? 0 : 2;
-          expect(after.map((spec, i) => (i === written ? 'changed' : spec))).toEqual(
-            before.map((spec, i) => (i === written ? 'changed' : spec)),
+          expect(after.map((routeSpec, i) => (i === written ? 'changed' : routeSpec))).toEqual(
+            before.map((routeSpec, i) => (i === written ? 'changed' : routeSpec)),
           );
           expect(after[written]).not.toEqual(before[written]);
         }

@@ -88,24 +88,24 @@ const native: NativeConnection | undefined = runsWorkers
 const common = { connection: native!, namespace: config.TEMPORAL_NAMESPACE, kubeConfig };
 const suffix = config.KONFIDENCE_QUEUE_SUFFIX;
 
-function temporalWriteLog(log: (what: string) => void): WorkflowClientInterceptor {
+function temporalWriteLog(logLine: (what: string) => void): WorkflowClientInterceptor {
   return {
-    start: (input, next) => (log(`temporal start ${input.options.workflowId}`), next(input)),
-    startWithDetails: (input, next) => (log(`temporal start ${input.options.workflowId}`), next(input)),
+    start: (input, next) => (logLine(`temporal start ${input.options.workflowId}`), next(input)),
+    startWithDetails: (input, next) => (logLine(`temporal start ${input.options.workflowId}`), next(input)),
     signal: (input, next) => (
-      log(`temporal signal ${input.signalName} ${input.workflowExecution.workflowId}`),
+      logLine(`temporal signal ${input.signalName} ${input.workflowExecution.workflowId}`),
       next(input)
     ),
     signalWithStart: (input, next) => (
-      log(`temporal signalWithStart ${input.signalName} ${input.options.workflowId}`),
+      logLine(`temporal signalWithStart ${input.signalName} ${input.options.workflowId}`),
       next(input)
     ),
     startUpdate: (input, next) => (
-      log(`temporal update ${input.updateName} ${input.workflowExecution.workflowId}`),
+      logLine(`temporal update ${input.updateName} ${input.workflowExecution.workflowId}`),
       next(input)
     ),
-    terminate: (input, next) => (log(`temporal terminate ${input.workflowExecution.workflowId}`), next(input)),
-    cancel: (input, next) => (log(`temporal cancel ${input.workflowExecution.workflowId}`), next(input)),
+    terminate: (input, next) => (logLine(`temporal terminate ${input.workflowExecution.workflowId}`), next(input)),
+    cancel: (input, next) => (logLine(`temporal cancel ${input.workflowExecution.workflowId}`), next(input)),
   };
 }
 

@@ -14,7 +14,7 @@ import type { ActivationTaskRegistrationResource } from '../../api/activation-ta
 import type { VectorActivationResource } from '../../api/vector-activation.js';
 import type { StageResource } from '../../api/stage.js';
 import type { StageVersionResource } from '../../api/stage-version.js';
-import type { ObservedTraffic, TrafficRule } from '../../decisions/stage.js';
+import { sameRule, type ObservedTraffic, type TrafficRule } from '../../decisions/stage.js';
 import { percentOf, reportedRules, type ReportedExecution } from '../../decisions/traffic.js';
 import { LABEL_REGISTRATION } from '../../api/group.js';
 import { CustomObjects, type CustomObject } from '../../k8s/custom-objects.js';
@@ -162,17 +162,7 @@ export async function observeTraffic(
       // A rule that sends nothing to this Stage's StageVersions is another Stage's, or nobody's yet.
       if (!Object.keys(trafficRule.weights).some((version) => own.has(version))) return;
       // Two registrations (of two plans) may manage the same rule: it is one rule.
-      if (
-        rules?.some(
-          (trafficRule) =>
-            trafficRule.route.group === trafficRule.route.group &&
-            trafficRule.route.kind === trafficRule.route.kind &&
-            trafficRule.route.namespace === trafficRule.route.namespace &&
-            trafficRule.route.name === trafficRule.route.name &&
-            trafficRule.rule === trafficRule.rule,
-        )
-      )
-        return;
+      if (rules?.some((existing) => sameRule(existing, trafficRule))) return;
       rules?.push(trafficRule);
     };
     for (const { executor, config } of tasks) {

@@ -600,8 +600,8 @@ test(
     const ref = activate('foreign-to-2', 'foreign', 'foreign-2', 'foreign-plan');
     const handle = await start(ref);
 
-    const waiting = await phaseIs(ref, 'Waiting');
-    expect(waiting).toMatchObject({
+    const waitingStatus = await phaseIs(ref, 'Waiting');
+    expect(waitingStatus).toMatchObject({
       reason: 'WaitingForLease',
       message: expect.stringContaining('is held by another-installation'),
     });

@@ -30,6 +30,7 @@ import {
   type Observed,
   type NamespaceDecision,
   type DecisionOptions,
+  sameRule,
 } from '../../decisions/stage.js';
 import { joinName, labelValue } from '../../shared/names.js';
 
@@ -950,6 +951,19 @@ function expectValidCreates(p: NamespaceDecision): void {
     }
   }
 }
+
+describe('sameRule: two managed rules are one only when the route, by its whole reference, and the rule are', () => {
+  const route = { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'shop', name: 'web' };
+  it.each([
+    ['the same rule of the same route', {}, 0, true],
+    ['another rule of the route', {}, 1, false],
+    ['a route of the same name in another namespace', { namespace: 'other' }, 0, false],
+    ['a route of the same name of another kind', { group: 'networking.istio.io', kind: 'VirtualService' }, 0, false],
+    ['another route of the namespace', { name: 'api' }, 0, false],
+  ])('%s', (_what, changed, rule, same) => {
+    expect(sameRule({ route, rule: 0 }, { route: { ...route, ...changed }, rule })).toBe(same);
+  });
+});
 
 describe('Stage controller plan', () => {
   it.each(rows)('$rule', ({ given, options, then }) => {

@@ -429,16 +429,16 @@ describe("a Stage's deletion: its unfinished activations are told, once", () => 
       told('stage-u1'),
       ['a', 'b', 'c'],
     ],
-  ] as const)('%s', (_n, type, st, toldAlready, told) => {
+  ] as const)('%s', (_n, type, st, toldAlready, toldNow) => {
     const plan = decideStageEvent(type, st, cached, toldAlready);
-    if (told === undefined) return expect(plan).toBeUndefined();
+    if (toldNow === undefined) return expect(plan).toBeUndefined();
     expect(plan!.notice).toEqual({
       namespace: NS,
       stage: 's1',
       uid: st.metadata.uid,
       ...(type === 'DELETED' ? {} : { deleting: true }),
     });
-    expect(plan!.workflowIds).toEqual(told.map((n) => id(cached.find((o) => o.metadata!.name === n)!)));
+    expect(plan!.workflowIds).toEqual(toldNow.map((n) => id(cached.find((o) => o.metadata!.name === n)!)));
   });
 });
 

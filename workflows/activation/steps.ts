@@ -180,8 +180,8 @@ export class StepRunner {
         const planned = (registration: string) => step.tasks.find((task) => task.registration === registration)!;
         const outcomes = await CancellationScope.nonCancellable(() =>
           Promise.all(
-            done.map((ran) =>
-              runTask(ctx, i, step.name, planned(ran.registration), 'Revert', undefined, ran.execution),
+            done.map((ranTask) =>
+              runTask(ctx, i, step.name, planned(ranTask.registration), 'Revert', undefined, ranTask.execution),
             ),
           ),
         );

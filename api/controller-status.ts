@@ -36,7 +36,7 @@ export const activeController = z.object({
     .string()
     .max(2048)
     .regex(new RegExp(ENDPOINT_PATTERN))
-    .describe('URL where the leader serves its health and metrics, e.g. http://10.0.0.5:8081 (its /healthz).'),
+    .describe('URL where the leader serves its health and metrics, e.g. http://127.0.0.5:8081 (its /healthz).'),
   version: z.string().min(1).max(128).describe('Version of konfidence-activation the leader runs.'),
   leaderSince: timestamp.describe('Since when this identity leads.'),
   lastUpdated: timestamp.describe(

@@ -69,7 +69,7 @@ function start(
     kubeConfig: kc,
     systemNamespace: ns,
     role: 'watcher',
-    endpoint: 'http://10.0.0.5:8081',
+    endpoint: 'http://127.0.0.5:8081',
     version: '0.1.0-test',
     log: (m) => lines.push(m),
     ...o,
@@ -125,7 +125,7 @@ describe('status.activeController', () => {
     expect(latencyMs).toBeLessThanOrEqual(10_000);
     expect(value).toMatchObject({
       identity: 'pod-a',
-      endpoint: 'http://10.0.0.5:8081',
+      endpoint: 'http://127.0.0.5:8081',
       version: '0.1.0-test',
       leaderSince: leadership.since!.toISOString(),
     });
@@ -191,8 +191,8 @@ describe('status.activeController', () => {
     const name = controllerStatusName('watcher');
     const timing = { publishIntervalMs: 500, leadershipCheckMs: 200 };
     a.acquire();
-    const pa = start({ leadership: a, endpoint: 'http://10.0.0.5:8081', ...timing });
-    const pb = start({ leadership: b, endpoint: 'http://10.0.0.6:8081', ...timing });
+    const pa = start({ leadership: a, endpoint: 'http://127.0.0.5:8081', ...timing });
+    const pb = start({ leadership: b, endpoint: 'http://127.0.0.6:8081', ...timing });
     const first = await pollUntil(() => published(name), WAIT_MS, 'pod-a published');
     expect(first.identity).toBe('pod-a');
 
@@ -222,7 +222,7 @@ describe('status.activeController', () => {
     );
     expect(second).toMatchObject({
       identity: 'pod-b',
-      endpoint: 'http://10.0.0.6:8081',
+      endpoint: 'http://127.0.0.6:8081',
       leaderSince: b.since!.toISOString(),
     });
     expect(Date.parse(second.leaderSince)).toBeGreaterThan(Date.parse(first.leaderSince));

@@ -80,7 +80,7 @@ export interface Publisher {
   stop(): Promise<void>;
 }
 
-/** The endpoint from KONFIDENCE_ENDPOINT (e.g. http://10.0.0.5:8081); unset is empty, so refused. */
+/** The endpoint from KONFIDENCE_ENDPOINT (e.g. http://127.0.0.5:8081); unset is empty, so refused. */
 export function endpointFromEnv(env: NodeJS.ProcessEnv = process.env): string {
   return env.KONFIDENCE_ENDPOINT ?? '';
 }

@@ -8,6 +8,9 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stateDir } from './paths.js';
 
+/** The apiserver's own `kubernetes` Service: the first address of SERVICE_CLUSTER_IP_RANGE (components.ts). */
+const KUBERNETES_SERVICE_IP = '127.200.0.1';
+
 export const pkiDir = join(stateDir, 'pki');
 
 export const pki = {
@@ -79,7 +82,7 @@ export function ensurePki(): void {
     issue(
       'apiserver',
       '/CN=kube-apiserver',
-      'subjectAltName=DNS:localhost,IP:127.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.0.0.1\n' +
+      `subjectAltName=DNS:localhost,IP:127.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:${KUBERNETES_SERVICE_IP}\n` +
         'extendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n',
       pki.serverCert,
       pki.serverKey,

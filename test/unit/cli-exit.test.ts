@@ -6,7 +6,7 @@ import { run } from '../../cli/run.js';
 import { k8s } from '../../k8s/client.js';
 
 const fetchError = (code: string) =>
-  Object.assign(new Error(`request to https://10.0.0.1:6443/apis failed, reason: connect ${code}`), {
+  Object.assign(new Error(`request to https://127.0.0.1:6443/apis failed, reason: connect ${code}`), {
     name: 'FetchError',
     code,
     type: 'system',
@@ -31,8 +31,8 @@ describe('exitCodeOf: what a failure means for scripts', () => {
   ])('%s → %d', (_n, err, code) => expect(exitCodeOf(err)).toBe(code));
 
   it('an unreachable apiserver is named with what to check', () => {
-    expect(describeError(fetchError('ECONNREFUSED'), 'https://10.0.0.1:6443')).toBe(
-      'cannot reach the Kubernetes API server https://10.0.0.1:6443 (ECONNREFUSED): check --kubeconfig / KUBECONFIG and that the cluster is up',
+    expect(describeError(fetchError('ECONNREFUSED'), 'https://127.0.0.1:6443')).toBe(
+      'cannot reach the Kubernetes API server https://127.0.0.1:6443 (ECONNREFUSED): check --kubeconfig / KUBECONFIG and that the cluster is up',
     );
   });
   it("a forbidden call carries the apiserver's message and where to look", () => {

@@ -12,7 +12,7 @@ import {
 
 const NOW = new Date('2026-03-01T12:00:30.000Z');
 const SINCE = new Date('2026-03-01T12:00:00.000Z');
-const ENDPOINT = 'http://10.0.0.5:8081';
+const ENDPOINT = 'http://127.0.0.5:8081';
 
 const input = (o: Partial<PublishInput> = {}): PublishInput => ({
   leading: true,
@@ -105,7 +105,7 @@ describe('decidePublish', () => {
     ],
     [
       'a changed endpoint is written',
-      { published: published({ endpoint: 'http://10.0.0.9:8081' }) },
+      { published: published({ endpoint: 'http://127.0.0.9:8081' }) },
       { write: true, reason: 'changed', activeController: wanted },
     ],
     [

@@ -28,6 +28,23 @@ export const realClock: LoopClock = {
   },
 };
 
+/** Whether `work` settled within `ms`: a bounded wait for what a stop lets finish. */
+export async function settledWithin(
+  work: Promise<unknown>,
+  ms: number,
+  clock: LoopClock = realClock,
+): Promise<boolean> {
+  let timeout: { cancel(): void } | undefined;
+  const outOfTime = new Promise<false>((resolve) => (timeout = clock.after(() => resolve(false), ms)));
+  const settled = work.then(
+    () => true as const,
+    () => true as const,
+  );
+  const ended = await Promise.race([settled, outOfTime]);
+  timeout?.cancel();
+  return ended;
+}
+
 /** What a failed reconcile leads to: queued again after its backoff, at once, or not (the next event brings it). */
 export type AfterFailure = 'backoff' | 'now' | 'drop';
 
@@ -77,11 +94,6 @@ export class ReconcileLoop {
     this.schedulePump();
   }
 
-  /** Whether `key` is queued or being reconciled. */
-  pending(key: string): boolean {
-    return this.queued.has(key) || this.running.has(key);
-  }
-
   /** Resolves once no reconcile of a key `which` selects (default: any) runs. */
   async idle(which: (key: string) => boolean = () => true): Promise<void> {
     await Promise.allSettled([...this.running].filter(([key]) => which(key)).map(([, run]) => run));
@@ -93,11 +105,7 @@ export class ReconcileLoop {
     this.pumpScheduled?.cancel();
     this.timer?.cancel();
     this.queued.clear();
-    let timeout: { cancel(): void } | undefined;
-    const outOfTime = new Promise<false>((resolve) => (timeout = this.clock.after(() => resolve(false), graceMs)));
-    const ended = await Promise.race([this.idle().then(() => true as const), outOfTime]);
-    timeout?.cancel();
-    return ended;
+    return settledWithin(this.idle(), graceMs, this.clock);
   }
 
   /** Looks at the queue on the next turn (events that come together are queued before it), or at `at`. */

@@ -16,7 +16,7 @@ import { stageOf, workflowIdOf, type CachedActivation } from '../../shared/cache
 import { componentLogger, type LogFn } from '../../telemetry/log.js';
 import { addWatchedSource, observeEventLag } from '../../telemetry/metrics.js';
 import { NamespacedInformers } from '../informers.js';
-import { ReconcileLoop } from '../reconcile-loop.js';
+import { ReconcileLoop, settledWithin } from '../reconcile-loop.js';
 import { ActivationActions } from './act.js';
 import { PassStates } from './pass-states.js';
 import { slim, slimStage, watched } from './observe.js';
@@ -144,12 +144,10 @@ export class ActivationController {
     this.informers.gate.stop();
     await this.informers.stop();
     // Its caller closes the Temporal connection next: no start or Update may still be on its way.
-    const ended = await this.passes.stop(STOP_GRACE_MS);
-    let timer: NodeJS.Timeout | undefined;
-    const outOfTime = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), STOP_GRACE_MS)));
-    const settled = await Promise.race([this.actions.work.settled().then(() => true), outOfTime]);
-    clearTimeout(timer);
-    if (!ended || !settled) this.log(`stopped with work still in flight after ${STOP_GRACE_MS} ms`, { level: 'warn' });
+    // No pass starts from now on; those running are work in flight, which the wait below covers.
+    void this.passes.stop(0);
+    if (!(await settledWithin(this.actions.work.settled(), STOP_GRACE_MS)))
+      this.log(`stopped with work still in flight after ${STOP_GRACE_MS} ms`, { level: 'warn' });
   }
 
   /** Sharded: lists and watches exactly these namespaces. */

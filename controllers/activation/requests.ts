@@ -37,14 +37,7 @@ export async function carryOut(
   if (step.beforeStart && action.kind === 'relay') return beforeStart(actions, activation, action);
   if (action.kind === 'deleted') return actions.deleting(activation);
   const ref = refOf(activation);
-  if (action.kind === 'refuse')
-    return answer(actions, ref, {
-      action: action.action,
-      token: action.token,
-      outcome: 'Refused',
-      message: action.message,
-      ...by(action),
-    });
+  if (action.kind === 'refuse') return refuse(actions, ref, action, action.message);
   return relay(actions, activation, action);
 }
 
@@ -54,6 +47,22 @@ function answer(actions: ActivationActions, ref: ActivationRef, requestAnswer: R
   return answerRequest(actions.options.deps, ref, requestAnswer, () =>
     actions.options.gate.fence(`answering ${requestAnswer.token} on ${ref.namespace}/${ref.name}`, ref.namespace),
   );
+}
+
+/** Answers a request Refused, saying why. */
+function refuse(
+  actions: ActivationActions,
+  ref: ActivationRef,
+  request: { action: AnnotationRequest; token: string; by?: string },
+  message: string,
+): Promise<void> {
+  return answer(actions, ref, {
+    action: request.action,
+    token: request.token,
+    outcome: 'Refused',
+    message,
+    ...by(request),
+  });
 }
 
 /** Hands the request to the workflow as an Update; a closed workflow gets a retry in a new run, or a refusal. */
@@ -107,14 +116,7 @@ async function beforeStart(
 ): Promise<void> {
   const ref = refOf(activation);
   const result = beforeStartAnswer(action.action);
-  if ('refused' in result)
-    return answer(actions, ref, {
-      action: action.action,
-      token: action.token,
-      outcome: 'Refused',
-      message: result.refused,
-      ...by(action),
-    });
+  if ('refused' in result) return refuse(actions, ref, action, result.refused);
   // As a burst's loser is skipped: no pass starts it meanwhile, and one a pass (or a leader
   // before) started, whose workflow has not written a status yet, is not ended under it.
   const { passStates } = actions.options;

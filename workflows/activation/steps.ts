@@ -33,6 +33,11 @@ export function ranExecutions(steps: readonly StepProgress[]): Record<string, st
   return Object.fromEntries(ran);
 }
 
+/** Awaits executions' final writes; the first that failed, if one did. */
+async function firstUnrecorded(recordings: Recording[]): Promise<{ execution: string; error?: unknown } | undefined> {
+  return (await Promise.all(recordings)).find((recording) => 'error' in recording);
+}
+
 export class StepRunner {
   /** Whether this attempt ran a step, or closes out a run that did: it changed, or tried to change, routing. */
   private routing = false;
@@ -57,7 +62,7 @@ export class StepRunner {
 
   /** Awaits the executions' final writes left running; the first that failed, if one did. */
   async unrecorded(): Promise<{ execution: string; error?: unknown } | undefined> {
-    return (await Promise.all(this.recordings.splice(0))).find((recording) => 'error' in recording);
+    return firstUnrecorded(this.recordings.splice(0));
   }
 
   /**
@@ -109,7 +114,7 @@ export class StepRunner {
     // go on saying nothing, so it ends as a failed step does (reverted under onFailure Revert).
     const reported = await reporting;
     const unwritten = reported && 'error' in reported ? messageOf(reported.error) : undefined;
-    const unrecorded = (await Promise.all(recordingsBefore)).find((recording) => 'error' in recording);
+    const unrecorded = await firstUnrecorded(recordingsBefore);
     if (stepProgress.phase === 'Succeeded' && !unwritten && !unrecorded) return false;
     const failed = outcomes.find((outcome) => !outcome.ok);
     if (unrecorded) reporter.noteError(unrecordedMessage(unrecorded));

@@ -147,7 +147,7 @@ describe('status.activeController', () => {
       'AGE',
     ]);
     expect(row).toMatch(
-      /^stage-controller-shard-1\s+stage-controller\s+shard-1\s+pod-a\s+http:\/\/10\.0\.0\.5:8081\s+\S+\s+\S+\s+Active\s+/,
+      /^stage-controller-shard-1\s+stage-controller\s+shard-1\s+pod-a\s+http:\/\/127\.0\.0\.5:8081\s+\S+\s+\S+\s+Active\s+/,
     );
   });
 

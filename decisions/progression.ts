@@ -1,69 +1,40 @@
 /**
- * What a progressive activation decides, as pure functions: what each progression step is (its
- * kind's rules: decisions/step-kinds/), which gate it waits at and until when, what an answer (approve, promote, abort) or a time-out does
- * there, whether an answer is accepted at all, which weights an abort goes down through, and which
- * background analyses run at a step. The workflow (workflows/progression.ts) observes, asks these
- * and acts; tables test every rule (test/unit/progression-decisions.test.ts).
+ * What a progressive activation decides, as pure functions: what each progression step is and
+ * which gate it waits at until when (its kind's rules: decisions/step-kinds/), what an answer
+ * (approve, promote, abort) or a time-out does there, whether an answer is accepted at all, which
+ * weights an abort goes down through, and which background analyses run at a step. The workflow
+ * (workflows/progression/) observes, asks these and acts; tables test every rule
+ * (test/unit/progression-decisions.test.ts).
  */
 // Types only from the schema module: erased when compiled, so workflow code loads no zod.
 import type { ProgressionSpec, ProgressionStep } from '../api/progression.js';
-import { INCONCLUSIVE_TIMEOUT_SECONDS, type GateType } from '../api/progression-defaults.js';
-import { GATES, gateReason, stepKind, type StepKind } from './step-kinds/index.js';
+import type { GateType } from '../api/progression-defaults.js';
+import {
+  GATES,
+  gateOf,
+  gateReason,
+  inconclusiveGate,
+  seconds,
+  stepKind,
+  type Gate,
+  type StepKind,
+} from './step-kinds/index.js';
 
-export type { GateType, ProgressionSpec, StepKind };
-export { gateReason, stepKind };
+export type { Gate, GateType, ProgressionSpec, StepKind };
+export { gateOf, gateReason, inconclusiveGate, seconds, stepKind };
 export type ProgressionAction = 'approve' | 'promote' | 'abort';
 /** A progression step as the plan has it, defaults applied (api/progression.ts progressionStep). */
 export type ProgressionStepSpec = ProgressionStep;
 
 /** "step 3/7 (canary-50)", as messages name a step. */
-export function stepLabel(p: ProgressionSpec, i: number): string {
-  if (i >= p.steps.length) return `the switch to 100 % (after step ${p.steps.length}/${p.steps.length})`;
-  const name = p.steps[i]!.name;
-  return `step ${i + 1}/${p.steps.length}${name ? ` (${name})` : ''}`;
+export function stepLabel(spec: ProgressionSpec, step: number): string {
+  const count = spec.steps.length;
+  if (step >= count) return `the switch to 100 % (after step ${count}/${count})`;
+  const name = spec.steps[step]!.name;
+  return `step ${step + 1}/${count}${name ? ` (${name})` : ''}`;
 }
 
 // --- gates ---------------------------------------------------------------------------------
-
-export interface Gate {
-  type: GateType;
-  /** Workflow time (ms) the gate ends by itself: a timed pause ends, an approval times out. */
-  until?: number;
-  /** What a time-out does: go on (a timed pause; an approval with onTimeout Continue) or abort. */
-  onTimeout: 'next' | 'abort';
-  message: string;
-}
-
-/** The gate a pause or approval step waits at, from `now` (workflow time, ms). */
-export function gateOf(kind: StepKind, now: number, label: string): Gate | undefined {
-  if (kind.kind === 'pause')
-    return {
-      type: 'Pause',
-      until: now + kind.seconds * 1000,
-      onTimeout: 'next',
-      message: `${label}: paused for ${seconds(kind.seconds)}; approve or promote to go on now, abort to go back`,
-    };
-  if (kind.kind === 'approval') {
-    const then = kind.onTimeout === 'Continue' ? 'it goes on' : 'it aborts';
-    return {
-      type: 'Approval',
-      until: now + kind.seconds * 1000,
-      onTimeout: kind.onTimeout === 'Continue' ? 'next' : 'abort',
-      message: `${label}: waiting for an approval (after ${seconds(kind.seconds)} ${then}); approve, promote or abort`,
-    };
-  }
-  return undefined;
-}
-
-/** The gate an inconclusive analysis waits at for a person; after a day it aborts. */
-export function inconclusiveGate(now: number, label: string, about: string): Gate {
-  return {
-    type: 'Inconclusive',
-    until: now + INCONCLUSIVE_TIMEOUT_SECONDS * 1000,
-    onTimeout: 'abort',
-    message: `${label}: ${about}; approve to go on, abort to go back (aborts by itself after ${seconds(INCONCLUSIVE_TIMEOUT_SECONDS)})`,
-  };
-}
 
 /** What ends a wait at a gate, in the order the workflow looks: a person's answer first. */
 export type GateEnd = 'approved' | 'promoted' | 'aborted' | 'cancelled' | 'superseded' | 'analysisFailed' | 'timedOut';
@@ -113,31 +84,31 @@ const refused = (message: string): Answer => ({ accepted: false, message: `refus
  * after a full promotion is refused: the new version serves, and activating the previous one is the
  * way back), or when the progression is done.
  */
-export function answerProgression(action: ProgressionAction, v: ProgressionView): Answer {
-  if (v.phase === 'Succeeded') {
+export function answerProgression(action: ProgressionAction, view: ProgressionView): Answer {
+  if (view.phase === 'Succeeded') {
     return refused(
       action === 'abort'
         ? 'the activation Succeeded: the new StageVersion serves all traffic; to go back, activate the previous StageVersion'
         : 'the activation Succeeded; nothing waits',
     );
   }
-  if (['Failed', 'Skipped', 'Cancelled'].includes(v.phase))
-    return refused(`the activation is ${v.phase}; nothing waits`);
-  if (v.phase !== 'InProgress')
-    return refused(
-      `the activation is ${v.phase}: it does not hold its Stage yet${action === 'abort' ? '; cancel it instead' : ''}`,
-    );
-  if (v.progressive === false)
+  if (['Failed', 'Skipped', 'Cancelled'].includes(view.phase))
+    return refused(`the activation is ${view.phase}; nothing waits`);
+  if (view.phase !== 'InProgress') {
+    const instead = action === 'abort' ? '; cancel it instead' : '';
+    return refused(`the activation is ${view.phase}: it does not hold its Stage yet${instead}`);
+  }
+  if (view.progressive === false)
     return refused(
       `the activation's plan has no progression; ${action === 'abort' ? 'cancel it instead' : 'nothing waits'}`,
     );
-  if (v.ending === 'aborting') return refused('the activation is aborting already');
-  if (v.pending) return refused(`${v.pending} was accepted already and is being acted on`);
+  if (view.ending === 'aborting') return refused('the activation is aborting already');
+  if (view.pending) return refused(`${view.pending} was accepted already and is being acted on`);
   if (action === 'abort') return { accepted: true };
-  if (v.ending === 'switching') return refused('the progression is done: the switch to 100 % runs');
+  if (view.ending === 'switching') return refused('the progression is done: the switch to 100 % runs');
   if (action === 'promote') return { accepted: true };
-  if (!v.gate) return refused('nothing waits for an approval now');
-  const gate = GATES[v.gate];
+  if (!view.gate) return refused('nothing waits for an approval now');
+  const gate = GATES[view.gate];
   return gate.approvable
     ? { accepted: true }
     : refused(`the activation runs ${gate.runs}, which decides by itself; promote skips it`);
@@ -150,23 +121,27 @@ export function answerProgression(action: ProgressionAction, v: ProgressionView)
  * back: those of the plan's ramp below the weight it has now, highest first. None: at once.
  */
 export function abortWeights(current: number, ramp: readonly number[] | undefined): number[] {
-  return [...new Set((ramp ?? []).filter((w) => w > 0 && w < current))].sort((a, b) => b - a);
+  const below = (ramp ?? []).filter((weight) => weight > 0 && weight < current);
+  return [...new Set(below)].sort((first, second) => second - first);
 }
 
 /**
  * Every weight a progression may set, in the order its rounds set them: its setWeights, 100 when
  * the last is below it, then the abort's ramp. Round `r` of an attempt sets at most the r-th.
  */
-export function progressionWeights(p: ProgressionSpec): number[] {
-  const up = p.steps.flatMap((s) => (s.setWeight !== undefined ? [s.setWeight] : []));
-  return [...up, ...(up.at(-1) === 100 ? [] : [100]), ...[...new Set(p.abort?.weights ?? [])].sort((a, b) => b - a)];
+export function progressionWeights(spec: ProgressionSpec): number[] {
+  const up = spec.steps.flatMap((step) => (step.setWeight !== undefined ? [step.setWeight] : []));
+  const down = [...new Set(spec.abort?.weights ?? [])].sort((first, second) => second - first);
+  return [...up, ...(up.at(-1) === 100 ? [] : [100]), ...down];
 }
 
-/** The background analyses that run at step `i` (from its `from` step up to, not including, its `to` step). */
-export function backgroundAt(p: ProgressionSpec, i: number): string[] {
-  const at = (name: string | undefined, fallback: number) =>
-    name === undefined ? fallback : p.steps.findIndex((s) => s.name === name);
-  return (p.background ?? []).filter((b) => at(b.from, 0) <= i && i < at(b.to, p.steps.length)).map((b) => b.analysis);
+/** The background analyses that run at step `step` (from their `from` step up to, not including, their `to` step). */
+export function backgroundAt(spec: ProgressionSpec, step: number): string[] {
+  const indexOf = (name: string | undefined, fallback: number) =>
+    name === undefined ? fallback : spec.steps.findIndex((candidate) => candidate.name === name);
+  return (spec.background ?? [])
+    .filter((background) => indexOf(background.from, 0) <= step && step < indexOf(background.to, spec.steps.length))
+    .map((background) => background.analysis);
 }
 
 // --- the Stage's Lease while the progression waits ----------------------------------------
@@ -181,12 +156,4 @@ export const STRETCH_MARGIN_SECONDS = 300;
  */
 export function leaseSecondsOver(waitMs: number): number {
   return Math.max(Math.ceil(waitMs / 1000), 0) + STRETCH_MARGIN_SECONDS;
-}
-
-/** 90 → "90s", 3600 → "1h", 259200 → "3d". */
-export function seconds(s: number): string {
-  if (s % 86400 === 0) return `${s / 86400}d`;
-  if (s % 3600 === 0) return `${s / 3600}h`;
-  if (s % 60 === 0) return `${s / 60}m`;
-  return `${s}s`;
 }

@@ -1,7 +1,8 @@
 /**
- * What a kind of progression step is, as pure rules: how the plan's spec says it, and the gate it
- * waits at (its status reason, its Event, whether a person's approve ends it). One file per kind
- * holds its rules; index.ts lists them in the one table every reader consults.
+ * What a kind of progression step is, as pure rules: how the plan's spec says it, the gate it
+ * waits at and until when, and that gate's rules (its status reason, its Event, whether a person's
+ * approve ends it). One file per kind holds its rules; index.ts lists them in the one table every
+ * reader consults.
  */
 import type { ProgressionStep } from '../../api/progression.js';
 import type { GateType } from '../../api/progression-defaults.js';
@@ -16,11 +17,25 @@ export type StepKind =
 
 export type StepKindName = StepKind['kind'];
 
+export interface Gate {
+  type: GateType;
+  /** Workflow time (ms) the gate ends by itself: a timed pause ends, an approval times out. */
+  until?: number;
+  /** What a time-out does: go on (a timed pause; an approval with onTimeout Continue) or abort. */
+  onTimeout: 'next' | 'abort';
+  message: string;
+}
+
 /** The rules of one kind of step. */
 export interface StepKindRules<K extends StepKindName = StepKindName> {
   kind: K;
   /** The step as this kind, when the plan's step is one (the schema allows exactly one kind a step). */
   of(step: ProgressionStep): Extract<StepKind, { kind: K }> | undefined;
+  /**
+   * The gate a step of this kind waits at for a person or a time, from `now` (workflow time, ms);
+   * absent for a kind whose handler decides by itself (a weight, an analysis, an HTTP check).
+   */
+  gate?(step: Extract<StepKind, { kind: K }>, now: number, label: string): Gate;
 }
 
 /** The rules of a gate a progression waits at. */

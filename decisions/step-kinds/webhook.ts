@@ -6,7 +6,7 @@ export const webhookStep: StepKindRules<'webhook'> = {
   of: (step) => (step.webhook ? { kind: 'webhook', ...step.webhook } : undefined),
 };
 
-export const webhookGate: GateTypeRules = {
+export const webhookGateRules: GateTypeRules = {
   reason: 'CallingWebhook',
   event: 'WaitingForWebhook',
   approvable: false,

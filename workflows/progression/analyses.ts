@@ -81,7 +81,10 @@ export class ProgressionAnalyses {
     return rules;
   }
 
-  /** A new run of analysis `name` at `step`, in the report from now on (Error at once when its query cannot be made). */
+  /**
+   * A new run of analysis `name` at `step`, in the report from now on (Error at once when its query
+   * cannot be made).
+   */
   start(name: string, step: number, background: boolean): { rules: AnalysisRules; run: AnalysisRun } {
     const rules = this.rulesOf(name);
     const query = analysisQuery(rules, this.host.vars);
@@ -99,17 +102,17 @@ export class ProgressionAnalyses {
   /** The report shows `run` where it showed `old`. */
   replace(old: AnalysisRun, run: AnalysisRun): void {
     const runs = this.report.analysisRuns ?? [];
-    const i = runs.indexOf(old);
-    if (i >= 0) runs[i] = run;
+    const index = runs.indexOf(old);
+    if (index >= 0) runs[index] = run;
   }
 
-  /** Starts the background analyses that begin at step `i`, stops those that end there. */
-  syncBackground(i: number): void {
-    const wanted = new Set(backgroundAt(this.spec, i));
+  /** Starts the background analyses that begin at step `step`, stops those that end there. */
+  syncBackground(step: number): void {
+    const wanted = new Set(backgroundAt(this.spec, step));
     for (const [name, entry] of this.background) if (!wanted.has(name)) entry.stop = true;
     for (const name of wanted) {
       if (this.background.has(name)) continue;
-      const { rules, run } = this.start(name, i, true);
+      const { rules, run } = this.start(name, step, true);
       const entry: BackgroundRun = { run, stop: false, done: Promise.resolve() };
       entry.done = CancellationScope.nonCancellable(async () => {
         const end = await runAnalysis(rules, run, {

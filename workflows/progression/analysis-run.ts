@@ -30,8 +30,9 @@ export interface AnalysisHooks {
 }
 
 /**
- * Runs `a` from `run` (its query filled in) until it ends (Successful, Failed, Inconclusive, Error),
- * or until `stop()`: then it is returned Running, for the caller to say how it ended.
+ * Runs the analysis `rules` describe from `run` (its query filled in) until it ends (Successful,
+ * Failed, Inconclusive, Error), or until `stop()`: then it is returned Running, for the caller to
+ * say how it ended.
  */
 export async function runAnalysis(rules: AnalysisRules, run: AnalysisRun, hooks: AnalysisHooks): Promise<AnalysisRun> {
   // Ended before it began (its query could not be made): nothing to measure.

@@ -73,7 +73,10 @@ export interface ProgressionContext {
   readonly gate: Gate | undefined;
   /** Writes the status with the progression's report. */
   writeStatus(reason: string, message: string): Promise<void>;
-  /** Whether something stops a wait or an analysis: an answer, a cancel, a newer activation, a failed background run. */
+  /**
+   * Whether something stops a wait or an analysis: an answer, a cancel, a newer activation, a
+   * failed background run.
+   */
   interrupted(): boolean;
   /** Notes an answer, a time-out or a supersession in the progression's log. */
   logAction(action: LoggedAction, message: string, by?: string): void;

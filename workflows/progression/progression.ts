@@ -47,7 +47,10 @@ export class Progression implements ProgressionContext {
   private ending: ProgressionView['ending'];
   private rounds = 0;
 
-  /** Made before the attempt's first step starts: from its first InProgress on, it answers approve, promote and abort. */
+  /**
+   * Made before the attempt's first step starts: from its first InProgress on, it answers approve,
+   * promote and abort.
+   */
   constructor(
     readonly spec: ProgressionSpec,
     analyses: readonly AnalysisRules[],
@@ -146,12 +149,12 @@ export class Progression implements ProgressionContext {
   }
 
   private async runSteps(): Promise<Stop | undefined> {
-    for (let i = 0; i < this.spec.steps.length; i++) {
-      this.enterStep(i);
-      this.analyses.syncBackground(i);
+    for (let step = 0; step < this.spec.steps.length; step++) {
+      this.enterStep(step);
+      this.analyses.syncBackground(step);
       const interrupted = await this.interruption();
       if (interrupted) return interrupted;
-      const result = await runStepOfKind(this, stepKind(this.spec.steps[i]!), i);
+      const result = await runStepOfKind(this, stepKind(this.spec.steps[step]!), step);
       if (result && 'ending' in result) return result;
       if (result && result.next !== 'next') return this.proceed(result);
     }
@@ -197,7 +200,8 @@ export class Progression implements ProgressionContext {
         return { ending: await this.host.cancelled(`at ${this.label()}`) };
       case 'supersede': {
         const newer = this.host.newerWaiting()!;
-        const message = `superseded at ${this.label()} by the newer activation ${newer.by} (revision ${newer.revision}), which waits for the Stage`;
+        const newerOne = `the newer activation ${newer.by} (revision ${newer.revision})`;
+        const message = `superseded at ${this.label()} by ${newerOne}, which waits for the Stage`;
         this.logAction('Superseded', message);
         const ending = await this.abort('Superseded', message, undefined, true);
         return { ending: ending.phase === 'Failed' ? { ...ending, phase: 'Cancelled' } : ending };
@@ -219,7 +223,10 @@ export class Progression implements ProgressionContext {
     return goBack(this, reason, why, atOnce ? [] : abortWeights(this.currentWeight, this.spec.abort?.weights));
   }
 
-  /** One round of the plan's steps at `weight` (down: in reverse, going back); the weight is the target's once it ran. */
+  /**
+   * One round of the plan's steps at `weight` (down: in reverse, going back); the weight is the
+   * target's once it ran.
+   */
   async roundAt(weight: number, down: boolean, followed: boolean): Promise<Ending | undefined> {
     const failed = await this.host.round(weight, this.rounds++, down, followed);
     if (failed) return failed;

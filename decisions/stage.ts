@@ -104,7 +104,7 @@ export interface StatusPatch {
   patch: Record<string, unknown>;
 }
 
-/** What the plan needs to know of the controller that runs it. */
+/** What the decisions need to know of the controller that runs them. */
 export interface DecisionOptions {
   /**
    * The system namespace (KONFIDENCE_SYSTEM_NAMESPACE), where the Stage controller's
@@ -609,76 +609,84 @@ export function statusPatch(
 }
 
 /** Everything one pass over a namespace should do. */
-export function decideNamespace(o: Observed, now: Date, options: DecisionOptions = {}): NamespaceDecision {
+export function decideNamespace(observed: Observed, now: Date, options: DecisionOptions = {}): NamespaceDecision {
   const systemNamespace = options.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE;
-  const plan: NamespaceDecision = { metadata: [], creates: [], specs: [], deletes: [], statuses: [] };
+  const namespaceDecision: NamespaceDecision = { metadata: [], creates: [], specs: [], deletes: [], statuses: [] };
   const status = (
     kind: StatusPatch['kind'],
     name: string,
-    observed: object | undefined,
+    current: object | undefined,
     desired: Record<string, unknown>,
   ) => {
-    const patch = statusPatch(observed as Record<string, unknown> | undefined, desired);
-    if (patch) plan.statuses.push({ kind, name, patch });
+    const patch = statusPatch(current as Record<string, unknown> | undefined, desired);
+    if (patch) namespaceDecision.statuses.push({ kind, name, patch });
   };
 
-  const living = new Set(o.stages.filter((st) => !deleting(st)).map(nameOf));
-  const servingOf = (stage: string) => servingIn(o.traffic?.get(stage));
+  const living = new Set(observed.stages.filter((st) => !deleting(st)).map(nameOf));
+  const servingOf = (stage: string) => servingIn(observed.traffic?.get(stage));
   const activeOf = (stage: string) =>
-    o.usages.find((u) => nameOf(u) === activeUsageName(stage))?.spec.stageVersionRef?.name;
+    observed.usages.find((u) => nameOf(u) === activeUsageName(stage))?.spec.stageVersionRef?.name;
   // Marks and drains first: a draining version keeps its in-use finalizer (protection).
   const marks = new Map(
-    o.stages
+    observed.stages
       .filter((st) => !deleting(st))
       .map((st) => [
         nameOf(st),
-        servingMarks(st, o.stageVersions, o.traffic?.get(nameOf(st)), activeOf(nameOf(st)), o.activations, now),
+        servingMarks(
+          st,
+          observed.stageVersions,
+          observed.traffic?.get(nameOf(st)),
+          activeOf(nameOf(st)),
+          observed.activations,
+          now,
+        ),
       ]),
   );
   const drainingOf = (stage: string) =>
     new Map((marks.get(stage)?.draining ?? []).map((d) => [d.stageVersion, d.since]));
-  for (const sv of o.stageVersions) {
+  for (const sv of observed.stageVersions) {
     const { patch, waitMessage } = protection(
       sv,
-      o.usages,
+      observed.usages,
       living,
       servingOf(sv.spec.stage),
       drainingOf(sv.spec.stage),
     );
-    if (patch) plan.metadata.push(patch);
+    if (patch) namespaceDecision.metadata.push(patch);
     if (waitMessage) status('StageVersion', nameOf(sv), sv.status, { message: waitMessage });
   }
 
   const targets = new Map<string, string>();
-  for (const stage of o.stages.filter((st) => !deleting(st))) {
-    const decision = decideTarget(stage, o.stageVersions, o.namespace);
+  for (const stage of observed.stages.filter((st) => !deleting(st))) {
+    const decision = decideTarget(stage, observed.stageVersions, observed.namespace);
     const target = nameOf(decision.target);
     targets.set(nameOf(stage), target);
     if (decision.create)
-      plan.creates.push({
+      namespaceDecision.creates.push({
         object: decision.target,
         why: `Stage ${nameOf(stage)}: StageVersion revision ${decision.latestRevision} for ${stage.spec.vector}`,
       });
-    const usage = targetUsage(stage, target, o.usages, o.namespace);
-    if (usage && 'object' in usage) plan.creates.push(usage);
-    else if (usage) plan.specs.push(usage);
+    const usage = targetUsage(stage, target, observed.usages, observed.namespace);
+    if (usage && 'object' in usage) namespaceDecision.creates.push(usage);
+    else if (usage) namespaceDecision.specs.push(usage);
     const active = activeOf(nameOf(stage));
-    const activation = activationFor(stage, decision.target, active, o.activations, o.namespace);
-    if (activation) plan.creates.push(activation);
-    const traffic = o.traffic?.get(nameOf(stage));
+    const activation = activationFor(stage, decision.target, active, observed.activations, observed.namespace);
+    if (activation) namespaceDecision.creates.push(activation);
+    const traffic = observed.traffic?.get(nameOf(stage));
     const stageMarks = marks.get(nameOf(stage))!;
-    plan.metadata.push(...stageMarks.patches);
-    if (stageMarks.wakeAt !== undefined) plan.wakeAt = Math.min(plan.wakeAt ?? Infinity, stageMarks.wakeAt);
+    namespaceDecision.metadata.push(...stageMarks.patches);
+    if (stageMarks.wakeAt !== undefined)
+      namespaceDecision.wakeAt = Math.min(namespaceDecision.wakeAt ?? Infinity, stageMarks.wakeAt);
     const desired = stageStatus(
       stage,
       {
         latestRevision: decision.latestRevision,
         target: decision.target,
         active,
-        activations: o.activations,
+        activations: observed.activations,
         systemNamespace,
         ...(options.shard ? { shard: options.shard } : {}),
-        ...(traffic ? { traffic, stageVersions: o.stageVersions } : {}),
+        ...(traffic ? { traffic, stageVersions: observed.stageVersions } : {}),
         draining: stageMarks.draining,
       },
       now,
@@ -687,25 +695,25 @@ export function decideNamespace(o: Observed, now: Date, options: DecisionOptions
   }
 
   // A usage whose spec changes in this pass gets its status in the next one, from fresh reads.
-  const respecced = new Set(plan.specs.map((p) => p.name));
-  for (const usage of o.usages.filter((u) => !deleting(u) && !respecced.has(nameOf(u)))) {
-    status('StageVersionUsage', nameOf(usage), usage.status, usageStatus(usage, o.stageVersions, now));
+  const respecced = new Set(namespaceDecision.specs.map((spec) => spec.name));
+  for (const usage of observed.usages.filter((u) => !deleting(u) && !respecced.has(nameOf(u)))) {
+    status('StageVersionUsage', nameOf(usage), usage.status, usageStatus(usage, observed.stageVersions, now));
   }
 
-  for (const stage of o.stages.filter((st) => !deleting(st))) {
+  for (const stage of observed.stages.filter((st) => !deleting(st))) {
     const limit = stage.spec.stageVersionHistoryLimit ?? 3;
     // Routes that could not be read now: nothing is deleted on a guess.
-    if (o.traffic?.has(nameOf(stage)) && o.traffic.get(nameOf(stage)) === undefined) continue;
+    if (observed.traffic?.has(nameOf(stage)) && observed.traffic.get(nameOf(stage)) === undefined) continue;
     for (const sv of cleanupCandidates(
       nameOf(stage),
-      o.stageVersions,
-      o.usages,
-      o.activations,
+      observed.stageVersions,
+      observed.usages,
+      observed.activations,
       limit,
       targets.get(nameOf(stage)),
       servingOf(nameOf(stage)),
     )) {
-      plan.deletes.push({
+      namespaceDecision.deletes.push({
         kind: 'StageVersion',
         name: nameOf(sv),
         uid: sv.metadata.uid,
@@ -713,11 +721,11 @@ export function decideNamespace(o: Observed, now: Date, options: DecisionOptions
       });
     }
   }
-  return plan;
+  return namespaceDecision;
 }
 
 /**
- * What a pass reads again from the apiserver before acting on a plan, because the next pass cannot
+ * What a pass reads again from the apiserver before acting on a decision, because the next pass cannot
  * take it back and the caches may be a moment behind. `objects` (a fresh list of the namespace)
  * before creating or deleting a StageVersion: the caches of different kinds may lag one another (a
  * Stage's status ahead of its new StageVersion, a usage not cached yet). `routes` (each route
@@ -725,14 +733,14 @@ export function decideNamespace(o: Observed, now: Date, options: DecisionOptions
  * letting its deletion finish (the in-use finalizer removed), clearing its serving mark (after
  * which anyone may delete it).
  */
-export function freshReads(plan: NamespaceDecision): { objects: boolean; routes: boolean } {
-  const releases = plan.metadata.some(
-    (p) =>
-      (p.metadata.finalizers && !p.metadata.finalizers.includes(FINALIZER_IN_USE)) ||
-      p.metadata.annotations?.[ANNOTATION_SERVING] === null,
+export function freshReads(decision: NamespaceDecision): { objects: boolean; routes: boolean } {
+  const releases = decision.metadata.some(
+    (patch) =>
+      (patch.metadata.finalizers && !patch.metadata.finalizers.includes(FINALIZER_IN_USE)) ||
+      patch.metadata.annotations?.[ANNOTATION_SERVING] === null,
   );
   return {
-    objects: plan.deletes.length > 0 || plan.creates.some((c) => c.object.kind === 'StageVersion'),
-    routes: plan.deletes.length > 0 || releases,
+    objects: decision.deletes.length > 0 || decision.creates.some((create) => create.object.kind === 'StageVersion'),
+    routes: decision.deletes.length > 0 || releases,
   };
 }

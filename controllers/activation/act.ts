@@ -1,7 +1,7 @@
 /**
  * The activation controller's acts: starting an activation's workflow (or finding it running, or
- * closing the activation out when its run closed without finishing it), carrying out a pass's plan
- * (plan.ts), handing a deletion to a workflow. Status writes go through k8s/activation-store.ts;
+ * closing the activation out when its run closed without finishing it), carrying out a pass's decision
+ * (decide-pass.ts), handing a deletion to a workflow. Status writes go through k8s/activation-store.ts;
  * every write is fenced right before it is sent (a deposed or resharded controller's throws
  * NotLeaderError). Every act is safe to repeat: a start finds a running workflow by its id.
  */

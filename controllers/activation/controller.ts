@@ -4,10 +4,11 @@
  * request annotations to it as Updates; informers on Stages tell the workflows of a Stage that is
  * deleted (or being deleted) at once, which then stop and end StageDeleted. Level-triggered: each
  * event decides for its object (decide-object.ts) and asks for its namespace's pass, which observes
- * the namespace (observe.ts), plans it (plan.ts: the Stage limit, a burst superseded before it
- * starts, the burst's wait) and acts (act.ts). A resync or a restart simply decides again: a
- * finished object is never started again unless a retry is asked for, and a workflow that closed
- * without finishing its object is found on the periodic sweep and its object brought back to truth.
+ * the namespace (observe.ts), decides for it (decide-pass.ts: the Stage limit, a burst superseded
+ * before it starts, the burst's wait) and acts (namespace-pass.ts, act.ts). A resync or a restart
+ * simply decides again: a finished object is never started again unless a retry is asked for, and a
+ * workflow that closed without finishing its object is found on the periodic sweep and its object
+ * brought back to truth.
  */
 import { coreDeps } from '../../activities/deps.js';
 import { isFinal } from '../../decisions/activation.js';

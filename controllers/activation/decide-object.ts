@@ -3,7 +3,7 @@
  * periodic sweep of the unfinished ones, as pure functions: the requests to answer (annotations,
  * before and after the start), whether the namespace's pass must run, what a deletion asks for,
  * which deletions seen while standby are handed over, and what a sweep looks at. Table-tested in
- * test/unit/watcher-passes.test.ts beside the pass (plan.ts).
+ * test/unit/watcher-passes.test.ts beside the pass (decide-pass.ts).
  */
 import { FINALIZER_CLOSE_OUT } from '../../api/group.js';
 import { isFinal } from '../../decisions/activation.js';

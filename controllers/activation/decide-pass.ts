@@ -5,7 +5,7 @@
  * waited for, the losers being skipped, the expectations sent), which workflows start, which
  * activations are superseded before they start, which wait for the Stage limit, which burst
  * winners the Stage's lock is told to expect, when the next pass must run, and what to remember.
- * No I/O and no clock: controller.ts observes, calls decidePass, acts (act.ts), so every rule is a
+ * No I/O and no clock: namespace-pass.ts observes, calls decidePass, acts (act.ts), so every rule is a
  * table row (test/unit/watcher-passes.test.ts).
  *
  * The pass is the only path that starts a workflow: the Stage limit (decisions/fair-share.ts) and a
@@ -66,7 +66,7 @@ export interface NextPassState {
 }
 
 export interface PassDecision {
-  /** Crowded Stages to read before the burst's losers can be told: plan again with `supersession`. */
+  /** Crowded Stages to read before the burst's losers can be told: decide again with `supersession`. */
   read: string[];
   /** Whose workflow to start, or find running (USE_EXISTING), in this order. */
   starts: CachedActivation[];
@@ -125,7 +125,7 @@ export function decidePass(observed: PassSnapshot, state: NamespacePassState, no
   const count = new Map<string, number>();
   for (const cachedActivation of starting)
     count.set(stageOf(cachedActivation), (count.get(stageOf(cachedActivation)) ?? 0) + 1);
-  const crowded = [...count].filter(([, n]) => n > 1).map(([stage]) => stage);
+  const crowded = [...count].filter(([, starts]) => starts > 1).map(([stage]) => stage);
   const message = heldMessage(observed.namespace, observed.limit ?? 0);
   if (crowded.length > 0 && observed.supersession === undefined) {
     return {

@@ -68,8 +68,8 @@ export class NamespacePass {
     await this.carryOut(namespace, decision);
   }
 
-  /** Carries out a pass's plan: expectations and skips in the background, then the starts, then the holds. */
-  private async carryOut(namespace: string, plan: PassDecision): Promise<void> {
+  /** Carries out a pass's decision: expectations and skips in the background, then the starts, then the holds. */
+  private async carryOut(namespace: string, decision: PassDecision): Promise<void> {
     const attempt = (activation: CachedActivation, what: string, work: () => Promise<unknown>) =>
       Promise.resolve()
         .then(work)
@@ -81,20 +81,20 @@ export class NamespacePass {
               { level: 'warn', ...this.actions.about(activation) },
             ),
         );
-    for (const superseder of plan.expectations)
+    for (const superseder of decision.expectations)
       void this.actions.work.run(namespace, () => this.expect(namespace, superseder));
     const start = (activation: CachedActivation) => attempt(activation, 'start', () => this.actions.ensure(activation));
     // A loser that could not be ended starts, and the Stage's lock supersedes it. The pass does not
     // wait for the skips: a burst's newest held for the rest of its burst starts when its time comes.
-    if (plan.skips.length > 0)
+    if (decision.skips.length > 0)
       void this.actions.work.run(namespace, () =>
-        this.skip(namespace, plan.skips).then((unended) => Promise.all(unended.map(start))),
+        this.skip(namespace, decision.skips).then((unended) => Promise.all(unended.map(start))),
       );
-    await Promise.all(plan.starts.map(start));
-    for (const activation of plan.holds) {
+    await Promise.all(decision.starts.map(start));
+    for (const activation of decision.holds) {
       await attempt(activation, 'marking it held', () => {
         this.actions.options.gate.fence(`holding ${namespace}/${activation.metadata!.name}`, namespace);
-        return holdActivation(this.actions.options.deps, refOf(activation), plan.heldMessage);
+        return holdActivation(this.actions.options.deps, refOf(activation), decision.heldMessage);
       });
     }
   }

@@ -1,7 +1,7 @@
 /**
  * What the activation controller reads: the activations as its informers cache them (slimmed to
  * CachedActivation), a burst's Stages and StageVersions, and Temporal's word on a workflow (its
- * latest run, the runs closed since the last sweep). Reads only; the plan decides (plan.ts).
+ * latest run, the runs closed since the last sweep). Reads only; the pass decides (decide-pass.ts).
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { CustomObjects } from '../../k8s/custom-objects.js';
@@ -70,7 +70,9 @@ export async function readSupersession(
     objects.list('StageVersion', namespace),
   ]);
   return {
-    stages: new Set(stages.flatMap((st) => (st && !st.metadata.deletionTimestamp ? [st.metadata.name] : []))),
+    stages: new Set(
+      stages.flatMap((stage) => (stage && !stage.metadata.deletionTimestamp ? [stage.metadata.name] : [])),
+    ),
     stageVersions: new Map(
       stageVersions.map((sv) => [sv.metadata.name, { stage: sv.spec?.stage, revision: sv.spec?.revision }]),
     ),

@@ -1,5 +1,5 @@
 /**
- * What the activation controller remembers between passes, per namespace (plan.ts NamespaceMemory):
+ * What the activation controller remembers between passes, per namespace (decide-pass.ts NamespacePassState):
  * the pass replaces the part it decides (apply), and the acts and the watch record what they find
  * (a workflow known to run, a skip that did not land, an arrival). Nothing here is the truth: a new
  * leader starts with none of it and decides from the statuses (takeover).
@@ -18,7 +18,7 @@ interface Mutable {
 export class PassStates {
   private readonly byNamespace = new Map<string, Mutable>();
 
-  /** What is remembered of a namespace (live: read it where the plan is made). */
+  /** What is remembered of a namespace (live: read it where the pass decides). */
   of(namespace: string): NamespacePassState {
     return this.mutable(namespace);
   }
@@ -29,7 +29,7 @@ export class PassStates {
     return state;
   }
 
-  /** A pass's decisions; applied in the same tick as the plan that made them. */
+  /** A pass's decisions; applied in the same tick as the decision that made them. */
   apply(namespace: string, next: NextPassState): void {
     Object.assign(this.mutable(namespace), next);
   }

@@ -29,7 +29,7 @@ export class WrittenStatuses {
     const over = cached.metadata.resourceVersion;
     if (!over) return;
     const key = keyOf(kind, cached);
-    // A second write over the same cached object: the view it was planned on held the first.
+    // A second write over the same cached object: the view it was decided on held the first.
     const before = this.written.get(key);
     this.written.set(key, { over, patch: before?.over === over ? { ...before.patch, ...patch } : patch });
   }

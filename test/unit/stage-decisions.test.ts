@@ -127,7 +127,7 @@ const observed = (o: Partial<Omit<Observed, 'namespace'>>): Observed => ({
   ...o,
 });
 
-// Reading a plan.
+// Reading a decision.
 // Typed loosely: a row reads the fields of whichever kind it asks for.
 const created = (p: NamespaceDecision, kind: string): any[] =>
   p.creates.filter((c) => c.object.kind === kind).map((c) => c.object);
@@ -214,7 +214,7 @@ const rows: Row[] = [
   },
   // Draining: a version the routes stopped sending traffic to stays protected for the Stage's drainSeconds
   {
-    rule: 'a version no managed route sends traffic any more drains: it keeps its serving mark (so it is not deleted), status.draining says since when, and the plan asks for a pass when the drain ends',
+    rule: 'a version no managed route sends traffic any more drains: it keeps its serving mark (so it is not deleted), status.draining says since when, and the decision asks for a pass when the drain ends',
     given: {
       ...weighted(traffic({ 'app-2': 100 })),
       stages: [stage('app', 'v2', { limit: 0, drain: 30, status: { latestRevision: 2 } })],
@@ -765,7 +765,7 @@ const rows: Row[] = [
         sv('app', 6, 'v6', { deleting: true }),
         sv('app', 7, 'v7'),
       ],
-      // The target usage still names app-5; the plan's target is app-7.
+      // The target usage still names app-5; the decision's target is app-7.
       usages: [ref('app-target', 'app-5'), ref('app-active', 'app-1')],
       activations: [va('app', 'app-4', 'InProgress')],
     }),
@@ -935,7 +935,7 @@ const rows: Row[] = [
   },
 ];
 
-/** Whatever a row plans, every object it creates must be one the apiserver accepts. */
+/** Whatever a row decides, every object it creates must be one the apiserver accepts. */
 function expectValidCreates(p: NamespaceDecision): void {
   const schemas: Record<string, { parse(o: unknown): unknown }> = {
     StageVersion: stageVersionResource,
@@ -965,22 +965,22 @@ describe('sameRule: two managed rules are one only when the route, by its whole 
   });
 });
 
-describe('Stage controller plan', () => {
+describe('Stage controller decisions', () => {
   it.each(rows)('$rule', ({ given, options, then }) => {
-    const plan = decideNamespace(given, NOW, options);
-    expectValidCreates(plan);
-    then(plan);
+    const decision = decideNamespace(given, NOW, options);
+    expectValidCreates(decision);
+    then(decision);
     // At most one status write per object.
-    const keys = plan.statuses.map((s) => `${s.kind}/${s.name}`);
+    const keys = decision.statuses.map((s) => `${s.kind}/${s.name}`);
     expect(new Set(keys).size).toBe(keys.length);
   });
 
   it('a 253-character Stage gets a valid StageVersion and target usage on a first pass', () => {
-    const plan = decideNamespace(observed({ stages: [stage(LONG, 'v1')] }), NOW);
-    expectValidCreates(plan);
-    expect(createdNames(plan, 'StageVersion')).toEqual([joinName(LONG, 1)]);
-    expect(created(plan, 'StageVersion')[0]?.metadata.labels?.[LABEL_STAGE_NAME]).toBe(labelValue(LONG));
-    expect(createdNames(plan, 'StageVersionUsage')).toEqual([joinName(LONG, 'target')]);
+    const decision = decideNamespace(observed({ stages: [stage(LONG, 'v1')] }), NOW);
+    expectValidCreates(decision);
+    expect(createdNames(decision, 'StageVersion')).toEqual([joinName(LONG, 1)]);
+    expect(created(decision, 'StageVersion')[0]?.metadata.labels?.[LABEL_STAGE_NAME]).toBe(labelValue(LONG));
+    expect(createdNames(decision, 'StageVersionUsage')).toEqual([joinName(LONG, 'target')]);
   });
 
   it('statusPatch writes only what changes and removes with null', () => {
@@ -1033,8 +1033,8 @@ describe('what a pass reads again from the apiserver before it acts (freshReads)
       fresh: { objects: true, routes: true },
     },
   ])('$rule', ({ given, acts, fresh }) => {
-    const plan = decideNamespace(given, NOW);
-    expect([...plan.metadata, ...plan.creates, ...plan.deletes].length > 0).toBe(acts);
-    expect(freshReads(plan)).toEqual(fresh);
+    const decision = decideNamespace(given, NOW);
+    expect([...decision.metadata, ...decision.creates, ...decision.deletes].length > 0).toBe(acts);
+    expect(freshReads(decision)).toEqual(fresh);
   });
 });

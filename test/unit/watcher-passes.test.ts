@@ -74,7 +74,7 @@ const snap = (activations: CachedActivation[], o: Partial<PassSnapshot> = {}): P
   quietMs: BURST_QUIET_MS,
   ...o,
 });
-const mem = (m: Partial<NamespacePassState> = {}): NamespacePassState => ({ ...emptyPassState(), ...m });
+const passState = (state: Partial<NamespacePassState> = {}): NamespacePassState => ({ ...emptyPassState(), ...state });
 const names = (os: readonly CachedActivation[]) => os.map((o) => o.metadata!.name).sort();
 /** Stage `s` exists; StageVersion `s-<name>` of revision `r` for each [name, r]. */
 const supersession = (stages: string[], revisions: [string, string, number][]) => ({
@@ -95,9 +95,9 @@ describe('a pass: who starts', () => {
     ['a deleting one does not', [va('a', 's1', 1, { deleting: true })], {}, []],
     ['one being ended before its start does not', [va('a', 's1', 1)], { skipping: new Set(['uid-a']) }, []],
   ])('%s', (_n, activations, m, starts) => {
-    const plan = decidePass(snap(activations), mem(m), 1000);
-    expect(plan.read).toEqual([]);
-    expect(names(plan.starts)).toEqual(starts);
+    const decision = decidePass(snap(activations), passState(m), 1000);
+    expect(decision.read).toEqual([]);
+    expect(names(decision.starts)).toEqual(starts);
   });
 
   it('a takeover: memory empty, the statuses tell what runs; nothing is held or skipped', () => {
@@ -106,10 +106,10 @@ describe('a pass: who starts', () => {
       va('b', 's2', 2, { phase: 'Waiting', workflowId: true }),
       va('c', 's3', 3, { phase: 'Succeeded' }),
     ];
-    const plan = decidePass(snap(running, { limit: 1 }), emptyPassState(), 1000);
-    expect(names(plan.starts)).toEqual(['a', 'b']);
-    expect(plan.holds).toEqual([]);
-    expect(plan.skips).toEqual([]);
+    const decision = decidePass(snap(running, { limit: 1 }), emptyPassState(), 1000);
+    expect(names(decision.starts)).toEqual(['a', 'b']);
+    expect(decision.holds).toEqual([]);
+    expect(decision.skips).toEqual([]);
   });
 });
 
@@ -120,20 +120,20 @@ describe('a pass: the Stage limit (fair share)', () => {
       va('b', 's2', 2),
       va('c', 's3', 3, { phase: 'Waiting', reason: NAMESPACE_LIMIT_REASON }),
     ];
-    const plan = decidePass(snap(as, { limit: 1 }), emptyPassState(), 1000);
-    expect(names(plan.starts)).toEqual(['a']);
-    expect(names(plan.holds)).toEqual(['b']);
-    expect(plan.heldMessage).toMatch(/^queued: 1 Stage of namespace shop already activate/);
+    const decision = decidePass(snap(as, { limit: 1 }), emptyPassState(), 1000);
+    expect(names(decision.starts)).toEqual(['a']);
+    expect(names(decision.holds)).toEqual(['b']);
+    expect(decision.heldMessage).toMatch(/^queued: 1 Stage of namespace shop already activate/);
   });
   it('a Stage whose burst is being waited for keeps its place', () => {
     const as = [va('b', 's2', 1), va('a', 's1', 2)];
-    const plan = decidePass(
+    const decision = decidePass(
       snap(as, { limit: 1 }),
-      mem({ lastArrival: new Map([['s1', 990]]), settling: new Map([['s1', { since: 900, until: 1100 }]]) }),
+      passState({ lastArrival: new Map([['s1', 990]]), settling: new Map([['s1', { since: 900, until: 1100 }]]) }),
       1000,
     );
-    expect(names(plan.holds)).toEqual(['b']);
-    expect(names(plan.starts)).toEqual([]); // a is held for the rest of its burst
+    expect(names(decision.holds)).toEqual(['b']);
+    expect(names(decision.starts)).toEqual([]); // a is held for the rest of its burst
   });
   it("one namespace's pass sees its own activations only: another namespace's burst holds nothing here", () => {
     const cache = [
@@ -142,13 +142,13 @@ describe('a pass: the Stage limit (fair share)', () => {
       va('x3', 's3', 3, { ns: 'other' }),
       va('a', 's9', 4),
     ];
-    const plan = decidePass(
+    const decision = decidePass(
       snapshot(cache, NS, 1000, { limit: 1, settleMs: BURST_SETTLE_MS, quietMs: BURST_QUIET_MS }),
       emptyPassState(),
       1000,
     );
-    expect(names(plan.starts)).toEqual(['a']);
-    expect(plan.holds).toEqual([]);
+    expect(names(decision.starts)).toEqual(['a']);
+    expect(decision.holds).toEqual([]);
   });
 });
 
@@ -161,76 +161,79 @@ describe('a pass: a burst arriving in pieces', () => {
   ];
 
   it('a crowd asks for its Stage and StageVersions first, starting nothing', () => {
-    const plan = decidePass(snap(burst), emptyPassState(), 1000);
-    expect(plan).toMatchObject({ read: ['s1'], starts: [], skips: [], expectations: [] });
+    const decision = decidePass(snap(burst), emptyPassState(), 1000);
+    expect(decision).toMatchObject({ read: ['s1'], starts: [], skips: [], expectations: [] });
   });
   it('then the newest wins: the others are skipped and remembered, the lock expects the newest, which waits for the quiet', () => {
-    const m = mem({ lastArrival: new Map([['s1', 990]]) });
-    const plan = decidePass(snap(burst, { supersession: supersession(['s1'], revisions) }), m, 1000);
-    expect(plan.skips.map((s) => [s.activation.metadata!.name, s.by.name])).toEqual([
+    const m = passState({ lastArrival: new Map([['s1', 990]]) });
+    const decision = decidePass(snap(burst, { supersession: supersession(['s1'], revisions) }), m, 1000);
+    expect(decision.skips.map((s) => [s.activation.metadata!.name, s.by.name])).toEqual([
       ['a1', 'a3'],
       ['a2', 'a3'],
     ]);
-    expect(plan.expectations.map((w) => w.name)).toEqual(['a3']);
-    expect(plan.starts).toEqual([]);
-    expect(plan.wakeAt).toBe(990 + BURST_QUIET_MS);
-    expect([...plan.nextState.skipping].sort()).toEqual(['uid-a1', 'uid-a2']);
-    expect([...plan.nextState.expectSent]).toEqual(['uid-a3']);
-    expect(plan.nextState.settling.get('s1')).toEqual({ since: 1000, until: 990 + BURST_QUIET_MS });
+    expect(decision.expectations.map((w) => w.name)).toEqual(['a3']);
+    expect(decision.starts).toEqual([]);
+    expect(decision.wakeAt).toBe(990 + BURST_QUIET_MS);
+    expect([...decision.nextState.skipping].sort()).toEqual(['uid-a1', 'uid-a2']);
+    expect([...decision.nextState.expectSent]).toEqual(['uid-a3']);
+    expect(decision.nextState.settling.get('s1')).toEqual({ since: 1000, until: 990 + BURST_QUIET_MS });
   });
   it('a newer piece arrives during the wait: it supersedes the earlier newest, which is skipped too; the expectation is not sent twice', () => {
     const later = [...burst.map((o, i) => (i < 2 ? { ...o, status: { phase: 'Skipped' } } : o)), va('a4', 's1', 4)];
-    const m = mem({
+    const m = passState({
       lastArrival: new Map([['s1', 1040]]),
       settling: new Map([['s1', { since: 1000, until: 1065 }]]),
       skipping: new Set(['uid-a1', 'uid-a2']),
       expectSent: new Set(['uid-a3']),
     });
-    const plan = decidePass(
+    const decision = decidePass(
       snap(later, { seenAt: 1050, supersession: supersession(['s1'], [...revisions, ['s1', 'a4', 4]]) }),
       m,
       1050,
     );
-    expect(plan.skips.map((s) => [s.activation.metadata!.name, s.by.name])).toEqual([['a3', 'a4']]);
-    expect(plan.expectations.map((w) => w.name)).toEqual(['a4']);
-    expect(plan.starts).toEqual([]);
+    expect(decision.skips.map((s) => [s.activation.metadata!.name, s.by.name])).toEqual([['a3', 'a4']]);
+    expect(decision.expectations.map((w) => w.name)).toEqual(['a4']);
+    expect(decision.starts).toEqual([]);
     // The ended ones are forgotten once the snapshot has them final.
-    expect([...plan.nextState.skipping]).toEqual(['uid-a3']);
-    expect([...plan.nextState.expectSent].sort()).toEqual(['uid-a3', 'uid-a4']);
-    expect(plan.nextState.settling.get('s1')).toEqual({ since: 1000, until: 1040 + BURST_QUIET_MS });
+    expect([...decision.nextState.skipping]).toEqual(['uid-a3']);
+    expect([...decision.nextState.expectSent].sort()).toEqual(['uid-a3', 'uid-a4']);
+    expect(decision.nextState.settling.get('s1')).toEqual({ since: 1000, until: 1040 + BURST_QUIET_MS });
   });
   it('the Stage is quiet: the newest starts, the wait ends', () => {
     const quiet = [va('a4', 's1', 4)];
-    const m = mem({
+    const m = passState({
       lastArrival: new Map([['s1', 1040]]),
       settling: new Map([['s1', { since: 1000, until: 1115 }]]),
       skipping: new Set(['uid-a3']),
       expectSent: new Set(['uid-a4']),
     });
-    const plan = decidePass(snap(quiet, { seenAt: 1116 }), m, 1116);
-    expect(names(plan.starts)).toEqual(['a4']);
-    expect(plan.wakeAt).toBeUndefined();
-    expect(plan.nextState.settling.size).toBe(0);
+    const decision = decidePass(snap(quiet, { seenAt: 1116 }), m, 1116);
+    expect(names(decision.starts)).toEqual(['a4']);
+    expect(decision.wakeAt).toBeUndefined();
+    expect(decision.nextState.settling.size).toBe(0);
   });
   it('a wait never runs past the settle, however long the burst goes on', () => {
-    const m = mem({ lastArrival: new Map([['s1', 1240]]), settling: new Map([['s1', { since: 1000, until: 1250 }]]) });
-    const plan = decidePass(snap([va('a9', 's1', 9)], { seenAt: 1250 }), m, 1250);
-    expect(names(plan.starts)).toEqual(['a9']);
+    const m = passState({
+      lastArrival: new Map([['s1', 1240]]),
+      settling: new Map([['s1', { since: 1000, until: 1250 }]]),
+    });
+    const decision = decidePass(snap([va('a9', 's1', 9)], { seenAt: 1250 }), m, 1250);
+    expect(names(decision.starts)).toEqual(['a9']);
   });
   it('an arrival the snapshot missed (during the reads) holds its Stage for the next pass', () => {
-    const m = mem({ lastArrival: new Map([['s1', 1005]]) });
-    const plan = decidePass(snap([va('a1', 's1', 1)], { seenAt: 1000 }), m, 1010);
-    expect(plan.starts).toEqual([]);
-    expect(plan.wakeAt).toBe(1005 + BURST_QUIET_MS);
+    const m = passState({ lastArrival: new Map([['s1', 1005]]) });
+    const decision = decidePass(snap([va('a1', 's1', 1)], { seenAt: 1000 }), m, 1010);
+    expect(decision.starts).toEqual([]);
+    expect(decision.wakeAt).toBe(1005 + BURST_QUIET_MS);
   });
   it('Stage and StageVersions unreadable: every activation starts, and the lock supersedes', () => {
-    const plan = decidePass(snap(burst, { supersession: 'unreadable' }), emptyPassState(), 1000);
-    expect(names(plan.starts)).toEqual(['a1', 'a2', 'a3']);
-    expect(plan.skips).toEqual([]);
+    const decision = decidePass(snap(burst, { supersession: 'unreadable' }), emptyPassState(), 1000);
+    expect(names(decision.starts)).toEqual(['a1', 'a2', 'a3']);
+    expect(decision.skips).toEqual([]);
   });
   it('a burst on a Stage that does not exist: no one supersedes, each workflow says what is wrong', () => {
-    const plan = decidePass(snap(burst, { supersession: supersession([], revisions) }), emptyPassState(), 1000);
-    expect(names(plan.starts)).toEqual(['a1', 'a2', 'a3']);
+    const decision = decidePass(snap(burst, { supersession: supersession([], revisions) }), emptyPassState(), 1000);
+    expect(names(decision.starts)).toEqual(['a1', 'a2', 'a3']);
   });
 });
 
@@ -261,12 +264,12 @@ describe('memory: a takeover and a reshard', () => {
     const m = remembered();
     m.forget(NS);
     expect(m.of(NS)).toEqual(emptyPassState());
-    const plan = decidePass(
+    const decision = decidePass(
       snap([va('a', 's1', 1, { phase: 'InProgress', workflowId: true }), va('b', 's2', 2)]),
       m.of(NS),
       1000,
     );
-    expect(names(plan.starts)).toEqual(['a', 'b']);
+    expect(names(decision.starts)).toEqual(['a', 'b']);
   });
   it('a deletion forgets the activation', () => {
     const m = remembered();
@@ -344,9 +347,9 @@ describe('one activation: requests by annotation', () => {
       false,
     ],
   ])('%s', (_n, o, knownToRun, requests, pass) => {
-    const plan = decideObject(o, new Set(knownToRun ? [id(o)] : []));
-    expect(plan.pass).toBe(pass);
-    expect(plan.requests).toEqual(
+    const decision = decideObject(o, new Set(knownToRun ? [id(o)] : []));
+    expect(decision.pass).toBe(pass);
+    expect(decision.requests).toEqual(
       requests.map((r) =>
         expect.objectContaining({
           ...(r as object),
@@ -430,15 +433,15 @@ describe("a Stage's deletion: its unfinished activations are told, once", () => 
       ['a', 'b', 'c'],
     ],
   ] as const)('%s', (_n, type, st, toldAlready, toldNow) => {
-    const plan = decideStageEvent(type, st, cached, toldAlready);
-    if (toldNow === undefined) return expect(plan).toBeUndefined();
-    expect(plan!.notice).toEqual({
+    const decision = decideStageEvent(type, st, cached, toldAlready);
+    if (toldNow === undefined) return expect(decision).toBeUndefined();
+    expect(decision!.notice).toEqual({
       namespace: NS,
       stage: 's1',
       uid: st.metadata.uid,
       ...(type === 'DELETED' ? {} : { deleting: true }),
     });
-    expect(plan!.workflowIds).toEqual(toldNow.map((n) => id(cached.find((o) => o.metadata!.name === n)!)));
+    expect(decision!.workflowIds).toEqual(toldNow.map((n) => id(cached.find((o) => o.metadata!.name === n)!)));
   });
 });
 

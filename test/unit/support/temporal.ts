@@ -1,7 +1,7 @@
 /**
  * Workflow tests without any server of the project's: each test file starts the Temporal
  * time-skipping test server (Java, installed by scripts/build/temporal-test-server/install.sh) on a
- * port of its own, and a workflow bundle built once per file.
+ * port of its own, and the workflow bundle that bundle-cache.ts keeps.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, type WorkflowBundle } from '@temporalio/worker';
-import { bundleWorkflows } from '../../../worker/workflow-bundle.js';
+import { cachedBundle } from './bundle-cache.js';
 import { binCache, repoRoot, versions } from '../../../scripts/env/paths.js';
 
 try {
@@ -86,8 +86,8 @@ export async function timeSkippingEnv(): Promise<TestWorkflowEnvironment> {
 export const testWorkflowsPath = fileURLToPath(new URL('./workflows.ts', import.meta.url));
 
 let bundle: Promise<WorkflowBundle> | undefined;
-/** Bundling takes seconds: once per test file. */
+/** Bundling takes seconds: once for every test file, and again only when a source changed (bundle-cache.ts). */
 export function testWorkflowBundle(): Promise<WorkflowBundle> {
-  bundle ??= bundleWorkflows(testWorkflowsPath);
+  bundle ??= cachedBundle(testWorkflowsPath);
   return bundle;
 }

@@ -49,16 +49,20 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
   const { objects, event } = deps;
   const readActivation = (ref: ActivationRef) => objects.get('VectorActivation', ref.namespace, ref.name);
   /** The Events of a write from `before` to `report`, said once it went through (activities/transition-events.ts). */
-  function sayer(ref: ActivationRef, facts: ActivationFacts, before: StatusView, report: ActivationReport) {
+  function sayer(
+    ref: ActivationRef,
+    facts: ActivationFacts,
+    before: StatusView,
+    report: ActivationReport,
+    stageUid?: string,
+  ) {
+    // The uids known already: an Event's regarding object is read for its uid only otherwise.
+    const uids = {
+      [`VectorActivation/${ref.name}`]: ref.uid,
+      ...(stageUid ? { [`Stage/${facts.stage}`]: stageUid } : {}),
+    };
     return (options: RecordOptions) =>
-      sendEvents(
-        event,
-        ref.namespace,
-        activationEvents(facts, before, report),
-        { [`VectorActivation/${ref.name}`]: ref.uid },
-        deps.log,
-        options,
-      );
+      sendEvents(event, ref.namespace, activationEvents(facts, before, report), uids, deps.log, options);
   }
 
   /** Who holds the Stage, told by the Event of entering Waiting (only then is the Lease read). */
@@ -92,7 +96,7 @@ export function activationStatusActivities(deps: CoreDeps, coreBuildId?: string)
     try {
       va = await writeThenSay(
         () => patchActivationStatusOver(deps, ref, ops),
-        sayer(ref, facts, before, report),
+        sayer(ref, facts, before, report, over.stageUid),
         (w) => w !== undefined,
       );
     } catch (err) {

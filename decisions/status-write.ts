@@ -51,6 +51,8 @@ export interface StatusOver {
   /** The activation's Stage and StageVersion, which its Events name. */
   stage: string;
   stageVersion: string;
+  /** The Stage's uid once the run validated it: the Stage's Events name it without a read. */
+  stageUid?: string;
 }
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

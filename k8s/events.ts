@@ -1,9 +1,15 @@
 /**
  * Kubernetes Events (events.k8s.io/v1) on the objects the system acts on, so `kubectl describe`
  * tells what happened, in order. Aggregated like client-go's events broadcaster: saying the same
- * thing again about the same object (an activity retried after a crash, a restarted component)
- * finds the Event that says it and bumps its `series` instead of adding a second one. Best effort:
- * an Event that cannot be written after a few attempts is logged, never fatal.
+ * thing again about the same object within SERIES_WINDOW_MS bumps the `series` (count and
+ * lastObservedTime) of the Event that says it instead of adding a second one, and `kubectl
+ * describe` shows "(x3 over 5m)". Like client-go's, the recorder remembers the Events it wrote
+ * (SeriesCache): a repeat it remembers is one patch, with no look-up. A repeat it does not (an
+ * activity retried on another replica after a crash, a restarted component) is looked for with a
+ * field-selected list, unless the caller says it happens once. Unlike client-go's, the same thing
+ * means the same note too: an Event says which version a Stage serves, and a count on an Event
+ * that names another version would mislead. Best effort: an Event that cannot be written after a
+ * few attempts is logged, never fatal.
  *
  * Why names carry the time and not a hash of the content: `kubectl describe` sorts Events by
  * deprecatedLastTimestamp, which events.k8s.io/v1 refuses to set, so it shows them in the
@@ -80,6 +86,66 @@ export function saysTheSame(
   );
 }
 
+/** How long a repeat counts on the Event before it (client-go's events/v1 recorder: 6 minutes). */
+export const SERIES_WINDOW_MS = 6 * 60_000;
+/** Events remembered at most; the oldest go first (client-go's cache is bounded too). */
+const SERIES_REMEMBERED = 4096;
+
+/** An Event this process wrote or counted: where it is, its count, and when it was last said. */
+interface Remembered {
+  name: string;
+  namespace: string;
+  count: number;
+  resourceVersion: string | undefined;
+  saidAt: number;
+}
+
+/**
+ * The Events a recorder wrote, by what they say (type, reason, action, note and the regarding
+ * object's kind, name and uid, as saysTheSame compares them), for SERIES_WINDOW_MS after each was
+ * last said. A Map keeps insertion order: re-inserting on every use makes the first entry the
+ * least recently said.
+ */
+export class SeriesCache {
+  private readonly entries = new Map<string, Remembered>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  static key(type: string, reason: string, action: string, note: string, regarding: Regarding): string {
+    return JSON.stringify([
+      type,
+      reason,
+      action,
+      note,
+      regarding.kind,
+      regarding.namespace,
+      regarding.name,
+      regarding.uid ?? '',
+    ]);
+  }
+
+  /** The Event that says this, when it was said within the window. */
+  find(key: string): Remembered | undefined {
+    const found = this.entries.get(key);
+    if (found && this.now() - found.saidAt > SERIES_WINDOW_MS) this.entries.delete(key);
+    return this.entries.get(key);
+  }
+
+  remember(key: string, event: Omit<Remembered, 'saidAt'>): void {
+    this.entries.delete(key);
+    this.entries.set(key, { ...event, saidAt: this.now() });
+    if (this.entries.size > SERIES_REMEMBERED) this.entries.delete(this.entries.keys().next().value!);
+  }
+
+  forget(key: string): void {
+    this.entries.delete(key);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
 let lastMicros = 0;
 /**
  * Now in microseconds, strictly increasing within the process: names and eventTime order Events,
@@ -103,7 +169,15 @@ const transient = (err: unknown) => {
   return code === undefined || code === 429 || code >= 500;
 };
 
-export function eventRecorder(kc: k8s.KubeConfig, log: (message: string) => void = (m) => console.warn(m)) {
+/** The Events this process wrote: every recorder of the process shares them, as one client-go broadcaster would. */
+const processSeries = new SeriesCache();
+
+/** `remembered`: the Events written before (default this process's); a test gives a fresh one to stand for another process. */
+export function eventRecorder(
+  kc: k8s.KubeConfig,
+  log: (message: string) => void = (m) => console.warn(m),
+  remembered: SeriesCache = processSeries,
+) {
   const api = kc.makeApiClient(k8s.EventsV1Api);
   const objects = new CustomObjects(kc);
   const instance = (process.env.HOSTNAME ?? 'local').slice(0, INSTANCE_CHARS);
@@ -116,7 +190,34 @@ export function eventRecorder(kc: k8s.KubeConfig, log: (message: string) => void
     return o?.metadata.uid ? { ...regarding, uid: o.metadata.uid } : regarding;
   }
 
-  /** Bumps the series of the Event that says the same (unless `once`: none can), or creates one; true when done. */
+  /** Counts a repeat on the Event `existing` names; false when it changed meanwhile or is gone. */
+  async function count(key: string, existing: Omit<Remembered, 'saidAt'>): Promise<boolean> {
+    // series needs count ≥ 2 and lastObservedTime; everything else of an events.k8s.io/v1 Event is immutable.
+    const series = { count: existing.count + 1, lastObservedTime: microTime(nowMicros()) };
+    const body = { metadata: { resourceVersion: existing.resourceVersion }, series };
+    try {
+      const patched = await api.patchNamespacedEvent(
+        { name: existing.name, namespace: existing.namespace, body },
+        mergePatch,
+      );
+      remembered.remember(key, {
+        ...existing,
+        count: series.count,
+        resourceVersion: patched.metadata?.resourceVersion,
+      });
+      return true;
+    } catch (err) {
+      // Counted by someone else meanwhile, or expired: what is remembered is stale.
+      remembered.forget(key);
+      if (apiStatus(err) === 409 || apiStatus(err) === 404) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * Bumps the series of the Event that says the same (remembered, or unless `once` looked for),
+   * or creates one; true when done.
+   */
   async function countOrCreate(
     regarding: Regarding,
     type: EventType,
@@ -126,6 +227,9 @@ export function eventRecorder(kc: k8s.KubeConfig, log: (message: string) => void
     once: boolean,
   ): Promise<boolean> {
     const { namespace } = regarding;
+    const key = SeriesCache.key(type, reason, action, note, regarding);
+    const known = remembered.find(key);
+    if (known) return count(key, known);
     const selector = regarding.uid
       ? `regarding.uid=${regarding.uid}`
       : `regarding.kind=${regarding.kind},regarding.name=${regarding.name}`;
@@ -133,23 +237,19 @@ export function eventRecorder(kc: k8s.KubeConfig, log: (message: string) => void
       ? []
       : (await api.listNamespacedEvent({ namespace, fieldSelector: `${selector},reason=${reason}` })).items;
     const existing = items.find((e) => saysTheSame(e, type, reason, action, note, regarding));
-    if (existing) {
-      // series needs count ≥ 2 and lastObservedTime; everything else of an events.k8s.io/v1 Event is immutable.
-      const series = { count: (existing.series?.count ?? 1) + 1, lastObservedTime: microTime(nowMicros()) };
-      const body = { metadata: { resourceVersion: existing.metadata?.resourceVersion }, series };
-      try {
-        await api.patchNamespacedEvent({ name: existing.metadata!.name!, namespace, body }, mergePatch);
-        return true;
-      } catch (err) {
-        if (apiStatus(err) === 409 || apiStatus(err) === 404) return false; // counted by someone else meanwhile, or expired
-        throw err;
-      }
-    }
+    if (existing)
+      return count(key, {
+        name: existing.metadata!.name!,
+        namespace,
+        count: existing.series?.count ?? 1,
+        resourceVersion: existing.metadata?.resourceVersion,
+      });
     const micros = nowMicros();
-    await api.createNamespacedEvent({
+    const name = eventName(regarding.name, micros);
+    const created = await api.createNamespacedEvent({
       namespace,
       body: {
-        metadata: { name: eventName(regarding.name, micros), namespace },
+        metadata: { name, namespace },
         // A string keeps the microseconds (the client's V1MicroTime would drop them).
         eventTime: microTime(micros) as unknown as k8s.V1MicroTime,
         reportingController: REPORTING_CONTROLLER,
@@ -161,6 +261,7 @@ export function eventRecorder(kc: k8s.KubeConfig, log: (message: string) => void
         regarding: { ...regarding },
       },
     });
+    remembered.remember(key, { name, namespace, count: 1, resourceVersion: created.metadata?.resourceVersion });
     return true;
   }
 

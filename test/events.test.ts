@@ -8,7 +8,7 @@ import type { ActivationReport } from '../decisions/activation.js';
 import { knownStatus, statusWrite } from '../decisions/status-write.js';
 import { StageController } from '../controllers/stage/controller.js';
 import { k8s } from '../k8s/client.js';
-import { eventRecorder } from '../k8s/events.js';
+import { eventRecorder, SeriesCache } from '../k8s/events.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { kubectl } from './support/cluster.js';
 import { eventsWritten } from './support/events.js';
@@ -288,7 +288,7 @@ async function skippedActivation(stage: string) {
   return { done, before, ref, st, report, activities, reads: () => reads };
 }
 
-it('a transition says its Events once written, without a look-up: the same write again says nothing, a transition made again says it again', async () => {
+it('a transition says its Events once written, without a look-up: the same write again says nothing, a transition made again within the window counts on its Event', async () => {
   const { before, ref, report, activities } = await skippedActivation('rep');
 
   // The status activity retried after its write went through (a crash before it returned): it
@@ -298,17 +298,19 @@ it('a transition says its Events once written, without a look-up: the same write
   expect(reasons(await describe_('va', 'rep-to-1'))).toEqual(reasons(before));
 
   // Another writer moved the status away (here to another final phase, which the watcher leaves
-  // alone) and the write makes the transition again: a second Event, not a count on the first,
-  // since transition Events are written without looking for one that says the same.
+  // alone) and the write makes the transition again: said again within the window, by a recorder
+  // that remembers the Event it wrote, it counts on that Event, as client-go's recorder does.
   await s.objects.patchStatus('VectorActivation', s.ns, 'rep-to-1', { phase: 'Cancelled', reason: 'Cancelled' });
   await activities.writeActivationStatus(ref, report);
-  const after = await story('va', 'rep-to-1', ['Started', 'Skipped', 'Skipped']);
-  expect(reasons(after)).toEqual(['Started', 'Skipped', 'Skipped']);
+  await eventsWritten();
   expect((await s.objects.get('VectorActivation', s.ns, 'rep-to-1'))?.status.phase).toBe('Skipped');
   const list = await s.kc
     .makeApiClient(k8s.EventsV1Api)
     .listNamespacedEvent({ namespace: s.ns, fieldSelector: `regarding.uid=${ref.uid},reason=Skipped` });
-  expect(list.items.map((e) => e.series?.count ?? 1)).toEqual([1, 1]);
+  expect(list.items.map((e) => e.series?.count ?? 1)).toEqual([2]);
+  const rows = await describe_('va', 'rep-to-1');
+  expect(reasons(rows)).toEqual(['Started', 'Skipped']);
+  expect(rows[1]!.age).toMatch(/\(x2 over /);
 });
 
 it("a write over the status the workflow knows: the same again says nothing; a repeat whose answer was lost, a status moved by someone else or another object's uid is read first", async () => {
@@ -337,14 +339,13 @@ it("a write over the status the workflow knows: the same again says nothing; a r
   expect(reasons(await describe_('va', 'ovr-to-1'))).toEqual(reasons(before));
 
   // Another writer moved the status away: the write over what the workflow knew is read first,
-  // and makes the transition again, with its Event.
+  // and makes the transition again, with its Event (counted on the one this process said before).
   await s.objects.patchStatus('VectorActivation', s.ns, 'ovr-to-1', { phase: 'Cancelled', reason: 'Cancelled' });
   expect(await activities.writeActivationStatus(ref, report, over(st))).toBe(true);
-  expect(reasons(await story('va', 'ovr-to-1', ['Started', 'Skipped', 'Skipped']))).toEqual([
-    'Started',
-    'Skipped',
-    'Skipped',
-  ]);
+  await eventsWritten();
+  const rows = await describe_('va', 'ovr-to-1');
+  expect(reasons(rows)).toEqual(['Started', 'Skipped']);
+  expect(rows[1]!.age).toMatch(/\(x2 over /);
   expect((await s.objects.get('VectorActivation', s.ns, 'ovr-to-1'))?.status.phase).toBe('Skipped');
 
   // Another object of that name (re-created): nothing is written to it.
@@ -359,8 +360,37 @@ it("a write over the status the workflow knows: the same again says nothing; a r
   expect((await s.objects.get('VectorActivation', s.ns, 'ovr-to-1'))?.status.message).toBe(st.message);
 });
 
+it('a repeat within the window is one patch of the series, with no look-up; kubectl describe shows the count', async () => {
+  let lists = 0;
+  const counted = Object.create(s.kc) as typeof s.kc;
+  counted.applySecurityAuthentication = async (context) => {
+    if (String(context.getHttpMethod()) === 'GET' && new URL(context.getUrl()).pathname.endsWith('/events')) lists++;
+    return s.kc.applySecurityAuthentication(context);
+  };
+  const record = eventRecorder(counted, () => undefined, new SeriesCache());
+  const cm = await s.kc
+    .makeApiClient(k8s.CoreV1Api)
+    .createNamespacedConfigMap({ namespace: s.ns, body: { metadata: { name: 'said-thrice' } } });
+  const regarding = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    namespace: s.ns,
+    name: 'said-thrice',
+    uid: cm.metadata!.uid!,
+  };
+  // The first is looked for (another process may have said it), the repeats are remembered.
+  for (let i = 0; i < 3; i++) await record(regarding, 'Warning', 'Repeated', 'the same thing', 'Repeated');
+  expect(lists).toBe(1);
+  const rows = await describe_('configmap', 'said-thrice');
+  expect(rows.map((r) => [r.reason, r.message])).toEqual([['Repeated', 'the same thing']]);
+  expect(rows[0]!.age).toMatch(/\(x3 over /);
+  // Something else said about it is an Event of its own.
+  await record(regarding, 'Warning', 'Repeated', 'another thing', 'Repeated');
+  expect(reasons(await describe_('configmap', 'said-thrice'))).toEqual(['Repeated', 'Repeated']);
+});
+
 it("said once (after a write that succeeds once, as a burst's skip), an Event is created without looking for a repeat", async () => {
-  const record = eventRecorder(s.kc, () => undefined);
+  const record = eventRecorder(s.kc, () => undefined, new SeriesCache());
   const events = s.kc.makeApiClient(k8s.EventsV1Api);
   const regarding = {
     apiVersion: 'v1',
@@ -377,8 +407,9 @@ it("said once (after a write that succeeds once, as a burst's skip), an Event is
   await record(regarding, 'Normal', 'Repeated', 'the same thing', 'Repeated');
   await record(regarding, 'Normal', 'Repeated', 'the same thing', 'Repeated');
   expect(await counts()).toEqual([2]);
-  // Said once, nothing is looked for: the same words again (which `once` promises never happens)
-  // would be an Event of their own.
-  await record(regarding, 'Normal', 'Repeated', 'the same thing', 'Repeated', { once: true });
+  // Said once by a recorder that does not remember it (another process), nothing is looked for:
+  // the same words again (which `once` promises never happens) would be an Event of their own.
+  const another = eventRecorder(s.kc, () => undefined, new SeriesCache());
+  await another(regarding, 'Normal', 'Repeated', 'the same thing', 'Repeated', { once: true });
   expect(await counts()).toEqual([2, 1]);
 });

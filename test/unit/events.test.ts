@@ -16,6 +16,8 @@ import {
   nowMicros,
   saysTheSame,
   sendEvents,
+  SERIES_WINDOW_MS,
+  SeriesCache,
   type EventRecorder,
 } from '../../k8s/events.js';
 
@@ -358,4 +360,37 @@ describe('progressionEvents: a progressive activation tells its weights, gates, 
       ['Aborted!: aborted at step 2/4'],
     ],
   ])('%s', (_n, before, after, expected) => expect(said(before, after)).toEqual(expected));
+});
+
+describe('the Events a recorder remembers (SeriesCache)', () => {
+  const regarding = { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'ns', name: 'cm', uid: 'u1' };
+  const key = SeriesCache.key('Normal', 'Repeated', 'Repeated', 'the same thing', regarding);
+  const event = { name: 'cm.0001', namespace: 'ns', count: 1, resourceVersion: '7' };
+
+  it('finds an Event said within the window, and forgets it once the window passed since it was last said', () => {
+    let now = 0;
+    const cache = new SeriesCache(() => now);
+    cache.remember(key, event);
+    now = SERIES_WINDOW_MS;
+    expect(cache.find(key)).toMatchObject(event);
+    cache.remember(key, { ...event, count: 2 }); // said again: the window starts again
+    now = 2 * SERIES_WINDOW_MS;
+    expect(cache.find(key)?.count).toBe(2);
+    now = 3 * SERIES_WINDOW_MS + 1;
+    expect(cache.find(key)).toBeUndefined();
+    expect(cache.size).toBe(0);
+  });
+
+  it.each([
+    ['another note', SeriesCache.key('Normal', 'Repeated', 'Repeated', 'another thing', regarding)],
+    ['another type', SeriesCache.key('Warning', 'Repeated', 'Repeated', 'the same thing', regarding)],
+    [
+      'another object of the same name',
+      SeriesCache.key('Normal', 'Repeated', 'Repeated', 'the same thing', { ...regarding, uid: 'u2' }),
+    ],
+  ])('does not take %s for the same Event', (_what, other) => {
+    const cache = new SeriesCache(() => 0);
+    cache.remember(key, event);
+    expect(cache.find(other)).toBeUndefined();
+  });
 });

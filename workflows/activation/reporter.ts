@@ -123,8 +123,11 @@ export class ActivationReporter {
     const known = this.known;
     const write = known ? statusWrite(known, status, new Date()) : undefined;
     const { stage, stageVersion } = this.va;
+    const stageUid = this.requests.knownStageUid;
     const over: StatusOver | undefined =
-      known && write ? { known, conditions: write.conditions, stage, stageVersion } : undefined;
+      known && write
+        ? { known, conditions: write.conditions, stage, stageVersion, ...(stageUid ? { stageUid } : {}) }
+        : undefined;
     this.known = write?.after;
     const settle = async <T>(writing: Promise<T>, made: (result: T) => boolean): Promise<T> => {
       const result = await writing.catch((err: unknown) => {

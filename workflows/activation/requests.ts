@@ -99,6 +99,11 @@ export class ActivationRequests {
     this.closeAsked = true;
   }
 
+  /** The uid of the Stage the activation validated, once it did. */
+  get knownStageUid(): string | undefined {
+    return this.stageUid;
+  }
+
   /** The activation validated the Stage of this uid: a deletion of it seen before counts now. */
   knowStage(uid: string): void {
     this.stageUid = uid;

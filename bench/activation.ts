@@ -2,6 +2,8 @@
  * bench/activation — how fast activations go on the real local servers (not a test):
  *   latency: VectorActivation created → status Succeeded, two-step plan (Gateway API, then Istio);
  *   handoff: one activation's Succeeded → the next waiting one's InProgress on the same Stage.
+ *   slowest workflow task: of every activation's workflow here (the first on a freshly started
+ *   core worker among them) and of its Stage lock's last run, from their histories; goal ≤ 1 s.
  * Times are when this process receives the watch events. Run: npm run bench:activation [-- --runs N]
  */
 import { DefaultLogger, Runtime } from '@temporalio/worker';
@@ -14,6 +16,7 @@ import { resumingWatch } from '../test/support/watch.js';
 import { benchActivation, seededBenchSystem } from './fixture.js';
 import { handoffSegments, lockHistory, type HandoffSegments, type HandoffTimes } from './handoff-breakdown.js';
 import { numberArg, stats, writeResult } from './report.js';
+import { slowestWorkflowTasks } from './workflow-tasks.js';
 
 const RUNS = Math.min(numberArg('runs', 20), 33); // 3 StageVersions a run, history limit 100
 
@@ -45,9 +48,11 @@ const activate = async (r: number) => {
 
 let revision = 1;
 const latency: number[] = [];
+const workflowIds: string[] = [];
 for (let i = 0; i < RUNS; i++) {
   revision++;
   const created = await activate(revision);
+  workflowIds.push(created.workflowId);
   latency.push((await phaseAt(`to-${revision}`, 'Succeeded')) - created.at);
 }
 const handoffs: HandoffTimes[] = [];
@@ -72,6 +77,8 @@ for (let i = 0; i < RUNS; i++) {
   });
 }
 const segments = await Promise.all(handoffs.map((h) => handoffSegments(system.client, h)));
+workflowIds.push(...handoffs.flatMap((h) => [h.previousWorkflowId, h.nextWorkflowId]));
+const tasks = await slowestWorkflowTasks(system.client, [...workflowIds, stageLockWorkflowId(ns, 'bench')]);
 const segment = (k: keyof HandoffSegments) => stats(segments.map((s) => s[k]));
 watch.stop();
 await system.stop();
@@ -85,12 +92,16 @@ const figures = {
     pickup: segment('pickup'),
     ours: segment('ours'),
   },
+  workflowTasks: tasks,
 };
 console.log('activation latency, create → Succeeded, two-step plan (ms):', JSON.stringify(figures.latencyMs));
 console.log('handoff, Succeeded → next InProgress on the same Stage (ms):', JSON.stringify(figures.handoffMs));
 console.log(
   'handoff by segment, median ms (bench/handoff-breakdown.ts):',
   JSON.stringify(Object.fromEntries(Object.entries(figures.handoffSegmentsMs).map(([k, v]) => [k, v.median]))),
+);
+console.log(
+  `slowest workflow task of ${tasks.tasks}: ${tasks.slowest.ms} ms (${tasks.slowest.workflowId}, event ${tasks.slowest.eventId}); slowest first task: ${tasks.slowestFirst.ms} ms (goal ≤ 1000 ms)`,
 );
 writeResult('activation', figures);
 process.exit(0);

@@ -7,10 +7,9 @@
  * The whole run takes about 28 minutes on the 2-core machine.
  */
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../scripts/env/paths.js';
-import { resultsDir, writeResult } from './report.js';
+import { newestResult, writeResult } from './report.js';
 
 const quick = process.argv.includes('--quick');
 const benches: { name: string; args: string[] }[] = [
@@ -45,16 +44,6 @@ const benches: { name: string; args: string[] }[] = [
   { name: 'data-plane', args: ['--switches', quick ? '5' : '20'] },
 ];
 
-/** The newest bench/results/<name>-*.json written after `since`. */
-function newest(name: string, since: number): any {
-  const files = readdirSync(resultsDir)
-    .filter((f) => f.startsWith(`${name}-`) && f.endsWith('.json'))
-    .map((f) => join(resultsDir, f))
-    .filter((f) => statSync(f).mtimeMs >= since)
-    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
-  return files[0] ? JSON.parse(readFileSync(files[0], 'utf8')) : undefined;
-}
-
 const results: Record<string, any> = {};
 /** The benchmarks that did not finish (a crash, an exit other than 0, or no result written): their figures are not shown. */
 const failed: string[] = [];
@@ -68,7 +57,7 @@ for (const b of benches) {
   );
   // The SDK's warnings (slow workflow tasks under load) go to stderr: kept out of the table, counted.
   const warnings = (run.stderr.match(/WARN/g) ?? []).length;
-  const result = newest(b.name, since);
+  const result = newestResult(b.name, since);
   if (run.status !== 0 || !result) {
     console.log(
       `bench/${b.name}.ts failed (exit ${run.status ?? run.signal}${result ? '' : ', no result written'}):\n${run.stderr.split('\n').slice(-20).join('\n')}`,
@@ -112,6 +101,14 @@ const table = [
     '–',
   ),
   row(
+    'slowest workflow task (bench:activation, the first on a fresh worker among them)',
+    a?.workflowTasks
+      ? `${a.workflowTasks.slowest.ms} ms of ${a.workflowTasks.tasks} (slowest first task ${a.workflowTasks.slowestFirst.ms} ms)`
+      : 'not measured',
+    '≤ 1000 ms',
+    a?.workflowTasks && a.workflowTasks.slowest.ms <= 1000,
+  ),
+  row(
     'activation / apiserver floor',
     c
       ? `${c.activationOverFloor}× (${c.activationMs} ms vs ${c.floorRequests} requests in ${c.floorMs} ms)`
@@ -141,9 +138,11 @@ const table = [
   ),
   row(
     `throughput, ${t?.stages ?? 200} Stages`,
-    t ? `${t.perSecond}/s, p50 ${t.latencyMs.p50} ms, p99 ${t.latencyMs.p99} ms` : 'not measured',
-    '≥ 12/s',
-    t && t.perSecond >= 12,
+    t
+      ? `${t.perSecond}/s, p50 ${t.latencyMs.p50} ms, p99 ${t.latencyMs.p99} ms; the servers' CPU alone allows ${t.serversAllowPerSecond}/s on ${t.coresBusy.cores} cores`
+      : 'not measured',
+    '≥ 6/s',
+    t && t.perSecond >= 6,
   ),
   row(
     'throughput: CPU ms per activation',
@@ -152,8 +151,8 @@ const table = [
           .map(([k, v]) => `${k} ${v}`)
           .join(', ')
       : 'not measured',
-    'ours ≤ 40',
-    t ? (t.cpuMsPerActivation['konfidence (this process)'] ?? Infinity) <= 40 : false,
+    'ours ≤ 80',
+    t ? (t.cpuMsPerActivation['konfidence (this process)'] ?? Infinity) <= 80 : false,
   ),
   row(
     `fairness: B during A's burst of ${f?.burst ?? 200} / idle`,
@@ -170,8 +169,8 @@ const table = [
   row(
     'cost: apiserver requests / writes per activation',
     c ? `${c.apiserverRequests} / ${c.apiserverWrites}` : 'not measured',
-    '≤ 30 / ≤ 15',
-    c ? c.apiserverRequests <= 30 && c.apiserverWrites <= 15 : false,
+    '≤ 40 / ≤ 28',
+    c ? c.apiserverRequests <= 40 && c.apiserverWrites <= 28 : false,
   ),
   row(
     'cost: history events per activation',
@@ -193,10 +192,12 @@ const table = [
     wFirst && wFirst.rssMiB * 1.048576 <= 200,
   ),
   row(
-    'canary 10 → 50 → 100 % / plain switch',
-    pc ? `${pc.canaryOverPlain}× (${pc.canaryMs.median} vs ${pc.plainMs.median} ms)` : 'not measured',
-    '≤ 1.5×',
-    pc && pc.canaryOverPlain <= 1.5,
+    "canary 10 → 50 → 100 %: its step / Temporal's bare step",
+    pc?.stepOverBare
+      ? `${pc.stepOverBare}× (${pc.oursPerStepMs} vs ${pc.stepShape.bare.perStepMs} ms; with a step's apiserver requests ${pc.stepShape.writes.perStepMs} ms; canary ${pc.canaryMs.median} vs plain ${pc.plainMs.median} ms)`
+      : 'not measured',
+    '≤ 1.2×',
+    pc?.stepOverBare !== undefined && pc.stepOverBare <= 1.2,
   ),
   row(
     `${pg?.gates ?? 1000} activations at gates: CPU % of a core, all processes`,
@@ -207,8 +208,18 @@ const table = [
   row(
     `${pg?.gates ?? 1000} activations at gates: peak RSS, watcher / Stage controller / core`,
     pg ? `${pg.peakRssMiB.watcher} / ${pg.peakRssMiB['stage-controller']} / ${pg.peakRssMiB.core} MiB` : 'not measured',
-    '≤ 200 MB (watcher, Stage controller)',
-    pg && Math.max(pg.peakRssMiB.watcher, pg.peakRssMiB['stage-controller']) * 1.048576 <= 200,
+    '≤ 200 MB (watcher, Stage controller), ≤ 300 MiB (core)',
+    pg &&
+      Math.max(pg.peakRssMiB.watcher, pg.peakRssMiB['stage-controller']) * 1.048576 <= 200 &&
+      pg.peakRssMiB.core <= 300,
+  ),
+  row(
+    `${pg?.gates ?? 1000} activations at gates: the core worker's RSS while they wait, first / last / max`,
+    pg?.coreRssWhileWaitingMiB
+      ? `${pg.coreRssWhileWaitingMiB.first} / ${pg.coreRssWhileWaitingMiB.last} / ${pg.coreRssWhileWaitingMiB.max} MiB over ${pg.coreRssWhileWaitingMiB.minutes} min; a woken gate's approval p50 ${pg.wokenApprovalMs.median} ms`
+      : 'not measured',
+    'flat (last ≤ first + 10 %)',
+    pg?.coreRssWhileWaitingMiB && pg.coreRssWhileWaitingMiB.last <= pg.coreRssWhileWaitingMiB.first * 1.1,
   ),
   row(
     'core worker start: prebuilt workflow bundle / bundled at start, median',

@@ -3,7 +3,17 @@
  * (git-ignored), where `npm run bench` (bench/all.ts) collects them into one table.
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import type { Pids } from '../scripts/env/control-plane.js';
 import { auditLogPath } from '../scripts/env/components.js';
@@ -150,6 +160,10 @@ export const diff = (after: Map<string, number>, before: Map<string, number>) =>
 export const peakRssMiB = (pid: number | 'self') =>
   +(Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024).toFixed(1);
 
+/** Resident memory of a process now (VmRSS), MiB. */
+export const rssMiB = (pid: number | 'self') =>
+  +(Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024).toFixed(1);
+
 /** HTTP's name of an audit event's verb, as apiserver_request_total counts it. */
 const HTTP_VERB: Record<string, string> = {
   get: 'GET',
@@ -232,3 +246,13 @@ export function auditLog(kc: k8s.KubeConfig) {
 
 /** Our processes' requests (user agent konfidence-activation/<role>). */
 export const ours = (userAgent: string) => userAgent.startsWith('konfidence-activation/');
+
+/** The newest bench/results/<name>-*.json written after `since` (ms since the epoch), parsed. */
+export function newestResult(name: string, since: number): any {
+  const files = readdirSync(resultsDir)
+    .filter((f) => f.startsWith(`${name}-`) && f.endsWith('.json'))
+    .map((f) => join(resultsDir, f))
+    .filter((f) => statSync(f).mtimeMs >= since)
+    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
+  return files[0] ? JSON.parse(readFileSync(files[0], 'utf8')) : undefined;
+}

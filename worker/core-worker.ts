@@ -38,12 +38,15 @@ export interface CoreWorkerOptions {
 }
 
 /**
- * Workflows the core worker keeps in memory between their tasks. The SDK's default grows with the
- * heap limit (thousands on a large machine): a thousand progressive activations waiting at gates,
- * each with its Stage's lock, would all stay in memory. Past this many, the least recently used is
- * evicted and replayed from its history when its next task comes (a gate's end, an answer).
+ * Workflows the core worker keeps in memory between their tasks, each about 1 MiB. The SDK's
+ * default grows with the heap limit (thousands on a large machine): a thousand progressive
+ * activations waiting at gates, each with its Stage's lock, would all stay in memory (804 MiB with
+ * 500 of them). Past this many, the least recently used is evicted and replayed from its history
+ * when its next task comes (a gate's end, an answer): an activation's history is a few dozen
+ * events, so an approval of a gate that waited longest is answered in a few hundred milliseconds
+ * (docs/performance.md). Within the 192 MiB heap of the core's Deployment.
  */
-export const MAX_CACHED_WORKFLOWS = 500;
+export const MAX_CACHED_WORKFLOWS = 100;
 
 export function createCoreWorker(options: CoreWorkerOptions): Promise<Worker> {
   const taskQueue = options.taskQueue ?? CORE_TASK_QUEUE;

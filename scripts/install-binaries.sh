@@ -7,7 +7,14 @@
 # Binaries land in $KONFIDENCE_BIN_CACHE (default ~/.cache/konfidence-activation/bin), outside any
 # clone, so that every checkout on a warm machine (CI clones afresh) skips the build.
 # Idempotent and safe to run concurrently: a lock serializes builds, each result is moved in whole.
+# The components build in three lines side by side (a Go build waits on the module proxy as much
+# as it compiles), each into a log of its own; the end prints how long each took, so the slowest
+# is known.
 set -euo pipefail
+# `install-binaries.sh dev`: only what the dev profile runs (npm start, npm test): no Temporal
+# server, UI server or PostgreSQL, which the postgres and cluster profiles add (npm run
+# test:postgres, .ci/run).
+profile=${1:-all}
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=versions.env
@@ -63,10 +70,10 @@ build_kubernetes() {
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
   done
+  # One build of the three: the packages they share compile once, and side by side.
   (cd "$root/scripts/build/kubernetes" &&
-    go build -ldflags "$ldflags" -o "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver &&
-    go build -ldflags "$ldflags" -o "$out/kubectl" k8s.io/kubernetes/cmd/kubectl &&
-    go build -ldflags "$ldflags" -o "$out/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager)
+    go build -ldflags "$ldflags" -o "$out/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl \
+      k8s.io/kubernetes/cmd/kube-controller-manager)
 }
 
 build_traefik() {
@@ -109,61 +116,125 @@ build_temporal_ui() {
   chmod u+w "$out/config/docker.yaml"
 }
 
-build temporal "$TEMPORAL_CLI_VERSION" temporal -- build_temporal
-build temporal-server "$TEMPORAL_SERVER_VERSION" temporal-server temporal-sql-tool -- build_temporal_server
-build temporal-ui-server "$TEMPORAL_UI_SERVER_VERSION" temporal-ui-server -- build_temporal_ui
-build etcd "$ETCD_VERSION" etcd -- build_etcd
-build traefik "$TRAEFIK_VERSION" traefik -- build_traefik
-build kubernetes "$KUBERNETES_VERSION" kube-apiserver kubectl kube-controller-manager -- build_kubernetes
+# --- The components, side by side ----------------------------------------------------------
+logs="$cache/.logs"
+mkdir -p "$logs"
+rm -f "$logs"/*.log
+names=()
+pids=()
+# timed NAME COMMAND...: runs COMMAND, its output in $logs/NAME.log, and says how long it took.
+timed() {
+  local name=$1; shift
+  ( started=$SECONDS; "$@"; echo "install-binaries: $name took $((SECONDS - started))s" ) >"$logs/$name.log" 2>&1
+}
+# line NAME COMMAND... [--then NAME COMMAND...]: one background line of work; its parts one after
+# the other, where the later reuse what the earlier compiled (the Go build cache).
+line() {
+  local parts=("$@")
+  (
+    set -e
+    local i=0 start=0
+    while [ $i -le ${#parts[@]} ]; do
+      if [ $i -eq ${#parts[@]} ] || [ "${parts[$i]}" = "--then" ]; then
+        timed "${parts[@]:$start:$((i - start))}"
+        start=$((i + 1))
+      fi
+      i=$((i + 1))
+    done
+  ) &
+  names+=("${1}")
+  pids+=($!)
+}
 
-# --- PostgreSQL for the postgres profile: Debian's server package, pinned to its major version ----
-# Only the binaries are used (scripts/env/postgres.ts runs a private server in the state folder);
-# no system service is needed.
-pg_bin=/usr/lib/postgresql/$POSTGRESQL_MAJOR/bin
-if [ -x "$pg_bin/postgres" ] && [ -x "$pg_bin/initdb" ]; then
-  echo "install-binaries: PostgreSQL $POSTGRESQL_MAJOR found in $pg_bin"
-elif command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-  echo "install-binaries: installing postgresql-$POSTGRESQL_MAJOR from Debian"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "postgresql-$POSTGRESQL_MAJOR"
-else
-  echo "install-binaries: PostgreSQL $POSTGRESQL_MAJOR not found in $pg_bin: the postgres profile needs it (as root: apt-get install postgresql-$POSTGRESQL_MAJOR)" >&2
-fi
-# --- end of PostgreSQL ----------------------------------------------------------------------
-
-# --- Prometheus (the analyses of progressive activations) -------------------------------------
-# Debian's package, pinned: downloaded with apt and unpacked into the cache (its binary is all the
-# local control plane runs; no system service, no dependencies needed for the API it uses).
-prom_dir="$cache/prometheus-$PROMETHEUS_DEB_VERSION"
-if [ -x "$prom_dir/prometheus" ]; then
-  echo "install-binaries: prometheus $PROMETHEUS_DEB_VERSION cached in $prom_dir"
-elif command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null; then
-  echo "install-binaries: downloading prometheus $PROMETHEUS_DEB_VERSION from Debian"
-  tmp=$(mktemp -d "$cache/.build-prometheus-XXXXXX")
-  if ! (cd "$tmp" && apt-get download -qq "prometheus=$PROMETHEUS_DEB_VERSION" 2>/dev/null); then
-    # A fresh machine has no package lists yet.
-    [ "$(id -u)" = 0 ] && apt-get update -qq
-    (cd "$tmp" && apt-get download -qq "prometheus=$PROMETHEUS_DEB_VERSION")
+# PostgreSQL for the postgres profile: Debian's server package, pinned to its major version. Only
+# the binaries are used (scripts/env/postgres.ts runs a private server in the state folder); no
+# system service is needed.
+install_postgresql() {
+  local pg_bin=/usr/lib/postgresql/$POSTGRESQL_MAJOR/bin
+  if [ -x "$pg_bin/postgres" ] && [ -x "$pg_bin/initdb" ]; then
+    echo "install-binaries: PostgreSQL $POSTGRESQL_MAJOR found in $pg_bin"
+  elif command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    echo "install-binaries: installing postgresql-$POSTGRESQL_MAJOR from Debian"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "postgresql-$POSTGRESQL_MAJOR"
+  else
+    echo "install-binaries: PostgreSQL $POSTGRESQL_MAJOR not found in $pg_bin: the postgres profile needs it (as root: apt-get install postgresql-$POSTGRESQL_MAJOR)" >&2
   fi
-  dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/root"
-  mkdir -p "$tmp/out" && mv "$tmp/root/usr/bin/prometheus" "$tmp/out/prometheus"
-  rm -rf "$prom_dir" && mv "$tmp/out" "$prom_dir" && rm -rf "$tmp"
-  echo "install-binaries: prometheus $PROMETHEUS_DEB_VERSION unpacked into $prom_dir"
-else
-  echo "install-binaries: apt-get not found: cannot fetch Debian's prometheus $PROMETHEUS_DEB_VERSION, which the analyses' tests need" >&2
-fi
-# --- end of Prometheus ------------------------------------------------------------------------
+}
 
-# --- Temporal time-skipping test server (unit tests) ------------------------------------------
-# Java jars from Maven Central, not a Go build: scripts/build/temporal-test-server/install.sh
-# resolves them with Maven into $cache/temporal-test-server-$TEMPORAL_TEST_SERVER_VERSION (its own
-# lock; this script's lock is held here). Needs java and mvn (.ci/run installs them); without
-# them the control plane still installs, and the unit tests say what is missing.
-if command -v java >/dev/null && command -v mvn >/dev/null; then
-  KONFIDENCE_BIN_CACHE=$cache bash "$root/scripts/build/temporal-test-server/install.sh"
+# Prometheus (the analyses of progressive activations): Debian's package, pinned, downloaded with
+# apt and unpacked into the cache (its binary is all the local control plane runs; no system
+# service, no dependencies needed for the API it uses).
+install_prometheus() {
+  local prom_dir="$cache/prometheus-$PROMETHEUS_DEB_VERSION" tmp
+  if [ -x "$prom_dir/prometheus" ]; then
+    echo "install-binaries: prometheus $PROMETHEUS_DEB_VERSION cached in $prom_dir"
+  elif command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null; then
+    echo "install-binaries: downloading prometheus $PROMETHEUS_DEB_VERSION from Debian"
+    tmp=$(mktemp -d "$cache/.build-prometheus-XXXXXX")
+    if ! (cd "$tmp" && apt-get download -qq "prometheus=$PROMETHEUS_DEB_VERSION" 2>/dev/null); then
+      # A fresh machine has no package lists yet.
+      [ "$(id -u)" = 0 ] && apt-get update -qq
+      (cd "$tmp" && apt-get download -qq "prometheus=$PROMETHEUS_DEB_VERSION")
+    fi
+    dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/root"
+    mkdir -p "$tmp/out" && mv "$tmp/root/usr/bin/prometheus" "$tmp/out/prometheus"
+    rm -rf "$prom_dir" && mv "$tmp/out" "$prom_dir" && rm -rf "$tmp"
+    echo "install-binaries: prometheus $PROMETHEUS_DEB_VERSION unpacked into $prom_dir"
+  else
+    echo "install-binaries: apt-get not found: cannot fetch Debian's prometheus $PROMETHEUS_DEB_VERSION, which the analyses' tests need" >&2
+  fi
+}
+
+# Temporal time-skipping test server (unit tests): Java jars from Maven Central, not a Go build:
+# scripts/build/temporal-test-server/install.sh resolves them with Maven into
+# $cache/temporal-test-server-$TEMPORAL_TEST_SERVER_VERSION (its own lock). Needs java and mvn
+# (.ci/run installs them); without them the control plane still installs, and the unit tests say
+# what is missing.
+install_test_server() {
+  if command -v java >/dev/null && command -v mvn >/dev/null; then
+    KONFIDENCE_BIN_CACHE=$cache bash "$root/scripts/build/temporal-test-server/install.sh"
+  else
+    echo "install-binaries: java or mvn not found: skipping the Temporal test server (apt-get install default-jdk-headless maven)" >&2
+  fi
+}
+
+# Debian's packages one after the other (apt takes its locks).
+debian_packages() {
+  if [ "$profile" != dev ]; then install_postgresql; fi
+  install_prometheus
+}
+
+# Three lines of work for two or more cores. The Temporal CLI embeds the server of the version
+# temporal-server is: built one after the other, the second reuses most of the first's packages.
+line kubernetes build kubernetes "$KUBERNETES_VERSION" kube-apiserver kubectl kube-controller-manager -- build_kubernetes \
+  --then etcd build etcd "$ETCD_VERSION" etcd -- build_etcd
+if [ "$profile" = dev ]; then
+  line temporal build temporal "$TEMPORAL_CLI_VERSION" temporal -- build_temporal
 else
-  echo "install-binaries: java or mvn not found: skipping the Temporal test server (apt-get install default-jdk-headless maven)" >&2
+  line temporal build temporal "$TEMPORAL_CLI_VERSION" temporal -- build_temporal \
+    --then temporal-server build temporal-server "$TEMPORAL_SERVER_VERSION" temporal-server temporal-sql-tool -- build_temporal_server \
+    --then temporal-ui-server build temporal-ui-server "$TEMPORAL_UI_SERVER_VERSION" temporal-ui-server -- build_temporal_ui
 fi
-# --- end of the Temporal test server --------------------------------------------------------
+line traefik build traefik "$TRAEFIK_VERSION" traefik -- build_traefik \
+  --then debian-packages debian_packages \
+  --then temporal-test-server install_test_server
+
+failed=()
+for i in "${!names[@]}"; do
+  wait "${pids[$i]}" || failed+=("${names[$i]}")
+done
+# What each part said, in the order of the lines; a part that failed shows the end of its log.
+for log in "$logs"/*.log; do
+  if grep -q 'install-binaries: .* took ' "$log"; then
+    grep -h 'install-binaries:' "$log" || true
+  else
+    echo "install-binaries: $(basename "$log" .log) did not finish; the end of $log:" >&2
+    tail -n 30 "$log" >&2
+    failed+=("$(basename "$log" .log)")
+  fi
+done
+[ ${#failed[@]} -eq 0 ] || { echo "install-binaries: failed: ${failed[*]}" >&2; exit 1; }
+# --- end of the components --------------------------------------------------------------------
 
 # The upstream route CRDs (Gateway API HTTPRoute, Istio VirtualService/DestinationRule) that tests
 # and the sample install, cached by version. Needs the npm packages; without them, the first test

@@ -175,7 +175,8 @@ function ensureBinaries(profile: TemporalProfile, log: (line: string) => void): 
   if (needed.every((b) => existsSync(b))) return;
   log('building the local control plane binaries (first run only; minutes)...');
   // The build's lines go to stderr: on stdout they would mix into env:up --json's answer.
-  execFileSync('bash', [join(repoRoot, 'scripts', 'install-binaries.sh')], {
+  // The dev profile needs no Temporal server, UI server or PostgreSQL: a first `npm start` builds less.
+  execFileSync('bash', [join(repoRoot, 'scripts', 'install-binaries.sh'), ...(profile === 'dev' ? ['dev'] : [])], {
     stdio: ['ignore', process.stderr, 'inherit'],
   });
   const missing = needed.filter((b) => !existsSync(b));

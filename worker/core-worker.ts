@@ -9,6 +9,7 @@ import { createControlPlaneActivities } from '../activities/control-plane.js';
 import { createLockActivities } from '../stage-lock/activities.js';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';
 import type { k8s } from '../k8s/client.js';
+import { CustomObjects } from '../k8s/custom-objects.js';
 import { coreDeploymentName } from '../decisions/rollout.js';
 import { CORE_TASK_QUEUE } from '../shared/task-queues.js';
 import { workflowsPath } from './workflows-path.js';
@@ -48,10 +49,38 @@ export interface CoreWorkerOptions {
  */
 export const MAX_CACHED_WORKFLOWS = 100;
 
-export function createCoreWorker(options: CoreWorkerOptions): Promise<Worker> {
+/**
+ * Before the worker polls, the Kubernetes side of its first workflow task is made ready: a read
+ * through the activities' client opens the keep-alive connection and its TLS session, and runs the
+ * client's request and response code once. The first activation's task runs local activities that
+ * would otherwise pay for that (on a busy start, a first task took over a second). Best effort:
+ * a refused or failed read changes nothing, and at most WARM_UP_MS is waited.
+ */
+async function warmUp(kubeConfig: k8s.KubeConfig, systemNamespace: string): Promise<void> {
+  const objects = new CustomObjects(kubeConfig);
+  const reads = Promise.allSettled([
+    objects.list('ActivationTaskRegistration', systemNamespace),
+    objects.get('Stage', systemNamespace, 'konfidence-warm-up'),
+  ]);
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([reads, new Promise((resolve) => (timer = setTimeout(resolve, WARM_UP_MS)))]);
+  clearTimeout(timer);
+}
+const WARM_UP_MS = 3_000;
+
+export async function createCoreWorker(options: CoreWorkerOptions): Promise<Worker> {
   const taskQueue = options.taskQueue ?? CORE_TASK_QUEUE;
   const suffix =
     options.queueSuffix ?? (taskQueue.startsWith(CORE_TASK_QUEUE) ? taskQueue.slice(CORE_TASK_QUEUE.length) : '');
+  const systemNamespace = options.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE;
+  const [worker] = await Promise.all([
+    createWorker(options, taskQueue, suffix),
+    warmUp(options.kubeConfig, systemNamespace),
+  ]);
+  return worker;
+}
+
+function createWorker(options: CoreWorkerOptions, taskQueue: string, suffix: string): Promise<Worker> {
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,

@@ -6,10 +6,7 @@
  * Exits 1, naming them, when any benchmark failed; a goal not met is a row marked NO and listed.
  * The whole run takes about 28 minutes on the 2-core machine.
  */
-import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
-import { repoRoot } from '../scripts/env/paths.js';
-import { newestResult, writeResult } from './report.js';
+import { runBench, writeResult } from './report.js';
 
 const quick = process.argv.includes('--quick');
 const benches: { name: string; args: string[] }[] = [
@@ -48,16 +45,11 @@ const results: Record<string, any> = {};
 /** The benchmarks that did not finish (a crash, an exit other than 0, or no result written): their figures are not shown. */
 const failed: string[] = [];
 for (const b of benches) {
-  const since = Date.now();
   console.log(`\n=== bench/${b.name}.ts ${b.args.join(' ')}`);
-  const run = spawnSync(
-    process.execPath,
-    [join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(repoRoot, 'bench', `${b.name}.ts`), ...b.args],
-    { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' },
-  );
+  const run = runBench(b.name, b.args);
   // The SDK's warnings (slow workflow tasks under load) go to stderr: kept out of the table, counted.
   const warnings = (run.stderr.match(/WARN/g) ?? []).length;
-  const result = newestResult(b.name, since);
+  const { result } = run;
   if (run.status !== 0 || !result) {
     console.log(
       `bench/${b.name}.ts failed (exit ${run.status ?? run.signal}${result ? '' : ', no result written'}):\n${run.stderr.split('\n').slice(-20).join('\n')}`,

@@ -17,10 +17,7 @@
  *   --settle: seconds between the last activation at its gate and the measured minute, as idle is
  *   measured two minutes after the start (the steady wait, not the burst's garbage collection).
  */
-import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { repoRoot } from '../scripts/env/paths.js';
 import { randomBytes } from 'node:crypto';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { API_VERSION, GROUP, VERSION } from '../api/group.js';
@@ -54,7 +51,7 @@ import {
   cpuProcesses,
   cpuSeconds,
   diff,
-  newestResult,
+  runBench,
   numberArg,
   peakRssMiB,
   rssMiB,
@@ -248,18 +245,9 @@ async function canaryAgainstPlain() {
 
 /** bench/step-shape.ts run now, in a process of its own: its figures, or undefined when it failed. */
 function stepShape(pairs: number): any {
-  const since = Date.now();
-  const run = spawnSync(
-    process.execPath,
-    [
-      join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs'),
-      join(repoRoot, 'bench', 'step-shape.ts'),
-      '--pairs',
-      String(pairs),
-    ],
-    { stdio: ['ignore', 'inherit', 'inherit'] },
-  );
-  return run.status === 0 ? newestResult('step-shape', since) : undefined;
+  const run = runBench('step-shape', ['--pairs', String(pairs)]);
+  if (run.status !== 0) process.stderr.write(run.stderr);
+  return run.status === 0 ? run.result : undefined;
 }
 
 // --- a thousand activations waiting at gates, against idle ----------------------------------------

@@ -2,7 +2,7 @@
  * What every benchmark shares: percentiles, and its figures written as JSON under bench/results/
  * (git-ignored), where `npm run bench` (bench/all.ts) collects them into one table.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import {
   closeSync,
   fstatSync,
@@ -156,13 +156,17 @@ export function apiserverRequests(kubeconfig: string): Map<string, number> {
 export const diff = (after: Map<string, number>, before: Map<string, number>) =>
   new Map([...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)] as const).filter(([, v]) => v > 0));
 
+/** A memory field of /proc/<pid>/status (VmHWM, VmRSS), MiB. */
+const statusMiB = (pid: number | 'self', field: string) =>
+  +(
+    Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024
+  ).toFixed(1);
+
 /** Peak resident memory of a process over its life so far (VmHWM), MiB. */
-export const peakRssMiB = (pid: number | 'self') =>
-  +(Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024).toFixed(1);
+export const peakRssMiB = (pid: number | 'self') => statusMiB(pid, 'VmHWM');
 
 /** Resident memory of a process now (VmRSS), MiB. */
-export const rssMiB = (pid: number | 'self') =>
-  +(Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024).toFixed(1);
+export const rssMiB = (pid: number | 'self') => statusMiB(pid, 'VmRSS');
 
 /** HTTP's name of an audit event's verb, as apiserver_request_total counts it. */
 const HTTP_VERB: Record<string, string> = {
@@ -255,4 +259,18 @@ export function newestResult(name: string, since: number): any {
     .filter((f) => statSync(f).mtimeMs >= since)
     .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
   return files[0] ? JSON.parse(readFileSync(files[0], 'utf8')) : undefined;
+}
+
+/**
+ * Runs bench/<name>.ts in a process of its own (its stdout passed through, its stderr kept): its
+ * exit status, its stderr and the result it wrote, undefined when it wrote none.
+ */
+export function runBench(name: string, args: readonly string[]) {
+  const since = Date.now();
+  const run = spawnSync(
+    process.execPath,
+    [join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(repoRoot, 'bench', `${name}.ts`), ...args],
+    { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' },
+  );
+  return { status: run.status, signal: run.signal, stderr: run.stderr, result: newestResult(name, since) };
 }

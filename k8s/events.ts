@@ -127,8 +127,9 @@ export class SeriesCache {
   /** The Event that says this, when it was said within the window. */
   find(key: string): Remembered | undefined {
     const found = this.entries.get(key);
-    if (found && this.now() - found.saidAt > SERIES_WINDOW_MS) this.entries.delete(key);
-    return this.entries.get(key);
+    if (!found || this.now() - found.saidAt <= SERIES_WINDOW_MS) return found;
+    this.entries.delete(key);
+    return undefined;
   }
 
   remember(key: string, event: Omit<Remembered, 'saidAt'>): void {

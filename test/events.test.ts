@@ -251,6 +251,17 @@ it('a waiting activation names the holder; a cancel is answered; a terminated wo
   ]);
 });
 
+/** The test's KubeConfig, counting its GET requests (reads and lists) whose path `counts` picks. */
+function countingKubeConfig(counts: (path: string) => boolean) {
+  let n = 0;
+  const counted = Object.create(s.kc) as typeof s.kc;
+  counted.applySecurityAuthentication = async (context) => {
+    if (String(context.getHttpMethod()) === 'GET' && counts(new URL(context.getUrl()).pathname)) n++;
+    return s.kc.applySecurityAuthentication(context);
+  };
+  return { counted, count: () => n };
+}
+
 /**
  * An activation of an older version, Skipped by its workflow, with what a test writes its status
  * again with: its ref, its status as written and the report it was written from, and the activities,
@@ -273,19 +284,13 @@ async function skippedActivation(stage: string) {
     steps: st.steps ?? [],
     ...(st.completionTime ? { completionTime: st.completionTime } : {}),
   };
-  let reads = 0;
-  const counted = Object.create(s.kc) as typeof s.kc;
-  counted.applySecurityAuthentication = async (context) => {
-    if (String(context.getHttpMethod()) === 'GET' && new URL(context.getUrl()).pathname.includes('/vectoractivations/'))
-      reads++;
-    return s.kc.applySecurityAuthentication(context);
-  };
+  const { counted, count: reads } = countingKubeConfig((path) => path.includes('/vectoractivations/'));
   const activities = createActivationActivities({
     kubeConfig: counted,
     systemNamespace: s.systemNs,
     log: () => undefined,
   });
-  return { done, before, ref, st, report, activities, reads: () => reads };
+  return { done, before, ref, st, report, activities, reads };
 }
 
 it('a transition says its Events once written, without a look-up: the same write again says nothing, a transition made again within the window counts on its Event', async () => {
@@ -361,12 +366,7 @@ it("a write over the status the workflow knows: the same again says nothing; a r
 });
 
 it('a repeat within the window is one patch of the series, with no look-up; kubectl describe shows the count', async () => {
-  let lists = 0;
-  const counted = Object.create(s.kc) as typeof s.kc;
-  counted.applySecurityAuthentication = async (context) => {
-    if (String(context.getHttpMethod()) === 'GET' && new URL(context.getUrl()).pathname.endsWith('/events')) lists++;
-    return s.kc.applySecurityAuthentication(context);
-  };
+  const { counted, count: lists } = countingKubeConfig((path) => path.endsWith('/events'));
   const record = eventRecorder(counted, () => undefined, new SeriesCache());
   const cm = await s.kc
     .makeApiClient(k8s.CoreV1Api)
@@ -380,7 +380,7 @@ it('a repeat within the window is one patch of the series, with no look-up; kube
   };
   // The first is looked for (another process may have said it), the repeats are remembered.
   for (let i = 0; i < 3; i++) await record(regarding, 'Warning', 'Repeated', 'the same thing', 'Repeated');
-  expect(lists).toBe(1);
+  expect(lists()).toBe(1);
   const rows = await describe_('configmap', 'said-thrice');
   expect(rows.map((r) => [r.reason, r.message])).toEqual([['Repeated', 'the same thing']]);
   expect(rows[0]!.age).toMatch(/\(x3 over /);

@@ -17,6 +17,8 @@ import {
 } from '../executors/types.js';
 import { timeExecutorTask } from '../telemetry/metrics.js';
 import { recordOf, recordOnce } from './traffic-record.js';
+import { executionWrites } from './executions.js';
+import { kubeTime } from '../shared/format.js';
 import { unmovedRules } from '../decisions/traffic.js';
 import { describeIssues } from '../api/issues.js';
 
@@ -64,16 +66,38 @@ export function taskErrorType(failure: unknown, cancelled: boolean): string {
   return failure instanceof ExecutorError ? 'ExecutorError' : 'Error';
 }
 
+/** What the core hears of a task that succeeded. */
+export interface ExecutedTask extends TaskResult {
+  /**
+   * The executor wrote the execution's final status (Succeeded) itself, so the core writes none.
+   * Absent from an executor of an earlier release, which leaves that write to the core.
+   */
+  completed?: boolean;
+}
+
 export function createExecutorActivities(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
   const run = runTask(executor, kubeConfig);
+  const { writeExecutionStatus } = executionWrites(new CustomObjects(kubeConfig));
   return {
     /** One attempt, timed and its failure counted by type (docs/observability.md). */
-    async executeTask(input: TaskInput): Promise<TaskResult> {
+    async executeTask(input: TaskInput): Promise<ExecutedTask> {
       const done = timeExecutorTask(executor.type, input.action);
       try {
         const result = await run(input);
+        // The outcome is recorded where it happened, in the same activity: the core's path loses a
+        // write per task. A final status is final (the CRD refuses a change of it), so a repeat of
+        // this activity, or the core giving up on it meanwhile, leaves whichever came first.
+        const { namespace, name } = input.execution;
+        await writeExecutionStatus(namespace, name, {
+          phase: 'Succeeded',
+          message: result.message,
+          completionTime: kubeTime(),
+          workerOwned: true,
+        }).catch((err: unknown) => {
+          throw taskFailure(err);
+        });
         done('succeeded');
-        return result;
+        return { ...result, completed: true };
       } catch (err) {
         const cancelled = Context.current().cancellationSignal.aborted;
         done(cancelled ? 'cancelled' : 'failed', taskErrorType(err, cancelled));

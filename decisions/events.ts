@@ -134,10 +134,12 @@ export function activationEvents(
     action,
     note,
   });
+  // Started: the workflow picked it up. An attempt begins by validating (Pending); a new
+  // activation's first write is its first news instead: InProgress, or Waiting for its Stage.
+  const validating = after.phase === 'Pending' && after.reason === 'Validating';
   const newAttempt = before.phase !== after.phase || (before.attempt ?? 1) !== attempt;
-
-  // Started: the workflow picked it up (each attempt begins by validating).
-  if (after.phase === 'Pending' && after.reason === 'Validating' && newAttempt) {
+  const firstNews = before.phase === undefined && (after.phase === 'Waiting' || after.phase === 'InProgress');
+  if ((validating && newAttempt) || firstNews) {
     out.push(
       ev(
         'Normal',
@@ -155,8 +157,13 @@ export function activationEvents(
     const holder = a.holder ? `held by ${a.holder}` : 'nobody holds it now';
     out.push(ev('Normal', 'Waiting', 'WaitForStage', `queued for Stage ${a.stage} (${holder})${attemptNote(attempt)}`));
   }
-  // Steps leave InProgress before the revert or the end is reported: their events come first.
-  out.push(...stepEvents(a, before, after));
+  // Steps leave InProgress before the revert or the end is reported: their events come first. The
+  // steps a success ends with are told by its own Event.
+  const final = FINAL[after.phase];
+  const succeeds = after.phase === 'Succeeded' && before.phase !== after.phase;
+  const steps = stepEvents(a, before, after);
+  const ended = succeeds ? steps.filter((e) => e.reason === 'StepSucceeded') : [];
+  out.push(...steps.filter((e) => !ended.includes(e)));
   out.push(...progressionEvents(a, before.progression, after.progression));
   if (after.reason === 'Reverting' && (before.reason !== 'Reverting' || before.message !== after.message)) {
     out.push(
@@ -179,12 +186,13 @@ export function activationEvents(
       note: `VectorActivation ${a.name} switches the traffic to StageVersion ${a.stageVersion}${from}${attemptNote(attempt)}`,
     });
   }
-  const final = FINAL[after.phase];
   if (final && before.phase !== after.phase) {
     let note = `${after.reason}: ${after.message}`;
     if (after.phase === 'Failed' && after.firstError && !after.message.includes(after.firstError))
       note += `; first error: ${after.firstError}`;
-    out.push(ev(final.type, after.phase, final.action, note + attemptNote(attempt)));
+    // A step's own note names the attempt already.
+    const told = ended.length ? `${note}; ${ended.map((e) => e.note).join('; ')}` : note + attemptNote(attempt);
+    out.push(ev(final.type, after.phase, final.action, told));
     if (after.phase === 'Failed') {
       out.push({
         kind: 'Stage',

@@ -222,8 +222,12 @@ export function servingMarks(
     const mark = sv.metadata.annotations?.[ANNOTATION_SERVING];
     const switchedOff = sv.metadata.annotations?.[ANNOTATION_DRAIN_SINCE];
     if (serving.has(version)) {
+      // The target of an unfinished activation is held by its in-activation mark, and its switch
+      // writes the serving mark in that mark's place: one writer, and one write. Once the activation
+      // is final, a version its routes still send traffic to is marked here.
+      const held = pending.has(version) && sv.metadata.annotations?.[ANNOTATION_ACTIVATED_BY] !== undefined;
       // Served again (a later activation, a person): no drain runs.
-      if ((mark !== name || switchedOff) && !deleting(sv)) {
+      if ((mark !== name || switchedOff) && !deleting(sv) && !held) {
         const annotations = { [ANNOTATION_SERVING]: name, ...(switchedOff ? { [ANNOTATION_DRAIN_SINCE]: null } : {}) };
         out.patches.push({
           kind: 'StageVersion',

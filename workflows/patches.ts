@@ -25,6 +25,12 @@ export const PATCHES: Record<string, Patch> = {
       "reads the Stage before every route write but an attempt's first, and when a gate or a measurement wakes the run; ends StageDeleted when it is gone",
     release: '0.2.0',
   },
+  'first-write-taken': {
+    workflow: 'activation',
+    changed:
+      "a new activation's first status write is its first news (InProgress, Waiting, or its ending), without Pending before it",
+    release: '0.2.0',
+  },
   'gone-records': {
     workflow: 'activation',
     changed:

@@ -208,7 +208,7 @@ test(
     // Polled in real time (time is locked): the failure comes at once, not after any wait.
     const status = await phaseIs(ref, 'Failed');
     expect(status).toMatchObject({ reason: 'StageDeleted', message: 'Stage unit/going is being deleted' });
-    expect(cluster.phases(ref)).toEqual(['Pending', 'Failed']);
+    expect(cluster.phases(ref)).toEqual(['Failed']);
     expect(cluster.activationUsage(ref)).toBeUndefined();
     expect(cluster.lease(ns, 'going')).toBeUndefined();
   },

@@ -33,7 +33,7 @@ import {
 // --- the tests ---------------------------------------------------------------------------------
 
 test(
-  'happy path on a free Stage: Pending → InProgress → Succeeded (nothing waited for, no Waiting), steps in order with the tasks of a step together; usages, Lease and marks end right',
+  'happy path on a free Stage: InProgress → Succeeded (its first write is its first step: no Pending, nothing waited for, no Waiting), steps in order with the tasks of a step together; usages, Lease and marks end right',
   async () => {
     cluster.addStage(ns, 'shop', { 'shop-1': 1, 'shop-2': 2 }, 'shop-1');
     cluster.stageVersion(ns, 'shop-1').serving = 'shop';
@@ -52,7 +52,7 @@ test(
     const result = await (await start(ref)).result();
 
     expect(result.phase).toBe('Succeeded');
-    expect(cluster.phases(ref)).toEqual(['Pending', 'InProgress', 'Succeeded']);
+    expect(cluster.phases(ref)).toEqual(['InProgress', 'Succeeded']);
     const status = cluster.activation(ref).status;
     expect(status).toMatchObject({
       reason: 'Activated',
@@ -88,6 +88,11 @@ test(
         ['shop-to-2-1-shop-mesh', 'Succeeded'],
       ]),
     );
+    // Each executor wrote its execution's final status itself: the core wrote none of them.
+    for (const execution of ['shop-to-2-0-shop-gw-a', 'shop-to-2-0-shop-gw-b', 'shop-to-2-1-shop-mesh']) {
+      expect(journalIndex(`execution ${execution} Succeeded by its executor`)).toBeGreaterThanOrEqual(0);
+      expect(journalIndex(`execution ${execution} Succeeded`)).toBe(-1);
+    }
 
     // The active usage moved, then the activation usage (held during the switch) was released.
     expect(cluster.activeUsage(ns, 'shop')).toBe('shop-2');
@@ -119,6 +124,21 @@ test(
       ['Progressing', 'False', 'Activated'],
       ['Succeeded', 'True', 'Activated'],
     ]);
+  },
+  TEST_TIMEOUT,
+);
+
+test(
+  "an executor of an earlier release, which leaves its execution's final status to the core, gets it written",
+  async () => {
+    cluster.addStage(ns, 'legacy', { 'legacy-1': 1, 'legacy-2': 2 }, 'legacy-1');
+    cluster.addPlan('legacy-plan', { onFailure: 'Stop', steps: [{ name: 'route', tasks: ['legacy-route'] }] });
+    cluster.behave('legacy-route', { kind: 'succeed', leavesRecord: true });
+    const ref = activate('legacy-to-2', 'legacy', 'legacy-2', 'legacy-plan');
+
+    expect((await (await start(ref)).result()).phase).toBe('Succeeded');
+    expect(journalIndex('execution legacy-to-2-0-legacy-route Succeeded')).toBeGreaterThanOrEqual(0);
+    expect(cluster.executions.get(`${ns}/legacy-to-2-0-legacy-route`)?.status.phase).toBe('Succeeded');
   },
   TEST_TIMEOUT,
 );
@@ -383,7 +403,7 @@ test(
 );
 
 test(
-  'a Stage that does not exist fails the activation (StageNotFound) after Pending is written, and the Stage is never asked for',
+  'a Stage that does not exist fails the activation (StageNotFound) in its first status write, and the Stage is never asked for',
   async () => {
     cluster.addPlan('nostage-plan', { onFailure: 'Stop', steps: [{ name: 'route', tasks: ['nostage-route'] }] });
     const ref = activate('nostage-to-2', 'nostage', 'nostage-2', 'nostage-plan');
@@ -391,8 +411,8 @@ test(
     const result = await (await start(ref)).result();
 
     expect(result.phase).toBe('Failed');
-    // The check reads while Pending is written; the failure is written after it, never before.
-    expect(cluster.phases(ref)).toEqual(['Pending', 'Failed']);
+    // A new activation's first write is its first news: here, its end.
+    expect(cluster.phases(ref)).toEqual(['Failed']);
     expect(cluster.activation(ref).status).toMatchObject({
       reason: 'StageNotFound',
       message: 'Stage unit/nostage does not exist',
@@ -449,7 +469,7 @@ test(
     cluster.leases.get(`${ns}/foreign`)!.holder = undefined;
 
     expect((await handle.result()).phase).toBe('Succeeded');
-    expect(cluster.phases(ref)).toEqual(['Pending', 'Waiting', 'InProgress', 'Succeeded']);
+    expect(cluster.phases(ref)).toEqual(['Waiting', 'InProgress', 'Succeeded']);
     expect(cluster.lease(ns, 'foreign')?.holders).toEqual(['another-installation', 'unit/foreign-to-2']);
   },
   TEST_TIMEOUT,
@@ -541,7 +561,7 @@ test(
 );
 
 test(
-  "a step's executions are recorded final while the next step runs, and every one before the activation ends",
+  "an executor of an earlier release: a step's executions are recorded final while the next step runs, and every one before the activation ends",
   async () => {
     cluster.addStage(ns, 'rec', { 'rec-1': 1, 'rec-2': 2 }, 'rec-1');
     cluster.addPlan('rec-plan', {
@@ -551,6 +571,9 @@ test(
         { name: 'mesh', tasks: ['rec-mesh'] },
       ],
     });
+    // Executors of an earlier release, which leave the final record to the core.
+    cluster.behave('rec-gw', { kind: 'succeed', leavesRecord: true });
+    cluster.behave('rec-mesh', { kind: 'succeed', leavesRecord: true });
     // The first step's record waits for the next step's execution: it can only come while the record is pending.
     let nextSeenFirst = false;
     cluster.before.writeExecutionStatus = async (_ns: string, name: string, w: { phase: string }) => {
@@ -580,7 +603,7 @@ test(
 );
 
 test(
-  "a step's record that cannot be written fails the step that ran beside it, and what ran is reverted",
+  "an executor of an earlier release: a step's record that cannot be written fails the step that ran beside it, and what ran is reverted",
   async () => {
     cluster.addStage(ns, 'unrec', { 'unrec-1': 1, 'unrec-2': 2 }, 'unrec-1');
     cluster.addPlan('unrec-plan', {
@@ -590,6 +613,9 @@ test(
         { name: 'mesh', tasks: ['unrec-mesh'] },
       ],
     });
+    // Executors of an earlier release, which leave the final record to the core.
+    cluster.behave('unrec-gw', { kind: 'succeed', leavesRecord: true });
+    cluster.behave('unrec-mesh', { kind: 'succeed', leavesRecord: true });
     cluster.before.writeExecutionStatus = (_ns: string, name: string, w: { phase: string }) => {
       if (name === 'unrec-to-2-0-unrec-gw' && w.phase === 'Succeeded')
         throw ApplicationFailure.nonRetryable('the apiserver refused with HTTP 422', 'Invalid');

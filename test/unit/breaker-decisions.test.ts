@@ -307,7 +307,7 @@ describe('the Events of an activation held back by a breaker (decisions/events.t
     ],
     [
       'waiting for the Stage still says so',
-      {},
+      { phase: 'Pending' },
       after('Waiting', 'WaitingForStage', 'waiting for Stage shop'),
       ['Waiting: queued for Stage shop (nobody holds it now)'],
     ],

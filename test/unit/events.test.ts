@@ -101,7 +101,25 @@ describe('activationEvents: one status write, the transitions it makes', () => {
       'Succeeded',
       { phase: 'InProgress', steps: [gw('InProgress')] },
       report('Succeeded', 'Activated', 'now serves shop-3', { steps: [gw('Succeeded', 'Succeeded')] }),
-      ['StepSucceeded@VectorActivation', 'Succeeded@VectorActivation'],
+      ['Succeeded@VectorActivation'],
+    ],
+    [
+      "a new activation's first write, the Stage free: it started, and the Stage hears of it",
+      {},
+      report('InProgress', 'RunningPlan', 'step 1/2', { steps: [gw('InProgress'), step('mesh', 'Pending')] }),
+      ['Started@VectorActivation', 'ActivationStarted@Stage'],
+    ],
+    [
+      "a new activation's first write, the Stage held: it started, and waits",
+      {},
+      report('Waiting', 'WaitingForStage', 'waiting'),
+      ['Started@VectorActivation', 'Waiting@VectorActivation'],
+    ],
+    [
+      "a new activation's first write is its end: no start told",
+      {},
+      report('Skipped', 'OlderThanActive', 'older'),
+      ['Skipped@VectorActivation'],
     ],
     ['Skipped', { phase: 'Waiting' }, report('Skipped', 'OlderThanActive', 'older'), ['Skipped@VectorActivation']],
     [
@@ -139,6 +157,16 @@ describe('activationEvents: one status write, the transitions it makes', () => {
         }),
       )[0],
     ).toBe('step 1/1 gateway (attempt 2) succeeded: execution shop-to-3-0-gw-r2');
+    expect(
+      note(
+        { phase: 'InProgress', steps: [step('gateway', 'InProgress')] },
+        report('Succeeded', 'Activated', 'Stage shop now serves shop-3 (was shop-2)', {
+          steps: [step('gateway', 'Succeeded', [{ registration: 'gw', phase: 'Succeeded' }])],
+        }),
+      ),
+    ).toEqual([
+      'Activated: Stage shop now serves shop-3 (was shop-2); step 1/1 gateway succeeded: execution shop-to-3-0-gw',
+    ]);
     expect(note({ phase: 'Waiting' }, report('Skipped', 'Superseded', 'superseded by ns/shop-to-4'))).toEqual([
       'Superseded: superseded by ns/shop-to-4',
     ]);

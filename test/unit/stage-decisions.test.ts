@@ -190,6 +190,12 @@ const weighted = (t: Observed['traffic'], limit = 0) => ({
   ...(t ? { traffic: t } : {}),
 });
 
+/** app-1 held by an activation's in-activation mark, app-2 serving. */
+const heldAndServing = [
+  sv('app', 1, 'v1', { ready: true, annotations: { [ANNOTATION_ACTIVATED_BY]: 'ns/app-to-1' } }),
+  sv('app', 2, 'v2', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app' } }),
+];
+
 const rows: Row[] = [
   // Traffic as the managed routes hold it
   {
@@ -405,6 +411,20 @@ const rows: Row[] = [
     rule: 'a version a route sends traffic to is marked serving, whichever path got it there (a person, a failed Stop)',
     given: weighted(traffic({ 'app-2': 50, 'app-1': 50 })),
     then: (p) => expect(metadataOf(p, 'app-1')).toBeUndefined(),
+  },
+  {
+    rule: "the target of an unfinished activation, held by its in-activation mark, is left to that activation's switch even as routes send it traffic; marked once the activation is final",
+    given: {
+      ...weighted(traffic({ 'app-1': 100 })),
+      stageVersions: heldAndServing,
+      activations: [va('app', 'app-1', 'InProgress')],
+    },
+    then: (p) => {
+      expect(metadataOf(p, 'app-1')).toBeUndefined();
+      const given = { ...weighted(traffic({ 'app-1': 100 })), stageVersions: heldAndServing };
+      const ended = decideNamespace({ ...given, activations: [va('app', 'app-1', 'Failed')] }, NOW);
+      expect(metadataOf(ended, 'app-1')?.metadata).toEqual({ annotations: { [ANNOTATION_SERVING]: 'app' } });
+    },
   },
   {
     rule: 'an unmarked version a route sends traffic to gets the serving mark',

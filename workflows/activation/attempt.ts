@@ -37,12 +37,14 @@ export class Attempt {
     reporter.showProgression(undefined);
     this.parts.steps.startAttempt();
     requests.startAttempt();
-    // The check reads while Pending is written; a failed check is written after it, as Failed.
-    const validating = reporter.report(
-      'Pending',
-      'Validating',
-      `checking Stage ${va.stage} and StageVersion ${va.stageVersion}`,
-    );
+    // The check reads while Pending is written; a failed check is written after it, as Failed. A
+    // new activation's first write waits for its first news instead: InProgress when the Stage is
+    // free, Waiting when it is not, or why it ends.
+    const checking = `checking Stage ${va.stage} and StageVersion ${va.stageVersion}`;
+    const quiet = !retry && va.status.phase === undefined && patched('first-write-taken');
+    const validating = quiet
+      ? Promise.resolve(reporter.show('Pending', 'Validating', checking))
+      : reporter.report('Pending', 'Validating', checking);
     const describing = bookkeeping.describeStage(this.parts.ref.namespace, va.stage, va.stageVersion);
     const [written, described] = await Promise.allSettled([validating, describing]);
     if (written.status === 'rejected') throw written.reason;

@@ -196,7 +196,10 @@ export async function runTask(
       config: task.config,
       crossNamespaceAllowed: task.crossNamespaceAllowed,
     };
-    message = (await executeTask(input)).message;
+    const executed = await executeTask(input);
+    message = executed.message;
+    // The executor wrote the final status itself; one of an earlier release leaves it to us.
+    if (executed.completed) return { registration: task.registration, execution: name, ok: true, message };
     const written = record(() =>
       bookkeeping.writeExecutionStatus(ns, name, { phase: 'Succeeded', message, completionTime: now(), ...owned }),
     );

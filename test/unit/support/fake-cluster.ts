@@ -18,7 +18,7 @@ import {
   type ResolvedPlan,
   type StageState,
 } from '../../../activities/core.js';
-import type { ExecutorActivities } from '../../../activities/execute-task.js';
+import type { ExecutedTask, ExecutorActivities } from '../../../activities/execute-task.js';
 import type { ExecutionStatusWrite, ExecutionToCreate } from '../../../activities/executions.js';
 import {
   activationStatus,
@@ -35,7 +35,7 @@ import {
 } from '../../../decisions/status-write.js';
 import type { AnalysisRules, QueryResult } from '../../../decisions/analysis.js';
 import type { ProgressionSpec } from '../../../decisions/progression.js';
-import type { StageVersionInfo, TaskInput, TaskResult } from '../../../executors/types.js';
+import type { StageVersionInfo, TaskInput } from '../../../executors/types.js';
 import type { ActivationRef } from '../../../shared/activation.js';
 import { STAGE_LEASE_HELD } from '../../../stage-lock/contract.js';
 import { activationUsageName, stageLeaseName } from '../../../shared/names.js';
@@ -123,7 +123,8 @@ export interface FakeLease {
 
 /** What the fake executor does for one executeTask call. */
 export type Behaviour =
-  | { kind: 'succeed'; message?: string }
+  /** Succeeds and writes its execution's final status, as the executor does; `leavesRecord`: as one of an earlier release, leaving it to the core. */
+  | { kind: 'succeed'; message?: string; leavesRecord?: boolean }
   /** Fails; not retried unless `retryable` (the real executor's ExecutorError rule). */
   | {
       kind: 'fail';
@@ -680,7 +681,7 @@ export class FakeCluster {
   /** `executeTask` for the executor worker(s) of type `fake`, behaving as `behave` said. */
   executorActivities(): ExecutorActivities {
     return {
-      executeTask: async (input: TaskInput): Promise<TaskResult> => {
+      executeTask: async (input: TaskInput): Promise<ExecutedTask> => {
         const ctx = Context.current();
         const registration = (input.config as { registration: string }).registration;
         const call: ExecutorCall = {
@@ -728,9 +729,15 @@ export class FakeCluster {
                   .map(([n, w]) => `${n}:${w}`)
                   .join('+')}`
               : `put back what ${input.revertOf} found`;
-          return {
-            message: behaviour.kind === 'succeed' && behaviour.message ? behaviour.message : `${registration}: ${done}`,
-          };
+          const message =
+            behaviour.kind === 'succeed' && behaviour.message ? behaviour.message : `${registration}: ${done}`;
+          if (behaviour.kind === 'succeed' && behaviour.leavesRecord) return { message };
+          // The executor writes its execution's final status itself (activities/execute-task.ts).
+          if (execution && !final(execution.status.phase)) {
+            execution.status = { ...execution.status, phase: 'Succeeded', reason: 'Succeeded', message };
+            this.log(`execution ${call.execution} Succeeded by its executor`);
+          }
+          return { message, completed: true };
         } catch (err) {
           call.outcome = err instanceof CancelledFailure ? 'cancelled' : 'failed';
           throw err;

@@ -20,7 +20,7 @@ import {
   takeToken,
   type Breaker,
 } from '../decisions/breaker.js';
-import { BreakerStore } from '../k8s/breaker-store.js';
+import { BreakerStore, parseBreaker } from '../k8s/breaker-store.js';
 import { kubeTime } from '../shared/format.js';
 import { holderOf, type ActivationRef } from '../shared/activation.js';
 import { setCircuitBreakerState } from '../telemetry/metrics.js';
@@ -86,6 +86,9 @@ export function breakerActivities(deps: CoreDeps) {
      * an activation no breaker guards skips the admission (a step of its own) on the handoff's path.
      */
     async breakersApply(namespace: string): Promise<boolean> {
+      // As watched when the worker keeps them: the admission that follows reads each one anew.
+      const watched = deps.config?.list('CircuitBreaker');
+      if (watched) return breakersFor(watched.map(parseBreaker), namespace).length > 0;
       return (await applicable(namespace)).length > 0;
     },
 

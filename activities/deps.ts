@@ -2,6 +2,7 @@
 import { k8s } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { eventRecorder, type EventRecorder } from '../k8s/events.js';
+import type { SystemConfig } from '../k8s/system-config.js';
 import { API_VERSION } from '../api/group.js';
 import { componentLogger, type LogFn } from '../telemetry/log.js';
 import type { ActivationRef } from '../shared/activation.js';
@@ -13,12 +14,15 @@ export interface CoreDeps {
   leases: k8s.CoordinationV1Api;
   event: EventRecorder;
   log: LogFn;
+  /** The system namespace's plans, registrations and CircuitBreakers as watched, when the worker keeps them. */
+  config?: SystemConfig;
 }
 
 export function coreDeps(
   kubeConfig: k8s.KubeConfig,
   systemNamespace: string,
   log: LogFn = componentLogger('activities').fn(),
+  config?: SystemConfig,
 ): CoreDeps {
   return {
     kubeConfig,
@@ -27,6 +31,7 @@ export function coreDeps(
     leases: kubeConfig.makeApiClient(k8s.CoordinationV1Api),
     event: eventRecorder(kubeConfig, log),
     log,
+    ...(config ? { config } : {}),
   };
 }
 

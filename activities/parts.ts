@@ -4,6 +4,7 @@
  * that the composites, which are made of these parts, import them without importing core.ts back.
  */
 import type { k8s } from '../k8s/client.js';
+import type { SystemConfig } from '../k8s/system-config.js';
 import type { LogFn } from '../telemetry/log.js';
 import { activationStatusActivities } from './activation-status.js';
 import { analysisActivities } from './analysis.js';
@@ -25,11 +26,14 @@ export interface CoreActivityOptions {
   coreBuildId?: string;
   /** Where analyses that name no address ask (KONFIDENCE_PROMETHEUS_URL). */
   prometheusUrl?: string;
+  /** The system namespace's configuration as watched: read instead of asked for per activation. */
+  systemConfig?: SystemConfig;
 }
 
 /** The activities that each make one change or read; the composites below are made of them. */
-export function coreParts({ kubeConfig, systemNamespace, log, coreBuildId, prometheusUrl }: CoreActivityOptions) {
-  const deps = coreDeps(kubeConfig, systemNamespace, log);
+export function coreParts(options: CoreActivityOptions) {
+  const { kubeConfig, systemNamespace, log, coreBuildId, prometheusUrl, systemConfig } = options;
+  const deps = coreDeps(kubeConfig, systemNamespace, log, systemConfig);
   return failFastOnPermanentErrors({
     ...analysisActivities(prometheusUrl),
     ...activationStatusActivities(deps, coreBuildId),

@@ -80,16 +80,26 @@ export function plannedTask(reg: Typed<'ActivationTaskRegistration'>, namespace:
   };
 }
 
-export function planActivities({ objects, systemNamespace }: CoreDeps) {
+export function planActivities({ objects, systemNamespace, config }: CoreDeps) {
+  /** The plan of that name (if any) and every registration: as watched when the worker keeps them, else read. */
+  async function planAndRegistrations(name: string) {
+    const plans = config?.list('ActivationExecutionPlan');
+    const registrations = config?.list('ActivationTaskRegistration');
+    if (plans && registrations) {
+      const plan = plans.find((p) => p.metadata.name === name);
+      return [plan ? parseTyped('ActivationExecutionPlan', plan) : undefined, registrations] as const;
+    }
+    // The plan and the registrations in one round trip, not a read per registration after the plan's.
+    return Promise.all([
+      getTyped(objects, 'ActivationExecutionPlan', systemNamespace, name),
+      objects.list('ActivationTaskRegistration', systemNamespace),
+    ]);
+  }
   return {
     /** The steps an activation in `namespace` runs; refuses anything that would fail or overreach. */
     async resolvePlan(planName: string | undefined, namespace: string): Promise<ResolvedPlan> {
       const name = planName ?? 'default';
-      // The plan and the registrations in one round trip, not a read per registration after the plan's.
-      const [plan, all] = await Promise.all([
-        getTyped(objects, 'ActivationExecutionPlan', systemNamespace, name),
-        objects.list('ActivationTaskRegistration', systemNamespace),
-      ]);
+      const [plan, all] = await planAndRegistrations(name);
       if (!plan && planName)
         throw invalid('InvalidPlan', `ActivationExecutionPlan ${systemNamespace}/${planName} does not exist`);
       if (plan) {

@@ -31,7 +31,7 @@ export class BreakerStore {
         namespace,
         plural: PLURAL,
       })) as { items: unknown[] };
-      return res.items.map((o) => parse(o));
+      return res.items.map((o) => parseBreaker(o));
     } catch (err) {
       if (apiStatus(err) === 404) return [];
       throw err;
@@ -40,7 +40,7 @@ export class BreakerStore {
 
   async get(namespace: string, name: string): Promise<CircuitBreakerResource | undefined> {
     try {
-      return parse(
+      return parseBreaker(
         await this.api.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, name }),
       );
     } catch (err) {
@@ -66,7 +66,7 @@ export class BreakerStore {
       try {
         const body = { metadata: { resourceVersion: b.metadata.resourceVersion }, status };
         const options = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
-        return parse(
+        return parseBreaker(
           await this.api.patchNamespacedCustomObjectStatus(
             { group: GROUP, version: VERSION, namespace, plural: PLURAL, name, body },
             options,
@@ -95,7 +95,8 @@ export class BreakerStore {
   }
 }
 
-function parse(o: unknown): CircuitBreakerResource {
+/** A CircuitBreaker as read, typed; one that does not match its schema is an error that names it. */
+export function parseBreaker(o: unknown): CircuitBreakerResource {
   const parsed = circuitBreakerResource.safeParse(o);
   if (parsed.success) return { ...parsed.data, status: parsed.data.status ?? {} };
   const meta = (o as { metadata?: { namespace?: string; name?: string } }).metadata;

@@ -87,7 +87,8 @@ it('turns a vector change into a StageVersion, moves the target usage and ends w
     (sv) => sv.metadata.annotations?.[ANNOTATION_SERVING] === undefined,
     20_000,
   );
-  expect((await s.objects.get('Stage', s.ns, 'app'))?.status.draining).toBeUndefined();
+  // The mark goes first, the Stage's status in the same pass right after it.
+  await waitFor(s, 'Stage', 'app', (st) => st.status?.draining === undefined, 10_000);
 });
 
 it('a Stage with a 253-character name gets valid names and label values, and its activation runs', async () => {

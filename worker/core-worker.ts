@@ -10,6 +10,7 @@ import { createLockActivities } from '../stage-lock/activities.js';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';
 import type { k8s } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
+import type { SystemConfig } from '../k8s/system-config.js';
 import { coreDeploymentName } from '../decisions/rollout.js';
 import { CORE_TASK_QUEUE } from '../shared/task-queues.js';
 import { workflowsPath } from './workflows-path.js';
@@ -36,6 +37,12 @@ export interface CoreWorkerOptions {
   prometheusUrl?: string;
   /** Workflows kept in memory between their tasks (KONFIDENCE_MAX_CACHED_WORKFLOWS). */
   maxCachedWorkflows?: number;
+  /**
+   * The system namespace's plans, registrations and CircuitBreakers as watched, which the
+   * activities read instead of asking per activation; started here, stopped by the owner after the
+   * worker. Unset: read per activation.
+   */
+  systemConfig?: SystemConfig;
 }
 
 /**
@@ -56,11 +63,17 @@ export const MAX_CACHED_WORKFLOWS = 100;
  * would otherwise pay for that (on a busy start, a first task took over a second). Best effort:
  * a refused or failed read changes nothing, and at most WARM_UP_MS is waited.
  */
-async function warmUp(kubeConfig: k8s.KubeConfig, systemNamespace: string): Promise<void> {
+async function warmUp(
+  kubeConfig: k8s.KubeConfig,
+  systemNamespace: string,
+  systemConfig: SystemConfig | undefined,
+): Promise<void> {
   const objects = new CustomObjects(kubeConfig);
   const reads = Promise.allSettled([
     objects.list('ActivationTaskRegistration', systemNamespace),
     objects.get('Stage', systemNamespace, 'konfidence-warm-up'),
+    // Its first lists: until they are in, activations read the configuration per activation.
+    systemConfig?.start(),
   ]);
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([reads, new Promise((resolve) => (timer = setTimeout(resolve, WARM_UP_MS)))]);
@@ -75,7 +88,7 @@ export async function createCoreWorker(options: CoreWorkerOptions): Promise<Work
   const systemNamespace = options.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE;
   const [worker] = await Promise.all([
     createWorker(options, taskQueue, suffix),
-    warmUp(options.kubeConfig, systemNamespace),
+    warmUp(options.kubeConfig, systemNamespace, options.systemConfig),
   ]);
   return worker;
 }
@@ -108,6 +121,7 @@ function createWorker(options: CoreWorkerOptions, taskQueue: string, suffix: str
         systemNamespace: options.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE,
         ...(options.buildId ? { coreBuildId: options.buildId } : {}),
         ...(options.prometheusUrl ? { prometheusUrl: options.prometheusUrl } : {}),
+        ...(options.systemConfig ? { systemConfig: options.systemConfig } : {}),
       }),
       ...createLockActivities(options.client, taskQueue),
     },

@@ -29,6 +29,7 @@ import { startHealthServer, type HealthServer, type ReadinessCheck } from './hea
 import { endpointFromEnv, startPublisher, versionFromEnv, type Publisher } from './publisher.js';
 import { componentLogger, logger } from '../telemetry/log.js';
 import { flushEvents } from '../k8s/events.js';
+import type { SystemConfig } from '../k8s/system-config.js';
 import { enableProcessMetrics, metricsContentType, metricsText } from '../telemetry/metrics.js';
 
 const [role = 'all', type] = process.argv.slice(2);
@@ -204,6 +205,8 @@ async function stopElectors(): Promise<void> {
 }
 
 let worker: Worker | undefined;
+/** The core's watched configuration, stopped after its worker. */
+let systemConfig: SystemConfig | undefined;
 // Not ready while the role's components are still being made (bundling takes seconds): the checks
 // below are added as they are made, and a probe in between must not find the role ready.
 let started = false;
@@ -213,8 +216,17 @@ const workflowBundle = config.KONFIDENCE_WORKFLOW_BUNDLE
   : {};
 checks.push({ name: 'started', check: () => assertSynced(started, 'the components of this role') });
 if (role === 'core') {
-  const { createCoreWorker } = await import('./core-worker.js');
+  const [{ createCoreWorker }, { SystemConfig }] = await Promise.all([
+    import('./core-worker.js'),
+    import('../k8s/system-config.js'),
+  ]);
+  systemConfig = new SystemConfig(
+    kubeConfig,
+    config.KONFIDENCE_SYSTEM_NAMESPACE,
+    componentLogger('system-config', { role }).fn(),
+  );
   worker = await createCoreWorker({
+    systemConfig,
     ...common,
     client: client!,
     systemNamespace: config.KONFIDENCE_SYSTEM_NAMESPACE,
@@ -341,6 +353,7 @@ if (worker) {
   });
   await running;
 }
+await systemConfig?.stop();
 await flushEvents(); // the Events of the last transitions are written in the background
 await health?.close();
 await native?.close();

@@ -10,6 +10,9 @@ import type { Executor } from '../executors/types.js';
 import { userAgentOf, withUserAgent, type k8s } from '../k8s/client.js';
 import { flushEvents } from '../k8s/events.js';
 import type { Leadership } from '../k8s/leader-election.js';
+import { SystemConfig } from '../k8s/system-config.js';
+import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';
+import { componentLogger } from '../telemetry/log.js';
 import { CORE_TASK_QUEUE, executorTaskQueue } from '../shared/task-queues.js';
 import { createCoreWorker } from './core-worker.js';
 import { createExecutorWorker } from './executor-worker.js';
@@ -77,12 +80,21 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
   const client = new Client({ connection, namespace: o.temporalNamespace });
   const native = await NativeConnection.connect({ address: o.temporalAddress });
   const common = { connection: native, namespace: o.temporalNamespace };
+  const systemConfig =
+    o.core === false
+      ? undefined
+      : new SystemConfig(
+          as('core'),
+          o.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE,
+          o.log ?? componentLogger('system-config').fn(),
+        );
   const workers = [
-    ...(o.core === false
+    ...(systemConfig === undefined
       ? []
       : [
           await createCoreWorker({
             ...common,
+            systemConfig,
             kubeConfig: as('core'),
             client,
             taskQueue: coreTaskQueue,
@@ -144,6 +156,7 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
       await Promise.all([stageController?.stop(), watcher.stop()]);
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await Promise.allSettled(runs);
+      await systemConfig?.stop();
       await flushEvents();
       await native.close();
       await connection.close();

@@ -10,14 +10,14 @@ import type { CoreDeps } from '../../activities/deps.js';
 import { isFinal } from '../../decisions/activation.js';
 import { pinnedVersion } from '../../decisions/rollout.js';
 import { closedWorkflow, closedWorkflowEnding } from '../../decisions/watcher.js';
-import type { k8s } from '../../k8s/client.js';
 import type { LeaderGate } from '../../k8s/leader-election.js';
 import { activationWorkflowId, cancelSignal, stageDeletedSignal, type StageDeletion } from '../../shared/activation.js';
 import { releaseLockSignal, stageLockWorkflowId } from '../../stage-lock/contract.js';
 import { refOf, workflowIdOf, type CachedActivation } from '../../shared/cached-activation.js';
 import type { LogFn } from '../../telemetry/log.js';
 import { vectorActivation, type ActivationOptions } from '../../workflows/activation/workflow.js';
-import { readCoreRollout } from '../../worker/core-rollout.js';
+import type { CoreRolloutWatch } from '../../worker/core-rollout.js';
+import type { CoreRollout } from '../../api/core-rollout.js';
 import { closeOutActivation } from './close-out.js';
 import type { PassStates } from './pass-states.js';
 import { InFlightWork } from './in-flight.js';
@@ -26,9 +26,9 @@ import { latestRun } from './observe.js';
 export interface ActionOptions {
   client: Client;
   taskQueue: string;
-  /** Unfenced: reads only (the canary rollout). */
-  kubeConfig: k8s.KubeConfig;
   systemNamespace?: string;
+  /** The core rollout as watched in the system namespace; absent: no canary. */
+  rolloutWatch?: CoreRolloutWatch;
   uiUrl?: string;
   queueSuffix?: string;
   lockAskAgainSeconds?: number;
@@ -41,9 +41,6 @@ export interface ActionOptions {
   /** Asks for the namespace's pass (controller.ts): the only path that starts a workflow. */
   pass: (namespace: string) => void;
 }
-
-/** How long one read of the core rollout serves the starts that follow it. */
-const ROLLOUT_REUSE_MS = 1_000;
 
 /** What a deleted activation's workflow is told. */
 const DELETED = { token: 'deleted', reason: 'the VectorActivation was deleted', deleted: true };
@@ -66,20 +63,11 @@ export class ActivationActions {
 
   /**
    * The core rollout: a canary namespace's activation starts pinned to the canary build
-   * (docs/scale.md). One read serves the starts of the second it was made in (a pass starts its
-   * activations together), so a canary set a moment ago applies to the next activations.
+   * (docs/scale.md), as the watch of the system namespace's ConfigMaps has it.
    */
-  private rollout(): ReturnType<typeof readCoreRollout> | Promise<undefined> {
-    if (!this.options.systemNamespace) return Promise.resolve(undefined);
-    const now = performance.now();
-    if (!this.rolloutRead || now - this.rolloutRead.at > ROLLOUT_REUSE_MS) {
-      const read = readCoreRollout(this.options.kubeConfig, this.options.systemNamespace);
-      this.rolloutRead = { at: now, read };
-      read.catch(() => (this.rolloutRead = undefined)); // a failed read is not reused
-    }
-    return this.rolloutRead.read;
+  private rollout(): Promise<CoreRollout | undefined> {
+    return this.options.rolloutWatch?.current() ?? Promise.resolve(undefined);
   }
-  private rolloutRead?: { at: number; read: ReturnType<typeof readCoreRollout> };
 
   async startWorkflow(
     cachedActivation: CachedActivation,

@@ -27,6 +27,7 @@ import { ObjectReconciler } from './object-reconcile.js';
 import { DeletionNotices } from './deletion-notices.js';
 import { ClosedRunSweep } from './sweep.js';
 import type { ActivationControllerOptions } from './options.js';
+import { CoreRolloutWatch } from '../../worker/core-rollout.js';
 
 export type { ActivationControllerOptions };
 
@@ -34,6 +35,8 @@ export type { ActivationControllerOptions };
 const STOP_GRACE_MS = 10_000;
 
 export class ActivationController {
+  /** The core rollout in the system namespace, watched (absent without a system namespace: no canary). */
+  private readonly rolloutWatch: CoreRolloutWatch | undefined;
   private readonly informers: NamespacedInformers;
   private readonly actions: ActivationActions;
   private readonly namespacePass: NamespacePass;
@@ -84,8 +87,11 @@ export class ActivationController {
       log: this.log,
     });
     const { gate } = this.informers;
+    if (settings.systemNamespace)
+      this.rolloutWatch = new CoreRolloutWatch(settings.kubeConfig, settings.systemNamespace, this.log);
     this.actions = new ActivationActions({
       ...settings,
+      ...(this.rolloutWatch ? { rolloutWatch: this.rolloutWatch } : {}),
       gate,
       deps: coreDeps(this.informers.kubeConfig(), settings.systemNamespace ?? '', this.log),
       passStates: this.passStates,
@@ -131,7 +137,7 @@ export class ActivationController {
 
   async start(): Promise<void> {
     this.startedAt = Date.now();
-    await this.informers.start();
+    await Promise.all([this.informers.start(), this.rolloutWatch?.start()]);
     this.removeWatchedSource = addWatchedSource(() => watched(this.cache.values()));
     this.timer = setInterval(() => void this.sweep.run(), this.settings.checkIntervalMs ?? 30_000);
     this.informers.gate.start((identity) => this.tookOver(identity));
@@ -143,7 +149,7 @@ export class ActivationController {
     clearInterval(this.timer);
     this.removeWatchedSource?.();
     this.informers.gate.stop();
-    await this.informers.stop();
+    await Promise.all([this.informers.stop(), this.rolloutWatch?.stop()]);
     // Its caller closes the Temporal connection next: no start or Update may still be on its way.
     // No pass starts from now on; those running are work in flight, which the wait below covers.
     void this.passes.stop(0);

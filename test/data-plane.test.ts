@@ -63,7 +63,8 @@ interface LoadOptions {
 
 /**
  * Runs an activation of `stage` to `version` under a steady load through the gateway: the load
- * starts once the gateway routes to `from`, and runs `after` ms past the activation's end.
+ * starts once the gateway routes to `from`, and runs `after` ms past the activation's end and past
+ * what `during` waited for (a newer activation may end later).
  */
 async function underLoad(
   stage: string,
@@ -82,10 +83,10 @@ async function underLoad(
     await pollUntil(() => load.sent.length >= MIN_WINDOW + 400, 30_000, 'the load to warm up', 50);
     await o.before?.();
     if (o.attempt === undefined) await activate(s, name, stage, r, spec);
-    const meanwhile = o.during?.(load);
+    const meanwhile = o.during?.(load).then(() => performance.now());
     const ended = await endOf(name, o.attempt);
-    await meanwhile;
-    const until = ended.at + after;
+    const duringEnded = (await meanwhile) ?? ended.at;
+    const until = Math.max(ended.at, duringEnded) + after;
     await pollUntil(() => performance.now() >= until, after + 5_000, 'the load to run on after the end', 50);
     const sent = await load.stop();
     // The figures docs/data-plane.md quotes, one line per path.
@@ -412,7 +413,8 @@ it('a canary waiting at its gate, superseded by a newer version: its share goes 
   expect(newerEnded?.phase).toBe('Succeeded');
   const v = verdict(run, `${stage}-2`);
   expect(v.failures).toEqual([]);
-  expect(v.weights).toEqual([0, 30]);
+  // Before, at its gate, and none once it was superseded, while the newer one switched.
+  expect(v.weights).toEqual([0, 30, 0]);
   expect(v.worstError).toBeLessThanOrEqual(TOLERANCE);
   expect(allOnAfter(run.sent, `${stage}-3`, newerEnded!.at)).toBeDefined();
 });

@@ -56,7 +56,15 @@ require_pin() { # the wrapper module must pin the version that versions.env name
     { echo "install-binaries: scripts/build/$1/go.mod does not pin $2 (see versions.env)" >&2; exit 1; }
 }
 
-build_temporal() { GOBIN=$out go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_CLI_VERSION"; }
+# The CLI and the server build in one wrapper module, whose versions are the CLI's own (its
+# go.mod, with the server it embeds): the server's build then finds most of its packages compiled
+# by the CLI's, instead of compiling them again against the server's own go.mod.
+temporal_build() { (cd "$root/scripts/build/temporal" && go build "$@"); }
+
+build_temporal() {
+  require_pin temporal "github.com/temporalio/cli $TEMPORAL_CLI_VERSION"
+  temporal_build -o "$out/temporal" github.com/temporalio/cli/cmd/temporal
+}
 
 build_etcd() {
   require_pin etcd "go.etcd.io/etcd/server/v3 $ETCD_VERSION"
@@ -96,9 +104,12 @@ module_dir() { go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\
 # The Temporal server for the postgres profile, with its SQL tool and the PostgreSQL schema files
 # that tool applies (the admin-tools image keeps them in /etc/temporal/schema, likewise).
 build_temporal_server() {
+  require_pin temporal "go.temporal.io/server $TEMPORAL_SERVER_VERSION"
   local module=go.temporal.io/server@$TEMPORAL_SERVER_VERSION
-  install_as temporal-server "go.temporal.io/server/cmd/server@$TEMPORAL_SERVER_VERSION"
-  install_as temporal-sql-tool "go.temporal.io/server/cmd/tools/sql@$TEMPORAL_SERVER_VERSION"
+  # Both are named after their package, `server` and `sql`: built into a folder, then renamed.
+  local tmp; tmp=$(mktemp -d "$out/.bin-XXXXXX")
+  temporal_build -o "$tmp/" go.temporal.io/server/cmd/server go.temporal.io/server/cmd/tools/sql
+  mv "$tmp/server" "$out/temporal-server" && mv "$tmp/sql" "$out/temporal-sql-tool" && rmdir "$tmp"
   local dir; dir=$(module_dir "$module")
   mkdir -p "$out/schema/postgresql"
   cp -R "$dir/schema/postgresql/v12" "$out/schema/postgresql/v12"
@@ -205,7 +216,8 @@ debian_packages() {
 }
 
 # Three lines of work for two or more cores. The Temporal CLI embeds the server of the version
-# temporal-server is: built one after the other, the second reuses most of the first's packages.
+# temporal-server is, both from one wrapper module: built one after the other, the second reuses
+# most of the first's packages.
 line kubernetes build kubernetes "$KUBERNETES_VERSION" kube-apiserver kubectl kube-controller-manager -- build_kubernetes \
   --then etcd build etcd "$ETCD_VERSION" etcd -- build_etcd
 if [ "$profile" = dev ]; then

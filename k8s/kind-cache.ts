@@ -40,6 +40,27 @@ export interface KindCacheOptions {
   log: (message: string, fields?: Record<string, unknown>) => void;
 }
 
+/**
+ * What a list-and-watch does when its watch breaks: a refusal (403: not granted, 404: the kind not
+ * served) goes to `refused`, where there is one, and is not tried again; anything else is said to
+ * `broke` and listed and watched again after RESTART_DELAY_MS, until `stopped`.
+ */
+export function keepWatching(
+  informer: { on(event: 'error', cb: (err: unknown) => void): void; start(): Promise<void> },
+  o: { stopped: () => boolean; refused?: (refusal: string, status: number) => void; broke: (message: string) => void },
+): void {
+  informer.on('error', (err) => {
+    if (o.stopped()) return;
+    const status = apiStatus(err);
+    if (o.refused && (status === 404 || status === 403)) {
+      o.refused(apiMessage(err), status);
+      return;
+    }
+    o.broke(apiMessage(err));
+    setTimeout(() => !o.stopped() && void informer.start().catch(() => undefined), RESTART_DELAY_MS);
+  });
+}
+
 export class KindCache {
   private readonly informer: k8s.Informer<k8s.KubernetesObject> & k8s.ObjectCache<k8s.KubernetesObject>;
   private listedOk = false;
@@ -106,20 +127,22 @@ export class KindCache {
     this.informer.on('add', changed('ADDED'));
     this.informer.on('update', changed('MODIFIED'));
     this.informer.on('delete', changed('DELETED'));
-    this.informer.on('error', (err) => {
-      if (this.stopped) return;
-      const status = apiStatus(err);
-      if (o.onRefused && (status === 404 || status === 403)) {
-        this.refusedNow = true;
-        this.listedOk = false;
-        o.onRefused(apiMessage(err), status);
-        return;
-      }
-      o.log(`watch of ${this.path} broke (${apiMessage(err)}); re-listing`, {
-        level: 'warn',
-        ...(namespace ? { namespace } : {}),
-      });
-      setTimeout(() => !this.stopped && void this.informer.start().catch(() => undefined), RESTART_DELAY_MS);
+    keepWatching(this.informer, {
+      stopped: () => this.stopped,
+      ...(o.onRefused
+        ? {
+            refused: (refusal: string, status: number) => {
+              this.refusedNow = true;
+              this.listedOk = false;
+              o.onRefused!(refusal, status);
+            },
+          }
+        : {}),
+      broke: (message) =>
+        o.log(`watch of ${this.path} broke (${message}); re-listing`, {
+          level: 'warn',
+          ...(namespace ? { namespace } : {}),
+        }),
     });
   }
 

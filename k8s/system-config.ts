@@ -57,12 +57,12 @@ export class SystemConfig {
   }
 
   /**
-   * The objects of `kind` in the system namespace, copies a caller may change; undefined when the
-   * cache cannot answer now (not listed yet, or its last list failed).
+   * The objects of `kind` in the system namespace, as cached: read only (the callers parse them
+   * into objects of their own); undefined when the cache cannot answer now (not listed yet, or its
+   * last list failed).
    */
-  list(kind: SystemConfigKind): CustomObject[] | undefined {
+  list(kind: SystemConfigKind): readonly CustomObject[] | undefined {
     const cache = this.caches[kind];
-    if (!cache.listed) return undefined;
-    return cache.list(this.namespace).map((o) => structuredClone(o));
+    return cache.listed ? cache.list(this.namespace) : undefined;
   }
 }

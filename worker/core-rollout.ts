@@ -9,7 +9,8 @@ import {
   parseCoreRollout,
   type CoreRollout,
 } from '../api/core-rollout.js';
-import { apiMessage, apiStatus, k8s } from '../k8s/client.js';
+import { apiStatus, k8s } from '../k8s/client.js';
+import { keepWatching } from '../k8s/kind-cache.js';
 import type { LogFn } from '../telemetry/log.js';
 
 /** The rollout, or undefined when there is none (no ConfigMap: no canary, today's behaviour). */
@@ -48,9 +49,6 @@ export async function writeCoreRollout(
   }
 }
 
-/** A broken watch is listed and watched again after this long. */
-const RESTART_DELAY_MS = 1_000;
-
 /**
  * The rollout as the system namespace's ConfigMaps are watched: read before every workflow start
  * with no request, and a canary set a moment ago applies to the next start once its watch event
@@ -88,16 +86,13 @@ export class CoreRolloutWatch {
       undefined,
       fieldSelector,
     );
-    this.informer.on('error', (err) => {
-      if (this.stopped) return;
-      const status = apiStatus(err);
-      if (status === 403 || status === 404) {
-        log(`the core rollout is read before every start: the watch of ConfigMaps was refused (${apiMessage(err)})`, {
+    keepWatching(this.informer, {
+      stopped: () => this.stopped,
+      refused: (refusal) =>
+        log(`the core rollout is read before every start: the watch of ConfigMaps was refused (${refusal})`, {
           level: 'warn',
-        });
-        return;
-      }
-      setTimeout(() => !this.stopped && void this.informer.start().catch(() => undefined), RESTART_DELAY_MS);
+        }),
+      broke: (message) => log(`watch of the core rollout broke (${message}); re-listing`, { level: 'warn' }),
     });
   }
 

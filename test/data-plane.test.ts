@@ -36,6 +36,11 @@ afterAll(async () => {
 
 /** Split tolerance (points) and the least requests a judged window holds. */
 const TOLERANCE = 5;
+/**
+ * How long after an activation's end the gateway may still send by the routes before it: Traefik
+ * reports a route accepted as it builds its configuration and applies it a moment later.
+ */
+const APPLIED_MS = 1_000;
 const MIN_WINDOW = 400;
 /** Left out around each recorded change: the gateway and the Stage's status each follow a route write after their own delay. */
 const MARGIN_MS = 1_000;
@@ -157,7 +162,7 @@ it('a plain switch: no request fails, and after Succeeded every request reaches 
   // The route is written before Succeeded: by then the gateway sends it every request, or soon does.
   const switchedIn = allOnAfter(run.sent, `${stage}-2`, run.endedAt);
   expect(switchedIn).toBeDefined();
-  expect(switchedIn!).toBeLessThan(1_000);
+  expect(switchedIn!).toBeLessThan(APPLIED_MS);
   console.log(
     `plain switch: ${run.sent.length} requests, every one on ${stage}-2 ${Math.round(switchedIn!)} ms after Succeeded`,
   );
@@ -375,10 +380,11 @@ it("a failed analysis of the gateway's own metrics: the new version failing a fi
   // The told failures came while the new version had traffic, and stopped when it went back.
   const told = run.sent.filter((x) => x.injected);
   expect(told.length).toBeGreaterThan(0);
-  expect(told.every((x) => x.at < run.endedAt)).toBe(true);
-  expect(allOnAfter(run.sent, `${stage}-1`, run.endedAt)).toBeLessThan(1_000);
+  const lastTold = Math.max(...told.map((x) => x.at)) - run.endedAt;
+  expect(lastTold).toBeLessThan(APPLIED_MS);
+  expect(allOnAfter(run.sent, `${stage}-1`, run.endedAt)).toBeLessThan(APPLIED_MS);
   console.log(
-    `analysis: the gateway measured a success rate of ${success.measurements[0]?.value} and a p99 of ${latency.measurements[0]?.value} s; ${told.length} told failures, none after the ramp back`,
+    `analysis: the gateway measured a success rate of ${success.measurements[0]?.value} and a p99 of ${latency.measurements[0]?.value} s; ${told.length} told failures, the last ${Math.abs(Math.round(lastTold))} ms ${lastTold < 0 ? 'before' : 'after'} the end`,
   );
 });
 

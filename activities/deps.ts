@@ -6,12 +6,15 @@ import type { SystemConfig } from '../k8s/system-config.js';
 import { API_VERSION } from '../api/group.js';
 import { componentLogger, type LogFn } from '../telemetry/log.js';
 import type { ActivationRef } from '../shared/activation.js';
+import { KnownLeases } from './known-leases.js';
 
 export interface CoreDeps {
   kubeConfig: k8s.KubeConfig;
   systemNamespace: string;
   objects: CustomObjects;
   leases: k8s.CoordinationV1Api;
+  /** The Stage Leases this worker last wrote: a take or renewal writes on them without a read first. */
+  knownLeases?: KnownLeases;
   event: EventRecorder;
   log: LogFn;
   /** The system namespace's plans, registrations and CircuitBreakers as watched, when the worker keeps them. */
@@ -29,6 +32,7 @@ export function coreDeps(
     systemNamespace,
     objects: new CustomObjects(kubeConfig),
     leases: kubeConfig.makeApiClient(k8s.CoordinationV1Api),
+    knownLeases: new KnownLeases(),
     event: eventRecorder(kubeConfig, log),
     log,
     ...(config ? { config } : {}),

@@ -53,18 +53,22 @@ export async function takeStageLease(
   const name = stageLeaseName(stage);
   for (let attempt = 0; attempt < 5; attempt++) {
     const now = new Date();
-    let lease: k8s.V1Lease | undefined;
-    try {
-      lease = await deps.leases.readNamespacedLease({ name, namespace });
-    } catch (err) {
-      if (apiStatus(err) !== 404) throw err;
+    // The copy this worker last wrote, if it has one: the write below is conditional on it.
+    const known = attempt === 0 ? deps.knownLeases?.take(namespace, name) : undefined;
+    let lease: k8s.V1Lease | undefined = known;
+    if (!known) {
+      try {
+        lease = await deps.leases.readNamespacedLease({ name, namespace });
+      } catch (err) {
+        if (apiStatus(err) !== 404) throw err;
+      }
     }
     const micro = new k8s.V1MicroTime(now.getTime());
     if (!lease) {
       if (renewOnly) return { ok: false, heldBy: '(nobody: the Lease was deleted)', until: kubeTime(now) };
       whenTakeable?.();
       try {
-        await deps.leases.createNamespacedLease({
+        const created = await deps.leases.createNamespacedLease({
           namespace,
           body: {
             metadata: {
@@ -84,6 +88,7 @@ export async function takeStageLease(
             },
           },
         });
+        deps.knownLeases?.remember(created);
         return { ok: true };
       } catch (err) {
         if (apiStatus(err) === 409) continue;
@@ -93,6 +98,8 @@ export async function takeStageLease(
     const spec = lease.spec ?? {};
     const ours = spec.holderIdentity === holder;
     if (!ours && (renewOnly || !expired(spec, now))) {
+      // A copy may be stale: only what the apiserver says now is an answer.
+      if (known) continue;
       const renewed = new Date(spec.renewTime ?? spec.acquireTime ?? now);
       return {
         ok: false,
@@ -115,12 +122,13 @@ export async function takeStageLease(
       };
     }
     try {
-      await deps.leases.replaceNamespacedLease({ name, namespace, body: lease });
+      deps.knownLeases?.remember(await deps.leases.replaceNamespacedLease({ name, namespace, body: lease }));
       const releasedByOther = !spec.holderIdentity && lease.metadata?.annotations?.[RELEASED_BY] !== holder;
       const released = releasedByOther && spec.renewTime ? new Date(spec.renewTime).getTime() : NaN;
       return Number.isFinite(released) ? { ok: true, releasedAt: released } : { ok: true };
     } catch (err) {
-      if (apiStatus(err) !== 409) throw err;
+      // A conflict, or a copy of a Lease deleted since: read it and decide again.
+      if (apiStatus(err) !== 409 && !(known && apiStatus(err) === 404)) throw err;
     }
   }
   throw new Error(`Lease ${namespace}/${name} kept changing under us`);
@@ -138,9 +146,11 @@ async function releaseAtOnce(deps: CoreDeps, namespace: string, name: string, ho
     { op: 'add', path: jsonPointer('metadata', 'annotations', RELEASED_BY), value: holder },
   ];
   try {
-    await deps.leases.patchNamespacedLease(
-      { name, namespace, body },
-      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch),
+    deps.knownLeases?.remember(
+      await deps.leases.patchNamespacedLease(
+        { name, namespace, body },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch),
+      ),
     );
     return true;
   } catch (err) {
@@ -172,7 +182,7 @@ export async function releaseStageLease(
     lease.spec = { ...lease.spec, holderIdentity: undefined, renewTime: new k8s.V1MicroTime(Date.now()) };
     lease.metadata = { ...lease.metadata, annotations: { ...lease.metadata?.annotations, [RELEASED_BY]: holder } };
     try {
-      await deps.leases.replaceNamespacedLease({ name, namespace, body: lease });
+      deps.knownLeases?.remember(await deps.leases.replaceNamespacedLease({ name, namespace, body: lease }));
       return;
     } catch (err) {
       if (apiStatus(err) !== 409) throw err;

@@ -252,6 +252,7 @@ const result = {
   floorRequests: floor.made,
   activationOverFloor: Number((Math.round(ratio.activationMs) / Math.round(ratio.floorMs)).toFixed(2)),
   pairs: pairs.map((p) => ({ activationMs: Math.round(p.activationMs), floorMs: Math.round(p.floorMs) })),
+  everyRun: runs.map((x) => ({ requests: total(x.requests), writes: writes(x.requests) })),
 };
 console.log(
   `cost of one two-step activation, our processes' requests by the apiserver's audit log (median of ${runs.length} runs; their idle background ${result.idleRequestsPerSecond} requests/s subtracted):`,
@@ -260,6 +261,7 @@ console.log(
   `  apiserver requests ${result.apiserverRequests} (writes ${result.apiserverWrites}); Temporal history events: workflow ${result.historyEvents}, Stage lock ${result.lockHistoryEvents}`,
 );
 for (const [k, v] of Object.entries(result.requestsByKind)) console.log(`    ${String(v).padStart(3)}  ${k}`);
+console.log(`  every run (requests/writes): ${result.everyRun.map((x) => `${x.requests}/${x.writes}`).join(' ')}`);
 console.log(
   `  of them from its create to its Succeeded: ${result.requestsToSucceeded} (writes ${result.writesToSucceeded})`,
 );

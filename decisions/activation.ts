@@ -103,6 +103,20 @@ export interface StageLoss {
 }
 
 /**
+ * How long a read of the Stage stands for the route write of a later step: the quick steps of a
+ * plain activation follow one another within it, so its second step writes on the read the
+ * Lease's take made, as an informer's reader would on its cache. The watcher signals a Stage's
+ * deletion to the run; this read is the backstop for a signal missed (no watcher running), and a
+ * run that waited longer (a slow step, a gate, a breaker) reads again.
+ */
+export const STAGE_READ_STANDS_MS = 1_000;
+
+/** Whether a step's route write must read the Stage first: never read, or read too long ago (workflow time, ms). */
+export function stageReadDue(readAt: number | undefined, now: number): boolean {
+  return readAt === undefined || now - readAt >= STAGE_READ_STANDS_MS;
+}
+
+/**
  * Whether an activation may act for its Stage as read now: not when it is missing, being deleted,
  * or another Stage of the same name than the one it validated (`validatedUid`: the Stage is
  * identified by its uid, never by its name alone). Before validation a missing Stage was never

@@ -13,7 +13,7 @@ import { CustomObjects } from '../k8s/custom-objects.js';
 import type { SystemConfig } from '../k8s/system-config.js';
 import { coreDeploymentName } from '../decisions/rollout.js';
 import { CORE_TASK_QUEUE } from '../shared/task-queues.js';
-import { workflowsPath } from './workflows-path.js';
+import { sharedModules, workflowsPath } from './workflows-path.js';
 
 export interface CoreWorkerOptions {
   connection: NativeConnection;
@@ -102,7 +102,9 @@ function createWorker(options: CoreWorkerOptions, taskQueue: string, suffix: str
     // activity then fails its attempt and Temporal retries it on another replica); within a Pod's
     // default 30 s termination grace period.
     shutdownGraceTime: '25 seconds',
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
+    ...(options.workflowBundle
+      ? { workflowBundle: options.workflowBundle }
+      : { workflowsPath, bundlerOptions: { preloadModules: sharedModules } }),
     maxCachedWorkflows: options.maxCachedWorkflows ?? MAX_CACHED_WORKFLOWS,
     ...(options.buildId
       ? {

@@ -11,7 +11,7 @@ import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { workflowsPath } from './workflows-path.js';
+import { sharedModules, workflowsPath } from './workflows-path.js';
 
 /** The bundler's own records are progress noise; only its errors are said. */
 const quiet = {
@@ -25,7 +25,7 @@ const quiet = {
 
 /** The bundle of the workflows at `entry` (default the project's), in memory. */
 export function bundleWorkflows(entry = workflowsPath): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({ workflowsPath: entry, logger: quiet as never });
+  return bundleWorkflowCode({ workflowsPath: entry, logger: quiet as never, preloadModules: sharedModules });
 }
 
 /** Bundles the workflows and writes the bundle to `path` whole: a reader never finds half of it. */

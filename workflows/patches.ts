@@ -31,6 +31,12 @@ export const PATCHES: Record<string, Patch> = {
       "a new activation's first status write is its first news (InProgress, Waiting, or its ending), without Pending before it",
     release: '0.2.0',
   },
+  'stage-read-stands': {
+    workflow: 'activation',
+    changed:
+      "a later step's route write reads the Stage only when the last read of it is a second old or more (STAGE_READ_STANDS_MS)",
+    release: '0.2.0',
+  },
   'gone-records': {
     workflow: 'activation',
     changed:

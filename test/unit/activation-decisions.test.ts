@@ -13,6 +13,7 @@ import {
   reasonOf,
   releasesUsage,
   stageLoss,
+  stageReadDue,
   stepOutcome,
   stepsToRun,
   stoppedEnding,
@@ -110,6 +111,18 @@ describe('stageLoss: an activation acts only for the Stage it validated, by uid,
   ] as const)('%s', (_n, seen, validatedUid, loss) =>
     expect(stageLoss('dev', 'shop', seen, validatedUid)).toEqual(loss),
   );
+});
+
+describe("stageReadDue: a later step's route write reads the Stage unless it was read within the last second", () => {
+  it.each([
+    ['never read', undefined, 10_000, true],
+    ['read at the Lease 150 ms before (a quick first step)', 9_850, 10_000, false],
+    ['read 999 ms before', 9_001, 10_000, false],
+    ['read a second before (a slow step)', 9_000, 10_000, true],
+    ['read before a gate of an hour', 10_000, 3_610_000, true],
+  ])('%s', (_case, readAt, now, due) => {
+    expect(stageReadDue(readAt, now)).toBe(due);
+  });
 });
 
 describe('stoppedEnding: a stopped activation ends Cancelled, StageDeleted when its Stage went', () => {

@@ -7,7 +7,8 @@
 import { leaseAttempts } from '../../workflows/policies.js';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
-import { leaseActivities } from '../../activities/lease.js';
+import { leaseActivities, releaseStageLease, takeStageLease } from '../../activities/lease.js';
+import { KnownLeases } from '../../activities/known-leases.js';
 import type { CoreDeps } from '../../activities/deps.js';
 import { k8s } from '../../k8s/client.js';
 
@@ -93,4 +94,84 @@ it.each([
   [180, 22],
 ])('a wait of %i s allows %i attempts', (seconds, attempts) => {
   expect(leaseAttempts(seconds)).toBe(attempts);
+});
+
+/** One Lease as the apiserver keeps it: a write names the resourceVersion it read, or is refused (409). */
+function versionedLeases(initial: k8s.V1Lease) {
+  let stored = structuredClone(initial);
+  const requests: string[] = [];
+  const stamp = (lease: k8s.V1Lease) => {
+    stored = {
+      ...structuredClone(lease),
+      metadata: { ...lease.metadata, resourceVersion: String(Number(stored.metadata!.resourceVersion) + 1) },
+    };
+    return structuredClone(stored);
+  };
+  const leases = {
+    async readNamespacedLease() {
+      requests.push('GET');
+      return structuredClone(stored);
+    },
+    async replaceNamespacedLease({ body }: { body: k8s.V1Lease }) {
+      requests.push('PUT');
+      if (body.metadata?.resourceVersion !== stored.metadata!.resourceVersion) throw refused(409);
+      return stamp(body);
+    },
+    async patchNamespacedLease({ body }: { body: { op: string; path: string; value?: string }[] }) {
+      requests.push('PATCH');
+      const test = body.find((op) => op.op === 'test');
+      if (test && stored.spec?.holderIdentity !== test.value) throw refused(422);
+      return stamp({ ...stored, spec: { ...stored.spec, holderIdentity: undefined } });
+    },
+    /** Another installation takes the Lease behind the worker's back. */
+    takenElsewhere: (holder: string) =>
+      stamp({ ...stored, spec: { ...stored.spec, holderIdentity: holder, renewTime: new k8s.V1MicroTime() } }),
+    holder: () => stored.spec?.holderIdentity,
+  };
+  return { leases, requests };
+}
+
+describe('the Lease a worker released or took is written without a read first', () => {
+  const free: k8s.V1Lease = {
+    metadata: { name: 'konfidence-stage-shop', namespace: 'shop', resourceVersion: '7' },
+    spec: { leaseDurationSeconds: 60, renewTime: new k8s.V1MicroTime(0) },
+  };
+  const depsOf = (leases: unknown) =>
+    ({ leases, knownLeases: new KnownLeases(), log: () => undefined }) as unknown as CoreDeps;
+
+  it('the next activation takes a Lease its predecessor released in one request', async () => {
+    const { leases, requests } = versionedLeases(free);
+    const deps = depsOf(leases);
+    await takeStageLease(deps, 'shop', 'shop', undefined, 'shop/shop-to-2', 60);
+    await releaseStageLease(deps, 'shop', 'shop', 'shop/shop-to-2');
+    requests.length = 0;
+    const taken = await takeStageLease(deps, 'shop', 'shop', undefined, 'shop/shop-to-3', 60);
+    expect(taken.ok).toBe(true);
+    expect(requests).toEqual(['PUT']);
+    expect(leases.holder()).toBe('shop/shop-to-3');
+  });
+
+  it('a Lease another installation took since is read again and not overwritten', async () => {
+    const { leases, requests } = versionedLeases(free);
+    const deps = depsOf(leases);
+    await takeStageLease(deps, 'shop', 'shop', undefined, 'shop/shop-to-2', 60);
+    await releaseStageLease(deps, 'shop', 'shop', 'shop/shop-to-2');
+    leases.takenElsewhere('other-installation/shop-to-9');
+    requests.length = 0;
+    const taken = await takeStageLease(deps, 'shop', 'shop', undefined, 'shop/shop-to-3', 60);
+    expect(taken).toMatchObject({ ok: false, heldBy: 'other-installation/shop-to-9' });
+    expect(requests).toEqual(['PUT', 'GET']);
+    expect(leases.holder()).toBe('other-installation/shop-to-9');
+  });
+
+  it('keeps the Leases it wrote last, up to its bound', () => {
+    const known = new KnownLeases(2);
+    for (const name of ['a', 'b', 'c'])
+      known.remember({ metadata: { name, namespace: 'shop', resourceVersion: '1' }, spec: {} });
+    expect(known.size).toBe(2);
+    expect(known.take('shop', 'a')).toBeUndefined();
+    expect(known.take('shop', 'c')?.metadata?.name).toBe('c');
+    // Handed out once: a second take finds nothing, so a failed write reads.
+    expect(known.take('shop', 'c')).toBeUndefined();
+  });
 });

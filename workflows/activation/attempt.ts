@@ -10,6 +10,7 @@ import {
   initialProgress,
   lastRanStep,
   orderVerdict,
+  stageReadDue,
   stepsToRun,
   stoppedEnding,
   type Ending,
@@ -26,6 +27,8 @@ import { ranExecutions } from './steps.js';
 export class Attempt {
   /** The uid of the Stage this attempt validated: every later read of the Stage must find this one. */
   private stageUid: string | undefined;
+  /** When the Stage was last read as ours (workflow time): a later step's check may stand on it. */
+  private stageReadAt: number | undefined;
   /** The progression, while one runs. */
   private progression: Progression | undefined;
 
@@ -100,6 +103,7 @@ export class Attempt {
       if (requests.stageLost === undefined) return this.parts.fail(err);
       return finish(this.stopped('before its first step'));
     }
+    this.stageReadAt = Date.now();
     const { plan, stage, activeName, guarded } = taken;
     holdings.noteActive(activeName);
     // A retry starts from the truth: "previous" is what is active now, and every step runs again
@@ -162,7 +166,7 @@ export class Attempt {
         // Cancelled between steps, or the Stage gone: what ran is reverted as after a cancelled step.
         if (limited && n > 0 && !(await this.passBreakers(i, false)).admitted)
           return finish(await steps.failure(plan, ctx, i));
-        if (n > 0 && !(await this.stageStillOurs())) {
+        if (n > 0 && !(await this.stageStillOurs({ unlessJustRead: true }))) {
           return finish(await steps.failure(plan, ctx, i, { where: `before step ${plan.steps[i]!.name}` }));
         }
         if (await steps.runStep(plan, ctx, i, n === 0, n < toRun.run.length - 1))
@@ -211,11 +215,15 @@ export class Attempt {
    * when a gate or an analysis wakes the run); gone or being deleted, the run is stopped as by a
    * cancel and ends StageDeleted. The watcher usually says so sooner (stageDeletedSignal).
    */
-  private async stageStillOurs(): Promise<boolean> {
+  private async stageStillOurs(o: { unlessJustRead?: boolean } = {}): Promise<boolean> {
     const { ref, va, requests } = this.parts;
     if (requests.stageLost === undefined && this.stageUid !== undefined && patched('stage-checks')) {
-      const lost = await bookkeeping.checkStage(ref.namespace, va.stage, this.stageUid);
-      if (lost) requests.stageGone(lost.message);
+      const standing = o.unlessJustRead && !stageReadDue(this.stageReadAt, Date.now()) && patched('stage-read-stands');
+      if (!standing) {
+        const lost = await bookkeeping.checkStage(ref.namespace, va.stage, this.stageUid);
+        this.stageReadAt = Date.now();
+        if (lost) requests.stageGone(lost.message);
+      }
     }
     return requests.stageLost === undefined;
   }

@@ -93,6 +93,15 @@ async function underLoad(
     const duringEnded = (await meanwhile) ?? ended.at;
     const until = Math.max(ended.at, duringEnded) + after;
     await pollUntil(() => performance.now() >= until, after + 5_000, 'the load to run on after the end', 50);
+    // The weight the run ended on is judged too: a window of it needs its requests, however slowly a
+    // busy machine sends them.
+    const since = Math.max(ended.at, duringEnded);
+    await pollUntil(
+      () => load.sent.filter((x) => x.at >= since).length >= MIN_WINDOW + 200 || undefined,
+      30_000,
+      'a judged window of requests after the end',
+      50,
+    );
     const sent = await load.stop();
     // The figures docs/data-plane.md quotes, one line per path.
     console.log(
@@ -450,7 +459,7 @@ describe('nothing is let go while the gateway still sends it requests: the old v
    * own status writes after each change can start the throttle again, so a change may wait two of
    * them. The drain that protects the old version must outlast that.
    */
-  const LATE_SECONDS = 10;
+  const LATE_SECONDS = 15;
   let slow: SlowGateway;
   beforeAll(async () => {
     slow = await startSlowGateway(s, LATE_SECONDS);

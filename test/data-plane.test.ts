@@ -91,15 +91,15 @@ async function underLoad(
     const meanwhile = o.during?.(load).then(() => performance.now());
     const ended = await endOf(name, o.attempt);
     const duringEnded = (await meanwhile) ?? ended.at;
-    const until = Math.max(ended.at, duringEnded) + after;
-    await pollUntil(() => performance.now() >= until, after + 5_000, 'the load to run on after the end', 50);
-    // The weight the run ended on is judged too: a window of it needs its requests, however slowly a
-    // busy machine sends them.
+    // The load runs on `after` past the later end, and until the weight the run ended on has a
+    // judged window of requests, however slowly a busy machine sends them.
     const since = Math.max(ended.at, duringEnded);
     await pollUntil(
-      () => load.sent.filter((x) => x.at >= since).length >= MIN_WINDOW + 200 || undefined,
-      30_000,
-      'a judged window of requests after the end',
+      () =>
+        (performance.now() >= since + after && load.sent.filter((x) => x.at >= since).length >= MIN_WINDOW + 200) ||
+        undefined,
+      after + 30_000,
+      'the load to run on after the end',
       50,
     );
     const sent = await load.stop();

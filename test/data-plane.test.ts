@@ -91,13 +91,16 @@ async function underLoad(
     const meanwhile = o.during?.(load).then(() => performance.now());
     const ended = await endOf(name, o.attempt);
     const duringEnded = (await meanwhile) ?? ended.at;
-    // The load runs on `after` past the later end, and until the weight the run ended on has a
-    // judged window of requests, however slowly a busy machine sends them.
+    // The load runs on `after` past the later end, and until the last weight the Stage's status
+    // recorded (which may come a moment after the end) has a judged window of answered requests
+    // (from its margin on, as verdict() judges it), however slowly a busy machine sends them.
     const since = Math.max(ended.at, duringEnded);
+    const lastWindowFilled = () => {
+      const judgedFrom = (weights.timeline.at(-1)?.at ?? since) + MARGIN_MS;
+      return load.sent.filter((x) => x.at >= judgedFrom && x.version !== undefined).length >= MIN_WINDOW + 100;
+    };
     await pollUntil(
-      () =>
-        (performance.now() >= since + after && load.sent.filter((x) => x.at >= since).length >= MIN_WINDOW + 200) ||
-        undefined,
+      () => (performance.now() >= since + after && lastWindowFilled()) || undefined,
       after + 30_000,
       'the load to run on after the end',
       50,

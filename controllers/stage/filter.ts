@@ -12,10 +12,18 @@ import type { RouteReaders } from './route-readers.js';
 /**
  * How long after a route's change its namespace's pass starts, unless another change brings it
  * sooner: an activation's route writes, a step apart, are decided and written once with its switch
- * (whose usage and marks start the pass at once), not once each. Counted from the first route
+ * (whose usage and marks start the pass sooner), not once each. Counted from the first route
  * change, so routes that keep changing still get a pass this often.
  */
 export const ROUTE_PASS_DELAY_MS = 200;
+
+/**
+ * How long after any other change its namespace's pass starts: a switch writes the target's
+ * serving mark, the active usage, the previous version's drain and the activation usage's
+ * release within milliseconds of one another, and one pass decides on them all (one write of the
+ * Stage's status, not one per mark).
+ */
+export const PASS_DELAY_MS = 50;
 
 /** The passes an event asks for: its namespaces, and in how long. */
 export interface PassRequest {
@@ -37,7 +45,7 @@ export class StageEventFilter {
     if (type === 'DELETED') this.seen.delete(key);
     else if (this.seen.get(key)?.state === state) return undefined;
     else this.seen.set(key, { namespace, state });
-    if (!isRoute(object)) return { namespaces: [namespace], delayMs: 0 };
+    if (!isRoute(object)) return { namespaces: [namespace], delayMs: PASS_DELAY_MS };
     return { namespaces: [namespace, ...this.routeReaders.of(routeKeyOf(object))], delayMs: ROUTE_PASS_DELAY_MS };
   }
 

@@ -12,8 +12,10 @@ import {
   ExecutorError,
   type Executor,
   type ExecutorContext,
+  type RuleRecord,
   type TaskInput,
   type TaskResult,
+  type TrafficAssignment,
 } from '../executors/types.js';
 import { timeExecutorTask } from '../telemetry/metrics.js';
 import { recordOf, recordOnce } from './traffic-record.js';
@@ -75,7 +77,13 @@ export interface ExecutedTask extends TaskResult {
   completed?: boolean;
 }
 
-export function createExecutorActivities(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
+/**
+ * The executor's activities. `landscape`: a worker in that Landscape's cluster, whose kubeConfig
+ * reaches only that cluster: the core keeps its records (it observes, the core records, then it
+ * writes; a revert is given the record) and writes the final status (docs/landscapes.md).
+ */
+export function createExecutorActivities(executor: Executor<any>, kubeConfig: k8s.KubeConfig, landscape?: string) {
+  if (landscape !== undefined) return landscapeActivities(executor, kubeConfig);
   const run = runTask(executor, kubeConfig);
   const { writeExecutionStatus } = executionWrites(new CustomObjects(kubeConfig));
   return {
@@ -107,72 +115,151 @@ export function createExecutorActivities(executor: Executor<any>, kubeConfig: k8
   };
 }
 
+/** The task's configuration, validated and allowed where it writes; throws what no retry can fix. */
+function checkedConfig(executor: Executor<any>, input: TaskInput): unknown {
+  const parsed = executor.config.safeParse(input.config);
+  if (!parsed.success) {
+    const problems = describeIssues(parsed.error, ['spec']);
+    throw ApplicationFailure.nonRetryable(`invalid ${executor.type} spec: ${problems}`, 'InvalidExecutorSpec');
+  }
+  const refused = crossNamespaceViolation(executor, parsed.data, input);
+  if (refused) throw ApplicationFailure.nonRetryable(refused, 'CrossNamespaceRefused');
+  return parsed.data;
+}
+
+/**
+ * Runs `work` with the executor's context, heartbeating (heartbeats carry cancellation to this
+ * activity) and its failure classified. One read of each route for observe and the write: what
+ * observe read is what the write edits (a conflict reads again). The check after the write reads
+ * the apiserver's answer to it (the route as stored, admission included): a read-back would find
+ * the same. A writer after that is drift, which the Stage controller's watch of the routes reports.
+ */
+async function withExecutorContext<T>(kubeConfig: k8s.KubeConfig, work: (ctx: ExecutorContext) => Promise<T>) {
+  const activity = Context.current();
+  const ticker = setInterval(() => activity.heartbeat(), HEARTBEAT_MS);
+  const ctx: ExecutorContext = {
+    kubeConfig,
+    signal: activity.cancellationSignal,
+    heartbeat: (d) => activity.heartbeat(d),
+    routes: new Map(),
+  };
+  try {
+    return await work(ctx);
+  } catch (err) {
+    throw taskFailure(err);
+  } finally {
+    clearInterval(ticker);
+  }
+}
+
+/** Puts `record` back, only its rules nobody moved since when the input asks (a close-out). */
+async function restoreRecord(
+  executor: Executor<any>,
+  input: TaskInput,
+  record: { rules: RuleRecord[]; assignment?: TrafficAssignment },
+  config: unknown,
+  ctx: ExecutorContext,
+): Promise<TaskResult> {
+  let rules = record.rules;
+  if (input.unmovedOnly && record.assignment) {
+    rules = unmovedRules(rules, await executor.observe(input, config, ctx, { lenient: true }), [
+      record.assignment,
+      ...(input.unmovedAlso ?? []),
+    ]);
+    if (rules.length === 0)
+      return {
+        message: `nothing to restore: every rule ActivationExecution ${input.revertOf} changed was moved since`,
+      };
+  }
+  return executor.restore(input, rules, config, ctx);
+}
+
+/** Sets the rules to the assignment and checks they hold it. */
+async function applyAssignment(
+  executor: Executor<any>,
+  input: TaskInput,
+  config: unknown,
+  ctx: ExecutorContext,
+): Promise<TaskResult> {
+  const assignment = input.assignment;
+  if (!assignment) throw new ExecutorError('an Apply task without an assignment');
+  ctx.signal.throwIfAborted();
+  const result = await executor.route(input, assignment, config, ctx);
+  const verified = await executor.verify(input, assignment, config, ctx);
+  return verified ? { ...result, message: `${result.message}; ${verified}` } : result;
+}
+
+const nothingRecorded = (revertOf: string) => ({
+  message: `nothing to restore: ActivationExecution ${revertOf} recorded nothing, so it changed no route`,
+});
+
 function runTask(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
   const objects = new CustomObjects(kubeConfig);
   return async (input: TaskInput): Promise<TaskResult> => {
-    const activity = Context.current();
-    const parsed = executor.config.safeParse(input.config);
-    if (!parsed.success) {
-      const problems = describeIssues(parsed.error, ['spec']);
-      throw ApplicationFailure.nonRetryable(`invalid ${executor.type} spec: ${problems}`, 'InvalidExecutorSpec');
-    }
-    const refused = crossNamespaceViolation(executor, parsed.data, input);
-    if (refused) throw ApplicationFailure.nonRetryable(refused, 'CrossNamespaceRefused');
-    // Heartbeats carry cancellation to this activity; keep them flowing while the executor works.
-    const ticker = setInterval(() => activity.heartbeat(), HEARTBEAT_MS);
-    // One read of each route for observe and the write: what observe read is what the write edits
-    // (a conflict reads again). The check after the write reads the apiserver's answer to it (the
-    // route as stored, admission included): a read-back would find the same. A writer after that
-    // is drift, which the Stage controller's watch of the routes reports.
-    const ctx: ExecutorContext = {
-      kubeConfig,
-      signal: activity.cancellationSignal,
-      heartbeat: (d) => activity.heartbeat(d),
-      routes: new Map(),
-    };
+    const config = checkedConfig(executor, input);
     const { namespace, name } = input.execution;
-    try {
+    return withExecutorContext(kubeConfig, async (ctx) => {
       if (input.action === 'Revert') {
         if (!input.revertOf) return { message: 'nothing to restore: no Apply execution named' };
         const record = await recordOf(objects, namespace, input.revertOf);
-        if (!record)
-          return {
-            message: `nothing to restore: ActivationExecution ${input.revertOf} recorded nothing, so it changed no route`,
-          };
-        let rules = record.rules;
-        if (input.unmovedOnly && record.assignment) {
-          rules = unmovedRules(rules, await executor.observe(input, parsed.data, ctx, { lenient: true }), [
-            record.assignment,
-            ...(input.unmovedAlso ?? []),
-          ]);
-          if (rules.length === 0)
-            return {
-              message: `nothing to restore: every rule ActivationExecution ${input.revertOf} changed was moved since`,
-            };
-        }
-        return await executor.restore(input, rules, parsed.data, ctx);
+        if (!record) return nothingRecorded(input.revertOf);
+        return restoreRecord(executor, input, record, config, ctx);
       }
-      const assignment = input.assignment;
-      if (!assignment) throw new ExecutorError('an Apply task without an assignment');
       // What the task manages, recorded before its first write: a revert puts exactly this back.
       await recordOnce(
         objects,
         namespace,
         name,
-        () => executor.observe(input, parsed.data, ctx),
+        () => executor.observe(input, config, ctx),
         input.earlier,
-        `running on ${activity.info.taskQueue}`,
+        `running on ${Context.current().info.taskQueue}`,
       );
-      ctx.signal.throwIfAborted();
-      const result = await executor.route(input, assignment, parsed.data, ctx);
-      const verified = await executor.verify(input, assignment, parsed.data, ctx);
-      return verified ? { ...result, message: `${result.message}; ${verified}` } : result;
-    } catch (err) {
-      throw taskFailure(err);
-    } finally {
-      clearInterval(ticker);
-    }
+      return applyAssignment(executor, input, config, ctx);
+    });
+  };
+}
+
+/**
+ * A landscape worker's activities: nothing of the control plane is read or written here. An Apply
+ * is two activities around the core's write of the record (observeTask, then executeTask with
+ * `recorded`), so that the record is kept before any route changes, as on the control plane.
+ */
+function landscapeActivities(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
+  return {
+    /** What the managed rules hold now (the record to be), and nothing written. */
+    async observeTask(input: TaskInput): Promise<RuleRecord[]> {
+      const config = checkedConfig(executor, input);
+      return withExecutorContext(kubeConfig, (ctx) => executor.observe(input, config, ctx));
+    },
+
+    /** One attempt, timed and its failure counted by type; the core writes the final status. */
+    async executeTask(input: TaskInput): Promise<ExecutedTask> {
+      const done = timeExecutorTask(executor.type, input.action);
+      try {
+        const config = checkedConfig(executor, input);
+        const result = await withExecutorContext(kubeConfig, async (ctx) => {
+          if (input.action === 'Revert') {
+            if (!input.revertOf) return { message: 'nothing to restore: no Apply execution named' };
+            if (!input.record) return nothingRecorded(input.revertOf);
+            return restoreRecord(executor, input, input.record, config, ctx);
+          }
+          if (input.recorded !== true)
+            throw ApplicationFailure.nonRetryable(
+              'an Apply task of a landscape needs its record written by the core first (observeTask, then the record): nothing was changed',
+              'ExecutorError',
+            );
+          return applyAssignment(executor, input, config, ctx);
+        });
+        done('succeeded');
+        return result;
+      } catch (err) {
+        const cancelled = Context.current().cancellationSignal.aborted;
+        done(cancelled ? 'cancelled' : 'failed', taskErrorType(err, cancelled));
+        throw err;
+      }
+    },
   };
 }
 
 export type ExecutorActivities = ReturnType<typeof createExecutorActivities>;
+export type LandscapeExecutorActivities = ReturnType<typeof landscapeActivities>;

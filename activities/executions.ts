@@ -11,6 +11,8 @@ import { kubeTime } from '../shared/format.js';
 import type { ActivationRef } from '../shared/activation.js';
 import { ownerRef, type CoreDeps } from './deps.js';
 import type { CustomObject, CustomObjects } from '../k8s/custom-objects.js';
+import type { RuleRecord } from '../api/activation-execution.js';
+import { recordOf, recordOnce } from './traffic-record.js';
 
 export interface ExecutionToCreate {
   name: string;
@@ -48,6 +50,17 @@ export interface ExecutionStatusWrite {
   workerOwned?: boolean;
   startTime?: string;
   completionTime?: string;
+}
+
+/** What a landscape's worker observed before its first write, for the core to record. */
+export interface RecordToWrite {
+  namespace: string;
+  name: string;
+  rules: RuleRecord[];
+  /** The same task's execution in an earlier attempt, whose record a rule nobody moved since keeps. */
+  earlier?: string;
+  /** The InProgress message written with the record (who runs it). */
+  takenUp: string;
 }
 
 const isFinal = (phase: unknown) => phase === 'Succeeded' || phase === 'Error';
@@ -191,6 +204,20 @@ export function executionActivities({ objects }: CoreDeps) {
     },
 
     executionRecords,
+
+    /**
+     * A landscape's task: the record its worker observed, written by the core (the worker holds no
+     * credentials of the control plane) before the worker may change anything; the record already
+     * written by an earlier attempt stands (traffic-record.ts). Returns the record kept.
+     */
+    async recordExecution(i: RecordToWrite): Promise<RuleRecord[]> {
+      return recordOnce(objects, i.namespace, i.name, async () => i.rules, i.earlier, i.takenUp);
+    },
+
+    /** A landscape's revert: the record of the Apply execution it puts back, read for its worker. */
+    async readExecutionRecord(namespace: string, name: string) {
+      return recordOf(objects, namespace, name);
+    },
 
     /** Waits for an outside controller to finish an External execution; heartbeats so cancel reaches it. */
     async awaitExternalExecution(namespace: string, name: string): Promise<{ phase: string; message: string }> {

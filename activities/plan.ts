@@ -13,6 +13,7 @@ import type { CoreDeps } from './deps.js';
 import type { AnalysisRules } from '../decisions/analysis.js';
 import type { ProgressionSpec } from '../decisions/progression.js';
 import { describeIssues } from '../api/issues.js';
+import { placementOf, type LandscapeAllowance } from '../decisions/landscape.js';
 
 export interface PlannedTask {
   registration: string;
@@ -23,6 +24,12 @@ export interface PlannedTask {
   heartbeatTimeoutSeconds?: number;
   /** The registration lets this activation's namespace change routes in other namespaces. */
   crossNamespaceAllowed: boolean;
+  /**
+   * The Landscape whose workers run this task (its Stage's spec.landscape, allowed for the
+   * namespace): its task queue is that landscape's, and the core keeps its record. Absent: the
+   * control plane's own cluster.
+   */
+  landscape?: string;
 }
 
 export interface ResolvedPlan {
@@ -95,7 +102,28 @@ export function planActivities({ objects, systemNamespace, config }: CoreDeps) {
       objects.list('ActivationTaskRegistration', systemNamespace),
     ]);
   }
+  /** The system namespace's Landscapes: as watched when the worker keeps them, else read. */
+  async function landscapes(): Promise<LandscapeAllowance[]> {
+    const objectsOfKind = config?.list('Landscape') ?? (await objects.list('Landscape', systemNamespace));
+    return objectsOfKind.map((object) => {
+      const landscape = parseTyped('Landscape', object);
+      return { name: landscape.metadata.name!, allowedNamespaces: landscape.spec.allowedNamespaces };
+    });
+  }
   return {
+    /**
+     * The plan with each Worker task sent to the landscape of the Stage's routes; refuses a
+     * landscape that does not exist or does not allow the namespace. An External task stays with
+     * its controller, which watches the control plane.
+     */
+    async placeTasks(plan: ResolvedPlan, namespace: string, stage: string, landscape: string): Promise<ResolvedPlan> {
+      const placement = placementOf({ namespace, name: stage, landscape }, await landscapes(), systemNamespace);
+      if ('refused' in placement) throw invalid('LandscapeRefused', placement.refused);
+      const place = (task: PlannedTask): PlannedTask =>
+        task.executor === 'Worker' && placement.landscape ? { ...task, landscape: placement.landscape } : task;
+      return { ...plan, steps: plan.steps.map((step) => ({ ...step, tasks: step.tasks.map(place) })) };
+    },
+
     /** The steps an activation in `namespace` runs; refuses anything that would fail or overreach. */
     async resolvePlan(planName: string | undefined, namespace: string): Promise<ResolvedPlan> {
       const name = planName ?? 'default';

@@ -17,6 +17,8 @@ export interface StageState {
   /** Oldest first. */
   stageVersions: StageVersionInfo[];
   target: StageVersionInfo;
+  /** The Landscape the Stage's routes live in (spec.landscape); absent: the control plane's own cluster. */
+  landscape?: string;
 }
 
 const seenOf = (st: Typed<'Stage'> | undefined): StageSeen | undefined =>
@@ -123,7 +125,8 @@ export function stageVersionActivities({ objects }: CoreDeps) {
           'StageVersionNotFound',
         );
       }
-      return { stageUid: st!.metadata.uid!, stageVersions, target };
+      const landscape = st!.spec.landscape;
+      return { stageUid: st!.metadata.uid!, stageVersions, target, ...(landscape ? { landscape } : {}) };
     },
 
     /** Whether the Stage the activation validated (by uid) is gone or going: one read, before a route write. */

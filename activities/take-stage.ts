@@ -33,7 +33,7 @@ export interface TakenStage {
 /** The activities takeStage is made of: the real ones, or a test's fakes of them. */
 type StageParts = Pick<
   CoreParts,
-  'acquireStageLease' | 'resolvePlan' | 'describeStage' | 'readActiveStageVersion' | 'breakersApply'
+  'acquireStageLease' | 'resolvePlan' | 'placeTasks' | 'describeStage' | 'readActiveStageVersion' | 'breakersApply'
 >;
 
 export function takeStageActivities(parts: StageParts) {
@@ -70,7 +70,9 @@ export function takeStageActivities(parts: StageParts) {
         },
         i.created,
       );
-      const [plan, stage, activeName, guarded] = await (reads ?? read());
+      const [resolved, stage, activeName, guarded] = await (reads ?? read());
+      // A Stage whose routes live in a Landscape sends its tasks to that landscape's workers.
+      const plan = stage.landscape ? await parts.placeTasks(resolved, i.namespace, i.stage, stage.landscape) : resolved;
       return { plan, stage, ...(activeName ? { activeName } : {}), guarded };
     },
   };

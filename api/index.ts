@@ -14,12 +14,14 @@ export * from './progression.js';
 export * from './controller-status.js';
 export * from './circuit-breaker.js';
 export * from './sharding-config.js';
+export * from './landscape.js';
 
 import { ActivationExecution } from './activation-execution.js';
 import { ActivationExecutionPlan } from './activation-execution-plan.js';
 import { ActivationTaskRegistration } from './activation-task-registration.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import { ControllerStatus } from './controller-status.js';
+import { Landscape } from './landscape.js';
 import { ShardingConfig } from './sharding-config.js';
 import type { KindDefinition } from './kind.js';
 import { Stage } from './stage.js';
@@ -39,6 +41,7 @@ export const allKinds: readonly KindDefinition[] = [
   ControllerStatus,
   ShardingConfig,
   CircuitBreaker,
+  Landscape,
 ];
 export * from './crd.js';
 export * from './conditions.js';

@@ -25,6 +25,11 @@ export const stageSpec = z.object({
     .describe(
       'How long a StageVersion stays protected (serving-marked: not deleted) after the managed routes stop sending it traffic: the time the data plane takes to apply a route change and to finish the requests it sent there.',
     ),
+  landscape: dnsLabel
+    .optional()
+    .describe(
+      "The Landscape (in the system namespace) whose cluster holds this Stage's routes; its executor workers make the routing changes there. Absent: the control plane's own cluster. The Landscape must list this namespace in spec.allowedNamespaces.",
+    ),
 });
 
 export const stagePhases = ['Pending', 'Progressing', 'Ready', 'Degraded'] as const;

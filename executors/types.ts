@@ -33,6 +33,13 @@ export interface TaskInput {
   /** Revert: the Apply ActivationExecution whose record (what it found) is put back. */
   revertOf?: string;
   /**
+   * A landscape's task, whose worker cannot read the control plane. Revert: the record of
+   * `revertOf`, as the core read it. Apply: true once the core wrote the record the worker
+   * observed (observeTask), so the worker may change the routes.
+   */
+  record?: { rules: RuleRecord[]; assignment?: TrafficAssignment };
+  recorded?: boolean;
+  /**
    * Revert: put back only the rules that still hold what the Apply execution assigned (a close-out,
    * after which another activation may have moved them).
    */

@@ -1,6 +1,6 @@
 /**
  * The system namespace's configuration as the core reads it for every activation: its
- * ActivationExecutionPlans, ActivationTaskRegistrations and CircuitBreakers, kept by watches (as
+ * ActivationExecutionPlans, ActivationTaskRegistrations, CircuitBreakers and Landscapes, kept by watches (as
  * controller-runtime's client reads from its informers). An activation then reads them with no
  * request; a change reaches the next activation as soon as its watch event does. Until a kind's
  * first list succeeded, or while its watch is broken, `read` says so and the caller asks the
@@ -15,6 +15,7 @@ export const SYSTEM_CONFIG_KINDS = {
   ActivationExecutionPlan: 'activationexecutionplans',
   ActivationTaskRegistration: 'activationtaskregistrations',
   CircuitBreaker: 'circuitbreakers',
+  Landscape: 'landscapes',
 } as const;
 export type SystemConfigKind = keyof typeof SYSTEM_CONFIG_KINDS;
 
@@ -44,6 +45,7 @@ export class SystemConfig {
       ActivationExecutionPlan: cache(SYSTEM_CONFIG_KINDS.ActivationExecutionPlan),
       ActivationTaskRegistration: cache(SYSTEM_CONFIG_KINDS.ActivationTaskRegistration),
       CircuitBreaker: cache(SYSTEM_CONFIG_KINDS.CircuitBreaker),
+      Landscape: cache(SYSTEM_CONFIG_KINDS.Landscape),
     };
   }
 

@@ -7,6 +7,7 @@ import type { z } from 'zod';
 import {
   activationExecutionPlanResource,
   activationTaskRegistrationResource,
+  landscapeResource,
   stageResource,
   stageVersionResource,
   vectorActivationResource,
@@ -20,6 +21,7 @@ export const schemas = {
   StageVersion: stageVersionResource,
   ActivationTaskRegistration: activationTaskRegistrationResource,
   ActivationExecutionPlan: activationExecutionPlanResource,
+  Landscape: landscapeResource,
 } as const;
 export type TypedKind = keyof typeof schemas;
 export type Typed<K extends TypedKind> = z.infer<(typeof schemas)[K]>;

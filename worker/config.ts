@@ -2,6 +2,7 @@
 import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';
+import { dnsLabel } from '../api/meta.js';
 import { temporalWorkflowUrl } from '../shared/format.js';
 import { LEVELS } from '../telemetry/log.js';
 import { describeIssues } from '../api/issues.js';
@@ -37,6 +38,11 @@ const configSchema = z.object({
   KONFIDENCE_WATCH_NAMESPACES: z.string().optional(),
   /** Appended to every task queue name: separate installations (or tests) on one Temporal namespace. */
   KONFIDENCE_QUEUE_SUFFIX: z.string().default(''),
+  /**
+   * An executor worker's Landscape (docs/landscapes.md): it polls that landscape's task queue of its
+   * type, and KUBECONFIG reaches that landscape's cluster only; the core keeps its records.
+   */
+  KONFIDENCE_LANDSCAPE: dnsLabel.optional(),
   /**
    * Set: the core worker joins the Worker Deployment konfidence-core<suffix> as this build
    * (Temporal Worker Versioning, docs/scale.md); unset: an unversioned worker, as before.

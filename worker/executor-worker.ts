@@ -10,7 +10,9 @@ export interface ExecutorWorkerOptions {
   namespace: string;
   kubeConfig: k8s.KubeConfig;
   executor: Executor<any>;
-  /** Tests give each run its own queue; default konfidence-executor-<type>. */
+  /** A Landscape's worker: kubeConfig reaches that cluster only, and the core keeps the records. */
+  landscape?: string;
+  /** Tests give each run its own queue; default konfidence-executor-<type>[@<landscape>]. */
   taskQueue?: string;
 }
 
@@ -18,10 +20,10 @@ export function createExecutorWorker(o: ExecutorWorkerOptions): Promise<Worker> 
   return Worker.create({
     connection: o.connection,
     namespace: o.namespace,
-    taskQueue: o.taskQueue ?? executorTaskQueue(o.executor.type),
+    taskQueue: o.taskQueue ?? executorTaskQueue(o.executor.type, o.landscape),
     // On SIGTERM in-flight tasks get this long to finish before they are cancelled (a heartbeating
     // activity then fails its attempt and Temporal retries it on another replica).
     shutdownGraceTime: '25 seconds',
-    activities: createExecutorActivities(o.executor, o.kubeConfig),
+    activities: createExecutorActivities(o.executor, o.kubeConfig, o.landscape),
   });
 }

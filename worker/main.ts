@@ -244,7 +244,13 @@ if (role === 'core') {
   ]);
   const executor = type ? executorFor(type) : undefined;
   if (!executor) throw new Error(`usage: worker/main.ts executor TYPE; unknown type ${type ?? '(none)'}`);
-  worker = await createExecutorWorker({ ...common, executor, taskQueue: executorTaskQueue(executor.type) + suffix });
+  const landscape = config.KONFIDENCE_LANDSCAPE;
+  worker = await createExecutorWorker({
+    ...common,
+    executor,
+    ...(landscape ? { landscape } : {}),
+    taskQueue: executorTaskQueue(executor.type, landscape) + suffix,
+  });
 } else if (role === 'watcher') {
   const elector = electorFor('watcher');
   const { ActivationController } = await import('../controllers/activation/controller.js');

@@ -29,8 +29,11 @@ export const executorTask = (task: {
   timeoutSeconds: number;
   heartbeatSeconds: number;
   summary: string;
+  /** A landscape's queue: how long the task may wait for one of its workers to take it. */
+  scheduleToStartSeconds?: number;
 }): ActivityOptions => ({
   taskQueue: task.taskQueue,
+  ...(task.scheduleToStartSeconds ? { scheduleToStartTimeout: `${task.scheduleToStartSeconds} seconds` } : {}),
   scheduleToCloseTimeout: `${task.timeoutSeconds} seconds`,
   startToCloseTimeout: `${task.timeoutSeconds} seconds`,
   heartbeatTimeout: `${task.heartbeatSeconds} seconds`,

@@ -2,7 +2,8 @@
  * The traffic of a namespace's Stages as the routes hold it: for every Stage, every rule that a
  * Worker registration of a built-in executor manages, read from the route itself (each route once
  * a pass, from the routes' cache when given one, else from the apiserver), with the percent per
- * StageVersion; for an External registration, what its executions report (decisions/traffic.ts
+ * StageVersion; for an External registration, and for every registration of a Stage whose routes
+ * live in a Landscape (another cluster), what its executions report (decisions/traffic.ts
  * reportedRules), listed once a pass per registration. A Stage's registrations are those of the
  * plans its VectorActivations run (`spec.executionPlan`, else `default`); every registration for a
  * plan not found (the default one is optional, a named one may not be cached yet or be deleted
@@ -45,7 +46,10 @@ function ranRecently(va: VectorActivationResource, now: number): boolean {
  * How routes are read: from the apiserver, and first from a watch's cache when `cachedRoute` is
  * given; `routes`, when given, is where the pass keeps each route it reads (the caller sees which).
  */
-export type RouteReads = Pick<ExecutorContext, 'kubeConfig' | 'cachedRoute' | 'routes'>;
+export type RouteReads = Pick<ExecutorContext, 'kubeConfig' | 'cachedRoute' | 'routes'> & {
+  /** The executions of a registration in a namespace (default: listed from the apiserver by its label). */
+  executionsOf?(namespace: string, registration: string): Promise<CustomObject[]>;
+};
 
 /** Whether a failed read says the rule sends nothing (the route or rule is not there), not that we cannot tell. */
 const absent = (err: unknown) =>
@@ -130,19 +134,27 @@ export async function observeTraffic(
   const listed = new Map<string, Promise<CustomObject[]>>();
   const executionsOf = (registration: string) => {
     if (!listed.has(registration)) {
-      objects ??= new CustomObjects(reads.kubeConfig);
-      listed.set(
-        registration,
-        objects.list('ActivationExecution', namespace, `${LABEL_REGISTRATION}=${labelValue(registration)}`),
-      );
+      const list = () => {
+        objects ??= new CustomObjects(reads.kubeConfig);
+        return objects.list('ActivationExecution', namespace, `${LABEL_REGISTRATION}=${labelValue(registration)}`);
+      };
+      listed.set(registration, reads.executionsOf?.(namespace, registration) ?? list());
     }
     return listed.get(registration)!;
   };
   for (const stage of stages) {
     const name = stage.metadata.name!;
     const versions = stageVersions.filter((sv) => sv.spec.stage === name).map(info);
-    const { tasks, reported, complete: allKnown } = used(name);
-    let complete = allKnown;
+    const usedByStage = used(name);
+    // A Stage whose routes live in a Landscape: this cluster holds none of them (a route of the
+    // same name here is another route), so what its executions recorded and were assigned (the core
+    // writes both for a landscape's worker) is its traffic, as for an External registration.
+    const inLandscape = stage.spec.landscape !== undefined;
+    const tasks = inLandscape ? [] : usedByStage.tasks;
+    const reported = inLandscape
+      ? [...usedByStage.reported, ...usedByStage.tasks.map((task) => task.name)]
+      : usedByStage.reported;
+    let complete = usedByStage.complete;
     if (versions.length === 0 || tasks.length + reported.length === 0) {
       out.set(name, { rules: [], complete });
       continue;

@@ -15,6 +15,30 @@ export interface InvalidCase {
 
 export const invalidCases: InvalidCase[] = [
   {
+    title: 'a Landscape that allows no namespace',
+    object: variant('Landscape', 'allows-none', (s) => {
+      s.allowedNamespaces = [];
+    }),
+    field: 'spec.allowedNamespaces',
+    says: 'should have at least 1 items',
+  },
+  {
+    title: 'a Landscape that allows a name no namespace can have',
+    object: variant('Landscape', 'bad-namespace', (s) => {
+      s.allowedNamespaces = ['Team_A'];
+    }),
+    field: 'spec.allowedNamespaces[0]',
+    says: 'should match',
+  },
+  {
+    title: 'a Stage whose landscape is no DNS label',
+    object: variant('Stage', 'bad-landscape', (s) => {
+      s.landscape = 'EU West';
+    }),
+    field: 'spec.landscape',
+    says: 'should match',
+  },
+  {
     title: 'a usage with both stageVersionRef and stageVersionSelector',
     object: variant('StageVersionUsage', 'both-ref-and-selector', (s) => {
       s.stageVersionSelector = { matchLabels: { 'konfidence.cloud/stage-name': 'dev' } };

@@ -28,6 +28,7 @@ import {
   waiting,
   refusal,
   journalIndex,
+  LANDSCAPE,
 } from './support/activation-harness.js';
 
 // --- the tests ---------------------------------------------------------------------------------
@@ -760,6 +761,120 @@ test(
       journalIndex('execute fin-to-2-0-fin-route succeeded'),
     );
     expect(cluster.activation(ref).closeOutFinalizer).toBe(false);
+  },
+  TEST_TIMEOUT,
+);
+
+// --- landscapes: the routes of a Stage in another cluster, changed by that cluster's workers ---
+
+/** A Stage whose routes live in `landscape`, which allows the namespaces `allowed`. */
+function stageInLandscape(stage: string, landscape: string, allowed: string[] = [ns]) {
+  cluster.addStage(ns, stage, { [`${stage}-1`]: 1, [`${stage}-2`]: 2 }, `${stage}-1`);
+  cluster.stages.get(`${ns}/${stage}`)!.landscape = landscape;
+  cluster.landscapes.set(landscape, allowed);
+}
+
+test(
+  "a Stage in a Landscape: its tasks go to that landscape's worker, which changes the routes only once the core wrote the record it observed; the core writes the final status",
+  async () => {
+    stageInLandscape('far', LANDSCAPE);
+    cluster.addPlan('far-plan', { onFailure: 'Stop', steps: [{ name: 'gateway', tasks: ['far-gw'] }] });
+    const ref = activate('far-to-2', 'far', 'far-2', 'far-plan');
+
+    const result = await (await start(ref)).result();
+
+    expect(result.phase).toBe('Succeeded');
+    const execution = 'far-to-2-0-far-gw';
+    const observed = journalIndex(`observe ${execution} in ${LANDSCAPE}`);
+    const recorded = journalIndex(`record ${execution} by the core`);
+    const changed = journalIndex(`execute ${execution} in ${LANDSCAPE} start`);
+    expect(observed).toBeGreaterThanOrEqual(0);
+    expect(recorded).toBeGreaterThan(observed);
+    expect(changed).toBeGreaterThan(recorded);
+    expect(cluster.executions.get(`${ns}/${execution}`)?.status).toMatchObject({
+      phase: 'Succeeded',
+      message: `far-gw: Apply in ${LANDSCAPE}`,
+    });
+    // The landscape's worker wrote nothing of the control plane: the final status is the core's.
+    expect(journalIndex(`execution ${execution} Succeeded`)).toBeGreaterThan(changed);
+    expect(journalIndex(`execution ${execution} Succeeded by its executor`)).toBe(-1);
+    expect(cluster.callsOf(ref).map((c) => c.outcome)).toEqual(['succeeded']);
+  },
+  TEST_TIMEOUT,
+);
+
+test(
+  'a Landscape that does not allow the namespace, or does not exist: the activation fails before any route, saying what the platform team does',
+  async () => {
+    stageInLandscape('fenced', LANDSCAPE, ['another-team']);
+    cluster.addStage(ns, 'lost', { 'lost-1': 1, 'lost-2': 2 }, 'lost-1');
+    cluster.stages.get(`${ns}/lost`)!.landscape = 'nowhere';
+    cluster.addPlan('fenced-plan', { onFailure: 'Stop', steps: [{ name: 'gateway', tasks: ['fenced-gw'] }] });
+    const fenced = activate('fenced-to-2', 'fenced', 'fenced-2', 'fenced-plan');
+    const lost = activate('lost-to-2', 'lost', 'lost-2', 'fenced-plan');
+
+    const fencedResult = await (await start(fenced)).result();
+    const lostResult = await (await start(lost)).result();
+
+    expect(fencedResult.phase).toBe('Failed');
+    expect(cluster.activation(fenced).status.message).toContain(
+      `Landscape ${LANDSCAPE}, which does not allow namespace ${ns}; the platform team adds "${ns}" to its spec.allowedNamespaces`,
+    );
+    expect(lostResult.phase).toBe('Failed');
+    expect(cluster.activation(lost).status.message).toContain('Landscape nowhere, which does not exist');
+    expect(cluster.executorCalls).toEqual([]);
+    expect(cluster.executions.size).toBe(0);
+  },
+  TEST_TIMEOUT,
+);
+
+test(
+  'a Landscape with no worker polling: the task fails after the schedule-to-start bound with a message naming the landscape and the queue, and the Stage is let go',
+  async () => {
+    stageInLandscape('orphan', 'west');
+    cluster.addRegistration('orphan-gw', { timeoutSeconds: 2 });
+    cluster.addPlan('orphan-plan', { onFailure: 'Stop', steps: [{ name: 'gateway', tasks: ['orphan-gw'] }] });
+    const ref = activate('orphan-to-2', 'orphan', 'orphan-2', 'orphan-plan');
+
+    const result = await (await start(ref)).result();
+
+    expect(result.phase).toBe('Failed');
+    const execution = cluster.executions.get(`${ns}/orphan-to-2-0-orphan-gw`);
+    expect(execution?.status).toMatchObject({ phase: 'Error', reason: 'NotTakenUp' });
+    expect(execution?.status.message).toMatch(
+      /^no fake executor worker of Landscape west took the task from task queue konfidence-executor-fake@west-unit-\d+ within 1s/,
+    );
+    expect(cluster.activation(ref).status.message).toContain('Landscape west');
+    expect(cluster.lease(ns, 'orphan')?.holder).toBeUndefined();
+  },
+  TEST_TIMEOUT,
+);
+
+test(
+  "a failed step under Revert in a Landscape: the core reads the record of what the landscape's worker changed and hands it over, and the worker puts it back",
+  async () => {
+    stageInLandscape('back', LANDSCAPE);
+    cluster.addPlan('back-plan', {
+      onFailure: 'Revert',
+      steps: [
+        { name: 'gateway', tasks: ['back-gw'] },
+        { name: 'mesh', tasks: ['back-mesh'] },
+      ],
+    });
+    cluster.behave('back-mesh', { kind: 'fail', message: 'the mesh refused' });
+    const ref = activate('back-to-2', 'back', 'back-2', 'back-plan');
+
+    const result = await (await start(ref)).result();
+
+    expect(result.phase).toBe('Failed');
+    const reverts = cluster.callsOf(ref).filter((c) => c.action === 'Revert');
+    // Newest first, the refused task too: the core recorded what it found before it was let change anything.
+    expect(reverts.map((c) => [c.registration, c.revertOf, c.outcome])).toEqual([
+      ['back-mesh', 'back-to-2-1-back-mesh', 'succeeded'],
+      ['back-gw', 'back-to-2-0-back-gw', 'succeeded'],
+    ]);
+    for (const revert of reverts)
+      expect(journalIndex(`execute ${revert.execution} in ${LANDSCAPE} start with its record`)).toBeGreaterThan(0);
   },
   TEST_TIMEOUT,
 );

@@ -566,7 +566,15 @@ test("the Stage deleted while an abort goes back down its ramp: the ramp's wait 
   const handle = await start(ref);
   await atGate(ref, 'Approval');
   await handle.executeUpdate(abortUpdate, { args: [{ by: 'admin' }] });
-  await pollUntil(() => (weights(ref, 'ramp-dr').length === 2 ? true : undefined), 15_000, 'the ramp to 10 %', 20);
+  // The ramp's 10 % set (both tasks' calls ended), not only begun: a Stage deleted during the
+  // round itself would stop the round instead of the ramp's wait.
+  const rampedTo10 = () =>
+    ['ramp-dr', 'ramp-vs'].every(
+      (registration) =>
+        cluster.callsOf(ref).filter((c) => c.registration === registration && c.action === 'Apply')[1]?.outcome ===
+        'succeeded',
+    );
+  await pollUntil(() => rampedTo10() || undefined, 15_000, 'the ramp to 10 %', 20);
   const uid = cluster.stages.get(`${ns}/ramp`)!.uid;
   cluster.stages.delete(`${ns}/ramp`);
   await handle.signal(stageDeletedSignal, { namespace: ns, stage: 'ramp', uid });

@@ -5,7 +5,7 @@
 import { CancellationScope, isCancellation, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
 import type { ActivationActivities, PlannedTask } from '../../activities/core.js';
 import type { TaskOutcome } from '../../decisions/activation.js';
-import type { ExecutorActivities } from '../../activities/execute-task.js';
+import type { ExecutorActivities, LandscapeExecutorActivities } from '../../activities/execute-task.js';
 import type { TaskInput } from '../../executors/types.js';
 import type { StageVersionInfo } from '../../api/stage-version.js';
 import type { TrafficAssignment } from '../../api/activation-execution.js';
@@ -17,6 +17,7 @@ import { executorTaskQueue } from '../../shared/task-queues.js';
 import { causeOf, messageOf } from '../failures.js';
 import { executorTask, externalExecution } from '../policies.js';
 import { bookkeeping } from './bookkeeping-activities.js';
+import { landscapeInput, landscapeStartSeconds, notTakenMessage } from './landscape-tasks.js';
 
 export interface TaskContext {
   ref: ActivationRef;
@@ -49,9 +50,11 @@ export const heartbeatSecondsOf = (task: PlannedTask) =>
 const record = <T>(fn: () => Promise<T>) => CancellationScope.nonCancellable(fn);
 
 /** Why a task failed, and the reason the ActivationExecution carries (TimedOut/Cancelled: the core gave up on it). */
-function failureOf(err: unknown, task: PlannedTask): { reason: string; message: string } {
+function failureOf(err: unknown, task: PlannedTask, queue: string): { reason: string; message: string } {
   if (isCancellation(err)) return { reason: 'Cancelled', message: 'cancelled: the activation was cancelled' };
   const cause = causeOf(err);
+  if (cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_START' && task.landscape)
+    return { reason: 'NotTakenUp', message: notTakenMessage(task, queue) };
   if (cause instanceof TimeoutFailure) {
     const message =
       task.executor === 'External'
@@ -102,9 +105,12 @@ export async function runTask(
   const earlier = action === 'Apply' ? ctx.earlier?.[`${stepIndex}/${task.registration}`] : undefined;
   const ns = ctx.ref.namespace;
   const owned = task.executor === 'External' ? {} : { workerOwned: true };
+  // A landscape's task goes to that landscape's workers (docs/landscapes.md).
+  const queue = executorTaskQueue(task.type, task.landscape) + (ctx.queueSuffix ?? '');
+  const runsOn = task.landscape ? `running on ${queue} (Landscape ${task.landscape})` : `running on ${queue}`;
   /** Records the execution Error with why `err` ended it, and says why. */
   const recordError = async (err: unknown) => {
-    const { reason, message } = failureOf(err, task);
+    const { reason, message } = failureOf(err, task, queue);
     await record(() =>
       bookkeeping.writeExecutionStatus(ns, name, { phase: 'Error', reason, message, completionTime: now(), ...owned }),
     );
@@ -132,13 +138,7 @@ export async function runTask(
         ...(task.executor === 'External'
           ? { initial: 'Pending' as const }
           : action === 'Revert'
-            ? {
-                initial: {
-                  phase: 'InProgress' as const,
-                  message: `running on ${executorTaskQueue(task.type)}${ctx.queueSuffix ?? ''}`,
-                  startTime: now(),
-                },
-              }
+            ? { initial: { phase: 'InProgress' as const, message: runsOn, startTime: now() } }
             : { initial: 'none' as const }),
       }),
     );
@@ -148,7 +148,7 @@ export async function runTask(
       registration: task.registration,
       execution: name,
       ok: false,
-      message: `could not create ActivationExecution ${name}: ${failureOf(err, task).message}`,
+      message: `could not create ActivationExecution ${name}: ${failureOf(err, task, queue).message}`,
     };
   }
   try {
@@ -171,12 +171,13 @@ export async function runTask(
         };
       return { registration: task.registration, execution: name, ok: true, message: result.message };
     }
-    const { executeTask } = proxyActivities<ExecutorActivities>(
+    const { executeTask, observeTask } = proxyActivities<ExecutorActivities & LandscapeExecutorActivities>(
       executorTask({
-        taskQueue: executorTaskQueue(task.type) + (ctx.queueSuffix ?? ''),
+        taskQueue: queue,
         timeoutSeconds: task.timeoutSeconds,
         heartbeatSeconds: heartbeatSecondsOf(task),
         summary: `${action} ${task.registration} (${task.type}) for ${ctx.ref.name}`,
+        ...(task.landscape ? { scheduleToStartSeconds: landscapeStartSeconds(task) } : {}),
       }),
     );
     const input: TaskInput = {
@@ -196,7 +197,8 @@ export async function runTask(
       config: task.config,
       crossNamespaceAllowed: task.crossNamespaceAllowed,
     };
-    const executed = await executeTask(input);
+    const placed = task.landscape ? await landscapeInput(input, observeTask, runsOn) : input;
+    const executed = 'nothing' in placed ? { message: placed.nothing } : await executeTask(placed);
     message = executed.message;
     // The executor wrote the final status itself; one of an earlier release leaves it to us.
     if (executed.completed) return { registration: task.registration, execution: name, ok: true, message };

@@ -27,6 +27,8 @@ export const taskQueue = `activation-workflow-${process.pid}`;
 export const queueSuffix = `-unit-${process.pid}`;
 /** Each test, when time skipping works, takes a few seconds at most; fail fast when it does not. */
 export const TEST_TIMEOUT = 30_000;
+/** A Landscape with a fake worker polling its queue (another, named in no worker, has none). */
+export const LANDSCAPE = 'east';
 
 export let env: TestWorkflowEnvironment;
 let fake: FakeWorkers | undefined;
@@ -36,7 +38,7 @@ export let cluster: FakeCluster;
 let started: { handle: WorkflowHandle; kind: 'activation' | 'holder' }[] = [];
 
 beforeAll(async () => {
-  fake = await startFakeWorkers(taskQueue, queueSuffix, () => cluster);
+  fake = await startFakeWorkers(taskQueue, queueSuffix, () => cluster, [LANDSCAPE]);
   env = fake.env;
 });
 

@@ -18,7 +18,11 @@ import {
   type ResolvedPlan,
   type StageState,
 } from '../../../activities/core.js';
-import type { ExecutedTask, ExecutorActivities } from '../../../activities/execute-task.js';
+import type {
+  ExecutedTask,
+  ExecutorActivities,
+  LandscapeExecutorActivities,
+} from '../../../activities/execute-task.js';
 import type { ExecutionStatusWrite, ExecutionToCreate } from '../../../activities/executions.js';
 import {
   activationStatus,
@@ -35,7 +39,8 @@ import {
 } from '../../../decisions/status-write.js';
 import type { AnalysisRules, QueryResult } from '../../../decisions/analysis.js';
 import type { ProgressionSpec } from '../../../decisions/progression.js';
-import type { StageVersionInfo, TaskInput } from '../../../executors/types.js';
+import type { RuleRecord, StageVersionInfo, TaskInput } from '../../../executors/types.js';
+import { placementOf } from '../../../decisions/landscape.js';
 import type { ActivationRef } from '../../../shared/activation.js';
 import { STAGE_LEASE_HELD } from '../../../stage-lock/contract.js';
 import { activationUsageName, stageLeaseName } from '../../../shared/names.js';
@@ -161,13 +166,22 @@ export interface ExecutorCall {
 }
 
 const key = (namespace: string, name: string) => `${namespace}/${name}`;
+/** The rule a landscape's fake worker finds, and what its record holds. */
+export const FAKE_RULE: RuleRecord = {
+  route: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'team-a', name: 'shop' },
+  index: 0,
+  entries: [{ name: 'shop-1', weight: 100 }],
+  traffic: { 'shop-1': 100 },
+};
 const final = (phase: string | undefined) => phase === 'Succeeded' || phase === 'Error';
 /** The fake records the parts; the composites made of them (activities/core.ts) are not recorded. */
 type ActivityName = keyof CoreParts;
 
 export class FakeCluster {
   readonly systemNamespace = 'konfidence-system';
-  readonly stages = new Map<string, { uid: string; deleting?: boolean }>();
+  readonly stages = new Map<string, { uid: string; deleting?: boolean; landscape?: string }>();
+  /** The system namespace's Landscapes: name → the namespaces they allow. */
+  readonly landscapes = new Map<string, string[]>();
   readonly stageVersions = new Map<string, FakeStageVersion>();
   /** ns/stage → the StageVersion the Stage's "active" usage names. */
   readonly activeUsages = new Map<string, string>();
@@ -438,6 +452,14 @@ export class FakeCluster {
       recordActivationFailure: async () => undefined,
 
       // plan.ts
+      placeTasks: async (plan, namespace, stage, landscape) => {
+        const allowances = [...this.landscapes].map(([name, allowedNamespaces]) => ({ name, allowedNamespaces }));
+        const placement = placementOf({ namespace, name: stage, landscape }, allowances, this.systemNamespace);
+        if ('refused' in placement) throw ApplicationFailure.nonRetryable(placement.refused, 'LandscapeRefused');
+        const place = (task: PlannedTask): PlannedTask =>
+          task.executor === 'Worker' && placement.landscape ? { ...task, landscape: placement.landscape } : task;
+        return { ...plan, steps: plan.steps.map((step) => ({ ...step, tasks: step.tasks.map(place) })) };
+      },
       resolvePlan: async (planName, namespace): Promise<ResolvedPlan> => {
         const sys = this.systemNamespace;
         const task = (name: string): PlannedTask => {
@@ -541,6 +563,20 @@ export class FakeCluster {
           this.log(`execution ${k.split('/')[1]} Error`);
         }
       },
+      recordExecution: async (i) => {
+        const ae = this.executions.get(key(i.namespace, i.name));
+        if (!ae || final(ae.status.phase)) throw ApplicationFailure.nonRetryable(`${i.name} is gone or ended`);
+        ae.recorded = true;
+        ae.status = { ...ae.status, phase: 'InProgress', message: i.takenUp };
+        this.log(`record ${i.name} by the core`);
+        return i.rules;
+      },
+      readExecutionRecord: async (namespace, name) => {
+        const ae = this.executions.get(key(namespace, name));
+        return ae?.recorded
+          ? { rules: [FAKE_RULE], ...(ae.spec.assignment ? { assignment: ae.spec.assignment } : {}) }
+          : undefined;
+      },
       recordedExecutions: async (namespace, names) =>
         names.filter((n) => this.executions.get(key(namespace, n))?.recorded),
       executionRecords: async (namespace, names) => ({
@@ -587,7 +623,7 @@ export class FakeCluster {
             'StageVersionNotFound',
           );
         }
-        return { stageUid: st.uid, stageVersions, target };
+        return { stageUid: st.uid, stageVersions, target, ...(st.landscape ? { landscape: st.landscape } : {}) };
       },
       checkStage: async (namespace, stage, stageUid) => {
         const st = this.stages.get(key(namespace, stage));
@@ -744,6 +780,53 @@ export class FakeCluster {
         } finally {
           call.endedAt = Date.now();
           this.log(`execute ${call.execution} ${call.outcome}`);
+        }
+      },
+    };
+  }
+
+  /**
+   * A landscape's fake worker: it sees the landscape's routes only, so it writes nothing of the
+   * control plane (this fake's executions): it observes, and it changes the routes once the core
+   * wrote the record; a revert is given its record. Its calls go to executorCalls as the others'.
+   */
+  landscapeExecutorActivities(landscape: string): LandscapeExecutorActivities {
+    return {
+      observeTask: async (input: TaskInput) => {
+        this.log(`observe ${input.execution.name} in ${landscape}`);
+        return [FAKE_RULE];
+      },
+      executeTask: async (input: TaskInput): Promise<ExecutedTask> => {
+        const registration = (input.config as { registration: string }).registration;
+        const call: ExecutorCall = {
+          registration,
+          action: input.action,
+          execution: input.execution.name,
+          stageVersion: input.stageVersion.name,
+          ...(input.assignment ? { assignment: input.assignment } : {}),
+          ...(input.revertOf ? { revertOf: input.revertOf } : {}),
+          attempt: Context.current().info.attempt,
+          startedAt: Date.now(),
+          outcome: 'running',
+        };
+        this.executorCalls.push(call);
+        this.log(`execute ${call.execution} in ${landscape} start${input.record ? ' with its record' : ''}`);
+        const behaviour = this.nextBehaviour(registration, input.action);
+        try {
+          if (input.action === 'Apply' && input.recorded !== true)
+            throw ApplicationFailure.nonRetryable('an Apply without the record of the core', 'ExecutorError');
+          if (behaviour.kind === 'fail')
+            throw behaviour.retryable
+              ? ApplicationFailure.retryable(behaviour.message, 'ExecutorError')
+              : ApplicationFailure.nonRetryable(behaviour.message, 'ExecutorError');
+          call.outcome = 'succeeded';
+          return { message: `${registration}: ${input.action} in ${landscape}` };
+        } catch (err) {
+          call.outcome = 'failed';
+          throw err;
+        } finally {
+          call.endedAt = Date.now();
+          this.log(`execute ${call.execution} in ${landscape} ${call.outcome}`);
         }
       },
     };

@@ -30,6 +30,8 @@ export async function startFakeWorkers(
   taskQueue: string,
   queueSuffix: string,
   current: () => FakeCluster,
+  /** Landscapes with a fake worker of type `fake` polling their queue. */
+  landscapes: readonly string[] = [],
 ): Promise<FakeWorkers> {
   const [env, workflowBundle] = await Promise.all([timeSkippingEnv(), testWorkflowBundle()]);
   // The workflow upserts the project's search attributes; the test server must know them, as a production namespace must.
@@ -56,6 +58,17 @@ export async function startFakeWorkers(
       maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
       activities: { executeTask: (input: TaskInput) => current().executorActivities().executeTask(input) },
     }),
+    ...landscapes.map((landscape) =>
+      Worker.create({
+        connection: env.nativeConnection,
+        taskQueue: executorTaskQueue('fake', landscape) + queueSuffix,
+        maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
+        activities: {
+          observeTask: (input: TaskInput) => current().landscapeExecutorActivities(landscape).observeTask(input),
+          executeTask: (input: TaskInput) => current().landscapeExecutorActivities(landscape).executeTask(input),
+        },
+      }),
+    ),
   ]);
   const running = Promise.all(workers.map((w) => w.run()));
   return {

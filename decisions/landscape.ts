@@ -1,0 +1,34 @@
+/**
+ * Where a Stage's routes live (docs/landscapes.md): the control plane's own cluster, or the
+ * Landscape its spec names, which the platform team allows per namespace. Pure: the core asks it
+ * once per activation, under the Lease, with the Landscapes of the system namespace.
+ */
+
+/** A Landscape as the decision reads it. */
+export interface LandscapeAllowance {
+  name: string;
+  allowedNamespaces: readonly string[];
+}
+
+/** The landscape the Stage's tasks go to (undefined: the control plane's own cluster), or why none may. */
+export type Placement = { landscape?: string } | { refused: string };
+
+export function placementOf(
+  stage: { namespace: string; name: string; landscape?: string | undefined },
+  landscapes: readonly LandscapeAllowance[],
+  systemNamespace: string,
+): Placement {
+  if (stage.landscape === undefined) return {};
+  const where = `Stage ${stage.namespace}/${stage.name} names Landscape ${stage.landscape}`;
+  const landscape = landscapes.find((l) => l.name === stage.landscape);
+  if (!landscape)
+    return {
+      refused: `${where}, which does not exist in ${systemNamespace}; the platform team creates it (docs/landscapes.md), or the Stage leaves spec.landscape out to route in the control plane's own cluster`,
+    };
+  const allowed = landscape.allowedNamespaces;
+  if (!allowed.includes('*') && !allowed.includes(stage.namespace))
+    return {
+      refused: `${where}, which does not allow namespace ${stage.namespace}; the platform team adds "${stage.namespace}" to its spec.allowedNamespaces`,
+    };
+  return { landscape: landscape.name };
+}

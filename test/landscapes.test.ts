@@ -1,0 +1,174 @@
+/**
+ * Landscapes on real servers (docs/landscapes.md): a second kube-apiserver with its own etcd
+ * (test/support/landscape-cluster.ts) holds the routes of a Stage whose spec names it, and the
+ * landscape's executor workers hold only that cluster's kubeconfig. The control plane's cluster has
+ * routes of the same names, which are other routes: nothing changes them.
+ */
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { executorFor } from '../executors/index.js';
+import { pollUntil } from '../scripts/env/process.js';
+import { executorTaskQueue } from '../shared/task-queues.js';
+import { createExecutorWorker } from '../worker/executor-worker.js';
+import { objectApi } from './support/cluster.js';
+import { sleepyExecutor } from './support/executors.js';
+import { startLandscapeCluster, type LandscapeCluster } from './support/landscape-cluster.js';
+import { activate, routes, seedActive, seedPlan, seedRoutes, seedStage } from './support/scenario.js';
+import { create, object, phaseIs, startTestSystem, waitFor, type TestSystem } from './support/system.js';
+import { temporalAddress, temporalNamespace } from './support/temporal.js';
+
+const LANDSCAPE = 'far';
+
+let s: TestSystem;
+let far: LandscapeCluster | undefined;
+let connection: NativeConnection | undefined;
+const workers: Worker[] = [];
+const running: Promise<void>[] = [];
+
+beforeAll(async () => {
+  [s, far] = await Promise.all([startTestSystem('landscapes'), startLandscapeCluster(LANDSCAPE)]);
+  // The Stage's namespace exists in the landscape too: its routes live there.
+  await objectApi(far.kc).create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: s.ns } });
+  await create(s, object('Landscape', s.systemNs, LANDSCAPE, { allowedNamespaces: [s.ns] }));
+  connection = await NativeConnection.connect({ address: temporalAddress() });
+  // The landscape's agent: an executor worker per type, with the landscape's kubeconfig only.
+  for (const executor of [executorFor('gateway-api')!, executorFor('istio')!, sleepyExecutor]) {
+    const worker = await createExecutorWorker({
+      connection,
+      namespace: temporalNamespace(),
+      kubeConfig: far.kc,
+      executor,
+      landscape: LANDSCAPE,
+      taskQueue: executorTaskQueue(executor.type, LANDSCAPE) + `-${s.ns}`,
+    });
+    workers.push(worker);
+    running.push(worker.run());
+  }
+}, 180_000);
+
+afterAll(async () => {
+  for (const worker of workers) worker.shutdown();
+  await Promise.allSettled(running);
+  await connection?.close();
+  await s?.stop();
+  await far?.stop();
+}, 120_000);
+
+/** The same scenario's view of the landscape's routes. */
+const inLandscape = () => ({ ...s, kc: far!.kc });
+
+it("an activation on the control plane switches the routes in the landscape's cluster, through its workers, and leaves the control plane's routes of the same names alone", async () => {
+  const stage = 'remote';
+  await seedStage(s, stage, [1, 2], { landscape: LANDSCAPE });
+  await seedRoutes(inLandscape(), stage, 1);
+  // Routes of the same names in the control plane's cluster: other routes, which stay as they are.
+  await seedRoutes(s, stage, 1);
+  await seedPlan(s, stage);
+  await seedActive(s, stage, 1);
+
+  await activate(s, `${stage}-to-2`, stage, 2);
+  const done = await waitFor(s, 'VectorActivation', `${stage}-to-2`, phaseIs('Succeeded', 'Failed'), 90_000);
+
+  expect(done.status.phase).toBe('Succeeded');
+  expect(await routes(inLandscape(), stage)).toEqual({
+    api: ['mirror-sink:0', `${stage}-shop-v2:100`],
+    static: ['static-files'],
+    primary: ['shop/v2:100'],
+    legacy: ['legacy-shop'],
+  });
+  expect((await routes(s, stage)).api).toEqual(['mirror-sink:0', `${stage}-shop-v1:100`]);
+  // The core wrote each execution's record and final status: the landscape's worker could not.
+  const execution = await s.objects.get('ActivationExecution', s.ns, `${stage}-to-2-0-${stage}-gateway`);
+  expect(execution?.status).toMatchObject({ phase: 'Succeeded' });
+  expect(execution?.status?.record?.rules?.[0]?.traffic).toEqual({ [`${stage}-1`]: 100 });
+  // The Stage's status tells the landscape's traffic, from its executions.
+  await pollUntil(
+    async () => {
+      const traffic = (await s.objects.get('Stage', s.ns, stage))?.status?.traffic ?? [];
+      return traffic.length === 2 && traffic.every((t: any) => t.weights[`${stage}-2`] === 100) ? true : undefined;
+    },
+    30_000,
+    "the Stage's status to tell the landscape's traffic",
+    200,
+  );
+});
+
+it('a landscape with no worker polling: the activation fails after the schedule-to-start bound, naming the landscape and the queue, and no route changes', async () => {
+  const stage = 'unserved';
+  const nobody = 'nobody';
+  await create(s, object('Landscape', s.systemNs, nobody, { allowedNamespaces: ['*'] }));
+  await seedStage(s, stage, [1, 2], { landscape: nobody });
+  await seedRoutes(s, stage, 1);
+  await create(
+    s,
+    object('ActivationTaskRegistration', s.systemNs, `${stage}-gateway`, {
+      type: 'gateway-api',
+      timeoutSeconds: 4,
+      spec: { routes: [{ name: `${stage}-shop`, namespace: s.ns, rules: [0] }] },
+    }),
+  );
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, {
+      onFailure: 'Revert',
+      steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }],
+    }),
+  );
+  await seedActive(s, stage, 1);
+
+  await activate(s, `${stage}-to-2`, stage, 2, { executionPlan: `${stage}-plan` });
+  const done = await waitFor(s, 'VectorActivation', `${stage}-to-2`, phaseIs('Succeeded', 'Failed'), 60_000);
+
+  expect(done.status.phase).toBe('Failed');
+  const execution = await s.objects.get('ActivationExecution', s.ns, `${stage}-to-2-0-${stage}-gateway`);
+  expect(execution?.status).toMatchObject({ phase: 'Error', reason: 'NotTakenUp' });
+  expect(execution?.status?.message).toContain(
+    `no gateway-api executor worker of Landscape ${nobody} took the task from task queue ${executorTaskQueue('gateway-api', nobody)}-${s.ns} within 2s`,
+  );
+  expect((await routes(s, stage)).api).toEqual(['mirror-sink:0', `${stage}-shop-v1:100`]);
+});
+
+it("the landscape's apiserver stopped mid-run: the next step fails with the landscape's error, and the revert puts its routes back once the apiserver is back", async () => {
+  const stage = 'outage';
+  await seedStage(s, stage, [1, 2], { landscape: LANDSCAPE });
+  await seedRoutes(inLandscape(), stage, 1);
+  await seedActive(s, stage, 1);
+  const registration = (name: string, type: string, timeoutSeconds: number, spec: unknown) =>
+    create(s, object('ActivationTaskRegistration', s.systemNs, name, { type, timeoutSeconds, spec }));
+  await registration(`${stage}-gateway`, 'gateway-api', 60, {
+    routes: [{ name: `${stage}-shop`, namespace: s.ns, rules: [0] }],
+  });
+  await registration(`${stage}-pause`, 'sleepy', 30, { seconds: 2 });
+  await registration(`${stage}-mesh`, 'istio', 6, {
+    virtualServices: [{ name: `${stage}-shop`, namespace: s.ns, routes: ['primary'] }],
+    host: 'shop',
+  });
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, {
+      onFailure: 'Revert',
+      steps: [
+        { name: 'gateway', tasks: [`${stage}-gateway`] },
+        { name: 'pause', tasks: [`${stage}-pause`] },
+        { name: 'mesh', tasks: [`${stage}-mesh`] },
+      ],
+    }),
+  );
+
+  await activate(s, `${stage}-to-2`, stage, 2, { executionPlan: `${stage}-plan` });
+  // The gateway's route moved; while the pause runs, the landscape's apiserver goes away.
+  await waitFor(s, 'ActivationExecution', `${stage}-to-2-0-${stage}-gateway`, phaseIs('Succeeded'), 60_000);
+  await far!.stopApiserver();
+  try {
+    const failed = await waitFor(s, 'ActivationExecution', `${stage}-to-2-2-${stage}-mesh`, phaseIs('Error'), 60_000);
+    // The landscape's own error, retried within the task's timeout, then the task's end.
+    expect(failed.status.message).toMatch(/^reading VirtualService .*\/outage-shop: .*ECONNREFUSED/);
+  } finally {
+    await far!.startApiserver();
+  }
+  const done = await waitFor(s, 'VectorActivation', `${stage}-to-2`, phaseIs('Succeeded', 'Failed'), 90_000);
+
+  expect(done.status.phase).toBe('Failed');
+  expect((await routes(inLandscape(), stage)).api).toEqual(['mirror-sink:0', `${stage}-shop-v1:100`]);
+  expect(done.status.message).toContain('every task that ran was reverted: its routes are back as it found them');
+  expect((await routes(inLandscape(), stage)).primary).toEqual(['shop/v1:100']);
+});

@@ -4,12 +4,14 @@
  * landscape's executor workers hold only that cluster's kubeconfig. The control plane's cluster has
  * routes of the same names, which are other routes: nothing changes them.
  */
+import { fileURLToPath } from 'node:url';
 import { NativeConnection, type Worker } from '@temporalio/worker';
+import { parseAllDocuments } from 'yaml';
 import { executorFor } from '../executors/index.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { executorTaskQueue } from '../shared/task-queues.js';
 import { createExecutorWorker } from '../worker/executor-worker.js';
-import { objectApi } from './support/cluster.js';
+import { kubectl, objectApi } from './support/cluster.js';
 import { sleepyExecutor } from './support/executors.js';
 import { startLandscapeCluster, type LandscapeCluster } from './support/landscape-cluster.js';
 import { activate, routes, seedActive, seedPlan, seedRoutes, seedStage } from './support/scenario.js';
@@ -171,4 +173,18 @@ it("the landscape's apiserver stopped mid-run: the next step fails with the land
   expect((await routes(inLandscape(), stage)).api).toEqual(['mirror-sink:0', `${stage}-shop-v1:100`]);
   expect(done.status.message).toContain('every task that ran was reverted: its routes are back as it found them');
   expect((await routes(inLandscape(), stage)).primary).toEqual(['shop/v1:100']);
+});
+
+it("the landscape agent (deploy/landscape-agent) installs in the landscape's cluster, which has none of the project's kinds, and may touch its route kinds only", async () => {
+  const agent = fileURLToPath(new URL('../deploy/landscape-agent', import.meta.url));
+  // Applied for real: the landscape is this file's own cluster, where no node runs its Pods.
+  const applied = await kubectl('--kubeconfig', far!.kubeconfig, 'apply', '-k', agent);
+  expect(applied).toContain('deployment.apps/konfidence-executor-gateway-api created');
+  const manifests = parseAllDocuments(await kubectl('kustomize', agent)).map((d) => d.toJS());
+  const granted = manifests
+    .filter((m) => m.kind === 'ClusterRole' || m.kind === 'Role')
+    .flatMap((m) => m.rules.flatMap((r: { apiGroups: string[] }) => r.apiGroups));
+  expect([...new Set(granted)].sort()).toEqual(['gateway.networking.k8s.io', 'networking.istio.io']);
+  const config = manifests.find((m) => m.kind === 'ConfigMap' && m.metadata.name.startsWith('konfidence-config'));
+  expect(config.data.KONFIDENCE_LANDSCAPE).toBeDefined();
 });

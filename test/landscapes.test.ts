@@ -19,31 +19,39 @@ import { create, object, phaseIs, startTestSystem, waitFor, type TestSystem } fr
 import { temporalAddress, temporalNamespace } from './support/temporal.js';
 
 const LANDSCAPE = 'far';
+const SECOND = 'near';
 
 let s: TestSystem;
 let far: LandscapeCluster | undefined;
+let near: LandscapeCluster | undefined;
 let connection: NativeConnection | undefined;
 const workers: Worker[] = [];
 const running: Promise<void>[] = [];
 
 beforeAll(async () => {
-  [s, far] = await Promise.all([startTestSystem('landscapes'), startLandscapeCluster(LANDSCAPE)]);
-  // The Stage's namespace exists in the landscape too: its routes live there.
-  await objectApi(far.kc).create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: s.ns } });
-  await create(s, object('Landscape', s.systemNs, LANDSCAPE, { allowedNamespaces: [s.ns] }));
+  [s, far, near] = await Promise.all([
+    startTestSystem('landscapes'),
+    startLandscapeCluster(LANDSCAPE),
+    startLandscapeCluster(SECOND),
+  ]);
   connection = await NativeConnection.connect({ address: temporalAddress() });
-  // The landscape's agent: an executor worker per type, with the landscape's kubeconfig only.
-  for (const executor of [executorFor('gateway-api')!, executorFor('istio')!, sleepyExecutor]) {
-    const worker = await createExecutorWorker({
-      connection,
-      namespace: temporalNamespace(),
-      kubeConfig: far.kc,
-      executor,
-      landscape: LANDSCAPE,
-      taskQueue: executorTaskQueue(executor.type, LANDSCAPE) + `-${s.ns}`,
-    });
-    workers.push(worker);
-    running.push(worker.run());
+  for (const cluster of [far, near]) {
+    // The Stage's namespace exists in the landscape too: its routes live there.
+    await objectApi(cluster.kc).create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: s.ns } });
+    await create(s, object('Landscape', s.systemNs, cluster.name, { allowedNamespaces: [s.ns] }));
+    // The landscape's agent: an executor worker per type, with the landscape's kubeconfig only.
+    for (const executor of [executorFor('gateway-api')!, executorFor('istio')!, sleepyExecutor]) {
+      const worker = await createExecutorWorker({
+        connection,
+        namespace: temporalNamespace(),
+        kubeConfig: cluster.kc,
+        executor,
+        landscape: cluster.name,
+        taskQueue: executorTaskQueue(executor.type, cluster.name) + `-${s.ns}`,
+      });
+      workers.push(worker);
+      running.push(worker.run());
+    }
   }
 }, 180_000);
 
@@ -52,11 +60,11 @@ afterAll(async () => {
   await Promise.allSettled(running);
   await connection?.close();
   await s?.stop();
-  await far?.stop();
+  await Promise.all([far?.stop(), near?.stop()]);
 }, 120_000);
 
-/** The same scenario's view of the landscape's routes. */
-const inLandscape = () => ({ ...s, kc: far!.kc });
+/** The same scenario's view of a landscape's routes (default: the first). */
+const inLandscape = (cluster = far!) => ({ ...s, kc: cluster.kc });
 
 it("an activation on the control plane switches the routes in the landscape's cluster, through its workers, and leaves the control plane's routes of the same names alone", async () => {
   const stage = 'remote';
@@ -187,4 +195,53 @@ it("the landscape agent (deploy/landscape-agent) installs in the landscape's clu
   expect([...new Set(granted)].sort()).toEqual(['gateway.networking.k8s.io', 'networking.istio.io']);
   const config = manifests.find((m) => m.kind === 'ConfigMap' && m.metadata.name.startsWith('konfidence-config'));
   expect(config.data.KONFIDENCE_LANDSCAPE).toBeDefined();
+});
+
+it('two landscapes at once stay apart, and a burst across them keeps one activation per Stage: each Stage ends on its newest, in its own landscape only', async () => {
+  const stages = [
+    { stage: 'east', cluster: far! },
+    { stage: 'west', cluster: near! },
+  ];
+  for (const { stage, cluster } of stages) {
+    await seedStage(s, stage, [1, 2, 3, 4], { landscape: cluster.name });
+    // Both landscapes have routes of both Stages' names: only the Stage's own landscape's may move.
+    for (const other of [far!, near!]) await seedRoutes(inLandscape(other), stage, 1);
+    await seedPlan(s, stage, { plan: `${stage}-plan` });
+    await seedActive(s, stage, 1);
+  }
+  // A burst on both Stages at once: revisions 2, 3 and 4 of each.
+  await Promise.all(
+    stages.flatMap(({ stage }) =>
+      [2, 3, 4].map((r) => activate(s, `${stage}-to-${r}`, stage, r, { executionPlan: `${stage}-plan` })),
+    ),
+  );
+  for (const { stage, cluster } of stages) {
+    const newest = await waitFor(s, 'VectorActivation', `${stage}-to-4`, phaseIs('Succeeded', 'Failed'), 90_000);
+    expect(newest.status.phase).toBe('Succeeded');
+    // The older ones ran before it or were skipped (an older version never overwrites a newer one).
+    for (const r of [2, 3]) await waitFor(s, 'VectorActivation', `${stage}-to-${r}`, phaseIs('Succeeded', 'Skipped'));
+    const other = cluster === far ? near! : far!;
+    expect((await routes(inLandscape(cluster), stage)).api).toEqual(['mirror-sink:0', `${stage}-shop-v4:100`]);
+    expect((await routes(inLandscape(other), stage)).api).toEqual(['mirror-sink:0', `${stage}-shop-v1:100`]);
+    expect((await s.objects.get('StageVersionUsage', s.ns, `${stage}-active`))?.spec?.stageVersionRef?.name).toBe(
+      `${stage}-4`,
+    );
+  }
+  // One at a time per Stage: no two activations of a Stage held its Lease at once (their
+  // executions' runs did not overlap).
+  for (const { stage } of stages) {
+    const executions = (await s.objects.list('ActivationExecution', s.ns)).filter(
+      (e) => e.spec?.stage === stage && e.spec?.action === 'Apply' && e.status?.startTime && e.status?.completionTime,
+    );
+    const byActivation = new Map<string, { start: number; end: number }>();
+    for (const e of executions) {
+      const owner = e.metadata.ownerReferences?.[0]?.name ?? '';
+      const run = byActivation.get(owner) ?? { start: Infinity, end: -Infinity };
+      run.start = Math.min(run.start, Date.parse(e.status.startTime));
+      run.end = Math.max(run.end, Date.parse(e.status.completionTime));
+      byActivation.set(owner, run);
+    }
+    const runs = [...byActivation.values()].sort((a, b) => a.start - b.start);
+    for (let i = 1; i < runs.length; i++) expect(runs[i]!.start).toBeGreaterThanOrEqual(runs[i - 1]!.end);
+  }
 });

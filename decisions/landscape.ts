@@ -32,3 +32,25 @@ export function placementOf(
     };
   return { landscape: landscape.name };
 }
+
+/** A landscape's task queue of one executor type, as the pollers metric names it. */
+export interface LandscapeQueue {
+  landscape: string;
+  type: string;
+}
+
+/** Every task queue a Landscape's workers should poll: each Landscape × each Worker registration's type. */
+export function landscapeQueues(
+  landscapes: readonly { name: string }[],
+  registrations: readonly { executor: string; type: string }[],
+): LandscapeQueue[] {
+  const types = [...new Set(registrations.filter((r) => r.executor === 'Worker').map((r) => r.type))].sort();
+  return landscapes.flatMap((landscape) => types.map((type) => ({ landscape: landscape.name, type })));
+}
+
+/** How long after its last poll a worker still counts as polling (Temporal keeps pollers for minutes). */
+export const POLLED_WITHIN_MS = 60_000;
+
+/** The pollers that polled within POLLED_WITHIN_MS of `now`, by their last poll (epoch ms). */
+export const recentPollers = (lastPolls: readonly number[], now: number) =>
+  lastPolls.filter((at) => now - at <= POLLED_WITHIN_MS).length;

@@ -11,6 +11,7 @@ import { executorFor } from '../executors/index.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { executorTaskQueue } from '../shared/task-queues.js';
 import { createExecutorWorker } from '../worker/executor-worker.js';
+import { metricsText } from '../telemetry/metrics.js';
 import { kubectl, objectApi } from './support/cluster.js';
 import { sleepyExecutor } from './support/executors.js';
 import { startLandscapeCluster, type LandscapeCluster } from './support/landscape-cluster.js';
@@ -244,4 +245,29 @@ it('two landscapes at once stay apart, and a burst across them keeps one activat
     const runs = [...byActivation.values()].sort((a, b) => a.start - b.start);
     for (let i = 1; i < runs.length; i++) expect(runs[i]!.start).toBeGreaterThanOrEqual(runs[i - 1]!.end);
   }
+});
+
+it('konfidence_landscape_pollers tells a landscape whose workers poll from one whose workers do not', async () => {
+  await create(s, object('Landscape', s.systemNs, 'unpolled', { allowedNamespaces: [s.ns] }));
+  await create(
+    s,
+    object('ActivationTaskRegistration', s.systemNs, 'pollers-gateway', {
+      type: 'gateway-api',
+      timeoutSeconds: 30,
+      spec: { routes: [{ name: 'any' }] },
+    }),
+  );
+  const line = (landscape: string) => `konfidence_landscape_pollers{landscape="${landscape}",type="gateway-api"}`;
+  const text = await pollUntil(
+    async () => {
+      const scraped = await metricsText();
+      return scraped.includes(line('unpolled')) ? scraped : undefined;
+    },
+    30_000,
+    'the new Landscape in the metric',
+    200,
+  );
+  expect(text).toContain(`${line(LANDSCAPE)} 1`);
+  expect(text).toContain(`${line(SECOND)} 1`);
+  expect(text).toContain(`${line('unpolled')} 0`);
 });

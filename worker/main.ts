@@ -225,6 +225,9 @@ if (role === 'core') {
     config.KONFIDENCE_SYSTEM_NAMESPACE,
     componentLogger('system-config', { role }).fn(),
   );
+  // The core reports whether each Landscape's workers poll (konfidence_landscape_pollers).
+  const { reportLandscapePollers } = await import('../telemetry/landscape-pollers.js');
+  reportLandscapePollers({ client: client!, namespace: common.namespace, systemConfig, queueSuffix: suffix });
   worker = await createCoreWorker({
     systemConfig,
     ...common,

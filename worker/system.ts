@@ -14,6 +14,7 @@ import { SystemConfig } from '../k8s/system-config.js';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';
 import { componentLogger } from '../telemetry/log.js';
 import { CORE_TASK_QUEUE, executorTaskQueue } from '../shared/task-queues.js';
+import { reportLandscapePollers } from '../telemetry/landscape-pollers.js';
 import { createCoreWorker } from './core-worker.js';
 import { createExecutorWorker } from './executor-worker.js';
 import { ActivationController } from '../controllers/activation/controller.js';
@@ -88,6 +89,10 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
           o.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE,
           o.log ?? componentLogger('system-config').fn(),
         );
+  // The core reports whether each Landscape's workers poll (konfidence_landscape_pollers).
+  const stopReporting =
+    systemConfig &&
+    reportLandscapePollers({ client, namespace: o.temporalNamespace, systemConfig, queueSuffix: suffix });
   const workers = [
     ...(systemConfig === undefined
       ? []
@@ -156,6 +161,7 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
       await Promise.all([stageController?.stop(), watcher.stop()]);
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await Promise.allSettled(runs);
+      stopReporting?.();
       await systemConfig?.stop();
       await flushEvents();
       await native.close();

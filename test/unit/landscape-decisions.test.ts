@@ -3,7 +3,7 @@
  * Landscape that allows the Stage's namespace; otherwise the activation is refused with what the
  * platform team does about it.
  */
-import { placementOf } from '../../decisions/landscape.js';
+import { landscapeQueues, placementOf, POLLED_WITHIN_MS, recentPollers } from '../../decisions/landscape.js';
 
 const landscapes = [
   { name: 'east', allowedNamespaces: ['team-a', 'team-b'] },
@@ -33,4 +33,28 @@ it.each([
 ])('refused: %s', (_name, input, message) => {
   const placement = placementOf(input, landscapes, 'konfidence-system');
   expect('refused' in placement && placement.refused).toContain(message);
+});
+
+it("the queues a landscape's workers should poll: each Landscape with each Worker registration's type, once", () => {
+  const queues = landscapeQueues(
+    [{ name: 'east' }, { name: 'west' }],
+    [
+      { executor: 'Worker', type: 'istio' },
+      { executor: 'Worker', type: 'gateway-api' },
+      { executor: 'Worker', type: 'gateway-api' },
+      { executor: 'External', type: 'dns' },
+    ],
+  );
+  expect(queues).toEqual([
+    { landscape: 'east', type: 'gateway-api' },
+    { landscape: 'east', type: 'istio' },
+    { landscape: 'west', type: 'gateway-api' },
+    { landscape: 'west', type: 'istio' },
+  ]);
+});
+
+it('a worker counts as polling when its last poll is within POLLED_WITHIN_MS', () => {
+  const now = 1_000_000;
+  expect(recentPollers([now - 1_000, now - POLLED_WITHIN_MS, now - POLLED_WITHIN_MS - 1], now)).toBe(2);
+  expect(recentPollers([], now)).toBe(0);
 });

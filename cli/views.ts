@@ -85,7 +85,14 @@ export interface StageStatusView {
    * What the managed routes hold, as the Stage controller read them: one line a rule; for a
    * gateway's route, what reached each StageVersion at the gateway lately (withMeasuredShares).
    */
-  traffic?: { route: string; kind: string; weights: Record<string, number>; measured?: MeasuredShares }[];
+  traffic?: {
+    route: string;
+    kind: string;
+    /** The Landscape whose cluster holds the route (docs/landscapes.md); absent: the control plane's own. */
+    landscape?: string;
+    weights: Record<string, number>;
+    measured?: MeasuredShares;
+  }[];
   running?: RunningView;
   waiting: QueuedView[];
   last?: { name: string; stageVersion: string; phase: string; reason?: string; completionTime?: string };
@@ -132,8 +139,11 @@ export function stageStatusView(stage: StageResource, usages: Usages, activation
     ...(stage.status?.traffic
       ? {
           traffic: stage.status.traffic.map((t) => ({
-            route: `${t.route.kind} ${t.route.namespace}/${t.route.name} rule ${t.name ?? t.rule}`,
+            route:
+              `${t.route.kind} ${t.route.namespace}/${t.route.name} rule ${t.name ?? t.rule}` +
+              (stage.spec.landscape ? ` in Landscape ${stage.spec.landscape}` : ''),
             kind: t.route.kind,
+            ...(stage.spec.landscape ? { landscape: stage.spec.landscape } : {}),
             weights: t.weights,
           })),
         }

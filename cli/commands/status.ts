@@ -27,6 +27,7 @@ export const status: Command = {
     'With a Prometheus that scrapes the gateway (--prometheus, or $KONFIDENCE_PROMETHEUS_URL as the local',
     "control plane's env.sh sets it), each HTTPRoute rule also shows what reached each StageVersion at the",
     `gateway over the last ${MEASURE_WINDOW_SECONDS} s, beside the weights recorded (Traefik's metrics).`,
+    "A Stage whose routes live in a Landscape names it on each route's line (its gateway is not measured).",
     '-o json: one object for a STAGE, an array without.',
   ].join('\n'),
   positionals: [{ name: 'STAGE', required: false, description: 'the Stage; default: all Stages of the namespace' }],
@@ -142,7 +143,8 @@ async function withMeasuredShares(
       if (!v.traffic?.some((t) => t.kind === 'HTTPRoute')) return v;
       const traffic = await Promise.all(
         v.traffic.map(async (t) => {
-          if (t.kind !== 'HTTPRoute') return t;
+          // A landscape's gateway is not the one this Prometheus scrapes.
+          if (t.kind !== 'HTTPRoute' || t.landscape) return t;
           try {
             const rates = await Promise.all(Object.keys(t.weights).map(async (sv) => [sv, await rate(sv)] as const));
             // A share of only some of the versions would mislead: all of them, or no line.

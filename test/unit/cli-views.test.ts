@@ -150,6 +150,24 @@ describe('stageStatusView', () => {
     );
   });
 
+  it("names the Landscape whose cluster holds a Stage's routes", () => {
+    const traffic = [
+      {
+        route: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: NS, name: 'shop' },
+        rule: 0,
+        weights: { 'shop-2': 100 },
+      },
+    ];
+    const remote = { ...stage({ traffic }), spec: { ...stage().spec, landscape: 'eu-west' } };
+    const view = stageStatusView(remote, {}, []);
+    expect(view.traffic).toEqual([
+      expect.objectContaining({ landscape: 'eu-west', route: `HTTPRoute ${NS}/shop rule 0 in Landscape eu-west` }),
+    ]);
+    expect(renderStatus([view], new Date())).toContain(
+      `    HTTPRoute ${NS}/shop rule 0 in Landscape eu-west: shop-2 100%`,
+    );
+  });
+
   it.each([
     [
       'a split of the measured rates, to a tenth of a percent',

@@ -4,6 +4,7 @@
  * landscape's executor workers hold only that cluster's kubeconfig. The control plane's cluster has
  * routes of the same names, which are other routes: nothing changes them.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { parseAllDocuments } from 'yaml';
@@ -28,6 +29,7 @@ let near: LandscapeCluster | undefined;
 let connection: NativeConnection | undefined;
 const workers: Worker[] = [];
 const running: Promise<void>[] = [];
+const children: ChildProcess[] = [];
 
 beforeAll(async () => {
   [s, far, near] = await Promise.all([
@@ -57,6 +59,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
+  for (const child of children) child.kill('SIGKILL');
   for (const worker of workers) worker.shutdown();
   await Promise.allSettled(running);
   await connection?.close();
@@ -270,4 +273,65 @@ it('konfidence_landscape_pollers tells a landscape whose workers poll from one w
   expect(text).toContain(`${line(LANDSCAPE)} 1`);
   expect(text).toContain(`${line(SECOND)} 1`);
   expect(text).toContain(`${line('unpolled')} 0`);
+});
+
+/** A landscape's sleepy worker in a process of its own (test/support/landscape-worker.ts), with the landscape's kubeconfig. */
+function startLandscapeWorker(landscape: string, kubeconfig: string) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/landscape-worker.ts'], {
+    cwd: fileURLToPath(new URL('..', import.meta.url)),
+    env: {
+      ...process.env,
+      KONFIDENCE_LANDSCAPE: landscape,
+      KUBECONFIG: kubeconfig,
+      TEMPORAL_ADDRESS: temporalAddress(),
+      TEMPORAL_NAMESPACE: temporalNamespace(),
+      KONFIDENCE_QUEUE_SUFFIX: `-${s.ns}`,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += String(d)));
+  children.push(child);
+  return Object.assign(child, { said: (line: string) => output.split('\n').includes(line) });
+}
+
+it("a landscape's worker SIGKILLed mid-step: the task is taken up again by its next worker, which finishes it on the record the core kept", async () => {
+  const stage = 'crash';
+  const landscape = 'crashy';
+  await create(s, object('Landscape', s.systemNs, landscape, { allowedNamespaces: [s.ns] }));
+  await seedStage(s, stage, [1, 2], { landscape });
+  await seedActive(s, stage, 1);
+  await create(
+    s,
+    object('ActivationTaskRegistration', s.systemNs, `${stage}-sleepy`, {
+      type: 'sleepy',
+      timeoutSeconds: 60,
+      heartbeatTimeoutSeconds: 2,
+      spec: { seconds: 3, records: true },
+    }),
+  );
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, {
+      steps: [{ name: 'wait', tasks: [`${stage}-sleepy`] }],
+    }),
+  );
+  const first = startLandscapeWorker(landscape, far!.kubeconfig);
+  await pollUntil(() => first.said('polling') || undefined, 60_000, 'the landscape worker to poll', 100);
+  await activate(s, `${stage}-to-2`, stage, 2, { executionPlan: `${stage}-plan` });
+  const execution = `${stage}-to-2-0-${stage}-sleepy`;
+  await pollUntil(() => first.said(`started ${execution}`) || undefined, 60_000, 'the step to start', 50);
+  first.kill('SIGKILL');
+  const recorded = await s.objects.get('ActivationExecution', s.ns, execution);
+
+  const second = startLandscapeWorker(landscape, far!.kubeconfig);
+  const done = await waitFor(s, 'VectorActivation', `${stage}-to-2`, phaseIs('Succeeded', 'Failed'), 90_000);
+
+  expect(done.status.phase).toBe('Succeeded');
+  expect(second.said(`started ${execution}`)).toBe(true);
+  // The record the core wrote before the first change is the one kept: the second attempt did not record again.
+  const finished = await s.objects.get('ActivationExecution', s.ns, execution);
+  expect(recorded?.status?.record?.rules).toHaveLength(1);
+  expect(finished?.status?.record).toEqual(recorded?.status?.record);
+  expect(finished?.status?.phase).toBe('Succeeded');
 });

@@ -132,11 +132,16 @@ export function startApiserver(p: Ports): number {
 
 /** GET a path of the apiserver as admin; resolves to the HTTP status code. */
 export function apiserverGet(p: Ports, path: string): Promise<number> {
+  return adminGet(p.apiserver, path);
+}
+
+/** GET a path as admin of a kube-apiserver on 127.0.0.1 that trusts the local CA (scripts/env/certs.ts). */
+export function adminGet(port: number, path: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request(
       {
         host: '127.0.0.1',
-        port: p.apiserver,
+        port,
         path,
         ca: readFileSync(pki.caCert),
         cert: readFileSync(pki.adminCert),

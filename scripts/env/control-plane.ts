@@ -185,15 +185,20 @@ function ensureBinaries(profile: TemporalProfile, log: (line: string) => void): 
 }
 
 function writeKubeconfig(ports: Ports): void {
+  writeAdminKubeconfig(kubeconfigPath, 'konfidence-local', ports.apiserver);
+}
+
+/** A kubeconfig (mode 0600) for the local CA's admin at a kube-apiserver on 127.0.0.1:`port`. */
+export function writeAdminKubeconfig(path: string, name: string, port: number): void {
   const b64 = (file: string) => readFileSync(file).toString('base64');
   writeFileSync(
-    kubeconfigPath,
+    path,
     `apiVersion: v1
 kind: Config
 clusters:
-  - name: konfidence-local
+  - name: ${name}
     cluster:
-      server: https://127.0.0.1:${ports.apiserver}
+      server: https://127.0.0.1:${port}
       certificate-authority-data: ${b64(pki.caCert)}
 users:
   - name: admin
@@ -201,9 +206,9 @@ users:
       client-certificate-data: ${b64(pki.adminCert)}
       client-key-data: ${b64(pki.adminKey)}
 contexts:
-  - name: konfidence-local
-    context: { cluster: konfidence-local, user: admin }
-current-context: konfidence-local
+  - name: ${name}
+    context: { cluster: ${name}, user: admin }
+current-context: ${name}
 `,
     { mode: 0o600 },
   );

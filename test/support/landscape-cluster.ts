@@ -5,12 +5,13 @@
  * this cluster's kubeconfig. It signs with the local control plane's CA (scripts/env/certs.ts):
  * its serving certificate is the same 127.0.0.1 one.
  */
-import { mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
-import { request } from 'node:https';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pki } from '../../scripts/env/certs.js';
 import { binaries } from '../../scripts/env/paths.js';
+import { adminGet } from '../../scripts/env/components.js';
+import { writeAdminKubeconfig } from '../../scripts/env/control-plane.js';
 import { isAlive, pollUntil, startDetached } from '../../scripts/env/process.js';
 import { freePort } from '../../shared/free-port.js';
 import { applyCrds } from '../../k8s/crds.js';
@@ -26,30 +27,6 @@ export interface LandscapeCluster {
   /** Starts it again on the same port, and waits until it answers. */
   startApiserver(): Promise<void>;
   stop(): Promise<void>;
-}
-
-/** GET a path as admin; resolves to the HTTP status (0: no answer). */
-function get(port: number, path: string): Promise<number> {
-  return new Promise((resolve) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        ca: readFileSync(pki.caCert),
-        cert: readFileSync(pki.adminCert),
-        key: readFileSync(pki.adminKey),
-        timeout: 5_000,
-      },
-      (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', () => resolve(0));
-    req.end();
-  });
 }
 
 /** SIGTERM, then SIGKILL after 10 s; resolves once the process is gone. */
@@ -99,8 +76,8 @@ export async function startLandscapeCluster(name: string): Promise<LandscapeClus
     ]);
     await pollUntil(
       async () =>
-        ((await get(apiserverPort, '/readyz')) === 200 &&
-          (await get(apiserverPort, '/api/v1/namespaces/default')) === 200) ||
+        ((await adminGet(apiserverPort, '/readyz')) === 200 &&
+          (await adminGet(apiserverPort, '/api/v1/namespaces/default')) === 200) ||
         undefined,
       120_000,
       `the landscape ${name}'s kube-apiserver`,
@@ -115,28 +92,7 @@ export async function startLandscapeCluster(name: string): Promise<LandscapeClus
   try {
     await startApiserver();
     const kubeconfig = join(dir, 'kubeconfig');
-    const b64 = (file: string) => readFileSync(file).toString('base64');
-    writeFileSync(
-      kubeconfig,
-      `apiVersion: v1
-kind: Config
-clusters:
-  - name: ${name}
-    cluster:
-      server: https://127.0.0.1:${apiserverPort}
-      certificate-authority-data: ${b64(pki.caCert)}
-users:
-  - name: admin
-    user:
-      client-certificate-data: ${b64(pki.adminCert)}
-      client-key-data: ${b64(pki.adminKey)}
-contexts:
-  - name: ${name}
-    context: { cluster: ${name}, user: admin }
-current-context: ${name}
-`,
-      { mode: 0o600 },
-    );
+    writeAdminKubeconfig(kubeconfig, name, apiserverPort);
     const kc = loadKubeConfig(kubeconfig);
     await applyCrds(kc, routeCrds());
     return {

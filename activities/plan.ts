@@ -116,8 +116,19 @@ export function planActivities({ objects, systemNamespace, config }: CoreDeps) {
      * landscape that does not exist or does not allow the namespace. An External task stays with
      * its controller, which watches the control plane.
      */
-    async placeTasks(plan: ResolvedPlan, namespace: string, stage: string, landscape: string): Promise<ResolvedPlan> {
-      const placement = placementOf({ namespace, name: stage, landscape }, await landscapes(), systemNamespace);
+    async placeTasks(
+      plan: ResolvedPlan,
+      namespace: string,
+      stage: string,
+      landscape: string,
+      puttingBack = false,
+    ): Promise<ResolvedPlan> {
+      const placement = placementOf(
+        { namespace, name: stage, landscape },
+        puttingBack ? [] : await landscapes(),
+        systemNamespace,
+        puttingBack,
+      );
       if ('refused' in placement) throw invalid('LandscapeRefused', placement.refused);
       const place = (task: PlannedTask): PlannedTask =>
         task.executor === 'Worker' && placement.landscape ? { ...task, landscape: placement.landscape } : task;

@@ -72,7 +72,9 @@ export function takeStageActivities(parts: StageParts) {
       );
       const [resolved, stage, activeName, guarded] = await (reads ?? read());
       // A Stage whose routes live in a Landscape sends its tasks to that landscape's workers.
-      const plan = stage.landscape ? await parts.placeTasks(resolved, i.namespace, i.stage, stage.landscape) : resolved;
+      const plan = stage.landscape
+        ? await parts.placeTasks(resolved, i.namespace, i.stage, stage.landscape, i.puttingBack === true)
+        : resolved;
       return { plan, stage, ...(activeName ? { activeName } : {}), guarded };
     },
   };

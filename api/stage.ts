@@ -1,7 +1,7 @@
 /** Stage: an environment of a landscape whose traffic the activation switches between StageVersions. */
 import { z } from 'zod';
 import { defineKind, resourceSchema } from './kind.js';
-import { dnsLabel, objectName, routeRef, statusOf, timestamp } from './meta.js';
+import { dnsLabel, objectName, routeRef, statusOf, timestamp, transitionRule } from './meta.js';
 
 export const vector = z
   .string()
@@ -9,28 +9,43 @@ export const vector = z
   .max(253)
   .describe('The software version (vector) reference, e.g. common.konfidence.cloud/example/vector:0.0.1.');
 
-export const stageSpec = z.object({
-  vector: vector.describe('Desired vector of this Stage; a change creates a new StageVersion.'),
-  stageVersionHistoryLimit: z
-    .int()
-    .min(0)
-    .max(100)
-    .default(3)
-    .describe('How many unused StageVersions besides the target and the active one to keep.'),
-  drainSeconds: z
-    .int()
-    .min(0)
-    .max(3600)
-    .default(30)
-    .describe(
-      'How long a StageVersion stays protected (serving-marked: not deleted) after the managed routes stop sending it traffic: the time the data plane takes to apply a route change and to finish the requests it sent there.',
-    ),
-  landscape: dnsLabel
-    .optional()
-    .describe(
-      "The Landscape (in the system namespace) whose cluster holds this Stage's routes; its executor workers make the routing changes there. Absent: the control plane's own cluster. The Landscape must list this namespace in spec.allowedNamespaces.",
-    ),
-});
+/**
+ * Where a Stage's routes live is fixed at its creation: its executions carry no landscape, and a
+ * revert of what a run changed, or the Stage controller's reading of the traffic, follows the
+ * Stage's landscape. Changed, they would act on routes of the same names in another cluster.
+ */
+const LANDSCAPE_FIXED = {
+  rule: 'has(self.landscape) == has(oldSelf.landscape) && (!has(self.landscape) || self.landscape == oldSelf.landscape)',
+  message:
+    'spec.landscape is immutable: the Stage routes in the cluster it was created for (create a new Stage to route in another landscape)',
+  fieldPath: '.landscape',
+};
+
+export const stageSpec = transitionRule(
+  z.object({
+    vector: vector.describe('Desired vector of this Stage; a change creates a new StageVersion.'),
+    stageVersionHistoryLimit: z
+      .int()
+      .min(0)
+      .max(100)
+      .default(3)
+      .describe('How many unused StageVersions besides the target and the active one to keep.'),
+    drainSeconds: z
+      .int()
+      .min(0)
+      .max(3600)
+      .default(30)
+      .describe(
+        'How long a StageVersion stays protected (serving-marked: not deleted) after the managed routes stop sending it traffic: the time the data plane takes to apply a route change and to finish the requests it sent there.',
+      ),
+    landscape: dnsLabel
+      .optional()
+      .describe(
+        "The Landscape (in the system namespace) whose cluster holds this Stage's routes; its executor workers make the routing changes there. Absent: the control plane's own cluster. The Landscape must list this namespace in spec.allowedNamespaces.",
+      ),
+  }),
+  LANDSCAPE_FIXED,
+);
 
 export const stagePhases = ['Pending', 'Progressing', 'Ready', 'Degraded'] as const;
 

@@ -17,8 +17,14 @@ export function placementOf(
   stage: { namespace: string; name: string; landscape?: string | undefined },
   landscapes: readonly LandscapeAllowance[],
   systemNamespace: string,
+  /**
+   * A close-out puts back what a run changed there: allowed once, a change is always put back,
+   * also when the Landscape was deleted or stopped allowing the namespace since.
+   */
+  puttingBack = false,
 ): Placement {
   if (stage.landscape === undefined) return {};
+  if (puttingBack) return { landscape: stage.landscape };
   const where = `Stage ${stage.namespace}/${stage.name} names Landscape ${stage.landscape}`;
   const landscape = landscapes.find((l) => l.name === stage.landscape);
   if (!landscape)

@@ -63,8 +63,8 @@ describe('invalid objects', () => {
   });
 
   it.each(invalidUpdates.map((u) => [u.title, u] as const))('%s is refused after creation', async (_t, u) => {
-    const original = inNs(sample(u.kind));
-    original.metadata.name = `immutable-${u.kind.toLowerCase()}`;
+    const original = inNs(sample(u.kind, u.sample));
+    original.metadata.name = `immutable-${u.kind.toLowerCase()}-${invalidUpdates.indexOf(u)}`;
     const stored = (await api.create(original)) as Sample;
     const changed = structuredClone(stored);
     u.change(changed.spec);

@@ -294,6 +294,8 @@ export const invalidCases: InvalidCase[] = [
 export interface InvalidUpdate {
   title: string;
   kind: string;
+  /** The sample changed (default: the kind's first in valid.yaml). */
+  sample?: string;
   change: (spec: Record<string, any>) => void;
   field: string;
   says: string;
@@ -301,6 +303,35 @@ export interface InvalidUpdate {
 
 /** Changes to stored objects that transition rules refuse (zod has no old object to compare). */
 export const invalidUpdates: InvalidUpdate[] = [
+  {
+    title: 'giving a Stage a landscape after its creation',
+    kind: 'Stage',
+    change: (s) => {
+      s.landscape = 'us-east';
+    },
+    field: 'spec.landscape',
+    says: 'spec.landscape is immutable',
+  },
+  {
+    title: 'taking a Stage out of its landscape',
+    kind: 'Stage',
+    sample: 'prod',
+    change: (s) => {
+      delete s.landscape;
+    },
+    field: 'spec.landscape',
+    says: 'spec.landscape is immutable',
+  },
+  {
+    title: 'moving a Stage to another landscape',
+    kind: 'Stage',
+    sample: 'prod',
+    change: (s) => {
+      s.landscape = 'us-east';
+    },
+    field: 'spec.landscape',
+    says: 'spec.landscape is immutable',
+  },
   {
     title: "changing a VectorActivation's StageVersion",
     kind: 'VectorActivation',

@@ -58,3 +58,8 @@ it('a worker counts as polling when its last poll is within POLLED_WITHIN_MS', (
   expect(recentPollers([now - 1_000, now - POLLED_WITHIN_MS, now - POLLED_WITHIN_MS - 1], now)).toBe(2);
   expect(recentPollers([], now)).toBe(0);
 });
+
+it('a close-out puts back what a run changed in a landscape, though the Landscape no longer allows the namespace, or is gone', () => {
+  expect(placementOf(stage('team-z', 'east'), landscapes, 'konfidence-system', true)).toEqual({ landscape: 'east' });
+  expect(placementOf(stage('team-a', 'west'), [], 'konfidence-system', true)).toEqual({ landscape: 'west' });
+});

@@ -452,9 +452,14 @@ export class FakeCluster {
       recordActivationFailure: async () => undefined,
 
       // plan.ts
-      placeTasks: async (plan, namespace, stage, landscape) => {
+      placeTasks: async (plan, namespace, stage, landscape, puttingBack) => {
         const allowances = [...this.landscapes].map(([name, allowedNamespaces]) => ({ name, allowedNamespaces }));
-        const placement = placementOf({ namespace, name: stage, landscape }, allowances, this.systemNamespace);
+        const placement = placementOf(
+          { namespace, name: stage, landscape },
+          allowances,
+          this.systemNamespace,
+          puttingBack,
+        );
         if ('refused' in placement) throw ApplicationFailure.nonRetryable(placement.refused, 'LandscapeRefused');
         const place = (task: PlannedTask): PlannedTask =>
           task.executor === 'Worker' && placement.landscape ? { ...task, landscape: placement.landscape } : task;

@@ -31,7 +31,7 @@ import {
   temporalReady,
 } from './components.js';
 import { binaries, postgresProfileBinaries, repoRoot, stateDir } from './paths.js';
-import { freeLowPort, freePort, reusePort } from './ports.js';
+import { freeLowPort, reusePort } from './ports.js';
 import { GiveUp, isAlive, logFile, logTail, pollUntil, stopProcess } from './process.js';
 import { applyGateway, gatewayProgrammed, gatewayReady, otherGateways, startGateway } from './gateway.js';
 import { installCrds } from './install-crds.js';
@@ -318,10 +318,6 @@ const portsOf: Record<TemporalProfile, Partial<Record<Component, (keyof ClusterP
   },
 };
 
-/** temporal-server's ports go below 32768 (see freeLowPort). */
-const lowPorts = (profile: TemporalProfile, c: Component) =>
-  (profile === 'postgres' && c === 'temporal') || (profile === 'cluster' && clusterService(c) !== undefined);
-
 async function ready(name: string, pid: number, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   await pollUntil(
     async () => {
@@ -348,15 +344,14 @@ async function start(
   log: (line: string) => void,
 ): Promise<Ports> {
   const ports = { ...(previous ?? {}) } as Ports & Partial<ClusterPorts>;
+  // Every server's port lies below the kernel's ephemeral range (freeLowPort): a port kept across a
+  // restart cannot be taken meanwhile as the local port of some outgoing connection, and
+  // temporal-server's schema stores its ports as SMALLINT. A port kept from before this rule
+  // (32768 and up) is chosen anew.
   for (const c of restart) {
-    const fresh = lowPorts(profile, c) ? freeLowPort : freePort;
     for (const key of portsOf[profile][c] ?? []) {
       const before = previous?.[key as keyof Ports];
-      ports[key] = await reusePort(
-        fresh === freeLowPort && before && before >= 32_768 ? undefined : before,
-        5_000,
-        fresh,
-      );
+      ports[key] = await reusePort(before && before >= 32_768 ? undefined : before, 5_000, freeLowPort);
     }
   }
   if (new Set(Object.values(ports)).size !== Object.keys(ports).length) {

@@ -14,9 +14,10 @@ export function isPortFree(port: number): Promise<boolean> {
 }
 
 /**
- * A free loopback port below 32768, for temporal-server: its SQL schema stores the services' ports
- * as SMALLINT (cluster_membership), and the kernel hands out ports from 32768 up. Tries random ports
- * of 20000-32767, a bounded number of times.
+ * A free loopback port below 32768, where the kernel hands out no port to an outgoing connection
+ * (its ephemeral range starts there): a server restarted on it finds it free. temporal-server needs
+ * it besides: its SQL schema stores the services' ports as SMALLINT (cluster_membership). Tries
+ * random ports of 20000-32767, a bounded number of times.
  */
 export async function freeLowPort(): Promise<number> {
   for (let attempt = 0; attempt < 200; attempt++) {

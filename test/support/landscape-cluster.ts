@@ -13,7 +13,7 @@ import { binaries } from '../../scripts/env/paths.js';
 import { adminGet } from '../../scripts/env/components.js';
 import { writeAdminKubeconfig } from '../../scripts/env/control-plane.js';
 import { isAlive, pollUntil, startDetached } from '../../scripts/env/process.js';
-import { freePort } from '../../shared/free-port.js';
+import { freeLowPort } from '../../scripts/env/ports.js';
 import { applyCrds } from '../../k8s/crds.js';
 import { loadKubeConfig, type k8s } from '../../k8s/client.js';
 import { routeCrds } from '../../scripts/route-crds.js';
@@ -40,7 +40,8 @@ async function stopProcess(pid: number | undefined): Promise<void> {
 
 export async function startLandscapeCluster(name: string): Promise<LandscapeCluster> {
   const dir = mkdtempSync(join(tmpdir(), `konfidence-landscape-${name}-`));
-  const [etcdClient, etcdPeer, apiserverPort] = [await freePort(), await freePort(), await freePort()];
+  // Below the ephemeral range: the apiserver restarted after an outage gets its port back.
+  const [etcdClient, etcdPeer, apiserverPort] = [await freeLowPort(), await freeLowPort(), await freeLowPort()];
   const peer = `http://127.0.0.1:${etcdPeer}`;
   const client = `http://127.0.0.1:${etcdClient}`;
   const etcd = startDetached(`landscape-${name}-etcd`, binaries.etcd, [

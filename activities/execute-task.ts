@@ -23,6 +23,7 @@ import { executionWrites } from './executions.js';
 import { kubeTime } from '../shared/format.js';
 import { unmovedRules } from '../decisions/traffic.js';
 import { describeIssues } from '../api/issues.js';
+import { nothingRecordedMessage } from '../decisions/landscape.js';
 
 const HEARTBEAT_MS = 1_000;
 
@@ -82,7 +83,11 @@ export interface ExecutedTask extends TaskResult {
  * reaches only that cluster: the core keeps its records (it observes, the core records, then it
  * writes; a revert is given the record) and writes the final status (docs/landscapes.md).
  */
-export function createExecutorActivities(executor: Executor<any>, kubeConfig: k8s.KubeConfig, landscape?: string) {
+export function createExecutorActivities(
+  executor: Executor<any>,
+  kubeConfig: k8s.KubeConfig,
+  landscape?: string,
+): ExecutorActivities | LandscapeExecutorActivities {
   if (landscape !== undefined) return landscapeActivities(executor, kubeConfig);
   const run = runTask(executor, kubeConfig);
   const { writeExecutionStatus } = executionWrites(new CustomObjects(kubeConfig));
@@ -189,9 +194,8 @@ async function applyAssignment(
   return verified ? { ...result, message: `${result.message}; ${verified}` } : result;
 }
 
-const nothingRecorded = (revertOf: string) => ({
-  message: `nothing to restore: ActivationExecution ${revertOf} recorded nothing, so it changed no route`,
-});
+const nothingRecorded = (revertOf: string) => ({ message: nothingRecordedMessage(revertOf) });
+const NO_APPLY_NAMED = { message: 'nothing to restore: no Apply execution named' };
 
 function runTask(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
   const objects = new CustomObjects(kubeConfig);
@@ -200,7 +204,7 @@ function runTask(executor: Executor<any>, kubeConfig: k8s.KubeConfig) {
     const { namespace, name } = input.execution;
     return withExecutorContext(kubeConfig, async (ctx) => {
       if (input.action === 'Revert') {
-        if (!input.revertOf) return { message: 'nothing to restore: no Apply execution named' };
+        if (!input.revertOf) return NO_APPLY_NAMED;
         const record = await recordOf(objects, namespace, input.revertOf);
         if (!record) return nothingRecorded(input.revertOf);
         return restoreRecord(executor, input, record, config, ctx);
@@ -239,7 +243,7 @@ function landscapeActivities(executor: Executor<any>, kubeConfig: k8s.KubeConfig
         const config = checkedConfig(executor, input);
         const result = await withExecutorContext(kubeConfig, async (ctx) => {
           if (input.action === 'Revert') {
-            if (!input.revertOf) return { message: 'nothing to restore: no Apply execution named' };
+            if (!input.revertOf) return NO_APPLY_NAMED;
             if (!input.record) return nothingRecorded(input.revertOf);
             return restoreRecord(executor, input, input.record, config, ctx);
           }
@@ -261,5 +265,8 @@ function landscapeActivities(executor: Executor<any>, kubeConfig: k8s.KubeConfig
   };
 }
 
-export type ExecutorActivities = ReturnType<typeof createExecutorActivities>;
+/** What a control plane's executor worker runs (a landscape's also has observeTask: LandscapeExecutorActivities). */
+export interface ExecutorActivities {
+  executeTask(input: TaskInput): Promise<ExecutedTask>;
+}
 export type LandscapeExecutorActivities = ReturnType<typeof landscapeActivities>;

@@ -54,6 +54,13 @@ function analysisRules(a: NonNullable<Typed<'ActivationExecutionPlan'>['spec']['
 
 const invalid = (type: string, message: string) => ApplicationFailure.nonRetryable(message, type);
 
+/** The plan with each Worker task sent to `landscape` (undefined: as it is); an External task stays with its controller. */
+export function placedPlan(plan: ResolvedPlan, landscape: string | undefined): ResolvedPlan {
+  if (landscape === undefined) return plan;
+  const place = (task: PlannedTask): PlannedTask => (task.executor === 'Worker' ? { ...task, landscape } : task);
+  return { ...plan, steps: plan.steps.map((step) => ({ ...step, tasks: step.tasks.map(place) })) };
+}
+
 /** Checks one registration for an activation in `namespace`; throws what a person must fix. */
 export function plannedTask(reg: Typed<'ActivationTaskRegistration'>, namespace: string): PlannedTask {
   const where = `ActivationTaskRegistration ${reg.metadata.namespace}/${reg.metadata.name}`;
@@ -130,9 +137,7 @@ export function planActivities({ objects, systemNamespace, config }: CoreDeps) {
         puttingBack,
       );
       if ('refused' in placement) throw invalid('LandscapeRefused', placement.refused);
-      const place = (task: PlannedTask): PlannedTask =>
-        task.executor === 'Worker' && placement.landscape ? { ...task, landscape: placement.landscape } : task;
-      return { ...plan, steps: plan.steps.map((step) => ({ ...step, tasks: step.tasks.map(place) })) };
+      return placedPlan(plan, placement.landscape);
     },
 
     /** The steps an activation in `namespace` runs; refuses anything that would fail or overreach. */

@@ -60,3 +60,10 @@ export const POLLED_WITHIN_MS = 60_000;
 /** The pollers that polled within POLLED_WITHIN_MS of `now`, by their last poll (epoch ms). */
 export const recentPollers = (lastPolls: readonly number[], now: number) =>
   lastPolls.filter((at) => now - at <= POLLED_WITHIN_MS).length;
+
+/**
+ * A revert's message when its Apply recorded nothing, so changed no route: said by the executor
+ * of the control plane's cluster and by the core for a landscape's worker alike.
+ */
+export const nothingRecordedMessage = (revertOf: string) =>
+  `nothing to restore: ActivationExecution ${revertOf} recorded nothing, so it changed no route`;

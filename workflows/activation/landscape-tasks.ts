@@ -8,6 +8,7 @@ import { CancellationScope } from '@temporalio/workflow';
 import type { LandscapeExecutorActivities } from '../../activities/execute-task.js';
 import type { PlannedTask } from '../../activities/core.js';
 import type { TaskInput } from '../../executors/types.js';
+import { nothingRecordedMessage } from '../../decisions/landscape.js';
 import { bookkeeping } from './bookkeeping-activities.js';
 
 /**
@@ -42,10 +43,7 @@ export async function landscapeInput(
   if (input.action === 'Revert') {
     if (!input.revertOf) return input;
     const record = await kept(() => bookkeeping.readExecutionRecord(namespace, input.revertOf!));
-    if (!record)
-      return {
-        nothing: `nothing to restore: ActivationExecution ${input.revertOf} recorded nothing, so it changed no route`,
-      };
+    if (!record) return { nothing: nothingRecordedMessage(input.revertOf) };
     return { ...input, record };
   }
   const rules = await observeTask(input);

@@ -41,6 +41,7 @@ import type { AnalysisRules, QueryResult } from '../../../decisions/analysis.js'
 import type { ProgressionSpec } from '../../../decisions/progression.js';
 import type { RuleRecord, StageVersionInfo, TaskInput } from '../../../executors/types.js';
 import { placementOf } from '../../../decisions/landscape.js';
+import { placedPlan } from '../../../activities/plan.js';
 import type { ActivationRef } from '../../../shared/activation.js';
 import { STAGE_LEASE_HELD } from '../../../stage-lock/contract.js';
 import { activationUsageName, stageLeaseName } from '../../../shared/names.js';
@@ -461,9 +462,7 @@ export class FakeCluster {
           puttingBack,
         );
         if ('refused' in placement) throw ApplicationFailure.nonRetryable(placement.refused, 'LandscapeRefused');
-        const place = (task: PlannedTask): PlannedTask =>
-          task.executor === 'Worker' && placement.landscape ? { ...task, landscape: placement.landscape } : task;
-        return { ...plan, steps: plan.steps.map((step) => ({ ...step, tasks: step.tasks.map(place) })) };
+        return placedPlan(plan, placement.landscape);
       },
       resolvePlan: async (planName, namespace): Promise<ResolvedPlan> => {
         const sys = this.systemNamespace;
@@ -724,23 +723,7 @@ export class FakeCluster {
     return {
       executeTask: async (input: TaskInput): Promise<ExecutedTask> => {
         const ctx = Context.current();
-        const registration = (input.config as { registration: string }).registration;
-        const call: ExecutorCall = {
-          registration,
-          action: input.action,
-          execution: input.execution.name,
-          stageVersion: input.stageVersion.name,
-          ...(input.previousStageVersion ? { previousStageVersion: input.previousStageVersion.name } : {}),
-          ...(input.assignment ? { assignment: input.assignment } : {}),
-          ...(input.revertOf ? { revertOf: input.revertOf } : {}),
-          ...(input.earlier ? { earlier: input.earlier } : {}),
-          ...(input.unmovedOnly ? { unmovedOnly: true } : {}),
-          ...(input.unmovedAlso ? { unmovedAlso: input.unmovedAlso } : {}),
-          attempt: ctx.info.attempt,
-          startedAt: Date.now(),
-          outcome: 'running',
-        };
-        this.executorCalls.push(call);
+        const { registration, call } = this.callOf(input);
         this.log(`execute ${call.execution} start`);
         const behaviour = this.nextBehaviour(registration, input.action);
         const execution = this.executions.get(key(input.execution.namespace, input.execution.name));
@@ -790,6 +773,28 @@ export class FakeCluster {
     };
   }
 
+  /** An executor's call of `input`, recorded in executorCalls as it starts (the fake reads the registration from its config). */
+  private callOf(input: TaskInput): { registration: string; call: ExecutorCall } {
+    const registration = (input.config as { registration: string }).registration;
+    const call: ExecutorCall = {
+      registration,
+      action: input.action,
+      execution: input.execution.name,
+      stageVersion: input.stageVersion.name,
+      ...(input.previousStageVersion ? { previousStageVersion: input.previousStageVersion.name } : {}),
+      ...(input.assignment ? { assignment: input.assignment } : {}),
+      ...(input.revertOf ? { revertOf: input.revertOf } : {}),
+      ...(input.earlier ? { earlier: input.earlier } : {}),
+      ...(input.unmovedOnly ? { unmovedOnly: true } : {}),
+      ...(input.unmovedAlso ? { unmovedAlso: input.unmovedAlso } : {}),
+      attempt: Context.current().info.attempt,
+      startedAt: Date.now(),
+      outcome: 'running',
+    };
+    this.executorCalls.push(call);
+    return { registration, call };
+  }
+
   /**
    * A landscape's fake worker: it sees the landscape's routes only, so it writes nothing of the
    * control plane (this fake's executions): it observes, and it changes the routes once the core
@@ -802,19 +807,7 @@ export class FakeCluster {
         return [FAKE_RULE];
       },
       executeTask: async (input: TaskInput): Promise<ExecutedTask> => {
-        const registration = (input.config as { registration: string }).registration;
-        const call: ExecutorCall = {
-          registration,
-          action: input.action,
-          execution: input.execution.name,
-          stageVersion: input.stageVersion.name,
-          ...(input.assignment ? { assignment: input.assignment } : {}),
-          ...(input.revertOf ? { revertOf: input.revertOf } : {}),
-          attempt: Context.current().info.attempt,
-          startedAt: Date.now(),
-          outcome: 'running',
-        };
-        this.executorCalls.push(call);
+        const { registration, call } = this.callOf(input);
         this.log(`execute ${call.execution} in ${landscape} start${input.record ? ' with its record' : ''}`);
         const behaviour = this.nextBehaviour(registration, input.action);
         try {

@@ -24,6 +24,8 @@ import { kubeTime } from '../shared/format.js';
 import { unmovedRules } from '../decisions/traffic.js';
 import { describeIssues } from '../api/issues.js';
 import { nothingRecordedMessage } from '../decisions/landscape.js';
+import type { ReportTarget } from './landscape-report.js';
+import { reportRoutes, type RoutesReport } from './report-routes.js';
 
 const HEARTBEAT_MS = 1_000;
 
@@ -234,6 +236,11 @@ function landscapeActivities(executor: Executor<any>, kubeConfig: k8s.KubeConfig
     async observeTask(input: TaskInput): Promise<RuleRecord[]> {
       const config = checkedConfig(executor, input);
       return withExecutorContext(kubeConfig, (ctx) => executor.observe(input, config, ctx));
+    },
+
+    /** What the managed rules of the Stages the core names hold: the landscape's report. */
+    async reportRoutes(targets: ReportTarget[]): Promise<RoutesReport> {
+      return withExecutorContext(kubeConfig, (ctx) => reportRoutes(executor, targets, ctx));
     },
 
     /** One attempt, timed and its failure counted by type; the core writes the final status. */

@@ -13,6 +13,7 @@ import { closeOutFinalizerActivities } from './close-out-finalizer.js';
 import { coreDeps } from './deps.js';
 import { executionActivities } from './executions.js';
 import { failFastOnPermanentErrors } from './k8s-errors.js';
+import { landscapeReportActivities } from './landscape-report.js';
 import { leaseActivities } from './lease.js';
 import { planActivities } from './plan.js';
 import { stageVersionActivities } from './stage-versions.js';
@@ -44,6 +45,7 @@ export function coreParts(options: CoreActivityOptions) {
     ...leaseActivities(deps),
     ...breakerActivities(deps),
     ...closeOutFinalizerActivities(deps),
+    ...landscapeReportActivities(deps),
   });
 }
 export type CoreParts = ReturnType<typeof coreParts>;

@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { defineKind, resourceSchema } from './kind.js';
-import { statusOf } from './meta.js';
+import { dnsLabel, objectName, routeRef, statusOf, timestamp } from './meta.js';
 
 export const landscapeSpec = z.object({
   allowedNamespaces: z
@@ -28,7 +28,58 @@ export const landscapeSpec = z.object({
 
 export const landscapePhases = ['Ready'] as const;
 
-export const landscapeStatus = statusOf(landscapePhases, {});
+/** One managed rule of a Stage as a landscape's worker read it. */
+export const reportedRouteRule = z.object({
+  namespace: dnsLabel.describe("The Stage's namespace on the control plane."),
+  stage: objectName,
+  route: routeRef,
+  rule: z.int().min(0).describe('Position of the rule in the route.'),
+  name: z.string().min(1).max(253).optional().describe('Name of the rule, when it has one.'),
+  weights: z
+    .record(z.string().min(1).max(512), z.int().min(0).max(100))
+    .describe('Percent of the rule per StageVersion (a backend that is no StageVersion by its reference).'),
+});
+export type ReportedRouteRule = z.infer<typeof reportedRouteRule>;
+
+/** The most rules one report keeps: a Landscape's status stays well under etcd's object size limit. */
+export const MAX_REPORTED_RULES = 4000;
+
+/** What the workers of one executor type of the landscape last reported of its managed rules. */
+export const routeReport = z.object({
+  type: dnsLabel.describe('Executor type whose workers read these rules.'),
+  intervalSeconds: z.int().min(1).max(3600).describe('How often the core asks for a report.'),
+  observedAt: timestamp
+    .optional()
+    .describe(
+      'When the core asked for the report that `rules` hold: every route change finished before it is in them. Absent: no report yet.',
+    ),
+  rules: z
+    .array(reportedRouteRule)
+    .max(MAX_REPORTED_RULES)
+    .optional()
+    .describe('Every managed rule of a Stage of this landscape that sends one of its StageVersions traffic.'),
+  unreadable: z
+    .array(z.object({ namespace: dnsLabel, stage: objectName, message: z.string().max(1024) }))
+    .max(100)
+    .optional()
+    .describe('Stages whose rules the workers could not read in that report, and why.'),
+  lastFailure: z
+    .object({ at: timestamp, message: z.string().max(2048) })
+    .optional()
+    .describe('The last report that did not arrive (no worker took it, or it failed), when later than observedAt.'),
+});
+export type RouteReport = z.infer<typeof routeReport>;
+
+export const landscapeStatus = statusOf(landscapePhases, {
+  reports: z
+    .array(routeReport)
+    .max(32)
+    .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] })
+    .optional()
+    .describe(
+      "What the landscape's executor workers report of its routes, per executor type (docs/landscapes.md): the Stage controller reads a landscape Stage's traffic from them.",
+    ),
+});
 
 export const Landscape = defineKind({
   kind: 'Landscape',

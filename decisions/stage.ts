@@ -17,6 +17,7 @@ import {
   LABEL_VECTOR,
 } from '../api/group.js';
 import { setCondition, type ConditionInput } from '../api/conditions.js';
+import type { StageReporting } from './landscape.js';
 import { controllerStatusName } from '../api/controller-status.js';
 import { vectorLabelValue } from '../api/labels.js';
 import type { StageResource } from '../api/stage.js';
@@ -39,18 +40,7 @@ export interface TrafficRule {
   weights: Record<string, number>;
 }
 
-/** Whether two managed rules are one: the same rule of the same route, by the route's whole reference. */
-export function sameRule(a: Pick<TrafficRule, 'route' | 'rule'>, b: Pick<TrafficRule, 'route' | 'rule'>): boolean {
-  const { route } = a;
-  const other = b.route;
-  return (
-    route.group === other.group &&
-    route.kind === other.kind &&
-    route.namespace === other.namespace &&
-    route.name === other.name &&
-    a.rule === b.rule
-  );
-}
+export { sameRule } from './traffic.js';
 
 /** What the routes hold for one Stage; `complete` when every registration's rules could be read. */
 export interface ObservedTraffic {
@@ -70,6 +60,8 @@ export interface Observed {
    * whose routes could not be read now. Without the map, no decision looks at the routes.
    */
   traffic?: ReadonlyMap<string, ObservedTraffic | undefined>;
+  /** By Stage in a Landscape: whether its workers' reports are fresh (its LandscapeReported condition). */
+  reporting?: ReadonlyMap<string, StageReporting>;
 }
 
 export interface Create {
@@ -407,6 +399,8 @@ export function stageStatus(
     traffic?: ObservedTraffic;
     stageVersions?: StageVersion[];
     draining?: Draining[];
+    /** A landscape Stage's LandscapeReported condition. */
+    reported?: ConditionInput;
   },
   now: Date,
 ) {
@@ -467,7 +461,9 @@ export function stageStatus(
     targetStageVersion: target,
     activeStageVersion: s.active,
     controllerStatus: { namespace: s.systemNamespace, name: controllerStatusName('stage-controller', s.shard) },
-    conditions: setCondition(stage.status?.conditions, condition, generation, now),
+    conditions: s.reported
+      ? setCondition(setCondition(stage.status?.conditions, condition, generation, now), s.reported, generation, now)
+      : setCondition(stage.status?.conditions, condition, generation, now),
     // What the routes hold, when they could be read (else the last reading stays).
     ...(s.traffic
       ? {
@@ -677,6 +673,7 @@ export function decideNamespace(observed: Observed, now: Date, options: Decision
     const activation = activationFor(stage, decision.target, active, observed.activations, observed.namespace);
     if (activation) namespaceDecision.creates.push(activation);
     const traffic = observed.traffic?.get(nameOf(stage));
+    const reporting = observed.reporting?.get(nameOf(stage));
     const stageMarks = marks.get(nameOf(stage))!;
     namespaceDecision.metadata.push(...stageMarks.patches);
     if (stageMarks.wakeAt !== undefined)
@@ -692,9 +689,13 @@ export function decideNamespace(observed: Observed, now: Date, options: Decision
         ...(options.shard ? { shard: options.shard } : {}),
         ...(traffic ? { traffic, stageVersions: observed.stageVersions } : {}),
         draining: stageMarks.draining,
+        ...(reporting ? { reported: reporting.condition } : {}),
       },
       now,
     );
+    // A report that stops coming changes the condition with no event to announce it.
+    if (reporting?.staleAt !== undefined)
+      namespaceDecision.wakeAt = Math.min(namespaceDecision.wakeAt ?? Infinity, reporting.staleAt + 1);
     status('Stage', nameOf(stage), stage.status, desired);
   }
 

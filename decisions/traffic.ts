@@ -54,7 +54,7 @@ export function restoreOrder(
   return out;
 }
 
-const sameRule = (a: RuleRecord, b: RuleRecord) =>
+const sameRecordedRule = (a: RuleRecord, b: RuleRecord) =>
   a.route.group === b.route.group &&
   a.route.kind === b.route.kind &&
   a.route.namespace === b.route.namespace &&
@@ -79,7 +79,7 @@ export function inheritedRecord(
 ): RuleRecord[] {
   if (!earlier) return [...now];
   return now.map((rule) => {
-    const before = earlier.record.find((r) => sameRule(r, rule));
+    const before = earlier.record.find((r) => sameRecordedRule(r, rule));
     return before && holds(rule, earlier.assignment) ? before : rule;
   });
 }
@@ -98,7 +98,7 @@ export function unmovedRules(
     ? (assigned as readonly TrafficAssignment[])
     : [assigned as TrafficAssignment];
   return record.filter((r) => {
-    const current = now.find((n) => sameRule(n, r));
+    const current = now.find((n) => sameRecordedRule(n, r));
     return current !== undefined && assignments.some((a) => holds(current, a));
   });
 }
@@ -162,4 +162,20 @@ export function reportedRules(executions: readonly ReportedExecution[]): Reporte
     out.push(r);
   }
   return out;
+}
+
+/** Whether two managed rules are one: the same rule of the same route, by the route's whole reference. */
+export function sameRule(
+  a: { route: RuleRecord['route']; rule: number },
+  b: { route: RuleRecord['route']; rule: number },
+): boolean {
+  const { route } = a;
+  const other = b.route;
+  return (
+    route.group === other.group &&
+    route.kind === other.kind &&
+    route.namespace === other.namespace &&
+    route.name === other.name &&
+    a.rule === b.rule
+  );
 }

@@ -8,3 +8,7 @@ export const CORE_TASK_QUEUE = 'konfidence-core';
 export function executorTaskQueue(type: string, landscape?: string): string {
   return landscape === undefined ? `konfidence-executor-${type}` : `konfidence-executor-${type}@${landscape}`;
 }
+
+/** One report workflow per Landscape (and per queue suffix): starting it again finds the one that runs. */
+export const landscapeReportWorkflowId = (landscape: string, queueSuffix = '') =>
+  `konfidence-landscape-report-${landscape}${queueSuffix}`;

@@ -7,10 +7,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, type Worker } from '@temporalio/worker';
+import { k8s } from '../k8s/client.js';
 import { parseAllDocuments } from 'yaml';
 import { executorFor } from '../executors/index.js';
 import { pollUntil } from '../scripts/env/process.js';
-import { executorTaskQueue } from '../shared/task-queues.js';
+import { executorTaskQueue, landscapeReportWorkflowId } from '../shared/task-queues.js';
+import { ANNOTATION_SERVING } from '../api/group.js';
 import { createExecutorWorker } from '../worker/executor-worker.js';
 import { metricsText } from '../telemetry/metrics.js';
 import { kubectl, objectApi } from './support/cluster.js';
@@ -22,6 +24,10 @@ import { temporalAddress, temporalNamespace } from './support/temporal.js';
 
 const LANDSCAPE = 'far';
 const SECOND = 'near';
+const REPORT_SECONDS = 2;
+/** Every Landscape this file creates: each has a report workflow, ended with the file. */
+const HTTPROUTE_COORDINATES = { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'httproutes' };
+const LANDSCAPES = [LANDSCAPE, SECOND, 'nobody', 'unpolled', 'crashy', 'watched'];
 
 let s: TestSystem;
 let far: LandscapeCluster | undefined;
@@ -33,7 +39,8 @@ const children: ChildProcess[] = [];
 
 beforeAll(async () => {
   [s, far, near] = await Promise.all([
-    startTestSystem('landscapes'),
+    // Reports every 2 s: a landscape whose reports stop is told within seconds.
+    startTestSystem('landscapes', { landscapeReportSeconds: REPORT_SECONDS }),
     startLandscapeCluster(LANDSCAPE),
     startLandscapeCluster(SECOND),
   ]);
@@ -59,6 +66,14 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
+  await Promise.all(
+    LANDSCAPES.map((name) =>
+      s?.client.workflow
+        .getHandle(landscapeReportWorkflowId(name, `-${s.ns}`))
+        .terminate('the test file is done')
+        .catch(() => undefined),
+    ),
+  );
   for (const child of children) child.kill('SIGKILL');
   for (const worker of workers) worker.shutdown();
   await Promise.allSettled(running);
@@ -334,4 +349,108 @@ it("a landscape's worker SIGKILLed mid-step: the task is taken up again by its n
   expect(recorded?.status?.record?.rules).toHaveLength(1);
   expect(finished?.status?.record).toEqual(recorded?.status?.record);
   expect(finished?.status?.phase).toBe('Succeeded');
+});
+
+it("the landscape's workers report what its routes hold: a person's edit there reaches the Stage's status, and reports that stop leave its StageVersions protected and say so", async () => {
+  const stage = 'reported';
+  const landscape = 'watched';
+  await create(s, object('Landscape', s.systemNs, landscape, { allowedNamespaces: [s.ns] }));
+  await seedStage(s, stage, [1, 2], { landscape, drainSeconds: 0 });
+  await seedRoutes(inLandscape(), stage, 1);
+  await create(
+    s,
+    object('ActivationTaskRegistration', s.systemNs, `${stage}-gateway`, {
+      type: 'gateway-api',
+      timeoutSeconds: 30,
+      spec: { routes: [{ name: `${stage}-shop`, namespace: s.ns, rules: [0] }] },
+    }),
+  );
+  await create(
+    s,
+    object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, {
+      steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }],
+    }),
+  );
+  await seedActive(s, stage, 1);
+  /** The landscape's gateway-api worker, with the landscape's kubeconfig only. */
+  const startWorker = async () => {
+    const worker = await createExecutorWorker({
+      connection: connection!,
+      namespace: temporalNamespace(),
+      kubeConfig: far!.kc,
+      executor: executorFor('gateway-api')!,
+      landscape,
+      taskQueue: executorTaskQueue('gateway-api', landscape) + `-${s.ns}`,
+    });
+    return { worker, run: worker.run() };
+  };
+  const reportedAs = (reason: string) =>
+    pollUntil(
+      async () => {
+        const found = await s.objects.get('Stage', s.ns, stage);
+        const condition = found?.status?.conditions?.find((c: any) => c.type === 'LandscapeReported');
+        return condition?.reason === reason ? found : undefined;
+      },
+      60_000,
+      `the Stage's LandscapeReported condition to say ${reason}`,
+      200,
+    );
+  const api = far!.kc.makeApiClient(k8s.CustomObjectsApi);
+  const httpRoute = { ...HTTPROUTE_COORDINATES, namespace: s.ns, name: `${stage}-shop` };
+  /** A person's edit of the managed rule in the landscape: these weights for v1 and v2. */
+  const editRoute = async (v1: number, v2: number) => {
+    const route: any = await api.getNamespacedCustomObject(httpRoute);
+    route.spec.rules[0].backendRefs = [
+      { name: 'mirror-sink', port: 9090, weight: 0 },
+      { name: `${stage}-shop-v1`, port: 8080, weight: v1 },
+      { name: `${stage}-shop-v2`, port: 8080, weight: v2 },
+    ];
+    await api.replaceNamespacedCustomObject({ ...httpRoute, body: route });
+  };
+  const servingMark = async (r: number) =>
+    (await s.objects.get('StageVersion', s.ns, `${stage}-${r}`))?.metadata.annotations?.[ANNOTATION_SERVING];
+  const weightsIn = (found: any) => found?.status?.traffic?.map((t: any) => t.weights);
+
+  let agent = await startWorker();
+  try {
+    await activate(s, `${stage}-to-2`, stage, 2, { executionPlan: `${stage}-plan` });
+    const done = await waitFor(s, 'VectorActivation', `${stage}-to-2`, phaseIs('Succeeded', 'Failed'), 60_000);
+    expect(done.status.phase).toBe('Succeeded');
+    await reportedAs('Reported');
+
+    // A person puts 30 % back on v1 in the landscape: the next report brings it to the Stage.
+    await editRoute(30, 70);
+    const edited = await pollUntil(
+      async () => {
+        const found = await s.objects.get('Stage', s.ns, stage);
+        return weightsIn(found)?.[0]?.[`${stage}-1`] === 30 ? found : undefined;
+      },
+      30_000,
+      "the person's edit in the Stage's status",
+      200,
+    );
+    expect(weightsIn(edited)).toEqual([{ [`${stage}-1`]: 30, [`${stage}-2`]: 70 }]);
+    await pollUntil(async () => (await servingMark(1)) === stage || undefined, 30_000, 'v1 marked serving again', 200);
+
+    // Its workers stop, and the rule goes back to v2 alone unseen: the Stage says the reports
+    // stopped, and v1 stays protected as last known.
+    agent.worker.shutdown();
+    await agent.run;
+    await editRoute(0, 100);
+    const stopped = await reportedAs('ReportsStopped');
+    expect(stopped.status.conditions.find((c: any) => c.type === 'LandscapeReported').message).toContain(
+      "the Stage's StageVersions stay protected as last known",
+    );
+    expect(weightsIn(stopped)).toEqual([{ [`${stage}-1`]: 30, [`${stage}-2`]: 70 }]);
+    expect(await servingMark(1)).toBe(stage);
+
+    // A worker again: its report shows v2 alone, and v1 is let go (its drain is 0 s).
+    agent = await startWorker();
+    await reportedAs('Reported');
+    await pollUntil(async () => (await servingMark(1)) === undefined || undefined, 30_000, 'v1 let go', 200);
+    expect(weightsIn(await s.objects.get('Stage', s.ns, stage))).toEqual([{ [`${stage}-2`]: 100 }]);
+  } finally {
+    if (agent.worker.getState() === 'RUNNING') agent.worker.shutdown();
+    await agent.run.catch(() => undefined);
+  }
 });

@@ -44,6 +44,11 @@ const configSchema = z.object({
    */
   KONFIDENCE_LANDSCAPE: dnsLabel.optional(),
   /**
+   * The core: how often each Landscape's workers are asked what its routes hold (docs/landscapes.md);
+   * three intervals without a report and its Stages say so (LandscapeReported False).
+   */
+  KONFIDENCE_LANDSCAPE_REPORT_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
+  /**
    * Set: the core worker joins the Worker Deployment konfidence-core<suffix> as this build
    * (Temporal Worker Versioning, docs/scale.md); unset: an unversioned worker, as before.
    */

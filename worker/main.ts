@@ -240,6 +240,16 @@ if (role === 'core') {
     ...(config.KONFIDENCE_MAX_CACHED_WORKFLOWS ? { maxCachedWorkflows: config.KONFIDENCE_MAX_CACHED_WORKFLOWS } : {}),
     ...workflowBundle,
   });
+  // One report workflow per Landscape asks its workers what its routes hold (docs/landscapes.md).
+  const { keepLandscapeReports } = await import('./landscape-reports.js');
+  keepLandscapeReports({
+    client: client!,
+    systemConfig,
+    taskQueue: CORE_TASK_QUEUE + suffix,
+    queueSuffix: suffix,
+    intervalSeconds: config.KONFIDENCE_LANDSCAPE_REPORT_SECONDS,
+    log: componentLogger('landscape-reports', { role }).fn(),
+  });
 } else if (role === 'executor') {
   const [{ executorFor }, { createExecutorWorker }] = await Promise.all([
     import('../executors/index.js'),

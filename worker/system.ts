@@ -17,6 +17,7 @@ import { CORE_TASK_QUEUE, executorTaskQueue } from '../shared/task-queues.js';
 import { reportLandscapePollers } from '../telemetry/landscape-pollers.js';
 import { createCoreWorker } from './core-worker.js';
 import { createExecutorWorker } from './executor-worker.js';
+import { keepLandscapeReports } from './landscape-reports.js';
 import { ActivationController } from '../controllers/activation/controller.js';
 import { StageController } from '../controllers/stage/controller.js';
 import type { LogFn } from '../telemetry/log.js';
@@ -60,6 +61,8 @@ export interface SystemOptions {
   log?: LogFn;
   /** Where analyses that name no Prometheus address ask. */
   prometheusUrl?: string;
+  /** How often each Landscape's workers are asked what its routes hold (default LANDSCAPE_REPORT_SECONDS). */
+  landscapeReportSeconds?: number;
 }
 
 export interface RunningSystem {
@@ -120,6 +123,17 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
     )),
   ];
   const runs = workers.map((w) => w.run());
+  // One report workflow per Landscape asks its workers what its routes hold (docs/landscapes.md).
+  const stopLandscapeReports =
+    systemConfig &&
+    keepLandscapeReports({
+      client,
+      systemConfig,
+      taskQueue: coreTaskQueue,
+      queueSuffix: suffix,
+      ...(o.landscapeReportSeconds ? { intervalSeconds: o.landscapeReportSeconds } : {}),
+      log: o.log ?? componentLogger('landscape-reports').fn(),
+    });
   const watcher = new ActivationController({
     kubeConfig: as('watcher'),
     client,
@@ -162,6 +176,7 @@ export async function startSystem(o: SystemOptions): Promise<RunningSystem> {
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await Promise.allSettled(runs);
       stopReporting?.();
+      stopLandscapeReports?.();
       await systemConfig?.stop();
       await flushEvents();
       await native.close();

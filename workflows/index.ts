@@ -2,3 +2,4 @@
 export * from './control-plane-check.js';
 export * from './activation/workflow.js';
 export * from '../stage-lock/workflow.js';
+export * from './landscape-report.js';

@@ -150,3 +150,9 @@ export const CONTROL_PLANE_CHECK: ActivityOptions = {
   retry: { maximumAttempts: 5 },
   summary: 'read the Kubernetes version and the served konfidence kinds',
 };
+
+/** A landscape report's core side (which rules, and the status write): a few attempts within a round. */
+export const LANDSCAPE_REPORT_BOOKKEEPING: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '5 seconds', maximumAttempts: 3 },
+};

@@ -54,6 +54,8 @@ export class StageController {
   /** The registrations and plans of the system namespace: they name the routes a Stage's traffic goes through. */
   private registrations?: KindCache;
   private plans?: KindCache;
+  /** The Landscapes: their status holds what a landscape Stage's routes hold, as its workers report. */
+  private landscapes?: KindCache;
 
   constructor(private readonly settings: StageControllerOptions) {
     this.log = settings.log ?? componentLogger('stage-controller').fn();
@@ -94,6 +96,7 @@ export class StageController {
         namespace: this.systemNamespace,
         ...(this.registrations ? { registrations: this.registrations } : {}),
         ...(this.plans ? { plans: this.plans } : {}),
+        ...(this.landscapes ? { landscapes: this.landscapes } : {}),
       }),
     });
     const events = eventRecorder(this.informers.kubeConfig(), this.log);
@@ -158,7 +161,9 @@ export class StageController {
       });
     this.registrations = system('ActivationTaskRegistration');
     this.plans = system('ActivationExecutionPlan');
-    await Promise.all([this.registrations.start(), this.plans.start()]);
+    // A landscape's report changes what its Stages' routes are known to hold.
+    this.landscapes = system('Landscape');
+    await Promise.all([this.registrations.start(), this.plans.start(), this.landscapes.start()]);
     await this.informers.start();
     this.timer = setInterval(() => {
       void this.informers.retryOptional();
@@ -178,7 +183,7 @@ export class StageController {
     this.stopped = true;
     clearInterval(this.timer);
     this.gate.stop();
-    const caches = [this.registrations, this.plans].filter((cache) => cache !== undefined);
+    const caches = [this.registrations, this.plans, this.landscapes].filter((cache) => cache !== undefined);
     await Promise.all([this.informers.stop(), ...caches.map((cache) => cache.stop())]);
     if (!(await this.loop.stop(STOP_GRACE_MS)))
       this.log(`stopped with a pass still running after ${STOP_GRACE_MS} ms`, { level: 'warn' });
@@ -193,8 +198,10 @@ export class StageController {
   async reconcile(ns: string): Promise<void> {
     const { systemNamespace, shard } = this.settings;
     const options = { ...(systemNamespace ? { systemNamespace } : {}), ...(shard ? { shard } : {}) };
-    const withTraffic = (observed: Observed, traffic: Observed['traffic']): Observed =>
-      traffic ? { ...observed, traffic } : observed;
+    const withTraffic = (observed: Observed, read: Pick<Observed, 'traffic' | 'reporting'>): Observed => ({
+      ...observed,
+      ...read,
+    });
     // What the routes hold comes from their caches too: a change to a route's spec (a person's
     // edit, an executor's write) marks the namespace like any other change, so a pass that read a
     // route a moment before it changed is followed by one that reads it changed.

@@ -4,6 +4,7 @@
  * not hold yet) or as the apiserver lists them now, and what the managed routes of its Stages hold.
  */
 import type { ActivationExecutionPlanResource, ActivationTaskRegistrationResource } from '../../api/index.js';
+import type { LandscapeResource } from '../../api/landscape.js';
 import type { Observed } from '../../decisions/stage.js';
 import type { RouteKind } from '../../executors/types.js';
 import type { k8s } from '../../k8s/client.js';
@@ -23,7 +24,7 @@ export interface ObserverParts {
   written: WrittenStatuses;
   routeReaders: RouteReaders;
   /** The system namespace's registrations and plans: they name the routes a Stage's traffic goes through. */
-  system: () => { namespace: string; registrations?: KindCache; plans?: KindCache };
+  system: () => { namespace: string; registrations?: KindCache; plans?: KindCache; landscapes?: KindCache };
   kubeConfig: k8s.KubeConfig;
 }
 
@@ -57,17 +58,21 @@ export class NamespaceObserver {
    * cached. A route is read from its cache unless `fresh` (or not cached: another namespace not
    * watched, a kind not listed), else from the apiserver.
    */
-  async traffic(ns: string, observed: Observed, how: { fresh?: boolean } = {}): Promise<Observed['traffic']> {
+  async traffic(
+    ns: string,
+    observed: Observed,
+    how: { fresh?: boolean } = {},
+  ): Promise<Pick<Observed, 'traffic' | 'reporting'>> {
     const { informers, routeReaders } = this.parts;
-    const { namespace: system, registrations, plans } = this.parts.system();
+    const { namespace: system, registrations, plans, landscapes } = this.parts.system();
     const registered = registrations?.list(system) ?? [];
     const stages = observed.stages.filter((stage) => !stage.metadata.deletionTimestamp);
     // Registrations or plans not listed now (start-up, a re-list after a watch ended): what the
     // routes hold cannot be told, so every Stage's traffic is unknown and nothing is cleaned up on
     // the marks alone (a previous version's serving mark may still be on its way).
     if (!registrations?.synced || !plans?.synced)
-      return new Map(stages.map((stage) => [stage.metadata.name!, undefined]));
-    if (registered.length === 0) return undefined;
+      return { traffic: new Map(stages.map((stage) => [stage.metadata.name!, undefined])) };
+    if (registered.length === 0) return {};
     const cachedRoute = (kind: RouteKind, namespace: string, name: string) => informers.get(kind, namespace, name);
     // Every route the pass reads wakes this namespace from the moment it is read, whether it sends
     // a Stage traffic or not (an edit may make it): one in another namespace too.
@@ -77,8 +82,16 @@ export class NamespaceObserver {
         return super.set(key, read);
       }
     })();
-    const traffic = await observeTraffic(
-      { kubeConfig: informers.gate.kubeConfig(this.parts.kubeConfig), routes, ...(how.fresh ? {} : { cachedRoute }) },
+    // A Landscape not listed now: its reports are not known, as if none had come.
+    const landscapeReports = (name: string) =>
+      (landscapes?.get(system, name) as unknown as LandscapeResource | undefined)?.status?.reports;
+    const { traffic, reporting } = await observeTraffic(
+      {
+        kubeConfig: informers.gate.kubeConfig(this.parts.kubeConfig),
+        routes,
+        landscapeReports,
+        ...(how.fresh ? {} : { cachedRoute }),
+      },
       ns,
       stages,
       observed.stageVersions,
@@ -87,6 +100,6 @@ export class NamespaceObserver {
       observed.activations,
     );
     routeReaders.note(ns, routes.keys());
-    return traffic;
+    return { traffic, reporting };
   }
 }

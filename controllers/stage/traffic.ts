@@ -2,9 +2,10 @@
  * The traffic of a namespace's Stages as the routes hold it: for every Stage, every rule that a
  * Worker registration of a built-in executor manages, read from the route itself (each route once
  * a pass, from the routes' cache when given one, else from the apiserver), with the percent per
- * StageVersion; for an External registration, and for every registration of a Stage whose routes
- * live in a Landscape (another cluster), what its executions report (decisions/traffic.ts
- * reportedRules), listed once a pass per registration. A Stage's registrations are those of the
+ * StageVersion; for an External registration, what its executions report (decisions/traffic.ts
+ * reportedRules), listed once a pass per registration; for a Stage whose routes live in a
+ * Landscape (another cluster), its workers' reports and its executions, merged by
+ * decisions/landscape.ts landscapeRules, and the Stage's LandscapeReported condition. A Stage's registrations are those of the
  * plans its VectorActivations run (`spec.executionPlan`, else `default`); every registration for a
  * plan not found (the default one is optional, a named one may not be cached yet or be deleted
  * since it ran) and for a Stage no activation names. The observe half of the Stage controller's
@@ -16,13 +17,22 @@ import type { VectorActivationResource } from '../../api/vector-activation.js';
 import type { StageResource } from '../../api/stage.js';
 import type { StageVersionResource } from '../../api/stage-version.js';
 import { sameRule, type ObservedTraffic, type TrafficRule } from '../../decisions/stage.js';
-import { percentOf, reportedRules, type ReportedExecution } from '../../decisions/traffic.js';
+import { reportedRules, type ReportedExecution } from '../../decisions/traffic.js';
 import { LABEL_REGISTRATION } from '../../api/group.js';
 import { CustomObjects, type CustomObject } from '../../k8s/custom-objects.js';
 import { labelValue } from '../../shared/names.js';
 import { isFinal } from '../../decisions/activation.js';
-import { executorFor } from '../../executors/index.js';
-import { ExecutorError, type ExecutorContext, type StageVersionInfo, type TaskInput } from '../../executors/types.js';
+import {
+  landscapeRules,
+  reportCondition,
+  staleAt,
+  type StageReport,
+  type StageReporting,
+} from '../../decisions/landscape.js';
+import type { RouteReport } from '../../api/landscape.js';
+import { observedRules, observingInput, sendsTo } from '../../executors/observed-rules.js';
+import { executorFor, readableRegistration } from '../../executors/index.js';
+import type { ExecutorContext, StageVersionInfo } from '../../executors/types.js';
 
 const info = (sv: StageVersionResource): StageVersionInfo => ({
   name: sv.metadata.name!,
@@ -49,11 +59,15 @@ function ranRecently(va: VectorActivationResource, now: number): boolean {
 export type RouteReads = Pick<ExecutorContext, 'kubeConfig' | 'cachedRoute' | 'routes'> & {
   /** The executions of a registration in a namespace (default: listed from the apiserver by its label). */
   executionsOf?(namespace: string, registration: string): Promise<CustomObject[]>;
+  /** The reports of a Landscape's workers (its status.reports); undefined: not known here. */
+  landscapeReports?(landscape: string): readonly RouteReport[] | undefined;
 };
 
-/** Whether a failed read says the rule sends nothing (the route or rule is not there), not that we cannot tell. */
-const absent = (err: unknown) =>
-  err instanceof ExecutorError && !err.retryable && (err.status === undefined || err.status === 404);
+/** What a pass observed of a namespace's Stages: by Stage, its traffic, and for one in a Landscape its reports' state. */
+export interface TrafficObservation {
+  traffic: Map<string, ObservedTraffic | undefined>;
+  reporting: Map<string, StageReporting>;
+}
 
 /**
  * By Stage: the managed rules that send its StageVersions traffic, and whether they are all of
@@ -70,7 +84,7 @@ export async function observeTraffic(
   plans: readonly ActivationExecutionPlanResource[],
   activations: readonly VectorActivationResource[],
   now = Date.now(),
-): Promise<Map<string, ObservedTraffic | undefined>> {
+): Promise<TrafficObservation> {
   const ctx: ExecutorContext = {
     ...reads,
     signal: new AbortController().signal,
@@ -83,17 +97,10 @@ export async function observeTraffic(
   const external = new Set(
     registrations.filter((reg) => reg.spec.executor === 'External').map((reg) => reg.metadata.name!),
   );
-  const readable = registrations.flatMap((reg) => {
-    const executor = reg.spec.executor === 'External' ? undefined : executorFor(reg.spec.type);
-    const parsed = executor?.config.safeParse(reg.spec.spec ?? {});
-    if (!executor && !external.has(reg.metadata.name!)) unreadable.add(reg.metadata.name!);
-    if (!executor || !parsed?.success) return [];
-    // Only what an activation of this namespace may change counts (the tenancy rule of activities/plan.ts).
-    const allowed = reg.spec.allowCrossNamespaceFrom ?? [];
-    const foreign = executor.routeNamespaces(parsed.data, namespace).some((ns) => ns !== namespace);
-    if (foreign && !allowed.includes('*') && !allowed.includes(namespace)) return [];
-    return [{ name: reg.metadata.name!, executor, config: parsed.data }];
-  });
+  for (const reg of registrations)
+    if (reg.spec.executor !== 'External' && !executorFor(reg.spec.type)) unreadable.add(reg.metadata.name!);
+  // Only what an activation of this namespace may change counts.
+  const readable = registrations.flatMap((reg) => readableRegistration(reg, namespace) ?? []);
   /** The registrations an activation of the Stage runs, by the plans its activations name. */
   const used = (stage: string) => {
     const ofStage = activations.filter((va) => va.spec.stage === stage);
@@ -142,74 +149,130 @@ export async function observeTraffic(
     }
     return listed.get(registration)!;
   };
+  /** The executions of registrations for one Stage, as the Stage controller reads them. */
+  const executionsOfStage = async (stage: string, names: readonly string[]) => {
+    const all = await Promise.all(names.map((registration) => executionsOf(registration)));
+    return all.flatMap((executions, i) =>
+      executions.filter((object) => object.spec?.stage === stage && object.spec?.registration === names[i]),
+    );
+  };
+  const reporting = new Map<string, StageReporting>();
   for (const stage of stages) {
     const name = stage.metadata.name!;
     const versions = stageVersions.filter((sv) => sv.spec.stage === name).map(info);
     const usedByStage = used(name);
     // A Stage whose routes live in a Landscape: this cluster holds none of them (a route of the
-    // same name here is another route), so what its executions recorded and were assigned (the core
-    // writes both for a landscape's worker) is its traffic, as for an External registration.
-    const inLandscape = stage.spec.landscape !== undefined;
-    const tasks = inLandscape ? [] : usedByStage.tasks;
-    const reported = inLandscape
-      ? [...usedByStage.reported, ...usedByStage.tasks.map((task) => task.name)]
-      : usedByStage.reported;
+    // same name here is another route). Its workers' reports and what its executions recorded and
+    // were assigned (the core writes both for a landscape's worker) tell its traffic.
+    const landscape = stage.spec.landscape;
+    const tasks = landscape === undefined ? usedByStage.tasks : [];
+    const inLandscape = landscape === undefined ? [] : usedByStage.tasks;
+    const reported = usedByStage.reported;
     let complete = usedByStage.complete;
-    if (versions.length === 0 || tasks.length + reported.length === 0) {
+    if (versions.length === 0 || usedByStage.tasks.length + reported.length === 0) {
       out.set(name, { rules: [], complete });
       continue;
     }
     const own = new Set(versions.map((stageVersion) => stageVersion.name));
-    const input: TaskInput = {
-      execution: { namespace, name: '' },
-      action: 'Apply',
-      namespace,
-      stage: name,
-      stageVersion: versions[0]!,
-      stageVersions: versions,
-      config: {},
-    };
+    const input = observingInput(namespace, name, versions, {});
     let rules: TrafficRule[] | undefined = [];
     const add = (trafficRule: TrafficRule) => {
-      // A rule that sends nothing to this Stage's StageVersions is another Stage's, or nobody's yet.
-      if (!Object.keys(trafficRule.weights).some((version) => own.has(version))) return;
+      if (!sendsTo(trafficRule, own)) return;
       // Two registrations (of two plans) may manage the same rule: it is one rule.
       if (rules?.some((existing) => sameRule(existing, trafficRule))) return;
       rules?.push(trafficRule);
     };
     for (const { executor, config } of tasks) {
       try {
-        for (const observedRule of await executor.observe({ ...input, config }, config, ctx, { lenient: true }))
-          add({
-            route: observedRule.route,
-            rule: observedRule.index,
-            ...(observedRule.name ? { name: observedRule.name } : {}),
-            weights: percentOf(observedRule.traffic),
-          });
-      } catch (err) {
-        if (!absent(err)) rules = undefined;
-      }
-    }
-    // External registrations: what their executions report, rule by rule, across registrations.
-    const reports: ReportedExecution[] = [];
-    for (const registration of reported) {
-      try {
-        const ofStage = (await executionsOf(registration)).filter(
-          (object) => object.spec?.stage === name && object.spec?.registration === registration,
-        );
-        // Never run for this Stage: what its rules hold is not known here.
-        if (ofStage.length === 0) complete = false;
-        reports.push(...ofStage.map(reportedExecution));
+        for (const observedRule of await observedRules(executor, config, input, ctx)) add(observedRule);
       } catch {
         rules = undefined;
       }
     }
-    const told = reports.length > 0 ? reportedRules(reports) : [];
-    if (told) for (const rule of told) add(rule);
-    else complete = false;
+    // External registrations: what their executions report, rule by rule, across registrations.
+    try {
+      const executions = await executionsOfStage(name, reported);
+      // One never run for this Stage: what its rules hold is not known here.
+      if (reported.some((registration) => !executions.some((e) => e.spec?.registration === registration)))
+        complete = false;
+      const told = executions.length > 0 ? reportedRules(executions.map(reportedExecution)) : [];
+      if (told) for (const rule of told) add(rule);
+      else complete = false;
+    } catch {
+      rules = undefined;
+    }
+    if (landscape !== undefined && inLandscape.length > 0) {
+      try {
+        const executions = await executionsOfStage(
+          name,
+          inLandscape.map((task) => task.name),
+        );
+        const types = [...new Set(inLandscape.map((task) => task.executor.type))].sort();
+        const held = reads.landscapeReports?.(landscape);
+        const byType = types.map((type) => ({ type, report: stageReport(held, type, namespace, name) }));
+        const merged = landscapeRules({
+          fromExecutions: executions.length > 0 ? reportedRules(executions.map(reportedExecution)) : [],
+          lastExecutionAt: lastEnded(executions),
+          reports: byType.map(({ report }) => report),
+          now,
+        });
+        if (merged) for (const rule of merged.rules) add(rule);
+        else rules = undefined;
+        complete &&= merged?.complete ?? false;
+        const stale = byType.flatMap(({ report }) => (report ? (staleAt(report) ?? []) : []));
+        reporting.set(name, {
+          condition: reportCondition(landscape, byType, now),
+          ...(stale.length > 0 ? { staleAt: Math.min(...stale) } : {}),
+        });
+      } catch {
+        rules = undefined;
+      }
+    }
     out.set(name, rules && { rules, complete });
   }
-  return out;
+  return { traffic: out, reporting };
+}
+
+/** When the last of the executions ended (epoch ms): Infinity while one runs, undefined for none. */
+function lastEnded(executions: readonly CustomObject[]): number | undefined {
+  if (executions.length === 0) return undefined;
+  return Math.max(
+    ...executions.map((e) =>
+      e.status?.phase === 'Succeeded' || e.status?.phase === 'Error'
+        ? Date.parse(e.status?.completionTime ?? '') || Infinity
+        : Infinity,
+    ),
+  );
+}
+
+/** One executor type's report of the landscape as it concerns one Stage; undefined when the type has none. */
+function stageReport(
+  reports: readonly RouteReport[] | undefined,
+  type: string,
+  namespace: string,
+  stage: string,
+): StageReport | undefined {
+  const report = reports?.find((candidate) => candidate.type === type);
+  if (!report) return undefined;
+  const mine = (entry: { namespace: string; stage: string }) => entry.namespace === namespace && entry.stage === stage;
+  const unreadable = report.unreadable?.find(mine)?.message;
+  const observedAt = report.observedAt ? Date.parse(report.observedAt) : undefined;
+  const failedAt = report.lastFailure ? Date.parse(report.lastFailure.at) : undefined;
+  return {
+    type,
+    intervalSeconds: report.intervalSeconds,
+    ...(observedAt !== undefined ? { observedAt } : {}),
+    rules: (report.rules ?? []).filter(mine).map(({ route, rule, name, weights }) => ({
+      route,
+      rule,
+      ...(name ? { name } : {}),
+      weights,
+    })),
+    ...(unreadable !== undefined ? { unreadable } : {}),
+    ...(report.lastFailure && failedAt !== undefined && (observedAt === undefined || failedAt > observedAt)
+      ? { lastFailure: { at: failedAt, message: report.lastFailure.message } }
+      : {}),
+  };
 }
 
 /** The parts of an ActivationExecution that say what its External executor did. */

@@ -1,9 +1,19 @@
 /**
  * Where a Stage's routes live (decisions/landscape.ts): the control plane's own cluster, or a
  * Landscape that allows the Stage's namespace; otherwise the activation is refused with what the
- * platform team does about it.
+ * platform team does about it. What its workers report of its routes, round by round, and the
+ * condition a Stage in it carries.
  */
-import { landscapeQueues, placementOf, POLLED_WITHIN_MS, recentPollers } from '../../decisions/landscape.js';
+import {
+  landscapeQueues,
+  MISSED_REPORTS,
+  nextReports,
+  placementOf,
+  POLLED_WITHIN_MS,
+  recentPollers,
+  reportCondition,
+  type StageReport,
+} from '../../decisions/landscape.js';
 
 const landscapes = [
   { name: 'east', allowedNamespaces: ['team-a', 'team-b'] },
@@ -62,4 +72,73 @@ it('a worker counts as polling when its last poll is within POLLED_WITHIN_MS', (
 it('a close-out puts back what a run changed in a landscape, though the Landscape no longer allows the namespace, or is gone', () => {
   expect(placementOf(stage('team-z', 'east'), landscapes, 'konfidence-system', true)).toEqual({ landscape: 'east' });
   expect(placementOf(stage('team-a', 'west'), [], 'konfidence-system', true)).toEqual({ landscape: 'west' });
+});
+
+describe("a round of a landscape's reports", () => {
+  const route = { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'shop', name: 'shop' };
+  const rule = { namespace: 'shop', stage: 'shop', route, rule: 0, weights: { 'shop-2': 100 } };
+  const round = { observedAt: '2026-12-05T10:00:30Z', intervalSeconds: 30, failedAt: '2026-12-05T10:01:00Z' };
+  const earlier = {
+    type: 'gateway-api',
+    intervalSeconds: 30,
+    observedAt: '2026-12-05T10:00:00Z',
+    rules: [{ ...rule, weights: { 'shop-1': 100 } }],
+  };
+
+  it('a type that answered has its new report, asked for when the round began', () => {
+    expect(nextReports([earlier], round, [{ type: 'gateway-api', rules: [rule], unreadable: [] }])).toEqual([
+      { type: 'gateway-api', intervalSeconds: 30, observedAt: '2026-12-05T10:00:30Z', rules: [rule] },
+    ]);
+  });
+
+  it('a type that did not answer keeps its last report and says why this one did not come', () => {
+    expect(nextReports([earlier], round, [{ type: 'gateway-api', failed: 'no worker took it' }])).toEqual([
+      { ...earlier, lastFailure: { at: '2026-12-05T10:01:00Z', message: 'no worker took it' } },
+    ]);
+  });
+
+  it('a type that never answered has no report, only why; a type no Stage needs any more is dropped', () => {
+    expect(nextReports([earlier], round, [{ type: 'istio', failed: 'no worker took it' }])).toEqual([
+      { type: 'istio', intervalSeconds: 30, lastFailure: { at: '2026-12-05T10:01:00Z', message: 'no worker took it' } },
+    ]);
+  });
+
+  it('a Stage whose rules could not be read is named with why, the others reported', () => {
+    const unreadable = [{ namespace: 'shop', stage: 'cart', message: 'cart-gw: forbidden' }];
+    expect(nextReports([], round, [{ type: 'gateway-api', rules: [rule], unreadable }])[0]).toEqual(
+      expect.objectContaining({ rules: [rule], unreadable }),
+    );
+  });
+});
+
+describe("a landscape Stage's LandscapeReported condition", () => {
+  const now = Date.parse('2026-12-05T10:05:00Z');
+  const report = (secondsAgo: number, more: Partial<StageReport> = {}): StageReport => ({
+    type: 'gateway-api',
+    intervalSeconds: 30,
+    observedAt: now - secondsAgo * 1000,
+    rules: [],
+    ...more,
+  });
+  it.each([
+    ['a report within three intervals', report(MISSED_REPORTS * 30), 'True', 'Reported'],
+    ['none yet', undefined, 'False', 'NotReportedYet'],
+    ['the last over three intervals ago', report(MISSED_REPORTS * 30 + 1), 'False', 'ReportsStopped'],
+    ['one that could not read the Stage', report(1, { unreadable: 'forbidden' }), 'False', 'Unreadable'],
+  ])('%s: %s (%s)', (_case, stageReport, status, reason) => {
+    const condition = reportCondition('east', [{ type: 'gateway-api', report: stageReport }], now);
+    expect(condition).toEqual(expect.objectContaining({ type: 'LandscapeReported', status, reason }));
+    expect(condition.message).toContain('Landscape east');
+  });
+
+  it('stopped: says since when, why the last did not come, and that the StageVersions stay protected', () => {
+    const stopped = report(600, {
+      lastFailure: { at: now - 10_000, message: 'no gateway-api executor worker took it' },
+    });
+    expect(reportCondition('east', [{ type: 'gateway-api', report: stopped }], now).message).toBe(
+      'the gateway-api executor workers of Landscape east last reported what its routes hold at 2026-12-05T09:55:00Z, over 90s ago; ' +
+        "the last report failed: no gateway-api executor worker took it; the Stage's StageVersions stay protected as last known " +
+        'until they report again: check that they run (konfidence_landscape_pollers)',
+    );
+  });
 });

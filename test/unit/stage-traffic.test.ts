@@ -38,7 +38,7 @@ it.each([
     [va(status)] as never,
     now,
   );
-  expect(traffic.get('shop')).toEqual({ rules: [], complete });
+  expect(traffic.traffic.get('shop')).toEqual({ rules: [], complete });
 });
 
 describe("a Stage whose routes live in a Landscape: this cluster's route of the same name is not its route", () => {
@@ -59,6 +59,7 @@ describe("a Stage whose routes live in a Landscape: this cluster's route of the 
     spec: { stage: 'shop', registration: 'shop-gw', action: 'Apply', assignment: { 'shop-2': 100 } },
     status: {
       phase: 'Succeeded',
+      completionTime: ago(4_000),
       record: {
         rules: [
           {
@@ -71,12 +72,22 @@ describe("a Stage whose routes live in a Landscape: this cluster's route of the 
       },
     },
   };
-  const observe = (landscape?: string) =>
+  const route = { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'ns', name: 'shop' };
+  /** The landscape's gateway-api report, asked for `askedAgo` ms before now, its rule on `weights`. */
+  const report = (askedAgo: number, weights: Record<string, number>, more: Record<string, unknown> = {}) => ({
+    type: 'gateway-api',
+    intervalSeconds: 10,
+    observedAt: ago(askedAgo),
+    rules: [{ namespace: 'ns', stage: 'shop', route, rule: 0, weights }],
+    ...more,
+  });
+  const observe = (landscape?: string, reports?: unknown[], executions: unknown[] = [landscapeExecution]) =>
     observeTraffic(
       {
         kubeConfig: new k8s.KubeConfig(),
         cachedRoute: () => localRoute,
-        executionsOf: async () => [landscapeExecution] as never,
+        executionsOf: async () => executions as never,
+        landscapeReports: () => reports as never,
       },
       'ns',
       [{ ...stage, spec: { ...stage.spec, ...(landscape ? { landscape } : {}) } }] as never,
@@ -88,13 +99,81 @@ describe("a Stage whose routes live in a Landscape: this cluster's route of the 
     );
 
   it('without a landscape, the route here is read', async () => {
-    expect((await observe())?.get('shop')?.rules.map((r) => r.weights)).toEqual([{ 'shop-1': 100 }]);
+    expect((await observe()).traffic.get('shop')?.rules.map((r) => r.weights)).toEqual([{ 'shop-1': 100 }]);
   });
 
-  it("in a landscape, its executions' reports say the traffic, not the route here", async () => {
-    expect((await observe('east'))?.get('shop')).toEqual({
-      rules: [expect.objectContaining({ rule: 0, weights: { 'shop-2': 100 } })],
-      complete: true,
+  it.each([
+    [
+      'no report yet: its executions say the traffic, and nothing is let go on it',
+      undefined,
+      [landscapeExecution],
+      { 'shop-2': 100 },
+      false,
+      'NotReportedYet',
+    ],
+    [
+      'a fresh report asked for after its last execution ended: the report (a hand edit there) says it',
+      [report(1_000, { 'shop-1': 50, 'shop-2': 50 })],
+      [landscapeExecution],
+      { 'shop-1': 50, 'shop-2': 50 },
+      true,
+      'Reported',
+    ],
+    [
+      'a fresh report asked for before its last execution ended: the execution is newer',
+      [report(8_000, { 'shop-1': 100 })],
+      [landscapeExecution],
+      { 'shop-2': 100 },
+      true,
+      'Reported',
+    ],
+    [
+      'its executions deleted: a fresh report says it',
+      [report(1_000, { 'shop-2': 100 })],
+      [],
+      { 'shop-2': 100 },
+      true,
+      'Reported',
+    ],
+    [
+      'reports that stopped (the last over 3 intervals ago): the executions say it, nothing let go',
+      [report(31_000, { 'shop-2': 100 }, { lastFailure: { at: ago(2_000), message: 'no worker took it' } })],
+      [landscapeExecution],
+      { 'shop-2': 100 },
+      false,
+      'ReportsStopped',
+    ],
+    [
+      'a report that could not read its routes: nothing let go',
+      [report(1_000, { 'shop-2': 100 }, { unreadable: [{ namespace: 'ns', stage: 'shop', message: 'forbidden' }] })],
+      [landscapeExecution],
+      { 'shop-2': 100 },
+      false,
+      'Unreadable',
+    ],
+  ])('in a landscape, %s', async (_case, reports, executions, weights, complete, reason) => {
+    const observed = await observe('east', reports, executions);
+    expect(observed.traffic.get('shop')).toEqual({
+      rules: [expect.objectContaining({ rule: 0, weights })],
+      complete,
     });
+    expect(observed.reporting.get('shop')?.condition).toEqual(
+      expect.objectContaining({ type: 'LandscapeReported', status: reason === 'Reported' ? 'True' : 'False', reason }),
+    );
+  });
+
+  it('in a landscape, reports that stopped after its last execution ended: what the last one read stands, and nothing is let go', async () => {
+    const earlier = { ...landscapeExecution, status: { ...landscapeExecution.status, completionTime: ago(60_000) } };
+    const observed = await observe('east', [report(40_000, { 'shop-1': 30, 'shop-2': 70 })], [earlier]);
+    expect(observed.traffic.get('shop')).toEqual({
+      rules: [expect.objectContaining({ weights: { 'shop-1': 30, 'shop-2': 70 } })],
+      complete: false,
+    });
+  });
+
+  it('in a landscape, an execution that still runs and no report after it: the traffic is not known', async () => {
+    const running = { ...landscapeExecution, status: { ...landscapeExecution.status, phase: 'InProgress' } };
+    const observed = await observe('east', [report(1_000, { 'shop-1': 100 })], [running]);
+    expect(observed.traffic.get('shop')).toBeUndefined();
   });
 });

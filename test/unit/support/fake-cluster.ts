@@ -447,6 +447,10 @@ export class FakeCluster {
       addCloseOutFinalizer: async (ref) => this.setFinalizer(ref, true),
       removeCloseOutFinalizer: async (ref) => this.setFinalizer(ref, false),
 
+      // landscape-report.ts: landscape reports run on real servers (test/landscapes.test.ts)
+      landscapeReportRound: async () => ({ exists: false, observedAt: new Date().toISOString(), byType: [] }),
+      writeLandscapeReports: async () => false,
+
       // breaker.ts: no CircuitBreaker here (test/circuit-breaker.test.ts runs the real ones)
       breakersApply: async () => false,
       admitActivation: async () => ({ admitted: true, limited: false }),
@@ -806,6 +810,8 @@ export class FakeCluster {
         this.log(`observe ${input.execution.name} in ${landscape}`);
         return [FAKE_RULE];
       },
+      // Reports run on real servers (test/landscapes.test.ts).
+      reportRoutes: async () => ({ rules: [], unreadable: [] }),
       executeTask: async (input: TaskInput): Promise<ExecutedTask> => {
         const { registration, call } = this.callOf(input);
         this.log(`execute ${call.execution} in ${landscape} start${input.record ? ' with its record' : ''}`);

@@ -1,0 +1,54 @@
+/**
+ * Keeps one report workflow running per Landscape (workflows/landscape-report.ts): the core starts
+ * it for every Landscape it watches, at start and every interval after, and the start finds the
+ * one that runs. A workflow ends by itself when its Landscape is gone; one terminated from outside
+ * is started again within an interval.
+ */
+import type { Client } from '@temporalio/client';
+import type { SystemConfig } from '../k8s/system-config.js';
+import { apiMessage } from '../k8s/client.js';
+import type { LogFn } from '../telemetry/log.js';
+import type { landscapeReport } from '../workflows/landscape-report.js';
+import { landscapeReportWorkflowId } from '../shared/task-queues.js';
+
+/** How often a landscape's workers are asked what its routes hold (KONFIDENCE_LANDSCAPE_REPORT_SECONDS). */
+export const LANDSCAPE_REPORT_SECONDS = 30;
+
+export function keepLandscapeReports(o: {
+  client: Client;
+  systemConfig: SystemConfig;
+  /** The core's task queue (the workflow's). */
+  taskQueue: string;
+  queueSuffix?: string;
+  intervalSeconds?: number;
+  log: LogFn;
+}): () => void {
+  const intervalSeconds = o.intervalSeconds ?? LANDSCAPE_REPORT_SECONDS;
+  let stopped = false;
+  const ensure = async () => {
+    for (const landscape of o.systemConfig.list('Landscape') ?? []) {
+      if (stopped || landscape.metadata.deletionTimestamp) continue;
+      const name = landscape.metadata.name;
+      try {
+        await o.client.workflow.start<typeof landscapeReport>('landscapeReport', {
+          workflowId: landscapeReportWorkflowId(name, o.queueSuffix),
+          taskQueue: o.taskQueue,
+          args: [{ landscape: name, intervalSeconds, ...(o.queueSuffix ? { queueSuffix: o.queueSuffix } : {}) }],
+          // Every start finds the workflow that runs; one that ended (its Landscape was gone) is started anew.
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+          staticSummary: `Report what the routes of Landscape ${name} hold`,
+        });
+      } catch (err) {
+        o.log(`the report workflow of Landscape ${name} could not be started: ${apiMessage(err)}`, { level: 'warn' });
+      }
+    }
+  };
+  void ensure();
+  // The process's shutdown does not wait for the next round.
+  const timer = setInterval(() => void ensure(), intervalSeconds * 1000).unref();
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
+}

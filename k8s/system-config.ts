@@ -18,9 +18,12 @@ export const SYSTEM_CONFIG_KINDS = {
   Landscape: 'landscapes',
 } as const;
 export type SystemConfigKind = keyof typeof SYSTEM_CONFIG_KINDS;
+type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
 export class SystemConfig {
   private readonly caches: Record<SystemConfigKind, KindCache>;
+  /** Who is told of a change of each kind (the landscape reports start when a Landscape appears). */
+  private readonly listeners = new Set<{ kind: SystemConfigKind; onChange: (type: ChangeType) => void }>();
 
   constructor(
     kubeConfig: k8s.KubeConfig,
@@ -29,12 +32,14 @@ export class SystemConfig {
   ) {
     // A kind not installed, or not granted for list and watch (an older Role), is read from the
     // apiserver instead, as before: said once, not retried every second.
-    const cache = (plural: string) =>
+    const cache = (plural: string, kind: SystemConfigKind) =>
       new KindCache({
         kubeConfig,
         plural,
         namespace,
-        onChange: () => undefined,
+        onChange: (type) => {
+          for (const listener of this.listeners) if (listener.kind === kind) listener.onChange(type);
+        },
         onRefused: (refusal) =>
           log(`${plural} in ${namespace} are read per activation: their watch was refused (${refusal})`, {
             level: 'warn',
@@ -42,11 +47,18 @@ export class SystemConfig {
         log,
       });
     this.caches = {
-      ActivationExecutionPlan: cache(SYSTEM_CONFIG_KINDS.ActivationExecutionPlan),
-      ActivationTaskRegistration: cache(SYSTEM_CONFIG_KINDS.ActivationTaskRegistration),
-      CircuitBreaker: cache(SYSTEM_CONFIG_KINDS.CircuitBreaker),
-      Landscape: cache(SYSTEM_CONFIG_KINDS.Landscape),
+      ActivationExecutionPlan: cache(SYSTEM_CONFIG_KINDS.ActivationExecutionPlan, 'ActivationExecutionPlan'),
+      ActivationTaskRegistration: cache(SYSTEM_CONFIG_KINDS.ActivationTaskRegistration, 'ActivationTaskRegistration'),
+      CircuitBreaker: cache(SYSTEM_CONFIG_KINDS.CircuitBreaker, 'CircuitBreaker'),
+      Landscape: cache(SYSTEM_CONFIG_KINDS.Landscape, 'Landscape'),
     };
+  }
+
+  /** Calls `onChange` on every change of `kind` as its watch sees it, until the returned function is called. */
+  onChange(kind: SystemConfigKind, onChange: (type: ChangeType) => void): () => void {
+    const listener = { kind, onChange };
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   /** Resolves once every kind was listed (or its list failed: its reads then go to the apiserver). */

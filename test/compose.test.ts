@@ -80,6 +80,7 @@ describe('docker-compose.yml', () => {
         'stage-controller',
         'executor-gateway-api',
         'executor-istio',
+        'landscape-executor-gateway-api',
       ].sort(),
     );
     const roles = Object.fromEntries(
@@ -93,6 +94,7 @@ describe('docker-compose.yml', () => {
       'stage-controller': ['stage-controller'],
       'executor-gateway-api': ['executor', 'gateway-api'],
       'executor-istio': ['executor', 'istio'],
+      'landscape-executor-gateway-api': ['executor', 'gateway-api'],
     });
     for (const name of Object.keys(roles)) {
       const s = service(name);
@@ -108,6 +110,17 @@ describe('docker-compose.yml', () => {
       // Started once the namespace and its search attributes exist.
       expect(s.depends_on?.['temporal-namespace']?.condition).toBe('service_completed_successfully');
     }
+  });
+
+  it("runs a landscape's agent with the landscape profile only: its worker names the landscape and holds that cluster's kubeconfig alone", () => {
+    const agent = service('landscape-executor-gateway-api') as Service & { profiles?: string[] };
+    expect(agent.profiles).toEqual(['landscape']);
+    expect(agent.environment?.KONFIDENCE_LANDSCAPE).toBe('${KONFIDENCE_LANDSCAPE:-edge}');
+    // Only the landscape's kubeconfig is mounted: not the control plane's (KUBECONFIG of the others).
+    expect(agent.volumes).toEqual([
+      '${LANDSCAPE_KUBECONFIG:-./.cache/env/landscapes/edge/kubeconfig}:/etc/konfidence/kubeconfig:ro',
+    ]);
+    expect(agent.environment?.KONFIDENCE_SYSTEM_NAMESPACE).toBeUndefined();
   });
 
   it('pins the images to the versions the local profile builds and installs (scripts/versions.env)', () => {

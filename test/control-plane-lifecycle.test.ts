@@ -6,6 +6,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import type { ControlPlane } from '../scripts/env/control-plane.js';
 
 const stateDir = mkdtempSync(join(tmpdir(), 'konfidence-env-'));
@@ -52,5 +54,28 @@ describe('control plane lifecycle', () => {
     expect(
       await kubectlOn(third, 'get', 'crd', 'vectoractivations.landscape.konfidence.cloud', '-o', 'name'),
     ).toContain('vectoractivations');
+  });
+
+  it("env:up --landscape NAME starts a landscape cluster of its own, with the route CRDs and none of the project's, reuses it while it runs, and env:down stops it", async () => {
+    const run = async (script: string, ...args: string[]) =>
+      (
+        await promisify(execFile)(process.execPath, ['--import', 'tsx', script, ...args], {
+          env: { ...process.env, KONFIDENCE_ENV_DIR: stateDir },
+        })
+      ).stdout;
+    const started = await run('scripts/env-up.ts', '--landscape', 'lab');
+    const line = started.split('\n').find((l) => l.trim().startsWith('Landscape lab'));
+    expect(line).toContain('(started; KUBECONFIG=');
+    const kubeconfig = line!.match(/KUBECONFIG=(\S+)\)/)![1]!;
+    expect(kubeconfig).toBe(join(stateDir, 'landscapes', 'lab', 'kubeconfig'));
+    // Its own cluster: the routes' kinds, none of the control plane's.
+    const crds = await kubectl('--kubeconfig', kubeconfig, 'get', 'crd', '-o', 'name');
+    expect(crds).toContain('httproutes.gateway.networking.k8s.io');
+    expect(crds).toContain('virtualservices.networking.istio.io');
+    expect(crds).not.toContain('konfidence');
+
+    expect(await run('scripts/env-up.ts', '--landscape=lab')).toContain('(already running;');
+    expect(await run('scripts/env-down.ts')).toContain('landscapes stopped: lab');
+    await expect(kubectl('--kubeconfig', kubeconfig, 'get', 'ns', '--request-timeout=5s')).rejects.toThrow();
   });
 });

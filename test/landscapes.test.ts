@@ -415,7 +415,7 @@ it("the landscape's workers report what its routes hold: a person's edit there r
   try {
     await activate(s, `${stage}-to-2`, stage, 2, { executionPlan: `${stage}-plan` });
     const done = await waitFor(s, 'VectorActivation', `${stage}-to-2`, phaseIs('Succeeded', 'Failed'), 60_000);
-    expect(done.status.phase).toBe('Succeeded');
+    expect(`${done.status.phase}: ${done.status.message}`).toMatch(/^Succeeded/);
     await reportedAs('Reported');
 
     // A person puts 30 % back on v1 in the landscape: the next report brings it to the Stage.
@@ -449,6 +449,16 @@ it("the landscape's workers report what its routes hold: a person's edit there r
     await reportedAs('Reported');
     await pollUntil(async () => (await servingMark(1)) === undefined || undefined, 30_000, 'v1 let go', 200);
     expect(weightsIn(await s.objects.get('Stage', s.ns, stage))).toEqual([{ [`${stage}-2`]: 100 }]);
+
+    // The Landscape deleted: its report workflow ends by itself.
+    await s.objects.delete('Landscape', s.systemNs, landscape);
+    const reports = s.client.workflow.getHandle(landscapeReportWorkflowId(landscape, `-${s.ns}`));
+    await pollUntil(
+      async () => ((await reports.describe()).status.name === 'COMPLETED' ? true : undefined),
+      30_000,
+      "the Landscape's report workflow to end",
+      200,
+    );
   } finally {
     if (agent.worker.getState() === 'RUNNING') agent.worker.shutdown();
     await agent.run.catch(() => undefined);

@@ -1,7 +1,7 @@
 /**
  * Keeps one report workflow running per Landscape (workflows/landscape-report.ts): the core starts
- * it for every Landscape it watches, at start and every interval after, and the start finds the
- * one that runs. A workflow ends by itself when its Landscape is gone; one terminated from outside
+ * it for every Landscape it watches, at start, when a Landscape changes and every interval after,
+ * and the start finds the one that runs. A workflow ends by itself when its Landscape is gone; one terminated from outside
  * is started again within an interval.
  */
 import type { Client } from '@temporalio/client';
@@ -45,10 +45,14 @@ export function keepLandscapeReports(o: {
     }
   };
   void ensure();
+  // A new Landscape gets its reports at once, not at the next interval (a report's status write
+  // changes a Landscape too: that needs no start).
+  const unsubscribe = o.systemConfig.onChange('Landscape', (type) => type === 'ADDED' && void ensure());
   // The process's shutdown does not wait for the next round.
   const timer = setInterval(() => void ensure(), intervalSeconds * 1000).unref();
   return () => {
     stopped = true;
+    unsubscribe();
     clearInterval(timer);
   };
 }

@@ -50,21 +50,30 @@ export const TEMPORAL_NAMESPACES = [TEMPORAL_NAMESPACE, TEST_TEMPORAL_NAMESPACE]
 
 export const dataDir = join(stateDir, 'data');
 
-export function startEtcd(p: Ports): number {
-  const peer = `http://127.0.0.1:${p.etcdPeer}`;
-  const client = `http://127.0.0.1:${p.etcdClient}`;
-  return startDetached('etcd', binaries.etcd, [
-    '--name=konfidence',
-    `--data-dir=${join(dataDir, 'etcd')}`,
+/** An etcd of one member on 127.0.0.1: the control plane's, or a landscape's (landscape.ts). */
+export function etcdArgs(o: { name: string; dataDir: string; clientPort: number; peerPort: number }): string[] {
+  const peer = `http://127.0.0.1:${o.peerPort}`;
+  const client = `http://127.0.0.1:${o.clientPort}`;
+  return [
+    `--name=${o.name}`,
+    `--data-dir=${o.dataDir}`,
     `--listen-client-urls=${client}`,
     `--advertise-client-urls=${client}`,
     `--listen-peer-urls=${peer}`,
     `--initial-advertise-peer-urls=${peer}`,
-    `--initial-cluster=konfidence=${peer}`,
+    `--initial-cluster=${o.name}=${peer}`,
     // A local development store: durability across power loss is not worth fsync's latency.
     '--unsafe-no-fsync=true',
     '--log-level=warn',
-  ]);
+  ];
+}
+
+export function startEtcd(p: Ports): number {
+  return startDetached(
+    'etcd',
+    binaries.etcd,
+    etcdArgs({ name: 'konfidence', dataDir: join(dataDir, 'etcd'), clientPort: p.etcdClient, peerPort: p.etcdPeer }),
+  );
 }
 
 export async function etcdReady(p: Ports): Promise<boolean> {
@@ -96,28 +105,44 @@ rules:
 - level: Metadata
 `;
 
+/**
+ * A kube-apiserver on 127.0.0.1 that trusts the local CA and signs service-account tokens with its
+ * key (certs.ts): the control plane's, or a landscape's (landscape.ts).
+ */
+export function apiserverArgs(o: { etcdClientPort: number; port: number; certDir: string; serviceRange: string }) {
+  return [
+    `--etcd-servers=http://127.0.0.1:${o.etcdClientPort}`,
+    '--bind-address=127.0.0.1',
+    '--advertise-address=127.0.0.1',
+    `--secure-port=${o.port}`,
+    `--cert-dir=${o.certDir}`,
+    `--tls-cert-file=${pki.serverCert}`,
+    `--tls-private-key-file=${pki.serverKey}`,
+    `--client-ca-file=${pki.caCert}`,
+    '--authorization-mode=RBAC',
+    `--service-cluster-ip-range=${o.serviceRange}`,
+    '--service-account-issuer=https://kubernetes.default.svc',
+    `--service-account-key-file=${pki.saPub}`,
+    `--service-account-signing-key-file=${pki.saKey}`,
+    // No controller-manager runs to create service-account tokens.
+    '--disable-admission-plugins=ServiceAccount',
+    '--profiling=false',
+    '--v=0',
+  ];
+}
+
 export function startApiserver(p: Ports): number {
   mkdirSync(logDir, { recursive: true });
   const policy = join(stateDir, 'audit-policy.yaml');
   writeFileSync(policy, AUDIT_POLICY);
   return startDetached('kube-apiserver', binaries.kubeApiserver, [
-    `--etcd-servers=http://127.0.0.1:${p.etcdClient}`,
-    '--bind-address=127.0.0.1',
-    '--advertise-address=127.0.0.1',
-    `--secure-port=${p.apiserver}`,
-    `--cert-dir=${join(stateDir, 'apiserver-certs')}`,
-    `--tls-cert-file=${pki.serverCert}`,
-    `--tls-private-key-file=${pki.serverKey}`,
-    `--client-ca-file=${pki.caCert}`,
-    '--authorization-mode=RBAC',
-    `--service-cluster-ip-range=${SERVICE_CLUSTER_IP_RANGE}`,
-    '--service-account-issuer=https://kubernetes.default.svc',
-    `--service-account-key-file=${pki.saPub}`,
-    `--service-account-signing-key-file=${pki.saKey}`,
+    ...apiserverArgs({
+      etcdClientPort: p.etcdClient,
+      port: p.apiserver,
+      certDir: join(stateDir, 'apiserver-certs'),
+      serviceRange: SERVICE_CLUSTER_IP_RANGE,
+    }),
     '--allow-privileged=true',
-    // No controller-manager runs to create service-account tokens.
-    '--disable-admission-plugins=ServiceAccount',
-    '--profiling=false',
     `--audit-policy-file=${policy}`,
     `--audit-log-path=${auditLogPath}`,
     '--audit-log-format=json',
@@ -126,7 +151,6 @@ export function startApiserver(p: Ports): number {
     '--audit-log-batch-max-wait=1s',
     '--audit-log-maxsize=200',
     '--audit-log-maxbackup=1',
-    '--v=0',
   ]);
 }
 
@@ -168,20 +192,33 @@ export async function apiserverReady(p: Ports): Promise<boolean> {
  * references cascade and namespaces finish deleting, as in a real cluster. No other controllers,
  * so nothing else acts on the tests' objects.
  */
-export function startControllerManager(p: Ports, kubeconfig: string): number {
-  return startDetached('kube-controller-manager', binaries.kubeControllerManager, [
-    `--kubeconfig=${kubeconfig}`,
+/** A kube-controller-manager of what a local cluster needs: namespaces deleted, owned objects collected. */
+export function controllerManagerArgs(o: { kubeconfig: string; port: number; certDir: string }): string[] {
+  return [
+    `--kubeconfig=${o.kubeconfig}`,
     '--controllers=garbagecollector,namespace',
     '--leader-elect=false',
     '--use-service-account-credentials=false',
     '--bind-address=127.0.0.1',
-    `--secure-port=${p.controllerManager}`,
-    `--cert-dir=${join(stateDir, 'controller-manager-certs')}`,
+    `--secure-port=${o.port}`,
+    `--cert-dir=${o.certDir}`,
     '--v=0',
-  ]);
+  ];
 }
 
-export function controllerManagerReady(p: Ports): Promise<boolean> {
+export function startControllerManager(p: Ports, kubeconfig: string): number {
+  return startDetached(
+    'kube-controller-manager',
+    binaries.kubeControllerManager,
+    controllerManagerArgs({
+      kubeconfig,
+      port: p.controllerManager,
+      certDir: join(stateDir, 'controller-manager-certs'),
+    }),
+  );
+}
+
+export function controllerManagerReady(p: Pick<Ports, 'controllerManager'>): Promise<boolean> {
   return new Promise((resolve, reject) => {
     // Its serving certificate is self-signed: only the answer matters here.
     const req = request(

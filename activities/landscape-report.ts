@@ -8,26 +8,24 @@ import type { LandscapeResource, RouteReport } from '../api/landscape.js';
 import type { StageVersionInfo } from '../api/stage-version.js';
 import type { CustomObject } from '../k8s/custom-objects.js';
 import { readableRegistration } from '../executors/index.js';
-import { kubeTime } from '../shared/format.js';
+import { ApplicationFailure } from '@temporalio/activity';
 import type { CoreDeps } from './deps.js';
 
-/** One Stage's rules of one registration, for a landscape's worker to read. */
+/** One Stage's rules, of the registrations of one executor type, for a landscape's worker to read. */
 export interface ReportTarget {
   namespace: string;
   stage: string;
-  registration: string;
-  config: unknown;
-  allowCrossNamespaceFrom?: string[];
   stageVersions: StageVersionInfo[];
+  registrations: { name: string; config: unknown; consent: { allowCrossNamespaceFrom?: string[] } }[];
 }
 
-/** What a round of reports asks: undefined `observedAt` when the Landscape is gone. */
-export interface ReportRound {
-  exists: boolean;
-  /** When the core asked: every route change finished before it is in the answers. */
-  observedAt: string;
-  byType: { type: string; targets: ReportTarget[] }[];
-}
+/** What a round of reports asks, and the Landscape's reports as they stand (its uid: the same Landscape). */
+export type ReportRound =
+  | { exists: false }
+  | { exists: true; uid: string; reports: RouteReport[]; byType: { type: string; targets: ReportTarget[] }[] };
+
+/** The most a Landscape's reports may weigh together, well under etcd's object size limit (1.5 MiB). */
+const MAX_REPORTS_BYTES = 1024 * 1024;
 
 const stageVersionInfo = (sv: CustomObject): StageVersionInfo => ({
   name: sv.metadata.name,
@@ -38,15 +36,15 @@ const stageVersionInfo = (sv: CustomObject): StageVersionInfo => ({
 
 export function landscapeReportActivities(deps: CoreDeps) {
   const { objects, systemNamespace, config } = deps;
+  /** The Landscape as watched, else read. */
+  const landscapeNamed = async (name: string) =>
+    (config?.list('Landscape')?.find((object) => object.metadata.name === name) ??
+      (await objects.get('Landscape', systemNamespace, name))) as LandscapeResource | undefined;
   return {
     /** The rules the landscape's workers read in this round, per executor type. */
     async landscapeReportRound(landscape: string): Promise<ReportRound> {
-      // Asked before anything is read: an execution that ended before this second is in the answers.
-      const observedAt = kubeTime();
-      const cached = config?.list('Landscape')?.find((object) => object.metadata.name === landscape);
-      const found = (cached ?? (await objects.get('Landscape', systemNamespace, landscape))) as
-        LandscapeResource | undefined;
-      if (!found || found.metadata.deletionTimestamp) return { exists: false, observedAt, byType: [] };
+      const found = await landscapeNamed(landscape);
+      if (!found || found.metadata.deletionTimestamp) return { exists: false };
       const allowed = found.spec.allowedNamespaces;
       const listed = allowed.includes('*')
         ? await objects.listAllNamespaces('Stage')
@@ -68,32 +66,48 @@ export function landscapeReportActivities(deps: CoreDeps) {
           .filter((sv) => sv.spec?.stage === stage.metadata.name)
           .map(stageVersionInfo);
         if (versions.length === 0) continue;
+        const ofType = new Map<string, ReportTarget['registrations']>();
         for (const registration of registrations) {
           const readable = readableRegistration(registration as never, namespace);
           if (!readable) continue;
-          const targets = byType.get(readable.executor.type) ?? [];
-          targets.push({
-            namespace,
-            stage: stage.metadata.name,
-            registration: readable.name,
+          const list = ofType.get(readable.executor.type) ?? [];
+          list.push({
+            name: readable.name,
             config: registration.spec?.spec ?? {},
-            ...(registration.spec?.allowCrossNamespaceFrom
+            consent: registration.spec?.allowCrossNamespaceFrom
               ? { allowCrossNamespaceFrom: registration.spec.allowCrossNamespaceFrom }
-              : {}),
-            stageVersions: versions,
+              : {},
           });
-          byType.set(readable.executor.type, targets);
+          ofType.set(readable.executor.type, list);
+        }
+        for (const [type, list] of ofType) {
+          const targets = byType.get(type) ?? [];
+          targets.push({ namespace, stage: stage.metadata.name, stageVersions: versions, registrations: list });
+          byType.set(type, targets);
         }
       }
       return {
         exists: true,
-        observedAt,
+        uid: found.metadata.uid!,
+        reports: found.status?.reports ?? [],
         byType: [...byType].sort(([a], [b]) => a.localeCompare(b)).map(([type, targets]) => ({ type, targets })),
       };
     },
 
-    /** Writes the reports into the Landscape's status (the whole list: one writer); false when it is gone. */
-    async writeLandscapeReports(landscape: string, reports: RouteReport[]): Promise<boolean> {
+    /**
+     * Writes the reports into the Landscape's status (the whole list: one writer); false when it is
+     * gone, or is another Landscape of the same name (their reports are of the one asked).
+     */
+    async writeLandscapeReports(landscape: string, uid: string, reports: RouteReport[]): Promise<boolean> {
+      const bytes = JSON.stringify(reports).length;
+      if (bytes > MAX_REPORTS_BYTES)
+        throw ApplicationFailure.nonRetryable(
+          `the reports of Landscape ${landscape} take ${bytes} bytes, more than its status holds (${MAX_REPORTS_BYTES}): give some of its Stages a Landscape of their own`,
+          'ReportTooLarge',
+        );
+      // Read first: a status patch does not check the uid (the apiserver ignores it there).
+      const found = await objects.get('Landscape', systemNamespace, landscape);
+      if (found?.metadata.uid !== uid) return false;
       return objects.patchStatus('Landscape', systemNamespace, landscape, { reports });
     },
   };

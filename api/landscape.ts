@@ -28,10 +28,8 @@ export const landscapeSpec = z.object({
 
 export const landscapePhases = ['Ready'] as const;
 
-/** One managed rule of a Stage as a landscape's worker read it. */
-export const reportedRouteRule = z.object({
-  namespace: dnsLabel.describe("The Stage's namespace on the control plane."),
-  stage: objectName,
+/** One managed rule as a landscape's worker read it. */
+export const reportedRule = z.object({
   route: routeRef,
   rule: z.int().min(0).describe('Position of the rule in the route.'),
   name: z.string().min(1).max(253).optional().describe('Name of the rule, when it has one.'),
@@ -39,30 +37,38 @@ export const reportedRouteRule = z.object({
     .record(z.string().min(1).max(512), z.int().min(0).max(100))
     .describe('Percent of the rule per StageVersion (a backend that is no StageVersion by its reference).'),
 });
-export type ReportedRouteRule = z.infer<typeof reportedRouteRule>;
+export type ReportedRouteRule = z.infer<typeof reportedRule>;
 
-/** The most rules one report keeps: a Landscape's status stays well under etcd's object size limit. */
-export const MAX_REPORTED_RULES = 4000;
+/** One Stage in a report: the rules of it that send one of its StageVersions traffic, or why they could not be read. */
+export const reportedStage = z.object({
+  namespace: dnsLabel.describe("The Stage's namespace on the control plane."),
+  stage: objectName,
+  rules: z.array(reportedRule).max(64).optional().describe('None: no managed rule sends the Stage traffic.'),
+  unreadable: z
+    .string()
+    .max(1024)
+    .optional()
+    .describe('Why the workers could not read the rules, when they could not.'),
+});
+export type ReportedStage = z.infer<typeof reportedStage>;
 
-/** What the workers of one executor type of the landscape last reported of its managed rules. */
+/** The most Stages one report holds: a Landscape's reports stay well under etcd's object size limit. */
+export const MAX_REPORTED_STAGES = 1000;
+
+/** What the workers of one executor type of the landscape last reported of its Stages' managed rules. */
 export const routeReport = z.object({
   type: dnsLabel.describe('Executor type whose workers read these rules.'),
   intervalSeconds: z.int().min(1).max(3600).describe('How often the core asks for a report.'),
   observedAt: timestamp
     .optional()
     .describe(
-      'When the core asked for the report that `rules` hold: every route change finished before it is in them. Absent: no report yet.',
+      'When the report that `stages` hold was asked for: every route change finished before it is in them. Absent: no report yet.',
     ),
-  rules: z
-    .array(reportedRouteRule)
-    .max(MAX_REPORTED_RULES)
+  stages: z
+    .array(reportedStage)
+    .max(MAX_REPORTED_STAGES)
     .optional()
-    .describe('Every managed rule of a Stage of this landscape that sends one of its StageVersions traffic.'),
-  unreadable: z
-    .array(z.object({ namespace: dnsLabel, stage: objectName, message: z.string().max(1024) }))
-    .max(100)
-    .optional()
-    .describe('Stages whose rules the workers could not read in that report, and why.'),
+    .describe('Every Stage the report covers; a Stage of the landscape not here is not known to it.'),
   lastFailure: z
     .object({ at: timestamp, message: z.string().max(2048) })
     .optional()

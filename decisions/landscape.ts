@@ -7,7 +7,7 @@
  */
 import type { ConditionInput } from '../api/conditions.js';
 import { kubeTime } from '../shared/format.js';
-import type { ReportedRouteRule, RouteReport } from '../api/landscape.js';
+import type { ReportedStage, RouteReport } from '../api/landscape.js';
 import { sameRule, type ReportedRule } from './traffic.js';
 
 /** A Landscape as the decision reads it. */
@@ -121,7 +121,9 @@ export function landscapeRules(input: {
   const { fromExecutions, lastExecutionAt, reports, now } = input;
   const complete = reports.every((report) => fresh(report, now));
   // Both times are whole seconds (metav1.Time): only a later second is surely after the end.
-  const after = (report: StageReport | undefined) => (report?.observedAt ?? -Infinity) > (lastExecutionAt ?? -Infinity);
+  // A report that could not read the Stage tells nothing of it.
+  const after = (report: StageReport | undefined) =>
+    report?.unreadable === undefined && (report?.observedAt ?? -Infinity) > (lastExecutionAt ?? -Infinity);
   const newer = reports.filter(after).flatMap((report) => report?.rules ?? []);
   const older = reports.filter((report) => !after(report)).flatMap((report) => report?.rules ?? []);
   if (reports.length > 0 && reports.every(after)) return { rules: distinctRules(newer), complete };
@@ -191,14 +193,12 @@ export interface StageReporting {
 }
 
 /** One executor type's answer in a round of reports: what its workers read, or why none came. */
-export type ReportAnswer =
-  | { type: string; rules: ReportedRouteRule[]; unreadable: RouteReport['unreadable'] & object }
-  | { type: string; failed: string };
+export type ReportAnswer = { type: string; stages: ReportedStage[] } | { type: string; failed: string };
 
 /**
- * The Landscape's reports after a round: a type that answered has its new report, one that did not
- * keeps its last report and says why this one did not come; a type no Stage needs any more (not
- * asked) is dropped.
+ * The Landscape's reports after a round asked for at `observedAt`: a type that answered has its new
+ * report, one that did not keeps its last report and says why this one did not come; a type no
+ * Stage needs any more (not asked) is dropped.
  */
 export function nextReports(
   previous: readonly RouteReport[],
@@ -209,14 +209,7 @@ export function nextReports(
   return [...answers]
     .sort((a, b) => a.type.localeCompare(b.type))
     .map((answer): RouteReport => {
-      if (!('failed' in answer))
-        return {
-          type: answer.type,
-          intervalSeconds,
-          observedAt,
-          rules: answer.rules,
-          ...(answer.unreadable.length > 0 ? { unreadable: answer.unreadable } : {}),
-        };
+      if (!('failed' in answer)) return { type: answer.type, intervalSeconds, observedAt, stages: answer.stages };
       const last = previous.find((report) => report.type === answer.type);
       return {
         ...last,

@@ -46,6 +46,12 @@ export { sameRule } from './traffic.js';
 export interface ObservedTraffic {
   rules: TrafficRule[];
   complete: boolean;
+  /**
+   * The routes may hold what nobody sees now (a landscape whose reports stopped): no version is let
+   * go, not even one a switch said it moved all the traffic off, since a person may have sent it
+   * traffic again where nobody looks.
+   */
+  unseen?: boolean;
 }
 
 /** What a pass read of one namespace. */
@@ -239,7 +245,7 @@ export function servingMarks(
       before.find((d) => d.stageVersion === version)?.since ?? switchedOff ?? (known ? now.toISOString() : undefined);
     if (since === undefined) continue;
     const ends = new Date(since).getTime() + drainMs;
-    if (ends <= now.getTime() && (known || switchedOff) && pending.size === 0) {
+    if (ends <= now.getTime() && (known || (switchedOff && !traffic.unseen)) && pending.size === 0) {
       if (marked || switchedOff) {
         const annotations = { [ANNOTATION_SERVING]: null, ...(switchedOff ? { [ANNOTATION_DRAIN_SINCE]: null } : {}) };
         out.patches.push({

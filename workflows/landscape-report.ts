@@ -3,7 +3,9 @@
  * the landscape's workers of each executor type what the managed rules of its Stages hold, every
  * interval, and writes the answers into the Landscape's status, where the Stage controller reads
  * them. A report that no worker takes within the interval, or that fails, keeps the last one and
- * says why. Ends when the Landscape is gone; continues as new before its history grows long.
+ * says why. Its state is the Landscape's status, read each round: nothing is carried across
+ * continue-as-new, and a Landscape recreated under the same name starts afresh. Ends when the
+ * Landscape is gone; continues as new before its history grows long.
  */
 import {
   continueAsNew,
@@ -17,7 +19,6 @@ import {
 import type { ActivationActivities } from '../activities/core.js';
 import type { ReportTarget } from '../activities/landscape-report.js';
 import type { LandscapeExecutorActivities } from '../activities/execute-task.js';
-import type { RouteReport } from '../api/landscape.js';
 import { nextReports, type ReportAnswer } from '../decisions/landscape.js';
 import { kubeTime } from '../shared/format.js';
 import { executorTaskQueue } from '../shared/task-queues.js';
@@ -26,12 +27,10 @@ import { LANDSCAPE_REPORT_BOOKKEEPING } from './policies.js';
 
 export interface LandscapeReportInput {
   landscape: string;
-  /** How often the workers are asked, and how long a report waits for one of them to take it. */
+  /** How often the workers are asked, and how long a report may take to be taken and to run. */
   intervalSeconds: number;
   /** Appended to the executor task queues (tests run systems side by side on one server). */
   queueSuffix?: string;
-  /** The last reports, carried across continue-as-new. */
-  reports?: RouteReport[];
 }
 
 /** Rounds before the workflow continues as new, whatever its history's size. */
@@ -53,29 +52,37 @@ setWorkflowOptions(
 );
 export async function landscapeReport(input: LandscapeReportInput): Promise<void> {
   const { landscape, intervalSeconds } = input;
-  let reports = input.reports ?? [];
   for (let round = 0; round < ROUNDS_PER_RUN; round++) {
     // Rounds start an interval apart: a type whose workers do not take the report (it waits up to
-    // an interval) does not space out the others' reports. Date.now() is the workflow's clock.
+    // an interval) does not space out the others' reports. Date.now() is the workflow's clock, the
+    // one the landscape's executions' completionTime is written on: `observedAt` is before any
+    // worker reads, and comparable with them.
     const started = Date.now();
-    const asked = await core.landscapeReportRound(landscape);
-    if (!asked.exists) return;
-    const answers = await Promise.all(asked.byType.map(({ type, targets }) => ask(input, type, targets)));
-    reports = nextReports(
-      reports,
-      { observedAt: asked.observedAt, intervalSeconds, failedAt: kubeTime(new Date()) },
-      answers,
-    );
-    if (!(await core.writeLandscapeReports(landscape, reports))) return;
-    const failed = answers.filter((answer) => 'failed' in answer).map((answer) => answer.type);
-    setCurrentDetails(
-      `${answers.length - failed.length} of ${answers.length} executor types reported` +
-        (failed.length > 0 ? `; no report from ${failed.join(', ')}` : ''),
-    );
+    const observedAt = kubeTime(new Date(started));
+    try {
+      const asked = await core.landscapeReportRound(landscape);
+      if (!asked.exists) return;
+      const answers = await Promise.all(asked.byType.map(({ type, targets }) => ask(input, type, targets)));
+      const reports = nextReports(
+        asked.reports,
+        { observedAt, intervalSeconds, failedAt: kubeTime(new Date()) },
+        answers,
+      );
+      if (!(await core.writeLandscapeReports(landscape, asked.uid, reports))) return;
+      const failed = answers.filter((answer) => 'failed' in answer).map((answer) => answer.type);
+      setCurrentDetails(
+        `${answers.length - failed.length} of ${answers.length} executor types reported at ${observedAt}` +
+          (failed.length > 0 ? `; no report from ${failed.join(', ')}` : ''),
+      );
+    } catch (err) {
+      // The control plane's apiserver did not answer within the attempts: this round is skipped,
+      // the last reports stand (and go stale, which the Stages say), the next round asks again.
+      setCurrentDetails(`the round at ${observedAt} was skipped: ${messageOf(err)}`);
+    }
     await sleep(Math.max(1, started + intervalSeconds * 1000 - Date.now()));
     if (workflowInfo().continueAsNewSuggested) break;
   }
-  await continueAsNew<typeof landscapeReport>({ ...input, reports });
+  await continueAsNew<typeof landscapeReport>(input);
 }
 
 /** One executor type's report, or why none came. */
@@ -84,13 +91,13 @@ async function ask(input: LandscapeReportInput, type: string, targets: ReportTar
   const { reportRoutes } = proxyActivities<LandscapeExecutorActivities>({
     taskQueue: queue,
     scheduleToStartTimeout: input.intervalSeconds * 1000,
-    startToCloseTimeout: '60 seconds',
-    heartbeatTimeout: '10 seconds',
+    // Taken and done within two intervals: a healthy landscape's reports never go stale (3 intervals).
+    startToCloseTimeout: input.intervalSeconds * 1000,
     retry: { maximumAttempts: 1 },
     summary: `report what the managed rules of Landscape ${input.landscape} hold`,
   });
   try {
-    return { type, ...(await reportRoutes(targets)) };
+    return { type, stages: (await reportRoutes(targets)).stages };
   } catch (err) {
     const cause = causeOf(err);
     if (cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_START')

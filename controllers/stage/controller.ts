@@ -161,8 +161,14 @@ export class StageController {
       });
     this.registrations = system('ActivationTaskRegistration');
     this.plans = system('ActivationExecutionPlan');
-    // A landscape's report changes what its Stages' routes are known to hold.
-    this.landscapes = system('Landscape');
+    // A landscape's report changes what its Stages' routes are known to hold: their namespaces pass.
+    this.landscapes = new KindCache({
+      kubeConfig: this.settings.kubeConfig,
+      plural: pluralOf('Landscape'),
+      namespace: this.systemNamespace,
+      onChange: (_type, landscape) => this.landscapeChanged(landscape.metadata.name),
+      log: this.log,
+    });
     await Promise.all([this.registrations.start(), this.plans.start(), this.landscapes.start()]);
     await this.informers.start();
     this.timer = setInterval(() => {
@@ -244,6 +250,13 @@ export class StageController {
     if (!passes) return;
     if (type !== 'DELETED') observeEventLag('stage-controller', changed.kind, changed, this.startedAt);
     for (const ns of passes.namespaces) this.enqueue(ns, passes.delayMs);
+  }
+
+  /** Queues the namespaces with a Stage in the Landscape. */
+  private landscapeChanged(landscape: string): void {
+    const stageKind = KINDS.indexOf('Stage');
+    for (const ns of new Set(this.informers.namespaces()))
+      if (this.informers.list(ns, stageKind).some((stage) => stage.spec?.landscape === landscape)) this.enqueue(ns);
   }
 
   /** Every watched namespace, queued; never throws: an apiserver that does not answer now is asked again at the next resync. */

@@ -82,9 +82,11 @@ export class NamespaceObserver {
         return super.set(key, read);
       }
     })();
-    // A Landscape not listed now: its reports are not known, as if none had come.
+    // While the Landscapes are not listed (start-up, a re-list), their reports are not known.
     const landscapeReports = (name: string) =>
-      (landscapes?.get(system, name) as unknown as LandscapeResource | undefined)?.status?.reports;
+      landscapes?.synced
+        ? ((landscapes.get(system, name) as unknown as LandscapeResource | undefined)?.status?.reports ?? [])
+        : undefined;
     const { traffic, reporting } = await observeTraffic(
       {
         kubeConfig: informers.gate.kubeConfig(this.parts.kubeConfig),

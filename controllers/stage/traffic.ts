@@ -59,7 +59,7 @@ function ranRecently(va: VectorActivationResource, now: number): boolean {
 export type RouteReads = Pick<ExecutorContext, 'kubeConfig' | 'cachedRoute' | 'routes'> & {
   /** The executions of a registration in a namespace (default: listed from the apiserver by its label). */
   executionsOf?(namespace: string, registration: string): Promise<CustomObject[]>;
-  /** The reports of a Landscape's workers (its status.reports); undefined: not known here. */
+  /** The reports of a Landscape's workers (its status.reports; none for a Landscape not there); undefined: not known now. */
   landscapeReports?(landscape: string): readonly RouteReport[] | undefined;
 };
 
@@ -169,6 +169,7 @@ export async function observeTraffic(
     const inLandscape = landscape === undefined ? [] : usedByStage.tasks;
     const reported = usedByStage.reported;
     let complete = usedByStage.complete;
+    let unseen = false;
     if (versions.length === 0 || usedByStage.tasks.length + reported.length === 0) {
       out.set(name, { rules: [], complete });
       continue;
@@ -208,7 +209,9 @@ export async function observeTraffic(
           inLandscape.map((task) => task.name),
         );
         const types = [...new Set(inLandscape.map((task) => task.executor.type))].sort();
+        // Not known now (the Landscapes' cache is listing again): nothing is decided on it.
         const held = reads.landscapeReports?.(landscape);
+        if (!held) throw new Error(`the reports of Landscape ${landscape} are not known now`);
         const byType = types.map((type) => ({ type, report: stageReport(held, type, namespace, name) }));
         const merged = landscapeRules({
           fromExecutions: executions.length > 0 ? reportedRules(executions.map(reportedExecution)) : [],
@@ -219,7 +222,12 @@ export async function observeTraffic(
         if (merged) for (const rule of merged.rules) add(rule);
         else rules = undefined;
         complete &&= merged?.complete ?? false;
-        const stale = byType.flatMap(({ report }) => (report ? (staleAt(report) ?? []) : []));
+        unseen = !merged?.complete;
+        // When a fresh report goes stale; one stale already wakes nobody (a pass comes with the next report).
+        const stale = byType.flatMap(({ report }) => {
+          const at = report && staleAt(report);
+          return at !== undefined && at > now ? [at] : [];
+        });
         reporting.set(name, {
           condition: reportCondition(landscape, byType, now),
           ...(stale.length > 0 ? { staleAt: Math.min(...stale) } : {}),
@@ -228,7 +236,7 @@ export async function observeTraffic(
         rules = undefined;
       }
     }
-    out.set(name, rules && { rules, complete });
+    out.set(name, rules && { rules, complete, ...(unseen ? { unseen } : {}) });
   }
   return { traffic: out, reporting };
 }
@@ -245,33 +253,42 @@ function lastEnded(executions: readonly CustomObject[]): number | undefined {
   );
 }
 
-/** One executor type's report of the landscape as it concerns one Stage; undefined when the type has none. */
+/**
+ * One executor type's report of the landscape as it concerns one Stage; undefined when the type has
+ * no report, or when its report does not cover the Stage (not asked: no StageVersion seen, its
+ * namespace no longer allowed): nothing is known of it then but why the last one failed.
+ */
 function stageReport(
-  reports: readonly RouteReport[] | undefined,
+  reports: readonly RouteReport[],
   type: string,
   namespace: string,
   stage: string,
 ): StageReport | undefined {
-  const report = reports?.find((candidate) => candidate.type === type);
+  const report = reports.find((candidate) => candidate.type === type);
   if (!report) return undefined;
-  const mine = (entry: { namespace: string; stage: string }) => entry.namespace === namespace && entry.stage === stage;
-  const unreadable = report.unreadable?.find(mine)?.message;
   const observedAt = report.observedAt ? Date.parse(report.observedAt) : undefined;
   const failedAt = report.lastFailure ? Date.parse(report.lastFailure.at) : undefined;
+  const failure =
+    report.lastFailure && failedAt !== undefined && (observedAt === undefined || failedAt > observedAt)
+      ? { lastFailure: { at: failedAt, message: report.lastFailure.message } }
+      : {};
+  const mine = report.stages?.find((entry) => entry.namespace === namespace && entry.stage === stage);
+  if (observedAt === undefined || !mine)
+    return 'lastFailure' in failure
+      ? { type, intervalSeconds: report.intervalSeconds, rules: [], ...failure }
+      : undefined;
   return {
     type,
     intervalSeconds: report.intervalSeconds,
-    ...(observedAt !== undefined ? { observedAt } : {}),
-    rules: (report.rules ?? []).filter(mine).map(({ route, rule, name, weights }) => ({
+    observedAt,
+    rules: (mine.rules ?? []).map(({ route, rule, name, weights }) => ({
       route,
       rule,
       ...(name ? { name } : {}),
       weights,
     })),
-    ...(unreadable !== undefined ? { unreadable } : {}),
-    ...(report.lastFailure && failedAt !== undefined && (observedAt === undefined || failedAt > observedAt)
-      ? { lastFailure: { at: failedAt, message: report.lastFailure.message } }
-      : {}),
+    ...(mine.unreadable !== undefined ? { unreadable: mine.unreadable } : {}),
+    ...failure,
   };
 }
 

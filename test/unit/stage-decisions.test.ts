@@ -160,7 +160,7 @@ interface Row {
 }
 
 /** What the routes hold for Stage `app`: one rule, `weights` percent per StageVersion. */
-const traffic = (weights: Record<string, number>, complete = true): Observed['traffic'] =>
+const traffic = (weights: Record<string, number>, complete = true, unseen = false): Observed['traffic'] =>
   new Map([
     [
       'app',
@@ -173,6 +173,7 @@ const traffic = (weights: Record<string, number>, complete = true): Observed['tr
           },
         ],
         complete,
+        ...(unseen ? { unseen } : {}),
       },
     ],
   ]);
@@ -348,6 +349,24 @@ const rows: Row[] = [
       expect(metadataOf(p, 'app-1')?.metadata).toEqual({
         annotations: { [ANNOTATION_SERVING]: null, [ANNOTATION_DRAIN_SINCE]: null },
       });
+    },
+  },
+  {
+    rule: "where nobody sees the routes now (a landscape whose reports stopped), not even a switch's word lets a version go",
+    given: {
+      ...weighted(traffic({ 'app-2': 100 }, false, true)),
+      stages: [stage('app', 'v2', { drain: 30, status: { latestRevision: 2 } })],
+      stageVersions: [
+        sv('app', 1, 'v1', {
+          ready: true,
+          annotations: { [ANNOTATION_SERVING]: 'app', [ANNOTATION_DRAIN_SINCE]: '2029-12-31T23:59:20.000Z' },
+        }),
+        sv('app', 2, 'v2', { ready: true, annotations: { [ANNOTATION_SERVING]: 'app' } }),
+      ],
+    },
+    then: (p) => {
+      expect(metadataOf(p, 'app-1')).toBeUndefined();
+      expect(p.deletes).toEqual([]);
     },
   },
   {

@@ -78,16 +78,21 @@ describe("a Stage whose routes live in a Landscape: this cluster's route of the 
     type: 'gateway-api',
     intervalSeconds: 10,
     observedAt: ago(askedAgo),
-    rules: [{ namespace: 'ns', stage: 'shop', route, rule: 0, weights }],
+    stages: [{ namespace: 'ns', stage: 'shop', rules: [{ route, rule: 0, weights }] }],
     ...more,
   });
-  const observe = (landscape?: string, reports?: unknown[], executions: unknown[] = [landscapeExecution]) =>
+  /** `reports` 'unknown': the Landscapes are not listed now. */
+  const observe = (
+    landscape?: string,
+    reports: unknown[] | 'unknown' = [],
+    executions: unknown[] = [landscapeExecution],
+  ) =>
     observeTraffic(
       {
         kubeConfig: new k8s.KubeConfig(),
         cachedRoute: () => localRoute,
         executionsOf: async () => executions as never,
-        landscapeReports: () => reports as never,
+        landscapeReports: () => (reports === 'unknown' ? undefined : (reports as never)),
       },
       'ns',
       [{ ...stage, spec: { ...stage.spec, ...(landscape ? { landscape } : {}) } }] as never,
@@ -105,7 +110,7 @@ describe("a Stage whose routes live in a Landscape: this cluster's route of the 
   it.each([
     [
       'no report yet: its executions say the traffic, and nothing is let go on it',
-      undefined,
+      [],
       [landscapeExecution],
       { 'shop-2': 100 },
       false,
@@ -144,18 +149,27 @@ describe("a Stage whose routes live in a Landscape: this cluster's route of the 
       'ReportsStopped',
     ],
     [
-      'a report that could not read its routes: nothing let go',
-      [report(1_000, { 'shop-2': 100 }, { unreadable: [{ namespace: 'ns', stage: 'shop', message: 'forbidden' }] })],
+      'a report that could not read its routes: its executions say the traffic, nothing let go',
+      [report(1_000, {}, { stages: [{ namespace: 'ns', stage: 'shop', unreadable: 'forbidden' }] })],
       [landscapeExecution],
       { 'shop-2': 100 },
       false,
       'Unreadable',
+    ],
+    [
+      'a fresh report that does not cover it (its namespace no longer allowed, say): nothing known from it',
+      [report(1_000, {}, { stages: [] })],
+      [landscapeExecution],
+      { 'shop-2': 100 },
+      false,
+      'NotReportedYet',
     ],
   ])('in a landscape, %s', async (_case, reports, executions, weights, complete, reason) => {
     const observed = await observe('east', reports, executions);
     expect(observed.traffic.get('shop')).toEqual({
       rules: [expect.objectContaining({ rule: 0, weights })],
       complete,
+      ...(complete ? {} : { unseen: true }),
     });
     expect(observed.reporting.get('shop')?.condition).toEqual(
       expect.objectContaining({ type: 'LandscapeReported', status: reason === 'Reported' ? 'True' : 'False', reason }),
@@ -168,7 +182,19 @@ describe("a Stage whose routes live in a Landscape: this cluster's route of the 
     expect(observed.traffic.get('shop')).toEqual({
       rules: [expect.objectContaining({ weights: { 'shop-1': 30, 'shop-2': 70 } })],
       complete: false,
+      unseen: true,
     });
+    // Stale already: no wake for it (the next report brings a pass).
+    expect(observed.reporting.get('shop')?.staleAt).toBeUndefined();
+  });
+
+  it('in a landscape, a fresh report wakes the Stage when it goes stale, three intervals after it was asked for', async () => {
+    const observed = await observe('east', [report(1_000, { 'shop-2': 100 })]);
+    expect(observed.reporting.get('shop')?.staleAt).toBe(now - 1_000 + 3 * 10_000);
+  });
+
+  it('in a landscape whose reports are not known now (the Landscapes listing again): the traffic is not known', async () => {
+    expect((await observe('east', 'unknown')).traffic.get('shop')).toBeUndefined();
   });
 
   it('in a landscape, an execution that still runs and no report after it: the traffic is not known', async () => {

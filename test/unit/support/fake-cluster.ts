@@ -448,7 +448,7 @@ export class FakeCluster {
       removeCloseOutFinalizer: async (ref) => this.setFinalizer(ref, false),
 
       // landscape-report.ts: landscape reports run on real servers (test/landscapes.test.ts)
-      landscapeReportRound: async () => ({ exists: false, observedAt: new Date().toISOString(), byType: [] }),
+      landscapeReportRound: async () => ({ exists: false as const }),
       writeLandscapeReports: async () => false,
 
       // breaker.ts: no CircuitBreaker here (test/circuit-breaker.test.ts runs the real ones)
@@ -811,7 +811,7 @@ export class FakeCluster {
         return [FAKE_RULE];
       },
       // Reports run on real servers (test/landscapes.test.ts).
-      reportRoutes: async () => ({ rules: [], unreadable: [] }),
+      reportRoutes: async () => ({ stages: [] }),
       executeTask: async (input: TaskInput): Promise<ExecutedTask> => {
         const { registration, call } = this.callOf(input);
         this.log(`execute ${call.execution} in ${landscape} start${input.record ? ' with its record' : ''}`);

@@ -150,7 +150,9 @@ it("protects what an External executor's executions report serving, and lets go 
   });
   try {
     // No drain: what is let go goes at the next pass (the drain is test/stage-lifecycle's and test/data-plane's).
-    await seedStage(s, 'cdn', [1, 2, 3], { stageVersionHistoryLimit: 0, drainSeconds: 0 });
+    // The history limit drops to 0 once cdn-2 is activated: before its activation exists, nothing
+    // holds cdn-2, and a pass in between would rightly clean it up.
+    await seedStage(s, 'cdn', [1, 2, 3], { drainSeconds: 0 });
     await create(
       s,
       object('StageVersionUsage', s.ns, 'cdn-active', {
@@ -191,6 +193,7 @@ it("protects what an External executor's executions report serving, and lets go 
     expect((await s.objects.get('StageVersion', s.ns, 'cdn-1'))?.metadata.deletionTimestamp).toBeUndefined();
 
     // All of it to cdn-3: neither cdn-1 nor cdn-2 gets anything, by the report, and the history limit takes them.
+    await s.objects.mergeSpec('Stage', s.ns, 'cdn', { stageVersionHistoryLimit: 0 });
     await s.objects.mergeSpec('ActivationTaskRegistration', s.systemNs, 'cdn-edge', {
       type: 'cdn-activation',
       executor: 'External',

@@ -7,7 +7,8 @@
  */
 import { z } from 'zod';
 import { defineKind, resourceSchema } from './kind.js';
-import { dnsLabel, objectName, routeRef, statusOf, timestamp } from './meta.js';
+import { dnsLabel, objectName, statusOf, timestamp } from './meta.js';
+import { trafficRule } from './stage.js';
 
 export const landscapeSpec = z.object({
   allowedNamespaces: z
@@ -28,22 +29,15 @@ export const landscapeSpec = z.object({
 
 export const landscapePhases = ['Ready'] as const;
 
-/** One managed rule as a landscape's worker read it. */
-export const reportedRule = z.object({
-  route: routeRef,
-  rule: z.int().min(0).describe('Position of the rule in the route.'),
-  name: z.string().min(1).max(253).optional().describe('Name of the rule, when it has one.'),
-  weights: z
-    .record(z.string().min(1).max(512), z.int().min(0).max(100))
-    .describe('Percent of the rule per StageVersion (a backend that is no StageVersion by its reference).'),
-});
-export type ReportedRouteRule = z.infer<typeof reportedRule>;
-
 /** One Stage in a report: the rules of it that send one of its StageVersions traffic, or why they could not be read. */
 export const reportedStage = z.object({
   namespace: dnsLabel.describe("The Stage's namespace on the control plane."),
   stage: objectName,
-  rules: z.array(reportedRule).max(64).optional().describe('None: no managed rule sends the Stage traffic.'),
+  rules: z
+    .array(trafficRule)
+    .max(64)
+    .optional()
+    .describe("As the Stage's status.traffic holds them; none: no managed rule sends the Stage traffic."),
   unreadable: z
     .string()
     .max(1024)

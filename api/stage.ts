@@ -47,6 +47,16 @@ export const stageSpec = transitionRule(
   LANDSCAPE_FIXED,
 );
 
+/** One managed rule and the percent it sends each StageVersion: in a Stage's status, and in a Landscape's reports. */
+export const trafficRule = z.object({
+  route: routeRef,
+  rule: z.int().min(0).describe('Position of the rule in the route.'),
+  name: z.string().min(1).max(253).optional().describe('Name of the rule, when it has one.'),
+  weights: z
+    .record(z.string().min(1).max(512), z.int().min(0).max(100))
+    .describe('Percent of the rule per StageVersion (a backend that is no StageVersion by its reference).'),
+});
+
 export const stagePhases = ['Pending', 'Progressing', 'Ready', 'Degraded'] as const;
 
 export const stageStatus = statusOf(stagePhases, {
@@ -54,16 +64,7 @@ export const stageStatus = statusOf(stagePhases, {
   targetStageVersion: objectName.optional().describe('StageVersion of spec.vector (the "target" usage).'),
   activeStageVersion: objectName.optional().describe('StageVersion that serves traffic (the "active" usage).'),
   traffic: z
-    .array(
-      z.object({
-        route: routeRef,
-        rule: z.int().min(0).describe('Position of the rule in the route.'),
-        name: z.string().min(1).max(253).optional().describe('Name of the rule, when it has one.'),
-        weights: z
-          .record(z.string().min(1).max(512), z.int().min(0).max(100))
-          .describe('Percent of the rule per StageVersion (a backend that is no StageVersion by its reference).'),
-      }),
-    )
+    .array(trafficRule)
     .max(64)
     .optional()
     .describe(

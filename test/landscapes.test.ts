@@ -357,20 +357,7 @@ it("the landscape's workers report what its routes hold: a person's edit there r
   await create(s, object('Landscape', s.systemNs, landscape, { allowedNamespaces: [s.ns] }));
   await seedStage(s, stage, [1, 2], { landscape, drainSeconds: 0 });
   await seedRoutes(inLandscape(), stage, 1);
-  await create(
-    s,
-    object('ActivationTaskRegistration', s.systemNs, `${stage}-gateway`, {
-      type: 'gateway-api',
-      timeoutSeconds: 30,
-      spec: { routes: [{ name: `${stage}-shop`, namespace: s.ns, rules: [0] }] },
-    }),
-  );
-  await create(
-    s,
-    object('ActivationExecutionPlan', s.systemNs, `${stage}-plan`, {
-      steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }],
-    }),
-  );
+  await seedPlan(s, stage, { plan: `${stage}-plan`, gatewayOnly: true });
   await seedActive(s, stage, 1);
   /** The landscape's gateway-api worker, with the landscape's kubeconfig only. */
   const startWorker = async () => {

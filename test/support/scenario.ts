@@ -69,10 +69,11 @@ export async function seedRoutes(s: TestSystem, stage: string, r: number): Promi
   });
 }
 
+/** The plan of the Stage's two routes (gateway, then mesh); `gatewayOnly`: its HTTPRoute alone. */
 export async function seedPlan(
   s: TestSystem,
   stage: string,
-  opts: { onFailure?: 'Stop' | 'Revert'; plan?: string } = {},
+  opts: { onFailure?: 'Stop' | 'Revert'; plan?: string; gatewayOnly?: boolean } = {},
 ): Promise<void> {
   await create(
     s,
@@ -82,6 +83,16 @@ export async function seedPlan(
       spec: { routes: [{ name: `${stage}-shop`, namespace: s.ns, rules: [0] }] },
     }),
   );
+  if (opts.gatewayOnly) {
+    await create(
+      s,
+      object('ActivationExecutionPlan', s.systemNs, opts.plan ?? 'default', {
+        onFailure: opts.onFailure ?? 'Stop',
+        steps: [{ name: 'gateway', tasks: [`${stage}-gateway`] }],
+      }),
+    );
+    return;
+  }
   await create(
     s,
     object('ActivationTaskRegistration', s.systemNs, `${stage}-mesh`, {

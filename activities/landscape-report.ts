@@ -5,8 +5,7 @@
  * what they answered into the Landscape's status, where the Stage controller reads it.
  */
 import type { LandscapeResource, RouteReport } from '../api/landscape.js';
-import type { StageVersionInfo } from '../api/stage-version.js';
-import type { CustomObject } from '../k8s/custom-objects.js';
+import { stageVersionInfo, type StageVersionInfo, type StageVersionResource } from '../api/stage-version.js';
 import { readableRegistration } from '../executors/index.js';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { CoreDeps } from './deps.js';
@@ -26,13 +25,6 @@ export type ReportRound =
 
 /** The most a Landscape's reports may weigh together, well under etcd's object size limit (1.5 MiB). */
 const MAX_REPORTS_BYTES = 1024 * 1024;
-
-const stageVersionInfo = (sv: CustomObject): StageVersionInfo => ({
-  name: sv.metadata.name,
-  revision: sv.spec?.revision,
-  vector: sv.spec?.vector,
-  ...(sv.spec?.backend ? { backend: sv.spec.backend } : {}),
-});
 
 export function landscapeReportActivities(deps: CoreDeps) {
   const { objects, systemNamespace, config } = deps;
@@ -59,31 +51,40 @@ export function landscapeReportActivities(deps: CoreDeps) {
       const registrations =
         config?.list('ActivationTaskRegistration') ??
         (await objects.list('ActivationTaskRegistration', systemNamespace));
+      // Which registrations an activation of a namespace may run, by executor type: once a namespace.
+      const readableIn = new Map<string, Map<string, ReportTarget['registrations']>>();
+      const readableOf = (namespace: string) => {
+        if (!readableIn.has(namespace)) {
+          const ofType = new Map<string, ReportTarget['registrations']>();
+          for (const registration of registrations) {
+            const readable = readableRegistration(registration as never, namespace);
+            if (!readable) continue;
+            const { allowCrossNamespaceFrom } = registration.spec ?? {};
+            ofType.set(readable.executor.type, [
+              ...(ofType.get(readable.executor.type) ?? []),
+              {
+                name: readable.name,
+                config: registration.spec?.spec ?? {},
+                consent: allowCrossNamespaceFrom ? { allowCrossNamespaceFrom } : {},
+              },
+            ]);
+          }
+          readableIn.set(namespace, ofType);
+        }
+        return readableIn.get(namespace)!;
+      };
       const byType = new Map<string, ReportTarget[]>();
       for (const stage of stages) {
         const namespace = stage.metadata.namespace!;
         const versions = (stageVersions.get(namespace) ?? [])
           .filter((sv) => sv.spec?.stage === stage.metadata.name)
-          .map(stageVersionInfo);
+          .map((sv) => stageVersionInfo(sv as unknown as StageVersionResource));
         if (versions.length === 0) continue;
-        const ofType = new Map<string, ReportTarget['registrations']>();
-        for (const registration of registrations) {
-          const readable = readableRegistration(registration as never, namespace);
-          if (!readable) continue;
-          const list = ofType.get(readable.executor.type) ?? [];
-          list.push({
-            name: readable.name,
-            config: registration.spec?.spec ?? {},
-            consent: registration.spec?.allowCrossNamespaceFrom
-              ? { allowCrossNamespaceFrom: registration.spec.allowCrossNamespaceFrom }
-              : {},
-          });
-          ofType.set(readable.executor.type, list);
-        }
-        for (const [type, list] of ofType) {
-          const targets = byType.get(type) ?? [];
-          targets.push({ namespace, stage: stage.metadata.name, stageVersions: versions, registrations: list });
-          byType.set(type, targets);
+        for (const [type, list] of readableOf(namespace)) {
+          if (!byType.has(type)) byType.set(type, []);
+          byType
+            .get(type)!
+            .push({ namespace, stage: stage.metadata.name, stageVersions: versions, registrations: list });
         }
       }
       return {

@@ -4,7 +4,7 @@
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import { ANNOTATION_ACTIVATED_BY, ANNOTATION_DRAIN_SINCE, ANNOTATION_SERVING } from '../api/group.js';
-import type { StageVersionInfo } from '../api/stage-version.js';
+import { stageVersionInfo, type StageVersionInfo } from '../api/stage-version.js';
 import { apiStatus } from '../k8s/client.js';
 import { getTyped, listTyped, type Typed } from '../k8s/typed.js';
 import type { CoreDeps } from './deps.js';
@@ -23,16 +23,6 @@ export interface StageState {
 
 const seenOf = (st: Typed<'Stage'> | undefined): StageSeen | undefined =>
   st ? { uid: st.metadata.uid!, deleting: Boolean(st.metadata.deletionTimestamp) } : undefined;
-
-function toInfo(sv: Typed<'StageVersion'>): StageVersionInfo {
-  return {
-    name: sv.metadata.name!,
-    ...(sv.metadata.uid ? { uid: sv.metadata.uid } : {}),
-    revision: sv.spec.revision,
-    vector: sv.spec.vector,
-    ...(sv.spec.backend ? { backend: sv.spec.backend } : {}),
-  };
-}
 
 /** A JSON patch path to one annotation. */
 const annotationPath = (key: string) => jsonPointer('metadata', 'annotations', key);
@@ -113,7 +103,7 @@ export function stageVersionActivities({ objects }: CoreDeps) {
       if (lost) throw ApplicationFailure.nonRetryable(lost.message, lost.reason);
       const stageVersions = all
         .filter((sv) => sv.spec.stage === stage)
-        .map(toInfo)
+        .map(stageVersionInfo)
         .sort((a, b) => a.revision - b.revision);
       const target = stageVersions.find((sv) => sv.name === stageVersion);
       if (!target) {

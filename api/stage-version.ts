@@ -65,3 +65,14 @@ export interface StageVersionInfo {
   vector: string;
   backend?: z.infer<typeof backend>;
 }
+
+/** A StageVersion object as the activation and its executors see it. */
+export function stageVersionInfo(sv: Pick<StageVersionResource, 'metadata' | 'spec'>): StageVersionInfo {
+  return {
+    name: sv.metadata.name!,
+    ...(sv.metadata.uid ? { uid: sv.metadata.uid } : {}),
+    revision: sv.spec.revision,
+    vector: sv.spec.vector,
+    ...(sv.spec.backend ? { backend: sv.spec.backend } : {}),
+  };
+}

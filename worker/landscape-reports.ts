@@ -1,8 +1,7 @@
 /**
  * Keeps one report workflow running per Landscape (workflows/landscape-report.ts): the core starts
- * it for every Landscape it watches, at start, when a Landscape changes and every interval after,
- * and the start finds the one that runs. A workflow ends by itself when its Landscape is gone; one terminated from outside
- * is started again within an interval.
+ * it for every Landscape it watches, at start, when a Landscape is added and every five minutes
+ * after, and the start finds the one that runs. A workflow ends by itself when its Landscape is gone.
  */
 import type { Client } from '@temporalio/client';
 import type { SystemConfig } from '../k8s/system-config.js';
@@ -13,6 +12,9 @@ import { landscapeReportWorkflowId } from '../shared/task-queues.js';
 
 /** How often a landscape's workers are asked what its routes hold (KONFIDENCE_LANDSCAPE_REPORT_SECONDS). */
 export const LANDSCAPE_REPORT_SECONDS = 30;
+
+/** How often every Landscape's report workflow is started again, in case one was terminated. */
+const ENSURE_EVERY_MS = 5 * 60_000;
 
 export function keepLandscapeReports(o: {
   client: Client;
@@ -48,8 +50,9 @@ export function keepLandscapeReports(o: {
   // A new Landscape gets its reports at once, not at the next interval (a report's status write
   // changes a Landscape too: that needs no start).
   const unsubscribe = o.systemConfig.onChange('Landscape', (type) => type === 'ADDED' && void ensure());
-  // The process's shutdown does not wait for the next round.
-  const timer = setInterval(() => void ensure(), intervalSeconds * 1000).unref();
+  // A workflow terminated from outside is started again, within ENSURE_EVERY_MS (a start of one
+  // that runs is a request for nothing, so not every interval); the shutdown does not wait for it.
+  const timer = setInterval(() => void ensure(), ENSURE_EVERY_MS).unref();
   return () => {
     stopped = true;
     unsubscribe();

@@ -15,7 +15,7 @@ import type { ActivationExecutionPlanResource } from '../../api/activation-execu
 import type { ActivationTaskRegistrationResource } from '../../api/activation-task-registration.js';
 import type { VectorActivationResource } from '../../api/vector-activation.js';
 import type { StageResource } from '../../api/stage.js';
-import type { StageVersionResource } from '../../api/stage-version.js';
+import { stageVersionInfo, type StageVersionResource } from '../../api/stage-version.js';
 import { sameRule, type ObservedTraffic, type TrafficRule } from '../../decisions/stage.js';
 import { reportedRules, type ReportedExecution } from '../../decisions/traffic.js';
 import { LABEL_REGISTRATION } from '../../api/group.js';
@@ -32,14 +32,7 @@ import {
 import type { RouteReport } from '../../api/landscape.js';
 import { observedRules, observingInput, sendsTo } from '../../executors/observed-rules.js';
 import { executorFor, readableRegistration } from '../../executors/index.js';
-import type { ExecutorContext, StageVersionInfo } from '../../executors/types.js';
-
-const info = (sv: StageVersionResource): StageVersionInfo => ({
-  name: sv.metadata.name!,
-  revision: sv.spec.revision,
-  vector: sv.spec.vector,
-  ...(sv.spec.backend ? { backend: sv.spec.backend } : {}),
-});
+import type { ExecutorContext } from '../../executors/types.js';
 
 /** How long after an activation ended a plan it named and the caches lack counts as not cached yet, not deleted. */
 export const RECENT_ACTIVATION_MS = 10 * 60_000;
@@ -159,7 +152,7 @@ export async function observeTraffic(
   const reporting = new Map<string, StageReporting>();
   for (const stage of stages) {
     const name = stage.metadata.name!;
-    const versions = stageVersions.filter((sv) => sv.spec.stage === name).map(info);
+    const versions = stageVersions.filter((sv) => sv.spec.stage === name).map(stageVersionInfo);
     const usedByStage = used(name);
     // A Stage whose routes live in a Landscape: this cluster holds none of them (a route of the
     // same name here is another route). Its workers' reports and what its executions recorded and

@@ -9,7 +9,7 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle }
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { ProgressionReport } from '../../decisions/activation.js';
 import type { AnalysisRules } from '../../decisions/analysis.js';
-import type { ProgressionSpec } from '../../decisions/progression.js';
+import { leaseSecondsOver, type ProgressionSpec } from '../../decisions/progression.js';
 import { pollUntil } from '../../scripts/env/process.js';
 import {
   abortUpdate,
@@ -566,15 +566,10 @@ test("the Stage deleted while an abort goes back down its ramp: the ramp's wait 
   const handle = await start(ref);
   await atGate(ref, 'Approval');
   await handle.executeUpdate(abortUpdate, { args: [{ by: 'admin' }] });
-  // The ramp's 10 % set (both tasks' calls ended), not only begun: a Stage deleted during the
-  // round itself would stop the round instead of the ramp's wait.
-  const rampedTo10 = () =>
-    ['ramp-dr', 'ramp-vs'].every(
-      (registration) =>
-        cluster.callsOf(ref).filter((c) => c.registration === registration && c.action === 'Apply')[1]?.outcome ===
-        'succeeded',
-    );
-  await pollUntil(() => rampedTo10() || undefined, 15_000, 'the ramp to 10 %', 20);
+  // The ramp's 10 % round over and its 600 s wait begun (the Lease taken for it), not only the
+  // round's calls ended: a Stage deleted before the round is recorded stops the round instead.
+  const heldForTheWait = `lease ramp held ${leaseSecondsOver(600_000)}s by ${ns}/${ref.name}`;
+  await pollUntil(() => cluster.journal.includes(heldForTheWait) || undefined, 15_000, 'the ramp to wait at 10 %', 20);
   const uid = cluster.stages.get(`${ns}/ramp`)!.uid;
   cluster.stages.delete(`${ns}/ramp`);
   await handle.signal(stageDeletedSignal, { namespace: ns, stage: 'ramp', uid });

@@ -28,52 +28,74 @@ import { testWorkflowBundle, timeSkippingEnv } from './support/temporal.js';
 
 let env: TestWorkflowEnvironment;
 let starting: Promise<TestWorkflowEnvironment> | undefined;
+let worker: Worker | undefined;
+let running: Promise<void> | undefined;
+/** Rejects once the worker stops, before afterAll stops it (a worker that failed): a test in progress fails with it. */
+let stopped: Promise<never>;
+
+const namespace = 'unit';
+/**
+ * One worker for the file, on one task queue: a worker costs about 0.4 s of CPU to start (its
+ * workflow thread evaluates the bundle), and each test's Stage, so its lock, is its own anyway.
+ */
+const taskQueue = 'stage-lock-unit';
+/** The activities of the running test, in place of the real ones it names. */
+let replaced: Partial<LockActivities> = {};
 
 beforeAll(async () => {
   starting = timeSkippingEnv();
   [env] = await Promise.all([starting, testWorkflowBundle()]);
+  const real: Record<string, (...args: never[]) => Promise<unknown>> = {
+    ...createLockActivities(env.client, taskQueue),
+    ...createTestActivities(env.client),
+  };
+  const activities = Object.fromEntries(
+    Object.entries(real).map(([name, activity]) => [
+      name,
+      (...args: never[]) => ((replaced as typeof real)[name] ?? activity)(...args),
+    ]),
+  );
+  worker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: await testWorkflowBundle(),
+    activities,
+  });
+  running = worker.run();
+  stopped = running.then(() => Promise.reject(new Error('the worker stopped')));
+  // Handled here too: after the last test, afterAll's shutdown ends the run with no test to fail.
+  stopped.catch(() => undefined);
 });
 
 afterAll(async () => {
+  worker?.shutdown();
+  await running;
   // The server started even if beforeAll gave up waiting for it: stop it all the same.
   await (await starting?.catch(() => undefined))?.teardown();
 });
 
-const namespace = 'unit';
 let stages = 0;
 
-/** Each test: a Stage (so a lock workflow) and a task queue of its own. */
-function newStage(): { stage: string; taskQueue: string; lockId: string } {
+/** Each test: a Stage, so a lock workflow, of its own. */
+function newStage(): { stage: string; lockId: string } {
   const stage = `stage-${++stages}`;
-  return { stage, taskQueue: `stage-lock-${stage}`, lockId: stageLockWorkflowId(namespace, stage) };
+  return { stage, lockId: stageLockWorkflowId(namespace, stage) };
 }
 
-/** Runs `body` with a worker for the project's and the test's workflows and activities. */
-async function withWorker<T>(
-  taskQueue: string,
-  body: () => Promise<T>,
-  activities: Partial<LockActivities> = {},
-): Promise<T> {
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: await testWorkflowBundle(),
-    activities: { ...createLockActivities(env.client, taskQueue), ...createTestActivities(env.client), ...activities },
-  });
-  // An idle lock lingers (IDLE_LINGER_MS): it finishes while its worker runs. Left to a timer no
-  // worker serves, its next workflow task would be pending for good, and the test server skips no
-  // time while one is: a later test waiting for time to pass hung.
-  return worker.runUntil(async () => {
-    try {
-      return await body();
-    } finally {
-      await env.sleep(IDLE_LINGER_MS + 1_000);
-    }
-  });
+/** Runs `body` while the file's worker serves the project's and the test's workflows, with `activities` in place of the real ones. */
+async function withActivities<T>(body: () => Promise<T>, activities: Partial<LockActivities> = {}): Promise<T> {
+  replaced = activities;
+  // An idle lock lingers (IDLE_LINGER_MS): it finishes before the next test, so that no test's lock
+  // runs on into the next one's time.
+  try {
+    return await Promise.race([body(), stopped]);
+  } finally {
+    await env.sleep(IDLE_LINGER_MS + 1_000);
+    replaced = {};
+  }
 }
 
 function startRequester(
-  taskQueue: string,
   stage: string,
   id: string,
   revision: number,
@@ -168,9 +190,9 @@ const waitingAre =
     s.waiting.map((w) => w.requester).join() === ids.join();
 
 test('a holder terminated under steady traffic is found within two check periods, and the newest waiter gets the Stage', async () => {
-  const { stage, taskQueue, lockId } = newStage();
-  await withWorker(taskQueue, async () => {
-    const holder = await startRequester(taskQueue, stage, 'holder', 1, true);
+  const { stage, lockId } = newStage();
+  await withActivities(async () => {
+    const holder = await startRequester(stage, 'holder', 1, true);
     await waitForLock(lockId, holderIs(holder.workflowId), 'the first requester holds the Stage');
 
     // A new (newer) requester every 30 s: the lock is never quiet for a whole check period. Before
@@ -216,18 +238,18 @@ test('a holder terminated under steady traffic is found within two check periods
 });
 
 test('supersede rules: the newest revision wins, on equal revisions the later request wins, older requests are told', async () => {
-  const { stage, taskQueue, lockId } = newStage();
-  await withWorker(taskQueue, async () => {
-    const holder = await startRequester(taskQueue, stage, 'holder', 10, true);
+  const { stage, lockId } = newStage();
+  await withActivities(async () => {
+    const holder = await startRequester(stage, 'holder', 10, true);
     await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
 
-    const a = await startRequester(taskQueue, stage, 'a', 5);
+    const a = await startRequester(stage, 'a', 5);
     await waitForLock(lockId, waitingAre(a.workflowId), 'a waits');
-    const b = await startRequester(taskQueue, stage, 'b', 7);
+    const b = await startRequester(stage, 'b', 7);
     await waitForLock(lockId, waitingAre(b.workflowId), 'b (newer) replaces a');
-    const c = await startRequester(taskQueue, stage, 'c', 6);
+    const c = await startRequester(stage, 'c', 6);
     const cResult = await c.result();
-    const d = await startRequester(taskQueue, stage, 'd', 7);
+    const d = await startRequester(stage, 'd', 7);
     await waitForLock(lockId, waitingAre(d.workflowId), 'd (same revision, later) replaces b');
 
     expect(await a.result()).toEqual(
@@ -268,10 +290,10 @@ test('supersede rules: the newest revision wins, on equal revisions the later re
 });
 
 test('asked as an Update, the lock answers at once: a free Stage granted, a busy one queued, an older request superseded', async () => {
-  const { stage, taskQueue, lockId } = newStage();
+  const { stage, lockId } = newStage();
   const { askStageLock } = createLockActivities(env.client, taskQueue);
   const request = (n: number) => ({ requester: `${stage}/r${n}`, revision: n, activation: `unit/a${n}` });
-  await withWorker(taskQueue, async () => {
+  await withActivities(async () => {
     // No lock runs yet: the Update starts it, and the Stage is granted in the answer.
     expect(await askStageLock(namespace, stage, request(1))).toEqual({ outcome: 'granted' });
     // Asking again (a retried activity) confirms it.
@@ -290,8 +312,8 @@ test('asked as an Update, the lock answers at once: a free Stage granted, a busy
 });
 
 test("a burst's newest, expected: an older request on a free Stage is held back and superseded once the newest asks", async () => {
-  const { stage, taskQueue, lockId } = newStage();
-  await withWorker(taskQueue, async () => {
+  const { stage, lockId } = newStage();
+  await withActivities(async () => {
     // The watcher saw the burst's newest (revision 9) and tells the lock before its workflow asks.
     await expectStageLock(env.client, taskQueue, namespace, stage, {
       requester: `${stage}/new`,
@@ -299,13 +321,13 @@ test("a burst's newest, expected: an older request on a free Stage is held back 
       activation: `${namespace}/new`,
     });
     // An older activation, started before the burst was seen whole, asks first: it is not granted.
-    const old = await startRequester(taskQueue, stage, 'old', 3);
+    const old = await startRequester(stage, 'old', 3);
     const held = await waitForLock(lockId, waitingAre(old.workflowId), 'the older request queued');
     expect({ holder: held.holder, expected: held.expected?.requester }).toEqual({
       holder: undefined,
       expected: `${stage}/new`,
     });
-    const newest = await startRequester(taskQueue, stage, 'new', 9);
+    const newest = await startRequester(stage, 'new', 9);
     expect(await old.result()).toEqual(
       expect.objectContaining({
         outcome: 'superseded',
@@ -319,15 +341,15 @@ test("a burst's newest, expected: an older request on a free Stage is held back 
 });
 
 test('an expected request that never asks holds an older one back only for EXPECT_MS: then the older one is granted', async () => {
-  const { stage, taskQueue, lockId } = newStage();
-  await withWorker(taskQueue, async () => {
+  const { stage, lockId } = newStage();
+  await withActivities(async () => {
     await expectStageLock(env.client, taskQueue, namespace, stage, {
       requester: `${stage}/never`,
       revision: 9,
       activation: `${namespace}/never`,
     });
     const expectedAt = await env.currentTimeMs();
-    const old = await startRequester(taskQueue, stage, 'old', 3);
+    const old = await startRequester(stage, 'old', 3);
     await waitForLock(lockId, waitingAre(old.workflowId), 'the older request queued');
     // result() lets time skip: the lock's wait for the expected request runs out.
     const result = await old.result();
@@ -338,9 +360,9 @@ test('an expected request that never asks holds an older one back only for EXPEC
 });
 
 test('an expectation that runs out while the Stage is held costs the lock one timer, and the holder keeps the Stage', async () => {
-  const { stage, taskQueue, lockId } = newStage();
-  await withWorker(taskQueue, async () => {
-    const holder = await startRequester(taskQueue, stage, 'holder', 1, true);
+  const { stage, lockId } = newStage();
+  await withActivities(async () => {
+    const holder = await startRequester(stage, 'holder', 1, true);
     await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
     // Told while the Stage is held; the newest never asks (deleted before it started, say).
     await expectStageLock(env.client, taskQueue, namespace, stage, {
@@ -363,9 +385,9 @@ test('an expectation that runs out while the Stage is held costs the lock one ti
 });
 
 test('a lock run on a build from before the Update refuses it: the request goes as a signal, answered by one later', async () => {
-  const { stage, taskQueue, lockId } = newStage();
+  const { stage, lockId } = newStage();
   const { askStageLock } = createLockActivities(env.client, taskQueue);
-  await withWorker(taskQueue, async () => {
+  await withActivities(async () => {
     // A running workflow without the Update's handler stands in for the old lock run.
     const old = await env.client.workflow.start(lockRequester, {
       taskQueue,
@@ -396,19 +418,18 @@ test('a lock run on a build from before the Update refuses it: the request goes 
 test.each(['signal', 'update'] as const)(
   'the Stage is never granted to a requester whose workflow has closed (released by %s)',
   async (releaseBy) => {
-    const { stage, taskQueue, lockId } = newStage();
+    const { stage, lockId } = newStage();
     const checks: string[] = [];
     const real = createLockActivities(env.client, taskQueue);
     const isWorkflowOpen = (workflowId: string) => {
       checks.push(workflowId);
       return real.isWorkflowOpen(workflowId);
     };
-    await withWorker(
-      taskQueue,
+    await withActivities(
       async () => {
-        const holder = await startRequester(taskQueue, stage, 'holder', 1, true, releaseBy);
+        const holder = await startRequester(stage, 'holder', 1, true, releaseBy);
         await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
-        const gone = await startRequester(taskQueue, stage, 'gone', 2);
+        const gone = await startRequester(stage, 'gone', 2);
         await waitForLock(lockId, waitingAre(gone.workflowId), 'a second requester waits');
         await gone.terminate('the activation was terminated while it waited');
 
@@ -423,7 +444,7 @@ test.each(['signal', 'update'] as const)(
           releaseBy === 'update' ? [holder.workflowId] : [holder.workflowId, gone.workflowId],
         );
         // The next requester is served by a new lock run.
-        const next = await startRequester(taskQueue, stage, 'next', 1);
+        const next = await startRequester(stage, 'next', 1);
         expect(await next.result()).toEqual(expect.objectContaining({ outcome: 'granted', notices: ['granted'] }));
       },
       { isWorkflowOpen },
@@ -432,7 +453,7 @@ test.each(['signal', 'update'] as const)(
 );
 
 test('a failing holder check is tried at most 5 times, does not end the lock, and a later check hands the Stage on', async () => {
-  const { stage, taskQueue, lockId } = newStage();
+  const { stage, lockId } = newStage();
   const attempts: number[] = [];
   const real = createLockActivities(env.client, taskQueue);
   // The first check fails on every attempt (Temporal unreachable, say); later ones work.
@@ -441,12 +462,11 @@ test('a failing holder check is tried at most 5 times, does not end the lock, an
     if (attempts.length <= 5) throw new Error('Temporal frontend unreachable');
     return real.isWorkflowOpen(workflowId);
   };
-  await withWorker(
-    taskQueue,
+  await withActivities(
     async () => {
-      const holder = await startRequester(taskQueue, stage, 'holder', 1, true);
+      const holder = await startRequester(stage, 'holder', 1, true);
       await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
-      const waiter = await startRequester(taskQueue, stage, 'waiter', 2);
+      const waiter = await startRequester(stage, 'waiter', 2);
       await waitForLock(lockId, waitingAre(waiter.workflowId), 'a second requester waits');
       await holder.terminate('the activation was terminated while it held the Stage');
       const terminated = await env.currentTimeMs();
@@ -463,8 +483,8 @@ test('a failing holder check is tried at most 5 times, does not end the lock, an
 });
 
 test('continue-as-new keeps the holder and the waiter', async () => {
-  const { stage, taskQueue, lockId } = newStage();
-  await withWorker(taskQueue, async () => {
+  const { stage, lockId } = newStage();
+  await withActivities(async () => {
     // Started by the test with a small history limit (the test server never suggests
     // continue-as-new) and with a holder in its initial state, as a continued run is.
     const holderId = `${stage}/holder`;
@@ -474,7 +494,7 @@ test('continue-as-new keeps the holder and the waiter', async () => {
       args: [{ holder: { requester: holderId, revision: 1, activation: holderId }, waiting: [] }, { historyLimit: 30 }],
     });
     // The holder asks (again, as far as the lock knows): the lock confirms.
-    const holder = await startRequester(taskQueue, stage, 'holder', 1, true);
+    const holder = await startRequester(stage, 'holder', 1, true);
     await pollUntil(() => holder.query(requesterQuery), 10_000, 'the holder is told it holds the Stage', 50);
     await waitForQuietLock(lockId);
 
@@ -482,7 +502,7 @@ test('continue-as-new keeps the holder and the waiter', async () => {
     // watched through its history and the requesters, not queried (see waitForQuietLock).
     const waiters = [];
     for (let revision = 2; revision <= 7; revision++) {
-      const waiter = await startRequester(taskQueue, stage, `waiter-${revision}`, revision);
+      const waiter = await startRequester(stage, `waiter-${revision}`, revision);
       await waitForAsk(waiter);
       await waitForQuietLock(lockId);
       waiters.push(waiter);
@@ -525,17 +545,17 @@ const answerOf = (requester: WorkflowHandle) =>
 test.each(['signal', 'update'] as const)(
   'idle, the lock lingers: the next request within IDLE_LINGER_MS is served by the same run; then it finishes (released by %s)',
   async (releaseBy) => {
-    const { stage, taskQueue, lockId } = newStage();
-    await withWorker(taskQueue, async () => {
+    const { stage, lockId } = newStage();
+    await withActivities(async () => {
       const lock = env.client.workflow.getHandle(lockId);
-      const holder = await startRequester(taskQueue, stage, 'holder', 1, true, releaseBy);
+      const holder = await startRequester(stage, 'holder', 1, true, releaseBy);
       await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
       const { runId } = await lock.describe();
       await holder.signal(finishSignal);
       await waitForLock(lockId, (s) => !s.holder && s.waiting.length === 0, 'the lock idle');
       // Idle, it did not finish: no time passed (nothing here awaits a result, which lets time skip).
       expect((await lock.describe()).status.name).toBe('RUNNING');
-      const next = await startRequester(taskQueue, stage, 'next', 2, true, releaseBy);
+      const next = await startRequester(stage, 'next', 2, true, releaseBy);
       await waitForLock(lockId, holderIs(next.workflowId), 'the next one granted');
       expect((await lock.describe()).runId).toBe(runId);
       await next.signal(finishSignal);
@@ -551,12 +571,12 @@ test.each(['signal', 'update'] as const)(
 );
 
 test('released by Update, the lock names the next holder and the releaser tells it; released again, the lock answers the same', async () => {
-  const { stage, taskQueue, lockId } = newStage();
+  const { stage, lockId } = newStage();
   const { releaseStageLock } = createLockActivities(env.client, taskQueue);
-  await withWorker(taskQueue, async () => {
-    const holder = await startRequester(taskQueue, stage, 'holder', 1, true);
+  await withActivities(async () => {
+    const holder = await startRequester(stage, 'holder', 1, true);
     await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
-    const next = await startRequester(taskQueue, stage, 'next', 2, true);
+    const next = await startRequester(stage, 'next', 2, true);
     await waitForLock(lockId, waitingAre(next.workflowId), 'the next one waits');
 
     await releaseStageLock(namespace, stage, holder.workflowId);
@@ -580,11 +600,11 @@ test('released by Update, the lock names the next holder and the releaser tells 
 });
 
 test('a releaser that did not hear the Update answer and releases by signal: the lock tells the new holder itself', async () => {
-  const { stage, taskQueue, lockId } = newStage();
-  await withWorker(taskQueue, async () => {
-    const holder = await startRequester(taskQueue, stage, 'holder', 1, true);
+  const { stage, lockId } = newStage();
+  await withActivities(async () => {
+    const holder = await startRequester(stage, 'holder', 1, true);
     await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
-    const next = await startRequester(taskQueue, stage, 'next', 2, true);
+    const next = await startRequester(stage, 'next', 2, true);
     await waitForLock(lockId, waitingAre(next.workflowId), 'the next one waits');
     const lock = env.client.workflow.getHandle(lockId);
     // Answered, but the answer lost on its way (the activity's wait ran out): nobody told the next.
@@ -600,9 +620,9 @@ test('a releaser that did not hear the Update answer and releases by signal: the
 });
 
 test('a lock run on a build from before the release Update refuses it: the release fails at once, for the releaser to signal', async () => {
-  const { stage, taskQueue, lockId } = newStage();
+  const { stage, lockId } = newStage();
   const { releaseStageLock } = createLockActivities(env.client, taskQueue);
-  await withWorker(taskQueue, async () => {
+  await withActivities(async () => {
     // A running workflow without the Update's handler stands in for the old lock run.
     const old = await env.client.workflow.start(lockRequester, {
       taskQueue,
@@ -624,8 +644,8 @@ test('a lock run on a build from before the release Update refuses it: the relea
 });
 
 test('a continued lock still answers a releaser that retries: the hand-on is part of its state', async () => {
-  const { stage, taskQueue, lockId } = newStage();
-  await withWorker(taskQueue, async () => {
+  const { stage, lockId } = newStage();
+  await withActivities(async () => {
     // Started as a continued run is: the Stage was handed from `released` to `holder` by Update.
     const [released, holder] = [`${stage}/released`, `${stage}/holder`];
     const lock = await env.client.workflow.start(stageLock, {

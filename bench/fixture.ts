@@ -152,7 +152,7 @@ export function startSleepySystem(
 /**
  * A role as its own process group on the local servers, in the test Temporal namespace, run as the
  * image runs it (compiled, dist/: call buildDist() once before) with the runtime settings of its
- * Deployment (its command's Node flags, NODE_OPTIONS, MALLOC_ARENA_MAX); `env` adds the role's settings.
+ * Deployment (its command's Node flags, NODE_OPTIONS and the malloc settings); `env` adds the role's settings.
  * An executor is ['executor', TYPE]: its Deployment is executor-TYPE.
  */
 export function spawnRole(
@@ -242,7 +242,7 @@ export function deployedRuntime(role: string): { env: Record<string, string>; no
   }
   return { env, nodeFlags };
 }
-const RUNTIME_ENV = new Set(['NODE_OPTIONS', 'MALLOC_ARENA_MAX']);
+const RUNTIME_ENV = new Set(['NODE_OPTIONS', 'MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_']);
 
 const FINAL = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'];
 export interface FinalPhase {

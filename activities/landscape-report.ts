@@ -6,6 +6,7 @@
  */
 import type { LandscapeResource, RouteReport } from '../api/landscape.js';
 import { stageVersionInfo, type StageVersionInfo, type StageVersionResource } from '../api/stage-version.js';
+import type { CustomObject } from '../k8s/custom-objects.js';
 import { readableRegistration } from '../executors/index.js';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { CoreDeps } from './deps.js';
@@ -25,6 +26,25 @@ export type ReportRound =
 
 /** The most a Landscape's reports may weigh together, well under etcd's object size limit (1.5 MiB). */
 const MAX_REPORTS_BYTES = 1024 * 1024;
+
+/** The registrations an activation of `namespace` may run, by executor type, as a report round asks them. */
+function readableByType(registrations: readonly CustomObject[], namespace: string) {
+  const ofType = new Map<string, ReportTarget['registrations']>();
+  for (const registration of registrations) {
+    const readable = readableRegistration(registration as never, namespace);
+    if (!readable) continue;
+    const { allowCrossNamespaceFrom } = registration.spec ?? {};
+    ofType.set(readable.executor.type, [
+      ...(ofType.get(readable.executor.type) ?? []),
+      {
+        name: readable.name,
+        config: registration.spec?.spec ?? {},
+        consent: allowCrossNamespaceFrom ? { allowCrossNamespaceFrom } : {},
+      },
+    ]);
+  }
+  return ofType;
+}
 
 export function landscapeReportActivities(deps: CoreDeps) {
   const { objects, systemNamespace, config } = deps;
@@ -51,28 +71,7 @@ export function landscapeReportActivities(deps: CoreDeps) {
       const registrations =
         config?.list('ActivationTaskRegistration') ??
         (await objects.list('ActivationTaskRegistration', systemNamespace));
-      // Which registrations an activation of a namespace may run, by executor type: once a namespace.
-      const readableIn = new Map<string, Map<string, ReportTarget['registrations']>>();
-      const readableOf = (namespace: string) => {
-        if (!readableIn.has(namespace)) {
-          const ofType = new Map<string, ReportTarget['registrations']>();
-          for (const registration of registrations) {
-            const readable = readableRegistration(registration as never, namespace);
-            if (!readable) continue;
-            const { allowCrossNamespaceFrom } = registration.spec ?? {};
-            ofType.set(readable.executor.type, [
-              ...(ofType.get(readable.executor.type) ?? []),
-              {
-                name: readable.name,
-                config: registration.spec?.spec ?? {},
-                consent: allowCrossNamespaceFrom ? { allowCrossNamespaceFrom } : {},
-              },
-            ]);
-          }
-          readableIn.set(namespace, ofType);
-        }
-        return readableIn.get(namespace)!;
-      };
+      const readableIn = new Map(namespaces.map((namespace) => [namespace, readableByType(registrations, namespace)]));
       const byType = new Map<string, ReportTarget[]>();
       for (const stage of stages) {
         const namespace = stage.metadata.namespace!;
@@ -80,7 +79,7 @@ export function landscapeReportActivities(deps: CoreDeps) {
           .filter((sv) => sv.spec?.stage === stage.metadata.name)
           .map((sv) => stageVersionInfo(sv as unknown as StageVersionResource));
         if (versions.length === 0) continue;
-        for (const [type, list] of readableOf(namespace)) {
+        for (const [type, list] of readableIn.get(namespace)!) {
           if (!byType.has(type)) byType.set(type, []);
           byType
             .get(type)!

@@ -30,7 +30,10 @@ let env: TestWorkflowEnvironment;
 let starting: Promise<TestWorkflowEnvironment> | undefined;
 let worker: Worker | undefined;
 let running: Promise<void> | undefined;
-/** Rejects once the worker stops, before afterAll stops it (a worker that failed): a test in progress fails with it. */
+/**
+ * Rejects once the worker stops before afterAll stops it (a worker that failed): the test in
+ * progress fails with it.
+ */
 let stopped: Promise<never>;
 
 const namespace = 'unit';
@@ -83,7 +86,10 @@ function newStage(): { stage: string; lockId: string } {
   return { stage, lockId: stageLockWorkflowId(namespace, stage) };
 }
 
-/** Runs `body` while the file's worker serves the project's and the test's workflows, with `activities` in place of the real ones. */
+/**
+ * Runs `body` while the file's worker serves the project's and the test's workflows, with
+ * `activities` in place of the real ones.
+ */
 async function withActivities<T>(body: () => Promise<T>, activities: Partial<LockActivities> = {}): Promise<T> {
   replaced = activities;
   // An idle lock lingers (IDLE_LINGER_MS): it finishes before the next test, so that no test's lock

@@ -78,6 +78,8 @@ export class StageAccess {
   supersededBy = '';
   private keeping?: CancellationScope;
   private leaseHeld = false;
+  /** The lock went back with the final status (lockGivenBack), until the next attempt asks again. */
+  private givenBack = false;
   /** A request for a newer StageVersion waits for the Stage (the lock said so while we hold it). */
   newerWaiting: { by: string; revision: number } | undefined;
 
@@ -116,6 +118,7 @@ export class StageAccess {
   /** Queues at the lock and waits for its answer, asking again now and then, until `stop()` is true. */
   async acquire(revision: number, stop: () => boolean, onQueued: () => Promise<void>): Promise<LockOutcome> {
     this.state = 'waiting';
+    this.givenBack = false;
     // What the lock said while an attempt before held the Stage is no news to this one.
     this.newerWaiting = undefined;
     const request = { requester: workflowInfo().workflowId, revision, activation: this.holder };
@@ -217,9 +220,24 @@ export class StageAccess {
     await CancellationScope.nonCancellable(() => releaseStageLease(this.namespace, this.stage, this.holder));
   }
 
-  /** Gives the Stage back: the Lease (if still held), then the lock. */
+  /**
+   * The lock to give back with the final status (finishAndLetGo), when this attempt holds it: the
+   * activity's release is the one releaseLock makes, without its fallback to a signal.
+   */
+  lockToGiveBack(): { requester: string } | undefined {
+    return this.state === 'granted' ? { requester: workflowInfo().workflowId } : undefined;
+  }
+
+  /** The lock answered the release that finishAndLetGo made: release() has nothing more to give back. */
+  lockGivenBack(): void {
+    this.state = 'none';
+    this.givenBack = true;
+  }
+
+  /** Gives the Stage back: the Lease (if still held), then the lock (unless given back already). */
   async release(): Promise<void> {
     await this.releaseLease();
+    if (this.givenBack) return;
     await CancellationScope.nonCancellable(() => this.releaseLock());
   }
 

@@ -6,6 +6,7 @@ import type { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivationActivities } from '../activities/core.js';
 import { createControlPlaneActivities } from '../activities/control-plane.js';
+import { finishAndLetGoActivities } from '../activities/finish-and-let-go.js';
 import { createLockActivities } from '../stage-lock/activities.js';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/group.js';
 import type { k8s } from '../k8s/client.js';
@@ -94,6 +95,14 @@ export async function createCoreWorker(options: CoreWorkerOptions): Promise<Work
 }
 
 function createWorker(options: CoreWorkerOptions, taskQueue: string, suffix: string): Promise<Worker> {
+  const activation = createActivationActivities({
+    kubeConfig: options.kubeConfig,
+    systemNamespace: options.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE,
+    ...(options.buildId ? { coreBuildId: options.buildId } : {}),
+    ...(options.prometheusUrl ? { prometheusUrl: options.prometheusUrl } : {}),
+    ...(options.systemConfig ? { systemConfig: options.systemConfig } : {}),
+  });
+  const lock = createLockActivities(options.client, taskQueue);
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,
@@ -118,14 +127,9 @@ function createWorker(options: CoreWorkerOptions, taskQueue: string, suffix: str
       : {}),
     activities: {
       ...createControlPlaneActivities(options.kubeConfig),
-      ...createActivationActivities({
-        kubeConfig: options.kubeConfig,
-        systemNamespace: options.systemNamespace ?? DEFAULT_SYSTEM_NAMESPACE,
-        ...(options.buildId ? { coreBuildId: options.buildId } : {}),
-        ...(options.prometheusUrl ? { prometheusUrl: options.prometheusUrl } : {}),
-        ...(options.systemConfig ? { systemConfig: options.systemConfig } : {}),
-      }),
-      ...createLockActivities(options.client, taskQueue),
+      ...activation,
+      ...lock,
+      ...finishAndLetGoActivities({ ...activation, ...lock }),
     },
   });
 }

@@ -43,4 +43,10 @@ export const PATCHES: Record<string, Patch> = {
       'a revert tells an execution deleted with its record (nothing of it put back: the revert is partial) from one that recorded nothing',
     release: '0.2.0',
   },
+  'finish-lets-go': {
+    workflow: 'activation',
+    changed:
+      "the final status's local activity gives the Stage's lock back and takes the close-out finalizer away after the write (finishAndLetGo), instead of a workflow round after it",
+    release: '0.2.0',
+  },
 };

@@ -130,6 +130,29 @@ test(
 );
 
 test(
+  'the final status lets the Stage and the close-out finalizer go with it; a finalizer that write could not take away goes after it',
+  async () => {
+    cluster.addStage(ns, 'tidy', { 'tidy-1': 1, 'tidy-2': 2 }, 'tidy-1');
+    cluster.addPlan('tidy-plan', { onFailure: 'Stop', steps: [{ name: 'route', tasks: ['tidy-route'] }] });
+    let refusals = 0;
+    cluster.before.removeCloseOutFinalizer = () => {
+      if (refusals++ === 0) throw ApplicationFailure.nonRetryable('the apiserver refused the patch (test)');
+    };
+    const ref = activate('tidy-to-2', 'tidy', 'tidy-2', 'tidy-plan');
+
+    expect((await (await start(ref)).result()).phase).toBe('Succeeded');
+
+    // The lock is free and the object carries no finalizer: a deletion is not held up.
+    expect((await lockState('tidy'))?.holder).toBeUndefined();
+    expect(cluster.activation(ref).closeOutFinalizer).toBe(false);
+    expect(refusals).toBe(2);
+    // Taken away only once Succeeded was written, as a deletion mid-run needs it until then.
+    expect(journalIndex('status tidy-to-2 Succeeded')).toBeLessThan(journalIndex('finalizer tidy-to-2 removed'));
+  },
+  TEST_TIMEOUT,
+);
+
+test(
   "an executor of an earlier release, which leaves its execution's final status to the core, gets it written",
   async () => {
     cluster.addStage(ns, 'legacy', { 'legacy-1': 1, 'legacy-2': 2 }, 'legacy-1');

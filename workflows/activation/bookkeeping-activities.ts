@@ -5,6 +5,7 @@
  */
 import { proxyLocalActivities } from '@temporalio/workflow';
 import type { ActivationActivities } from '../../activities/core.js';
+import type { LetGoActivities } from '../../activities/finish-and-let-go.js';
 import { KUBERNETES_BOOKKEEPING } from '../policies.js';
 
-export const bookkeeping = proxyLocalActivities<ActivationActivities>(KUBERNETES_BOOKKEEPING);
+export const bookkeeping = proxyLocalActivities<ActivationActivities & LetGoActivities>(KUBERNETES_BOOKKEEPING);

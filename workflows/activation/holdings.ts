@@ -106,6 +106,16 @@ export class RunHoldings {
     return switched;
   }
 
+  /** Whether the close-out finalizer may still be set: the final write's activity may take it away. */
+  get finalizerHeld(): boolean {
+    return this.finalizerSet;
+  }
+
+  /** The final write's activity took the finalizer away: letGo leaves it. */
+  finalizerRemoved(): void {
+    this.finalizerSet = false;
+  }
+
   /** The mark still set, taken away by the final write (finishRun) that lets it go. */
   takeMark(): string | undefined {
     const name = this.marked;
@@ -117,7 +127,8 @@ export class RunHoldings {
    * After the final status: the mark (if still set), the Stage's lock, and then, beside the lock,
    * the close-out finalizer, which a deletion waits for: off the handoff's path (the next
    * activation waits for the lock, not for the finalizer). Left behind by a crash, the watcher
-   * takes it away from a final object being deleted.
+   * takes it away from a final object being deleted. What the final write's activity let go
+   * already (finishAndLetGo) is not let go again.
    */
   async letGo(access: StageAccess): Promise<void> {
     const finalizer = () => (this.finalizerSet ? bookkeeping.removeCloseOutFinalizer(this.ref) : undefined);

@@ -3,7 +3,7 @@
  * steps, the Stage's access) and how an attempt ends. An attempt reads like ADR-0012's sequence
  * (attempt.ts); a run whose workflow closed before it finished is closed out (close-out.ts).
  */
-import { ApplicationFailure, CancellationScope } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, patched } from '@temporalio/workflow';
 import type { LoadedActivation } from '../../activities/core.js';
 import type { StageVersionInfo } from '../../api/stage-version.js';
 import { releasesUsage, type Ending, type StepProgress } from '../../decisions/activation.js';
@@ -89,7 +89,7 @@ export class ActivationRun implements RunParts {
       const status = reporter.statusOf(ending.phase, ending.reason, ending.message);
       const { over, settle } = reporter.writing(status);
       const lease = this.access.handOverLease();
-      const finishing = bookkeeping.finishRun({
+      const finishing = {
         ref,
         stage: va.stage,
         holder,
@@ -97,8 +97,24 @@ export class ActivationRun implements RunParts {
         ...(marked ? { marked } : {}),
         status,
         ...(over ? { over } : {}),
-      });
-      await settle(finishing, (written) => written);
+      };
+      if (patched('finish-lets-go')) {
+        // The same local activity then gives the lock back and takes the finalizer away: one
+        // workflow round less, and the next activation hears of the Stage at once. What it could
+        // not let go, letGo lets go after it.
+        const lock = this.access.lockToGiveBack();
+        const finalizer = holdings.finalizerHeld;
+        const letting = bookkeeping.finishAndLetGo({
+          ...finishing,
+          ...(lock ? { lock } : {}),
+          ...(finalizer ? { finalizer } : {}),
+        });
+        const done = await settle(letting, (result) => result.written);
+        if (done.lockGivenBack) this.access.lockGivenBack();
+        if (done.finalizerRemoved) holdings.finalizerRemoved();
+      } else {
+        await settle(bookkeeping.finishRun(finishing), (written) => written);
+      }
       // The query and the search attribute say the ending once it is written, the Lease free.
       reporter.show(ending.phase, ending.reason, ending.message);
     });
@@ -114,7 +130,7 @@ export class ActivationRun implements RunParts {
     return this.finish({ phase: 'Failed', reason, message });
   }
 
-  /** After the final status: the mark, the Stage's lock and the close-out finalizer go. */
+  /** After the final status: the mark, the Stage's lock and the close-out finalizer go, if its write did not let them go. */
   letGo(): Promise<void> {
     return this.holdings.letGo(this.access);
   }

@@ -7,6 +7,7 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { createLockActivities } from '../../../stage-lock/activities.js';
+import { finishAndLetGoActivities } from '../../../activities/finish-and-let-go.js';
 import type { ActivationActivities } from '../../../activities/core.js';
 import type { TaskInput } from '../../../executors/types.js';
 import { addSearchAttributes } from '../../../scripts/env/components.js';
@@ -44,13 +45,14 @@ export async function startFakeWorkers(
       (...args: unknown[]) => (current().activities()[n] as (...a: unknown[]) => Promise<unknown>)(...args),
     ]),
   );
+  const lock = createLockActivities(env.client, taskQueue);
   const workers = await Promise.all([
     Worker.create({
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle,
       maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
-      activities: { ...core, ...createLockActivities(env.client, taskQueue) },
+      activities: { ...core, ...lock, ...finishAndLetGoActivities({ ...(core as ActivationActivities), ...lock }) },
     }),
     Worker.create({
       connection: env.nativeConnection,

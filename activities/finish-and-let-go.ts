@@ -6,9 +6,13 @@
  *
  * Letting go is best effort here: what this activity could not let go it reports, and the workflow
  * lets it go by its own path (ActivationRun.letGo: the lock by Update, else by signal; the
- * finalizer with the bookkeeping's retries). So a failed release never fails the final status.
+ * finalizer with the bookkeeping's retries). So a failed release never fails the final status. A
+ * release the lock did not answer in time goes by signal from the workflow at once, as after
+ * releaseStageLock, not by a second Update.
  */
+import { ApplicationFailure } from '@temporalio/common';
 import type { LockActivities } from '../stage-lock/activities.js';
+import { RELEASE_UNANSWERED } from '../stage-lock/contract.js';
 import type { CoreParts } from './parts.js';
 import type { FinishRunInput } from './finish-run.js';
 
@@ -22,8 +26,11 @@ export interface FinishAndLetGoInput extends FinishRunInput {
 export interface LetGo {
   /** Whether the final status was written (false: the VectorActivation is gone or being deleted). */
   written: boolean;
-  /** Whether the lock answered the release; false when none was asked for. */
-  lockGivenBack: boolean;
+  /**
+   * The lock: given back (it answered the release); unanswered (the workflow releases by signal
+   * now); or left to the workflow's own release (none asked for, or the release failed otherwise).
+   */
+  lock: 'givenBack' | 'unanswered' | 'left';
   /** Whether the finalizer is off the object (or the object is gone); false when none was asked for. */
   finalizerRemoved: boolean;
 }
@@ -37,6 +44,8 @@ const settled = (work: Promise<unknown>) =>
     () => false,
   );
 
+const unanswered = (err: unknown) => err instanceof ApplicationFailure && err.type === RELEASE_UNANSWERED;
+
 export function finishAndLetGoActivities(parts: LetGoParts) {
   return {
     /**
@@ -46,11 +55,17 @@ export function finishAndLetGoActivities(parts: LetGoParts) {
     async finishAndLetGo({ lock, finalizer, ...finish }: FinishAndLetGoInput): Promise<LetGo> {
       const written = await parts.finishRun(finish);
       const { namespace } = finish.ref;
-      const [lockGivenBack, finalizerRemoved] = await Promise.all([
-        lock ? settled(parts.releaseStageLock(namespace, finish.stage, lock.requester)) : false,
+      const releasing = lock
+        ? parts.releaseStageLock(namespace, finish.stage, lock.requester).then(
+            () => 'givenBack' as const,
+            (err: unknown) => (unanswered(err) ? ('unanswered' as const) : ('left' as const)),
+          )
+        : ('left' as const);
+      const [lockOutcome, finalizerRemoved] = await Promise.all([
+        releasing,
         finalizer ? settled(parts.removeCloseOutFinalizer(finish.ref)) : false,
       ]);
-      return { written, lockGivenBack, finalizerRemoved };
+      return { written, lock: lockOutcome, finalizerRemoved };
     },
   };
 }

@@ -228,10 +228,14 @@ export class StageAccess {
     return this.state === 'granted' ? { requester: workflowInfo().workflowId } : undefined;
   }
 
-  /** The lock answered the release that finishAndLetGo made: release() has nothing more to give back. */
-  lockGivenBack(): void {
+  /**
+   * finishAndLetGo released the lock: it answered, or it did not answer in time and the release
+   * goes by signal now, as releaseLock's does. Either way release() has nothing more to give back.
+   */
+  async lockGivenBack(outcome: 'givenBack' | 'unanswered'): Promise<void> {
     this.state = 'none';
     this.givenBack = true;
+    if (outcome === 'unanswered') await this.releaseBySignal();
   }
 
   /** Gives the Stage back: the Lease (if still held), then the lock (unless given back already). */
@@ -243,14 +247,15 @@ export class StageAccess {
 
   private async releaseLock(): Promise<void> {
     this.state = 'none';
-    const requester = workflowInfo().workflowId;
-    const bySignal = () =>
-      getExternalWorkflowHandle(this.lockId)
-        .signal(releaseLockSignal, { requester })
-        .catch(() => undefined); // no lock workflow: nothing is held
     // Released by Update from a local activity, the next holder hears of it straight from us, not
     // through two signals sent by workflows; a release the activity could not make goes by signal,
     // which the server delivers whenever the lock runs again.
-    await releaseStageLock(this.namespace, this.stage, requester).catch(bySignal);
+    await releaseStageLock(this.namespace, this.stage, workflowInfo().workflowId).catch(() => this.releaseBySignal());
+  }
+
+  private releaseBySignal(): Promise<void> {
+    return getExternalWorkflowHandle(this.lockId)
+      .signal(releaseLockSignal, { requester: workflowInfo().workflowId })
+      .catch(() => undefined); // no lock workflow: nothing is held
   }
 }

@@ -1,5 +1,7 @@
 /** finishAndLetGo: the final status first, then the lock and the finalizer, each reported as let go or not. No servers. */
+import { ApplicationFailure } from '@temporalio/common';
 import { finishAndLetGoActivities, type FinishAndLetGoInput } from '../../activities/finish-and-let-go.js';
+import { RELEASE_UNANSWERED } from '../../stage-lock/contract.js';
 
 const ref = { namespace: 'shop', name: 'shop-to-2', uid: 'uid-1' };
 const finish: FinishAndLetGoInput = {
@@ -17,10 +19,14 @@ const finish: FinishAndLetGoInput = {
   },
 };
 
-function parts(fail: { status?: boolean; lock?: boolean; finalizer?: boolean } = {}) {
+type Failing = { status?: boolean; lock?: boolean | 'unanswered'; finalizer?: boolean };
+
+function parts(fail: Failing = {}) {
   const order: string[] = [];
-  const step = (name: string, fails?: boolean) => async () => {
+  const step = (name: string, fails?: boolean | 'unanswered') => async () => {
     order.push(name);
+    // As releaseStageLock says the lock did not answer in time.
+    if (fails === 'unanswered') throw ApplicationFailure.nonRetryable('no answer in time (test)', RELEASE_UNANSWERED);
     if (fails) throw new Error(`${name} refused (test)`);
   };
   return {
@@ -38,25 +44,31 @@ test.each([
     what: 'both asked, both let go',
     asked: { lock: { requester: 'vectoractivation/shop/shop-to-2' }, finalizer: true },
     fail: {},
-    expected: { written: true, lockGivenBack: true, finalizerRemoved: true },
+    expected: { written: true, lock: 'givenBack', finalizerRemoved: true },
   },
   {
-    what: 'a lock that does not answer is left to the workflow; the finalizer still goes',
+    what: 'a lock that does not answer in time is told so: the workflow releases by signal; the finalizer still goes',
+    asked: { lock: { requester: 'vectoractivation/shop/shop-to-2' }, finalizer: true },
+    fail: { lock: 'unanswered' as const },
+    expected: { written: true, lock: 'unanswered', finalizerRemoved: true },
+  },
+  {
+    what: 'a release that fails otherwise is left to the workflow; the finalizer still goes',
     asked: { lock: { requester: 'vectoractivation/shop/shop-to-2' }, finalizer: true },
     fail: { lock: true },
-    expected: { written: true, lockGivenBack: false, finalizerRemoved: true },
+    expected: { written: true, lock: 'left', finalizerRemoved: true },
   },
   {
     what: 'a finalizer that cannot be taken away is left to the workflow; the lock still goes',
     asked: { lock: { requester: 'vectoractivation/shop/shop-to-2' }, finalizer: true },
     fail: { finalizer: true },
-    expected: { written: true, lockGivenBack: true, finalizerRemoved: false },
+    expected: { written: true, lock: 'givenBack', finalizerRemoved: false },
   },
   {
     what: 'nothing asked (the lock not held, no finalizer set): only the status',
     asked: {},
     fail: {},
-    expected: { written: true, lockGivenBack: false, finalizerRemoved: false },
+    expected: { written: true, lock: 'left', finalizerRemoved: false },
   },
 ])('$what', async ({ asked, fail, expected }) => {
   const { order, activities } = parts(fail);

@@ -110,7 +110,7 @@ export class ActivationRun implements RunParts {
           ...(finalizer ? { finalizer } : {}),
         });
         const done = await settle(letting, (result) => result.written);
-        if (done.lockGivenBack) this.access.lockGivenBack();
+        if (done.lock !== 'left') await this.access.lockGivenBack(done.lock);
         if (done.finalizerRemoved) holdings.finalizerRemoved();
       } else {
         await settle(bookkeeping.finishRun(finishing), (written) => written);

@@ -35,7 +35,7 @@ export function finishRunActivities(parts: FinishParts) {
     /**
      * Safe to repeat: the Lease and the mark are cleared only while still ours; a repeated status
      * write says nothing new. False when the VectorActivation is gone or being deleted. (The
-     * close-out finalizer goes after it, beside the lock's release: ActivationRun.letGo.)
+     * close-out finalizer goes after it, beside the lock's release: finishAndLetGo.)
      */
     async finishRun(i: FinishRunInput): Promise<boolean> {
       // Without `over` the object is read beside the letting go: the final status is one request

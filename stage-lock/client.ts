@@ -78,7 +78,7 @@ export class StageAccess {
   supersededBy = '';
   private keeping?: CancellationScope;
   private leaseHeld = false;
-  /** The lock went back with the final status (lockGivenBack), until the next attempt asks again. */
+  /** The lock went back with the final status (finishLockRelease), until the next attempt asks again. */
   private givenBack = false;
   /** A request for a newer StageVersion waits for the Stage (the lock said so while we hold it). */
   newerWaiting: { by: string; revision: number } | undefined;
@@ -222,17 +222,18 @@ export class StageAccess {
 
   /**
    * The lock to give back with the final status (finishAndLetGo), when this attempt holds it: the
-   * activity's release is the one releaseLock makes, without its fallback to a signal.
+   * activity makes releaseLock's Update; its signal, if needed, comes from finishLockRelease.
    */
   lockToGiveBack(): { requester: string } | undefined {
     return this.state === 'granted' ? { requester: workflowInfo().workflowId } : undefined;
   }
 
   /**
-   * finishAndLetGo released the lock: it answered, or it did not answer in time and the release
-   * goes by signal now, as releaseLock's does. Either way release() has nothing more to give back.
+   * Finishes the release finishAndLetGo began: nothing more when the lock answered; a release by
+   * signal now when it did not answer in time, as releaseLock sends. Either way release() has
+   * nothing more to give back.
    */
-  async lockGivenBack(outcome: 'givenBack' | 'unanswered'): Promise<void> {
+  async finishLockRelease(outcome: 'givenBack' | 'unanswered'): Promise<void> {
     this.state = 'none';
     this.givenBack = true;
     if (outcome === 'unanswered') await this.releaseBySignal();

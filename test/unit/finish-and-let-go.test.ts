@@ -19,11 +19,11 @@ const finish: FinishAndLetGoInput = {
   },
 };
 
-type Failing = { status?: boolean; lock?: boolean | 'unanswered'; finalizer?: boolean };
+type Failing = { status?: boolean; lock?: boolean | 'unanswered' | 'never'; finalizer?: boolean };
 
-function parts(fail: Failing = {}) {
+function parts(fail: Failing = {}, letGoWithinMs?: number) {
   const order: string[] = [];
-  const step = (name: string, fails?: boolean | 'unanswered') => async () => {
+  const step = (name: string, fails?: boolean | 'unanswered' | 'never') => async () => {
     order.push(name);
     // As releaseStageLock says the lock did not answer in time.
     if (fails === 'unanswered') throw ApplicationFailure.nonRetryable('no answer in time (test)', RELEASE_UNANSWERED);
@@ -31,11 +31,14 @@ function parts(fail: Failing = {}) {
   };
   return {
     order,
-    activities: finishAndLetGoActivities({
-      finishRun: async () => (await step('status', fail.status)(), true),
-      releaseStageLock: step('lock', fail.lock),
-      removeCloseOutFinalizer: async () => (await step('finalizer', fail.finalizer)(), true),
-    }),
+    activities: finishAndLetGoActivities(
+      {
+        finishRun: async () => (await step('status', fail.status)(), true),
+        releaseStageLock: fail.lock === 'never' ? () => new Promise<void>(() => undefined) : step('lock', fail.lock),
+        removeCloseOutFinalizer: async () => (await step('finalizer', fail.finalizer)(), true),
+      },
+      letGoWithinMs,
+    ),
   };
 }
 
@@ -56,7 +59,7 @@ test.each([
     what: 'a release that fails otherwise is left to the workflow; the finalizer still goes',
     asked: { lock: { requester: 'vectoractivation/shop/shop-to-2' }, finalizer: true },
     fail: { lock: true },
-    expected: { written: true, lock: 'left', finalizerRemoved: true },
+    expected: { written: true, lock: 'toWorkflow', finalizerRemoved: true },
   },
   {
     what: 'a finalizer that cannot be taken away is left to the workflow; the lock still goes',
@@ -68,7 +71,7 @@ test.each([
     what: 'nothing asked (the lock not held, no finalizer set): only the status',
     asked: {},
     fail: {},
-    expected: { written: true, lock: 'left', finalizerRemoved: false },
+    expected: { written: true, lock: 'toWorkflow', finalizerRemoved: false },
   },
 ])('$what', async ({ asked, fail, expected }) => {
   const { order, activities } = parts(fail);
@@ -84,4 +87,12 @@ test('a final status that cannot be written fails the activity before anything i
     activities.finishAndLetGo({ ...finish, lock: { requester: 'vectoractivation/shop/shop-to-2' }, finalizer: true }),
   ).rejects.toThrow('status refused');
   expect(order).toEqual(['status']);
+});
+
+test('a release that does not end within its bound is left to the workflow: the final status does not wait for it', async () => {
+  const { order, activities } = parts({ lock: 'never' }, 50);
+  await expect(
+    activities.finishAndLetGo({ ...finish, lock: { requester: 'vectoractivation/shop/shop-to-2' }, finalizer: true }),
+  ).resolves.toEqual({ written: true, lock: 'toWorkflow', finalizerRemoved: true });
+  expect(order).toEqual(['status', 'finalizer']);
 });

@@ -112,7 +112,7 @@ export class RunHoldings {
   }
 
   /** The final write's activity took the finalizer away: letGo leaves it. */
-  finalizerRemoved(): void {
+  noteFinalizerRemoved(): void {
     this.finalizerSet = false;
   }
 

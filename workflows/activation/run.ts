@@ -109,9 +109,9 @@ export class ActivationRun implements RunParts {
           ...(lock ? { lock } : {}),
           ...(finalizer ? { finalizer } : {}),
         });
-        const done = await settle(letting, (result) => result.written);
-        if (done.lock !== 'left') await this.access.lockGivenBack(done.lock);
-        if (done.finalizerRemoved) holdings.finalizerRemoved();
+        const outcome = await settle(letting, (result) => result.written);
+        if (outcome.lock !== 'toWorkflow') await this.access.finishLockRelease(outcome.lock);
+        if (outcome.finalizerRemoved) holdings.noteFinalizerRemoved();
       } else {
         await settle(bookkeeping.finishRun(finishing), (written) => written);
       }

@@ -70,7 +70,8 @@ const FIRST_RENEWAL = '20 seconds';
 const ASK_AGAIN_SECONDS = 120;
 
 export type LockOutcome = 'granted' | 'superseded' | 'cancelled';
-type LockState = 'none' | 'waiting' | 'granted' | 'superseded';
+/** 'givenBack': released with the final status (finishLockRelease), until the next attempt asks again. */
+type LockState = 'none' | 'waiting' | 'granted' | 'superseded' | 'givenBack';
 
 export class StageAccess {
   readonly lockId: string;
@@ -78,8 +79,6 @@ export class StageAccess {
   supersededBy = '';
   private keeping?: CancellationScope;
   private leaseHeld = false;
-  /** The lock went back with the final status (finishLockRelease), until the next attempt asks again. */
-  private givenBack = false;
   /** A request for a newer StageVersion waits for the Stage (the lock said so while we hold it). */
   newerWaiting: { by: string; revision: number } | undefined;
 
@@ -118,7 +117,6 @@ export class StageAccess {
   /** Queues at the lock and waits for its answer, asking again now and then, until `stop()` is true. */
   async acquire(revision: number, stop: () => boolean, onQueued: () => Promise<void>): Promise<LockOutcome> {
     this.state = 'waiting';
-    this.givenBack = false;
     // What the lock said while an attempt before held the Stage is no news to this one.
     this.newerWaiting = undefined;
     const request = { requester: workflowInfo().workflowId, revision, activation: this.holder };
@@ -234,15 +232,14 @@ export class StageAccess {
    * nothing more to give back.
    */
   async finishLockRelease(outcome: 'givenBack' | 'unanswered'): Promise<void> {
-    this.state = 'none';
-    this.givenBack = true;
+    this.state = 'givenBack';
     if (outcome === 'unanswered') await this.releaseBySignal();
   }
 
   /** Gives the Stage back: the Lease (if still held), then the lock (unless given back already). */
   async release(): Promise<void> {
     await this.releaseLease();
-    if (this.givenBack) return;
+    if (this.state === 'givenBack') return;
     await CancellationScope.nonCancellable(() => this.releaseLock());
   }
 

@@ -12,6 +12,7 @@ import { cancelUpdate, retryUpdate, type ActivationRef } from '../../shared/acti
 import { stageLockWorkflowId } from '../../stage-lock/contract.js';
 import { type FakeActivationStatus } from './support/fake-cluster.js';
 import { finishSignal } from './support/lock-workflows.js';
+import { terminateAtRest } from './support/at-rest.js';
 import {
   ns,
   DAY,
@@ -715,7 +716,7 @@ test(
 
     const lock = env.client.workflow.getHandle(stageLockWorkflowId(ns, 'relock'));
     const firstRun = (await lock.describe()).runId;
-    await lock.terminate('someone terminated the lock');
+    await terminateAtRest(lock, 'someone terminated the lock');
     const terminatedAt = await env.currentTimeMs();
 
     // Awaiting the result lets time skip to the activation's next ask.

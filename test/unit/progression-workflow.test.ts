@@ -23,6 +23,7 @@ import {
 } from '../../shared/activation.js';
 import { vectorActivation, type ActivationOptions } from '../../workflows/activation/workflow.js';
 import { FakeCluster } from './support/fake-cluster.js';
+import { terminateAtRest } from './support/at-rest.js';
 import { startFakeWorkers, type FakeWorkers } from './support/fake-workers.js';
 
 const ns = 'unit';
@@ -68,7 +69,7 @@ afterEach(async () => {
       10_000,
       `${handle.workflowId} to close`,
       50,
-    ).catch(() => handle.terminate('test over'));
+    ).catch(() => terminateAtRest(handle, 'test over'));
   }
 });
 
@@ -470,7 +471,7 @@ test('a progression terminated at its gate is closed out under Revert: the lates
   );
   const handle = await start(ref);
   await atGate(ref, 'Approval');
-  await handle.terminate('an operator terminated it');
+  await terminateAtRest(handle, 'an operator terminated it');
   const why = {
     reason: 'WorkflowTerminated',
     message: `the activation's workflow ${handle.workflowId} was terminated`,

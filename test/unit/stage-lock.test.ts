@@ -23,6 +23,7 @@ import {
 import { EXPECT_MS } from '../../stage-lock/rules.js';
 import { HOLDER_CHECK_MS, IDLE_LINGER_MS, stageLock } from '../../stage-lock/workflow.js';
 import { createTestActivities } from './support/activities.js';
+import { terminateAtRest } from './support/at-rest.js';
 import { finishSignal, lockRequester, lockTraffic, requesterQuery } from './support/lock-workflows.js';
 import { testWorkflowBundle, timeSkippingEnv } from './support/temporal.js';
 
@@ -315,7 +316,7 @@ test('asked as an Update, the lock answers at once: a free Stage granted, a busy
     expect(state.holder?.requester).toBe(`${stage}/r1`);
     expect(state.waiting.map((w) => w.requester)).toEqual([`${stage}/r3`]);
   });
-  await env.client.workflow.getHandle(lockId).terminate('test done');
+  await terminateAtRest(env.client.workflow.getHandle(lockId), 'test done');
 });
 
 test("a burst's newest, expected: an older request on a free Stage is held back and superseded once the newest asks", async () => {
@@ -416,10 +417,10 @@ test('a lock run on a build from before the Update refuses it: the request goes 
     await old.signal(finishSignal);
     await old.result();
   });
-  await env.client.workflow
-    .getHandle(stageLockWorkflowId(namespace, `${stage}-other`))
-    .terminate('test done')
-    .catch(() => undefined);
+  await terminateAtRest(
+    env.client.workflow.getHandle(stageLockWorkflowId(namespace, `${stage}-other`)),
+    'test done',
+  ).catch(() => undefined);
 });
 
 test.each(['signal', 'update'] as const)(
@@ -438,7 +439,7 @@ test.each(['signal', 'update'] as const)(
         await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
         const gone = await startRequester(stage, 'gone', 2);
         await waitForLock(lockId, waitingAre(gone.workflowId), 'a second requester waits');
-        await gone.terminate('the activation was terminated while it waited');
+        await terminateAtRest(gone, 'the activation was terminated while it waited');
 
         await holder.signal(finishSignal);
         // The grant cannot reach the closed requester: the lock drops it at once (no holder check
@@ -475,7 +476,7 @@ test('a failing holder check is tried at most 5 times, does not end the lock, an
       await waitForLock(lockId, holderIs(holder.workflowId), 'the holder granted');
       const waiter = await startRequester(stage, 'waiter', 2);
       await waitForLock(lockId, waitingAre(waiter.workflowId), 'a second requester waits');
-      await holder.terminate('the activation was terminated while it held the Stage');
+      await terminateAtRest(holder, 'the activation was terminated while it held the Stage');
       const terminated = await env.currentTimeMs();
 
       const answer = await waiter.result();
@@ -536,9 +537,8 @@ test('continue-as-new keeps the holder and the waiter', async () => {
   });
 });
 
-// The release by Update, last in this file: the time-skipping test server was seen to stop
-// skipping (or to skip far ahead) for the tests after one that sends Updates of this kind, so these
-// wait by polling in real time, never on a result.
+// The release by Update. These tests wait by polling in real time, never on a result: nothing in
+// them needs workflow time to pass.
 
 /** A requester's answer, polled in real time. */
 const answerOf = (requester: WorkflowHandle) =>
@@ -601,9 +601,9 @@ test('released by Update, the lock names the next holder and the releaser tells 
     });
     // The grant went from the releaser, not from the lock (two transfers fewer on the handoff).
     expect(await grantsSentByLock(lockId)).toEqual([holder.workflowId]);
-    await Promise.all([holder.terminate('test done'), next.terminate('test done')]);
+    await Promise.all([terminateAtRest(holder, 'test done'), terminateAtRest(next, 'test done')]);
   });
-  await env.client.workflow.getHandle(lockId).terminate('test done');
+  await terminateAtRest(env.client.workflow.getHandle(lockId), 'test done');
 });
 
 test('a releaser that did not hear the Update answer and releases by signal: the lock tells the new holder itself', async () => {
@@ -621,9 +621,9 @@ test('a releaser that did not hear the Update answer and releases by signal: the
     await lock.signal(releaseLockSignal, { requester: holder.workflowId });
     expect(await answerOf(next)).toEqual(expect.objectContaining({ outcome: 'granted' }));
     expect(await grantsSentByLock(lockId)).toEqual([holder.workflowId, next.workflowId]);
-    await Promise.all([holder.terminate('test done'), next.terminate('test done')]);
+    await Promise.all([terminateAtRest(holder, 'test done'), terminateAtRest(next, 'test done')]);
   });
-  await env.client.workflow.getHandle(lockId).terminate('test done');
+  await terminateAtRest(env.client.workflow.getHandle(lockId), 'test done');
 });
 
 test('a lock run on a build from before the release Update refuses it: the release fails at once, for the releaser to signal', async () => {
@@ -642,12 +642,12 @@ test('a lock run on a build from before the release Update refuses it: the relea
       type: RELEASE_UNANSWERED,
       nonRetryable: true,
     });
-    await old.terminate('test done');
+    await terminateAtRest(old, 'test done');
   });
-  await env.client.workflow
-    .getHandle(stageLockWorkflowId(namespace, `${stage}-other`))
-    .terminate('test done')
-    .catch(() => undefined);
+  await terminateAtRest(
+    env.client.workflow.getHandle(stageLockWorkflowId(namespace, `${stage}-other`)),
+    'test done',
+  ).catch(() => undefined);
 });
 
 test('a continued lock still answers a releaser that retries: the hand-on is part of its state', async () => {
@@ -670,8 +670,5 @@ test('a continued lock still answers a releaser that retries: the hand-on is par
       granted: holder,
     });
   });
-  await env.client.workflow
-    .getHandle(lockId)
-    .terminate('test done')
-    .catch(() => undefined);
+  await terminateAtRest(env.client.workflow.getHandle(lockId), 'test done').catch(() => undefined);
 });

@@ -17,6 +17,7 @@ import { activationWorkflowId, cancelSignal, type ActivationRef } from '../../..
 import { lockStateQuery, stageLockWorkflowId, type LockState } from '../../../stage-lock/contract.js';
 import { vectorActivation, type ActivationOptions } from '../../../workflows/activation/workflow.js';
 import { FakeCluster, type FakeActivationStatus } from './fake-cluster.js';
+import { terminateAtRest } from './at-rest.js';
 import { lockRequester } from './lock-workflows.js';
 import { startFakeWorkers, type FakeWorkers } from './fake-workers.js';
 
@@ -62,7 +63,7 @@ afterEach(async () => {
   for (const { handle, kind } of started) {
     if (!(await isOpen(handle))) continue;
     if (kind === 'holder') {
-      await handle.terminate('test over');
+      await terminateAtRest(handle, 'test over');
       continue;
     }
     await pollUntil(
@@ -82,7 +83,7 @@ afterEach(async () => {
       10_000,
       `${handle.workflowId} to close after the test`,
       50,
-    ).catch(() => handle.terminate('test over'));
+    ).catch(() => terminateAtRest(handle, 'test over'));
   }
 });
 

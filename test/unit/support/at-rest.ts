@@ -1,0 +1,86 @@
+/**
+ * Terminating a workflow on the time-skipping test server without stopping its clock. The server
+ * holds a time-skipping lock for each task of a workflow it waits on (a workflow task, an activity,
+ * a signal to another workflow) and gives it back only when the task completes (sdk-java#1138). A
+ * workflow terminated with a task outstanding never completes it: its lock stays, and every timer
+ * after it, in every later test of the file, waits in real time.
+ */
+import type { WorkflowHandle } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import { pollUntil } from '../../../scripts/env/process.js';
+
+// @temporalio/proto is CommonJS whose named exports Node's ESM loader cannot see.
+const types = proto.temporal.api.enums.v1.EventType;
+type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;
+
+/** For each kind of task: the event that opens it and the events that close it. */
+const tasks: { opened: number; closed: number[] }[] = [
+  {
+    opened: types.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+    closed: [
+      types.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+      types.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+      types.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+    ],
+  },
+  {
+    opened: types.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+    closed: [
+      types.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+      types.EVENT_TYPE_ACTIVITY_TASK_FAILED,
+      types.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT,
+      types.EVENT_TYPE_ACTIVITY_TASK_CANCELED,
+    ],
+  },
+  {
+    opened: types.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED,
+    closed: [
+      types.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_SIGNALED,
+      types.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED,
+    ],
+  },
+];
+
+/** The tasks a workflow's history shows opened and not yet closed: each holds the server's clock. */
+export function outstandingTasks(history: HistoryEvent[]): number {
+  const count = (type: number) => history.filter((event) => event.eventType === type).length;
+  return tasks.reduce(
+    (sum, { opened, closed }) => sum + count(opened) - closed.reduce((done, type) => done + count(type), 0),
+    0,
+  );
+}
+
+const closings = new Set<number>([
+  types.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+  types.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+  types.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT,
+  types.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+  types.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+  types.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
+]);
+
+/** Closed, or running with nothing outstanding: terminating it now leaves the clock running. */
+export function atRest(history: HistoryEvent[]): boolean {
+  const last = history.at(-1)?.eventType;
+  return (last !== undefined && last !== null && closings.has(last)) || outstandingTasks(history) === 0;
+}
+
+/**
+ * Terminates the workflow once it is at rest (within `withinMs`). A workflow still busy then is
+ * terminated all the same, and the error says that the file's clock may have stopped. A closed
+ * workflow fails to terminate as the client says.
+ */
+export async function terminateAtRest(handle: WorkflowHandle, reason: string, withinMs = 10_000): Promise<void> {
+  const rested = await pollUntil(
+    async () => (atRest((await handle.fetchHistory()).events ?? []) ? true : undefined),
+    withinMs,
+    `${handle.workflowId} to have no task outstanding`,
+    20,
+  ).catch((err: unknown) => err as Error);
+  await handle.terminate(reason);
+  if (rested !== true) {
+    throw new Error(
+      `${handle.workflowId} was terminated with a task outstanding: the test server's clock may wait in real time from here (${rested.message})`,
+    );
+  }
+}

@@ -9,7 +9,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { pollUntil } from '../../scripts/env/process.js';
 import { cancelUpdate, retryUpdate, type ActivationRef } from '../../shared/activation.js';
-import { stageLockWorkflowId } from '../../stage-lock/contract.js';
+import { RELEASE_UNANSWERED, stageLockWorkflowId } from '../../stage-lock/contract.js';
 import { type FakeActivationStatus } from './support/fake-cluster.js';
 import { finishSignal } from './support/lock-workflows.js';
 import { terminateAtRest } from './support/at-rest.js';
@@ -25,6 +25,7 @@ import {
   phaseIs,
   executorRunning,
   lockState,
+  waitForLock,
   holdStage,
   waiting,
   refusal,
@@ -149,6 +150,30 @@ test(
     expect((await lockState('tidy'))?.holder).toBeUndefined();
     expect(cluster.activation(ref).closeOutFinalizer).toBe(false);
     expect(refusals).toBe(2);
+  },
+  TEST_TIMEOUT,
+);
+
+test(
+  'a release the lock does not answer in time goes by signal at once: the next activation gets the Stage',
+  async () => {
+    cluster.addStage(ns, 'mute', { 'mute-1': 1, 'mute-2': 2, 'mute-3': 3 }, 'mute-1');
+    cluster.addPlan('mute-plan', { onFailure: 'Stop', steps: [{ name: 'route', tasks: ['mute-route'] }] });
+    let unanswered = 0;
+    // What releaseStageLock says when the lock's Update is not answered within its deadline.
+    cluster.beforeLock.releaseStageLock = () => {
+      unanswered++;
+      throw ApplicationFailure.create({ type: RELEASE_UNANSWERED, message: 'no answer (test)', nonRetryable: true });
+    };
+    const first = activate('mute-to-2', 'mute', 'mute-2', 'mute-plan');
+    expect((await (await start(first)).result()).phase).toBe('Succeeded');
+    // Released by signal, not by a second Update.
+    expect(unanswered).toBe(1);
+    await waitForLock('mute', (s) => s.holder === undefined, 'the lock is free');
+
+    delete cluster.beforeLock.releaseStageLock;
+    const next = activate('mute-to-3', 'mute', 'mute-3', 'mute-plan');
+    expect((await (await start(next)).result()).phase).toBe('Succeeded');
   },
   TEST_TIMEOUT,
 );

@@ -38,6 +38,7 @@ import {
   type WorkflowStatus,
 } from '../../../decisions/status-write.js';
 import type { AnalysisRules, QueryResult } from '../../../decisions/analysis.js';
+import type { LockActivities } from '../../../stage-lock/activities.js';
 import type { ProgressionSpec } from '../../../decisions/progression.js';
 import type { RuleRecord, StageVersionInfo, TaskInput } from '../../../executors/types.js';
 import { placementOf } from '../../../decisions/landscape.js';
@@ -210,6 +211,8 @@ export class FakeCluster {
   readonly calls: { activity: ActivityName; args: unknown[] }[] = [];
   /** Runs before an activity of that name (to change the state between calls, or to throw). */
   readonly before: Partial<Record<ActivityName, (...args: any[]) => void | Promise<void>>> = {};
+  /** Runs before a call of the real lock activity of that name (to throw in its place). */
+  readonly beforeLock: Partial<Record<keyof LockActivities, (...args: any[]) => void | Promise<void>>> = {};
   private readonly behaviours = new Map<string, Behaviour[]>();
   private uids = 0;
 

@@ -1,12 +1,13 @@
 /**
  * The workers of a workflow test file on the time-skipping test server: the core worker (the
- * project's workflows, the fake's core activities, the real lock activities) and the fake executor
+ * project's workflows, the fake's core activities, the real lock activities behind the fake's
+ * `beforeLock` hooks) and the fake executor
  * of type `fake`. Made once per file; their activities call the fake of the current test, which
  * `current()` returns, so each test starts from a clean fake.
  */
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { createLockActivities } from '../../../stage-lock/activities.js';
+import { createLockActivities, type LockActivities } from '../../../stage-lock/activities.js';
 import { finishAndLetGoActivities } from '../../../activities/finish-and-let-go.js';
 import type { ActivationActivities } from '../../../activities/core.js';
 import type { TaskInput } from '../../../executors/types.js';
@@ -45,7 +46,16 @@ export async function startFakeWorkers(
       (...args: unknown[]) => (current().activities()[n] as (...a: unknown[]) => Promise<unknown>)(...args),
     ]),
   );
-  const lock = createLockActivities(env.client, taskQueue);
+  const real = createLockActivities(env.client, taskQueue);
+  const lock = Object.fromEntries(
+    Object.entries(real).map(([n, activity]) => [
+      n,
+      async (...args: unknown[]) => {
+        await current().beforeLock[n as keyof LockActivities]?.(...args);
+        return (activity as (...a: unknown[]) => Promise<unknown>)(...args);
+      },
+    ]),
+  ) as unknown as LockActivities;
   const workers = await Promise.all([
     Worker.create({
       connection: env.nativeConnection,

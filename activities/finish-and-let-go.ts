@@ -14,6 +14,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { LockActivities } from '../stage-lock/activities.js';
 import { RELEASE_UNANSWERED } from '../stage-lock/contract.js';
+import { within } from '../shared/within.js';
 import type { CoreParts } from './parts.js';
 import type { FinishRunInput } from './finish-run.js';
 
@@ -49,13 +50,6 @@ type LetGoParts = Pick<CoreParts, 'removeCloseOutFinalizer'> &
 
 const unanswered = (err: unknown) => err instanceof ApplicationFailure && err.type === RELEASE_UNANSWERED;
 
-/** `work`'s outcome, or `otherwise` once `ms` have passed (the work goes on; what it does is safe to repeat). */
-function within<T>(work: Promise<T>, ms: number, otherwise: T): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<T>((resolve) => (timer = setTimeout(() => resolve(otherwise), ms)));
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
-}
-
 export function finishAndLetGoActivities(parts: LetGoParts, letGoWithinMs = LET_GO_WITHIN_MS) {
   return {
     /**
@@ -78,8 +72,9 @@ export function finishAndLetGoActivities(parts: LetGoParts, letGoWithinMs = LET_
           )
         : Promise.resolve(false);
       const [lockRelease, finalizerRemoved] = await Promise.all([
-        within(releasing, letGoWithinMs, 'toWorkflow' as const),
-        within(removing, letGoWithinMs, false),
+        // Left running past the bound: a release or a finalizer removal is safe to repeat.
+        within(releasing, letGoWithinMs, () => 'toWorkflow' as const),
+        within(removing, letGoWithinMs, () => false),
       ]);
       return { written, lock: lockRelease, finalizerRemoved };
     },

@@ -13,6 +13,7 @@
  */
 import { apiMessage, apiStatus, k8s } from './client.js';
 import { componentLogger } from '../telemetry/log.js';
+import { within } from '../shared/within.js';
 
 /** The narrow view of leadership the writers and the status publisher use. */
 export interface Leadership {
@@ -148,10 +149,10 @@ export class LeaderElector implements Leadership {
       const started = monotonic();
       let acquired = false;
       try {
-        acquired = await this.withTimeout(
-          this.tryAcquireOrRenew(),
-          Math.max(this.retryPeriodMs, this.renewDeadlineMs / 2),
-        );
+        const bound = Math.max(this.retryPeriodMs, this.renewDeadlineMs / 2);
+        acquired = await within(this.tryAcquireOrRenew(), bound, () => {
+          throw new Error(`no answer from the apiserver within ${bound} ms`);
+        });
         this.lastError = undefined;
       } catch (err) {
         const message = apiMessage(err);
@@ -276,15 +277,6 @@ export class LeaderElector implements Leadership {
       };
       this.sleeping = { timer: setTimeout(wake, ms), wake };
     });
-  }
-
-  private withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer from the apiserver within ${ms} ms`)), ms);
-    });
-    p.catch(() => undefined); // an abandoned attempt's late failure is not unhandled
-    return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
   }
 }
 

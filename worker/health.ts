@@ -12,6 +12,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { componentLogger } from '../telemetry/log.js';
+import { within } from '../shared/within.js';
 
 export interface ReadinessCheck {
   name: string;
@@ -39,16 +40,6 @@ export interface HealthServer {
 
 const TICK_MS = 500;
 
-function within<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
-
 /** Runs the checks; the map says "ok" or why not. */
 export async function runChecks(
   checks: ReadinessCheck[],
@@ -60,6 +51,9 @@ export async function runChecks(
         await within(
           Promise.resolve().then(() => c.check()),
           timeoutMs,
+          () => {
+            throw new Error(`no answer within ${timeoutMs} ms`);
+          },
         );
         return [c.name, 'ok'] as const;
       } catch (err) {

@@ -86,10 +86,10 @@ describe.each(['Revert', 'Stop'] as const)(
 );
 
 /**
- * Last in the file on purpose: the workflow closes while its cancelled executor is still running
- * (the executor is not waited for; see the cancel test), and the test server then keeps that
- * activity's time-skipping lock until the activity's timeout (sdk-java#1138): in a later test, time
- * would not skip for a minute. With the executor waited for, the order would not matter.
+ * The workflow closes while its cancelled executor is still running (the executor is not waited
+ * for; see the cancel test), and the test server keeps that activity's time-skipping lock for good
+ * (sdk-java#1138): the tests after it in this file, like those after the terminated runs above,
+ * run with time held, so none of them waits on workflow time.
  */
 test.each([
   ['Stop', ['Apply one']],

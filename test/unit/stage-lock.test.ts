@@ -23,7 +23,7 @@ import {
 import { EXPECT_MS } from '../../stage-lock/rules.js';
 import { HOLDER_CHECK_MS, IDLE_LINGER_MS, stageLock } from '../../stage-lock/workflow.js';
 import { createTestActivities } from './support/activities.js';
-import { terminateAtRest } from './support/at-rest.js';
+import { notFound, terminateAtRest } from './support/at-rest.js';
 import { finishSignal, lockRequester, lockTraffic, requesterQuery } from './support/lock-workflows.js';
 import { testWorkflowBundle, timeSkippingEnv } from './support/temporal.js';
 
@@ -420,7 +420,7 @@ test('a lock run on a build from before the Update refuses it: the request goes 
   await terminateAtRest(
     env.client.workflow.getHandle(stageLockWorkflowId(namespace, `${stage}-other`)),
     'test done',
-  ).catch(() => undefined);
+  ).catch(notFound);
 });
 
 test.each(['signal', 'update'] as const)(
@@ -647,7 +647,7 @@ test('a lock run on a build from before the release Update refuses it: the relea
   await terminateAtRest(
     env.client.workflow.getHandle(stageLockWorkflowId(namespace, `${stage}-other`)),
     'test done',
-  ).catch(() => undefined);
+  ).catch(notFound);
 });
 
 test('a continued lock still answers a releaser that retries: the hand-on is part of its state', async () => {
@@ -670,5 +670,5 @@ test('a continued lock still answers a releaser that retries: the hand-on is par
       granted: holder,
     });
   });
-  await terminateAtRest(env.client.workflow.getHandle(lockId), 'test done').catch(() => undefined);
+  await terminateAtRest(env.client.workflow.getHandle(lockId), 'test done').catch(notFound);
 });

@@ -3,7 +3,8 @@
 # Central) into $KONFIDENCE_BIN_CACHE/temporal-test-server-<version>/ (default
 # ~/.cache/konfidence-activation/bin), once per version:
 #   lib/*.jar              the server and its runtime dependencies, resolved by Maven (pom.xml)
-#   classes/               KonfidenceTestServer.java compiled: the server's main, permitting keepalives
+#   classes/               KonfidenceTestServer.java compiled (and as a jar): the server's main,
+#                          permitting keepalives; start.jsa, the class-data archive of its start
 #   temporal-test-server   the wrapper the unit tests give @temporalio/testing (exec java ...)
 # The SDK cannot download its own test server here (no internet beyond package registries).
 # Called by scripts/install-binaries.sh and, when the server is missing, by the unit tests' setup.
@@ -48,42 +49,52 @@ refresh_wrapper() {
   echo "install-binaries: updated the temporal-test-server wrapper in $dest"
 }
 # A class-data archive of the server's start (AppCDS): a JVM that maps it starts on about half the
-# CPU (about 0.4 s against 0.9 s measured), and every workflow test file starts one. Dumped by a server
-# that exits after it accepted a connection, once per JDK (its path and build time make the key);
-# without it the wrapper starts the server as before.
+# CPU (about 0.4 s against 0.9 s measured), and every workflow test file starts one. Dumped by a
+# server stopped (SIGTERM) once it accepts connections; made again for another JDK (its path and
+# build time are the key) and whenever classes/ is made anew. Without one the wrapper starts the
+# server as before, and a dump that failed is not tried again for the same JDK.
 refresh_archive() {
-  local jdk key port pid attempt
+  local archive="$dest/classes/start.jsa" jdk key port pid status connected
+  local cp="$dest/lib/*:$dest/classes/konfidence-test-server.jar"
   jdk=$(readlink -f "$(command -v java)")
   key="$jdk $(stat -c %Y "$jdk")"
-  [ -f "$dest/classes/start.jsa" ] && [ "$(cat "$dest/classes/start.jsa.jdk" 2>/dev/null)" = "$key" ] && return
-  rm -f "$dest/classes/start.jsa" "$dest/classes/start.jsa.jdk"
-  for attempt in 1 2 3; do
+  [ -f "$archive" ] && [ "$(cat "$archive.jdk" 2>/dev/null)" = "$key" ] && return
+  [ "$(cat "$archive.failed" 2>/dev/null)" = "$key" ] && return
+  rm -f "$archive" "$archive.jdk" "$archive.failed"
+  for _ in 1 2 3; do
     port=$((20000 + RANDOM % 20000))
-    java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ArchiveClassesAtExit="$dest/classes/start.jsa.new" \
-      -cp "$dest/lib/*:$dest/classes/konfidence-test-server.jar" KonfidenceTestServer "$port" >"$dest/classes/start.jsa.log" 2>&1 &
+    # A port something else listens on would answer for the server.
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
+    # Not holding this script's lock (fd 8), and stopped if this script stops.
+    java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ArchiveClassesAtExit="$archive.new" -cp "$cp" \
+      KonfidenceTestServer "$port" >"$archive.log" 2>&1 8>&- &
     pid=$!
-    local waited=0
-    until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
-      kill -0 "$pid" 2>/dev/null && [ $waited -lt 300 ] || break
+    trap 'kill "$pid" 2>/dev/null' EXIT
+    connected=false
+    for _ in $(seq 300); do
+      if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then connected=true && break; fi
+      kill -0 "$pid" 2>/dev/null || break
       sleep 0.1
-      waited=$((waited + 1))
     done
     kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    # A JVM killed while it dumped leaves a partial archive, which would crash every server that
-    # maps it: one that maps it in full (-Xshare:on) and starts is the test.
-    if [ -s "$dest/classes/start.jsa.new" ] &&
-      (ulimit -c 0; java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:on -XX:SharedArchiveFile="$dest/classes/start.jsa.new" \
-        -cp "$dest/lib/*:$dest/classes/konfidence-test-server.jar" -version) >/dev/null 2>&1; then
-      mv "$dest/classes/start.jsa.new" "$dest/classes/start.jsa"
-      printf '%s' "$key" >"$dest/classes/start.jsa.jdk"
-      rm -f "$dest/classes/start.jsa.log"
+    status=0
+    wait "$pid" || status=$?
+    trap - EXIT
+    # Kept from a server that started and stopped on the SIGTERM (143), and only if a JVM maps it
+    # in full (-Xshare:on) and runs: a partial archive would crash every server that maps it.
+    if $connected && [ "$status" = 143 ] && [ -s "$archive.new" ] &&
+      (ulimit -c 0; java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:on -XX:SharedArchiveFile="$archive.new" \
+        -cp "$cp" -version) >/dev/null 2>&1; then
+      mv "$archive.new" "$archive"
+      printf '%s' "$key" >"$archive.jdk"
+      rm -f "$archive.log"
       echo "install-binaries: made the temporal-test-server's class-data archive"
       return
     fi
+    rm -f "$archive.new"
   done
-  rm -f "$dest/classes/start.jsa.new"
-  echo "install-binaries: no class-data archive for the temporal-test-server (it starts without one; see $dest/classes/start.jsa.log)" >&2
+  printf '%s' "$key" >"$archive.failed"
+  echo "install-binaries: no class-data archive for the temporal-test-server (it starts without one; see $archive.log)" >&2
 }
 for tool in java javac jar mvn; do
   command -v "$tool" >/dev/null ||

@@ -23,7 +23,11 @@ import {
 import type { TestActivities } from './activities.js';
 
 const { requestStageLock, releaseStageLock } = proxyActivities<LockActivities>({ startToCloseTimeout: '10 seconds' });
-const { terminateWorkflow } = proxyActivities<TestActivities>({ startToCloseTimeout: '10 seconds' });
+// Once: a second attempt would find the workflow terminated, and the first one's failure says why.
+const { terminateWorkflow } = proxyActivities<TestActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { maximumAttempts: 1 },
+});
 
 export interface RequesterInput {
   namespace: string;

@@ -161,7 +161,7 @@ test(
     cluster.addPlan('mute-plan', { onFailure: 'Stop', steps: [{ name: 'route', tasks: ['mute-route'] }] });
     let unanswered = 0;
     // What releaseStageLock says when the lock's Update is not answered within its deadline.
-    cluster.beforeLock.releaseStageLock = () => {
+    cluster.before.releaseStageLock = () => {
       unanswered++;
       throw ApplicationFailure.create({ type: RELEASE_UNANSWERED, message: 'no answer (test)', nonRetryable: true });
     };
@@ -171,7 +171,7 @@ test(
     expect(unanswered).toBe(1);
     await waitForLock('mute', (s) => s.holder === undefined, 'the lock is free');
 
-    delete cluster.beforeLock.releaseStageLock;
+    delete cluster.before.releaseStageLock;
     const next = activate('mute-to-3', 'mute', 'mute-3', 'mute-plan');
     expect((await (await start(next)).result()).phase).toBe('Succeeded');
   },

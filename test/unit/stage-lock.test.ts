@@ -23,7 +23,7 @@ import {
 import { EXPECT_MS } from '../../stage-lock/rules.js';
 import { HOLDER_CHECK_MS, IDLE_LINGER_MS, stageLock } from '../../stage-lock/workflow.js';
 import { createTestActivities } from './support/activities.js';
-import { notFound, terminateAtRest } from './support/at-rest.js';
+import { atRest, notFound, terminateAtRest } from './support/at-rest.js';
 import { finishSignal, lockRequester, lockTraffic, requesterQuery } from './support/lock-workflows.js';
 import { testWorkflowBundle, timeSkippingEnv } from './support/temporal.js';
 
@@ -137,29 +137,15 @@ function waitForLock(lockId: string, ok: (s: LockState) => boolean, what: string
 const events = proto.temporal.api.enums.v1.EventType;
 
 /**
- * Waits until the lock has nothing left to do: its last workflow task completed and every notice
- * it sent was delivered. The test server's continue-as-new is not atomic (temporalio/sdk-java#1538):
+ * Waits until the lock has nothing left to do (atRest: no workflow task, activity or signal of it
+ * still open). The test server's continue-as-new is not atomic (temporalio/sdk-java#1538):
  * a signal or query that meets the lock around it was seen lost, or stalling the new run; the real
  * server makes the workflow handle a late signal before it continues. So a test that makes the lock
  * continue as new sends its next request only to a quiet lock, and does not query it.
  */
 function waitForQuietLock(lockId: string): Promise<true> {
   return pollUntil(
-    async () => {
-      const history = (await env.client.workflow.getHandle(lockId).fetchHistory()).events ?? [];
-      const count = (type: number) => history.filter((e) => e.eventType === type).length;
-      const sent = count(events.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED);
-      const answered =
-        count(events.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_SIGNALED) +
-        count(events.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED);
-      const last = history.at(-1)?.eventType;
-      const quiet = [
-        events.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
-        events.EVENT_TYPE_TIMER_STARTED,
-        events.EVENT_TYPE_TIMER_CANCELED,
-      ];
-      return sent === answered && last !== undefined && last !== null && quiet.includes(last) ? true : undefined;
-    },
+    async () => atRest((await env.client.workflow.getHandle(lockId).fetchHistory()).events ?? []) || undefined,
     10_000,
     'the lock is quiet',
     20,

@@ -47,7 +47,7 @@ const tasks: { opened: number; closed: number[] }[] = [
 ];
 
 /** The tasks a workflow's history shows opened and not yet closed: each holds the server's clock. */
-export function outstandingTasks(history: HistoryEvent[]): number {
+function outstandingTasks(history: HistoryEvent[]): number {
   const count = (type: number) => history.filter((event) => event.eventType === type).length;
   return tasks.reduce(
     (sum, { opened, closed }) => sum + count(opened) - closed.reduce((done, type) => done + count(type), 0),

@@ -209,10 +209,11 @@ export class FakeCluster {
   readonly webhooks = new Map<string, number[]>();
   /** Every core activity call, in order. */
   readonly calls: { activity: ActivityName; args: unknown[] }[] = [];
-  /** Runs before an activity of that name (to change the state between calls, or to throw). */
-  readonly before: Partial<Record<ActivityName, (...args: any[]) => void | Promise<void>>> = {};
-  /** Runs before a call of the real lock activity of that name (to throw in its place). */
-  readonly beforeLock: Partial<Record<keyof LockActivities, (...args: any[]) => void | Promise<void>>> = {};
+  /**
+   * Runs before an activity of that name (to change the state between calls, or to throw): the
+   * fake's core activities, and the real lock activities the test workers run beside them.
+   */
+  readonly before: Partial<Record<ActivityName | keyof LockActivities, (...args: any[]) => void | Promise<void>>> = {};
   private readonly behaviours = new Map<string, Behaviour[]>();
   private uids = 0;
 

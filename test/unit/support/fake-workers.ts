@@ -1,7 +1,7 @@
 /**
  * The workers of a workflow test file on the time-skipping test server: the core worker (the
  * project's workflows, the fake's core activities, the real lock activities behind the fake's
- * `beforeLock` hooks) and the fake executor
+ * `before` hooks) and the fake executor
  * of type `fake`. Made once per file; their activities call the fake of the current test, which
  * `current()` returns, so each test starts from a clean fake.
  */
@@ -51,7 +51,7 @@ export async function startFakeWorkers(
     Object.entries(real).map(([n, activity]) => [
       n,
       async (...args: unknown[]) => {
-        await current().beforeLock[n as keyof LockActivities]?.(...args);
+        await current().before[n as keyof LockActivities]?.(...args);
         return (activity as (...a: unknown[]) => Promise<unknown>)(...args);
       },
     ]),

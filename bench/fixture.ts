@@ -21,6 +21,7 @@ import { parseAllDocuments } from 'yaml';
 import { builtInExecutors } from '../executors/index.js';
 import type { ControlPlane } from '../scripts/env/control-plane.js';
 import { repoRoot } from '../scripts/env/paths.js';
+import { freePort } from '../scripts/env/ports.js';
 import { distMain, nodeFlagsOf } from '../scripts/dist.js';
 import { sleepyExecutor } from '../test/support/executors.js';
 import { loadConfig } from '../worker/config.js';
@@ -178,6 +179,39 @@ export function spawnRole(
     stdio,
     detached: true,
   });
+}
+
+/**
+ * A role as its own process on the local servers (spawnRole's), ready (its caches listed); stop()
+ * SIGTERMs it and waits. `env` adds to or overrides the role's settings (by default no fair-share
+ * limit of Stages per namespace).
+ */
+export async function startRole(
+  cp: ControlPlane,
+  role: 'core' | 'watcher' | 'stage-controller' | 'executor',
+  systemNs: string,
+  namespaces: string[],
+  suffix: string,
+  { executorType, env = {} }: { executorType?: string; env?: Record<string, string> } = {},
+) {
+  const port = await freePort();
+  const child = spawnRole(
+    cp,
+    executorType ? [role, executorType] : role,
+    systemNs,
+    {
+      KONFIDENCE_QUEUE_SUFFIX: suffix,
+      KONFIDENCE_WATCH_NAMESPACES: namespaces.join(','),
+      KONFIDENCE_HEALTH_PORT: String(port),
+      KONFIDENCE_STAGES_PER_NAMESPACE: '0',
+      KONFIDENCE_LOG_LEVEL: 'error',
+      ...env,
+    },
+    ['ignore', 'ignore', 'inherit'],
+  );
+  killOnExit(child);
+  await untilReady(port, `the ${role}${executorType ? ` ${executorType}` : ''}`, 300_000, 100);
+  return { role, pid: child.pid!, stop: () => stopRole(child) };
 }
 
 /** Signals the process group a detached child leads; a group gone already is no error. */

@@ -30,21 +30,11 @@ import { removeNamespaces } from '../test/support/namespaces.js';
 import { resumingWatch } from '../test/support/watch.js';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
-import type { ControlPlane } from '../scripts/env/control-plane.js';
 import { buildDist } from '../scripts/dist.js';
-import { freePort } from '../scripts/env/ports.js';
 import { executorTaskQueue } from '../shared/task-queues.js';
 import { sleepyExecutor } from '../test/support/executors.js';
 import { createExecutorWorker } from '../worker/executor-worker.js';
-import {
-  killOnExit,
-  seedBench,
-  seededBenchSystem,
-  seedSleepyPlan,
-  spawnRole,
-  stopRole,
-  untilReady,
-} from './fixture.js';
+import { seedBench, seededBenchSystem, seedSleepyPlan, startRole } from './fixture.js';
 import {
   apiserverRequests,
   cpuNow,
@@ -97,34 +87,6 @@ function threadCpu(pid: number): Record<string, number> {
   return out;
 }
 
-/** A role as its own process on the local servers, ready (its caches listed); stop() SIGTERMs it and waits. */
-async function startRole(
-  cp: ControlPlane,
-  role: 'core' | 'watcher' | 'stage-controller' | 'executor',
-  systemNs: string,
-  namespaces: string[],
-  suffix: string,
-  executorType?: string,
-) {
-  const port = await freePort();
-  const child = spawnRole(
-    cp,
-    executorType ? [role, executorType] : role,
-    systemNs,
-    {
-      KONFIDENCE_QUEUE_SUFFIX: suffix,
-      KONFIDENCE_WATCH_NAMESPACES: namespaces.join(','),
-      KONFIDENCE_HEALTH_PORT: String(port),
-      KONFIDENCE_STAGES_PER_NAMESPACE: '0',
-      KONFIDENCE_LOG_LEVEL: 'error',
-    },
-    ['ignore', 'ignore', 'inherit'],
-  );
-  killOnExit(child);
-  await untilReady(port, `the ${role}${executorType ? ` ${executorType}` : ''}`, 300_000, 100);
-  return { role, pid: child.pid!, stop: () => stopRole(child) };
-}
-
 // --- a canary of three weights against a plain switch ------------------------------------------
 
 /**
@@ -152,7 +114,9 @@ async function canarySystem(prefix: string, revisions: number) {
   buildDist();
   const roles = await Promise.all([
     ...(['core', 'watcher', 'stage-controller'] as const).map((role) => startRole(cp, role, systemNs, [ns], `-${ns}`)),
-    ...['gateway-api', 'istio'].map((type) => startRole(cp, 'executor', systemNs, [ns], `-${ns}`, type)),
+    ...['gateway-api', 'istio'].map((type) =>
+      startRole(cp, 'executor', systemNs, [ns], `-${ns}`, { executorType: type }),
+    ),
   ]);
   cleanups.push(() => Promise.all(roles.map((r) => r.stop())));
   return { kc, ns, systemNs };

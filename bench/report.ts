@@ -117,9 +117,12 @@ export function machineCpuSeconds(): number {
 }
 
 /** Every local server's process and this one (which runs the system), for CPU figures. */
-export const cpuProcesses = (pids: Pids): Record<string, number | undefined> => ({
+export const cpuProcesses = (
+  pids: Pids,
+  thisProcess = 'konfidence (this process)',
+): Record<string, number | undefined> => ({
   ...Object.fromEntries(Object.entries(pids).filter(([, pid]) => pid !== undefined)),
-  'konfidence (this process)': process.pid,
+  [thisProcess]: process.pid,
 });
 
 /** CPU seconds used so far by each of `processes`. */

@@ -8,17 +8,25 @@
  * final. The Stages are spread over --namespaces namespaces (a cluster of teams, not one namespace
  * of 200 Stages), and the plan is one step of the test suite's `sleepy` executor with 0 s: what is
  * measured is orchestration (Temporal, the apiserver, our code), not a mesh.
- * Run: npm run bench:throughput [-- --stages 200 --namespaces 20 --seconds 60 --warmup 120]
+ * --deployed: the core, the watcher and the Stage controller each in its own process as deployed
+ * (compiled, with their Deployments' Node flags and malloc settings), their CPU apiece; the
+ * `sleepy` executor stays in this process, with the benchmark's creates and watches.
+ * Run: npm run bench:throughput [-- --stages 200 --namespaces 20 --seconds 60 --warmup 120 --deployed]
  */
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { API_VERSION, GROUP, VERSION } from '../api/group.js';
 import { k8s, loadKubeConfig } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { up } from '../scripts/env/control-plane.js';
 import { removeNamespaces } from '../test/support/namespaces.js';
-import { seedSleepyPlan, startSleepySystem } from './fixture.js';
+import { buildDist } from '../scripts/dist.js';
+import { executorTaskQueue } from '../shared/task-queues.js';
+import { sleepyExecutor } from '../test/support/executors.js';
+import { loadConfig } from '../worker/config.js';
+import { createExecutorWorker } from '../worker/executor-worker.js';
+import { seedSleepyPlan, startRole, startSleepySystem } from './fixture.js';
 import { cpuNow, cpuProcesses, machineCpuSeconds, numberArg, quantile, writeResult } from './report.js';
 
 const STAGES = numberArg('stages', 200);
@@ -30,6 +38,8 @@ const SECONDS = numberArg('seconds', 60);
  */
 const WARMUP = numberArg('warmup', 120);
 const REVISIONS = numberArg('revisions', 12);
+const DEPLOYED = process.argv.includes('--deployed');
+const THIS_PROCESS = DEPLOYED ? 'this process (sleepy executor, benchmark)' : 'konfidence (this process)';
 const FINAL = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'];
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
@@ -52,7 +62,38 @@ const seeds = stages.map(({ namespace, stage }) => async () => {
 });
 for (let i = 0; i < seeds.length; i += 20) await Promise.all(seeds.slice(i, i + 20).map((s) => s()));
 
-const system = await startSleepySystem(cp, kc, systemNs, namespaces, `-tp-${id}`);
+const system = DEPLOYED
+  ? await deployedSystem(`-tp-${id}`)
+  : { ...(await startSleepySystem(cp, kc, systemNs, namespaces, `-tp-${id}`)), pids: {} };
+
+/** The roles as their own processes, the `sleepy` executor's worker in this one. */
+async function deployedSystem(suffix: string) {
+  buildDist();
+  const connection = await NativeConnection.connect({ address: cp.temporalAddress });
+  const executor = await createExecutorWorker({
+    connection,
+    namespace: cp.testTemporalNamespace,
+    kubeConfig: kc,
+    executor: sleepyExecutor,
+    taskQueue: executorTaskQueue(sleepyExecutor.type) + suffix,
+  });
+  const executorRun = executor.run();
+  const env = { KONFIDENCE_STAGES_PER_NAMESPACE: String(loadConfig().KONFIDENCE_STAGES_PER_NAMESPACE) };
+  const roles = await Promise.all(
+    (['core', 'watcher', 'stage-controller'] as const).map((role) =>
+      startRole(cp, role, systemNs, namespaces, suffix, { env }),
+    ),
+  );
+  return {
+    pids: Object.fromEntries(roles.map((r) => [r.role, r.pid])),
+    stop: async () => {
+      await Promise.all(roles.map((r) => r.stop()));
+      executor.shutdown();
+      await executorRun;
+      await connection.close();
+    },
+  };
+}
 
 const created = new Map<string, number>();
 const done: { at: number; ms: number; phase: string }[] = [];
@@ -76,7 +117,12 @@ const watches = await Promise.all(
   ),
 );
 
-const processes = cpuProcesses(cp.pids);
+const processes: Record<string, number | undefined> = {
+  ...cpuProcesses(cp.pids, THIS_PROCESS),
+  ...system.pids,
+};
+/** Our processes: this one, and with --deployed each role's. */
+const isOurs = (name: string) => name === THIS_PROCESS || name in system.pids;
 // The machine's CPU beside ours: on a shared machine other work takes cores from what is measured.
 const cpu = () => ({ ...cpuNow(processes), machine: machineCpuSeconds() });
 
@@ -142,15 +188,16 @@ const coresBusy = {
 };
 /**
  * The most this machine could do if our processes cost nothing: its cores over the servers' CPU per
- * activation (everything measured but `konfidence (this process)` and the machine's own).
+ * activation (everything measured but our processes and the machine's own).
  */
 const serversMs = Object.entries(cpuPerActivation)
-  .filter(([k]) => k !== 'konfidence (this process)')
+  .filter(([k]) => !isOurs(k))
   .reduce((sum, [, ms]) => sum + ms, 0);
 const serversAllowPerSecond =
   serversMs > 0 ? Number(((availableParallelism() * 1000) / serversMs).toFixed(2)) : undefined;
 const figures = {
   stages: STAGES,
+  deployed: DEPLOYED,
   namespaces: NAMESPACES,
   windowSeconds: Math.round(seconds),
   succeeded: inWindow.length,
@@ -188,6 +235,10 @@ console.log(
 console.log(
   `  cores busy over the window: ${coresBusy.ours} ours of ${coresBusy.machine} on the machine (${coresBusy.cores} cores)`,
 );
+if (DEPLOYED) {
+  const roles = Object.keys(system.pids).reduce((sum, k) => sum + (cpuPerActivation[k] ?? 0), 0);
+  console.log(`  our roles as deployed (${Object.keys(system.pids).join(' + ')}): ${roles} ms an activation`);
+}
 if (figures.ranOutOfRevisions)
   console.log(`  note: the Stages ran out of their ${REVISIONS} StageVersions before the window ended (--revisions)`);
 writeResult('throughput', figures);

@@ -1,5 +1,6 @@
 /** Read-modify-write of routing objects with optimistic concurrency (resourceVersion) and retries. */
-import { apiMessage, apiStatus, k8s } from '../k8s/client.js';
+import { apiMessage, apiStatus } from '../k8s/client.js';
+import { customObjectPath, JsonRequests } from '../k8s/json-requests.js';
 import { ExecutorError, type ExecutorContext, type RouteKind } from './types.js';
 
 export type Route = { metadata: { name: string; namespace: string; resourceVersion?: string }; spec: any };
@@ -28,6 +29,9 @@ export function apiError(err: unknown, doing: string): ExecutorError {
   return new ExecutorError(`${doing}: ${REFUSED[status] ?? `refused (${status})`}: ${message}`, false, status);
 }
 
+const routePath = (kind: RouteKind, namespace: string, name: string) =>
+  customObjectPath(kind.group, kind.version, kind.plural, namespace, name);
+
 /** A route's whole reference as one key: group, kind, namespace, name. */
 export const routeKey = (kind: Pick<RouteKind, 'group' | 'kind'>, namespace: string, name: string) =>
   `${kind.group}/${kind.kind}/${namespace}/${name}`;
@@ -49,9 +53,11 @@ export async function readRoute(
 }
 
 async function fetchRoute(kind: RouteKind, namespace: string, name: string, ctx: ExecutorContext): Promise<Route> {
-  const api = ctx.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
   try {
-    return (await api.getNamespacedCustomObject({ ...kind, namespace, name })) as Route;
+    return await new JsonRequests(ctx.kubeConfig).send<Route>({
+      method: 'GET',
+      path: routePath(kind, namespace, name),
+    });
   } catch (err) {
     // A missing route is a registration that names the wrong object: no retry brings it back.
     if (apiStatus(err) === 404)
@@ -78,7 +84,7 @@ export async function updateRoute(
   ctx: ExecutorContext,
   edit: (spec: any) => string[] | Promise<string[]>,
 ): Promise<string[]> {
-  const api = ctx.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+  const requests = new JsonRequests(ctx.kubeConfig);
   for (let attempt = 1; ; attempt++) {
     ctx.signal.throwIfAborted();
     const route = await readRoute(kind, namespace, name, ctx);
@@ -86,7 +92,11 @@ export async function updateRoute(
     const changes = await edit(route.spec);
     if (JSON.stringify(route.spec) === before) return [];
     try {
-      const written = (await api.replaceNamespacedCustomObject({ ...kind, namespace, name, body: route })) as Route;
+      const written = await requests.send<Route>({
+        method: 'PUT',
+        path: routePath(kind, namespace, name),
+        body: JSON.stringify(route),
+      });
       // The route as the apiserver stored it (admission included): what a read-back would find.
       ctx.routes?.set(routeKey(kind, namespace, name), Promise.resolve(written));
       return changes;

@@ -89,8 +89,11 @@ function deadlineCalls(): void {
 }
 deadlineCalls();
 
-/** Whether a call failed because it passed its deadline (node-fetch's AbortError). */
-const timedOut = (err: unknown) => err instanceof Error && err.name === 'AbortError';
+/**
+ * Whether a call failed because it passed its deadline: node-fetch's AbortError, or node:http's
+ * (k8s/json-requests.ts). Told by its name, not its class: node:http's comes from Node's own realm.
+ */
+const timedOut = (err: unknown) => (err as { name?: unknown } | null)?.name === 'AbortError';
 
 /** From a kubeconfig path, else $KUBECONFIG / ~/.kube/config / the in-cluster service account. */
 export function loadKubeConfig(path?: string): k8s.KubeConfig {

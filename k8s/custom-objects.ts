@@ -1,11 +1,12 @@
 /**
- * The project's custom resources as plain JSON, through CustomObjectsApi (no client-side models that
- * could drop fields). Every helper is safe to repeat: create tolerates "exists", delete "gone".
+ * The project's custom resources as plain JSON (no client-side models that could drop fields), sent
+ * by k8s/json-requests.ts. Every helper is safe to repeat: create tolerates "exists", delete "gone".
  */
 import { GROUP, VERSION } from '../api/group.js';
 import { allKinds } from '../api/index.js';
-import { apiStatus, k8s } from './client.js';
+import { apiStatus, type k8s } from './client.js';
 import { goEscaped } from './go-json.js';
+import { customObjectPath, JsonRequests, segments } from './json-requests.js';
 
 export interface CustomObject {
   apiVersion: string;
@@ -41,21 +42,19 @@ export function pluralOf(kind: string): string {
   return def.plural;
 }
 
-/** Sends a JSON patch's body as Go would write it (k8s/go-json.ts): its `test`s compare strings byte for byte. */
-const goEscapedBody: k8s.ObservableMiddleware = {
-  pre: (context) => {
-    const body = context.getBody();
-    if (typeof body === 'string') context.setBody(goEscaped(body));
-    return new k8s.Observable(Promise.resolve(context));
-  },
-  post: (response) => new k8s.Observable(Promise.resolve(response)),
-};
+/** The media types of the two patches the helpers send. */
+const JSON_PATCH = 'application/json-patch+json';
+const MERGE_PATCH = 'application/merge-patch+json';
 
 export class CustomObjects {
-  private readonly api: k8s.CustomObjectsApi;
+  private readonly requests: JsonRequests;
 
   constructor(kc: k8s.KubeConfig) {
-    this.api = kc.makeApiClient(k8s.CustomObjectsApi);
+    this.requests = new JsonRequests(kc);
+  }
+
+  private path(kind: string, namespace: string, name?: string, subresource?: string): string {
+    return customObjectPath(GROUP, VERSION, pluralOf(kind), namespace, name, subresource);
   }
 
   async get<T extends CustomObject = CustomObject>(
@@ -64,13 +63,7 @@ export class CustomObjects {
     name: string,
   ): Promise<T | undefined> {
     try {
-      return (await this.api.getNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace,
-        plural: pluralOf(kind),
-        name,
-      })) as T;
+      return await this.requests.send<T>({ method: 'GET', path: this.path(kind, namespace, name) });
     } catch (err) {
       if (apiStatus(err) === 404) return undefined;
       throw err;
@@ -82,23 +75,20 @@ export class CustomObjects {
     namespace: string,
     labelSelector?: string,
   ): Promise<T[]> {
-    const res = await this.api.listNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      namespace,
-      plural: pluralOf(kind),
-      labelSelector,
+    const res = await this.requests.send<{ items: T[] }>({
+      method: 'GET',
+      path: this.path(kind, namespace),
+      query: { labelSelector },
     });
-    return (res as { items: T[] }).items;
+    return res.items;
   }
 
   async listAllNamespaces<T extends CustomObject = CustomObject>(kind: string): Promise<T[]> {
-    const res = await this.api.listCustomObjectForAllNamespaces({
-      group: GROUP,
-      version: VERSION,
-      plural: pluralOf(kind),
+    const res = await this.requests.send<{ items: T[] }>({
+      method: 'GET',
+      path: segments('apis', GROUP, VERSION, pluralOf(kind)),
     });
-    return (res as { items: T[] }).items;
+    return res.items;
   }
 
   /** Creates the object, or returns the existing one of that name (a repeated create). */
@@ -107,14 +97,12 @@ export class CustomObjects {
   ): Promise<{ object: CustomObject & T; created: boolean }> {
     const namespace = object.metadata.namespace!;
     try {
-      const created = await this.api.createNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace,
-        plural: pluralOf(object.kind),
-        body: object,
+      const created = await this.requests.send<T>({
+        method: 'POST',
+        path: this.path(object.kind, namespace),
+        body: JSON.stringify(object),
       });
-      return { object: created as T, created: true };
+      return { object: created, created: true };
     } catch (err) {
       if (apiStatus(err) !== 409) throw err;
       const existing = await this.get<T>(object.kind, namespace, object.metadata.name);
@@ -185,7 +173,7 @@ export class CustomObjects {
    * request (a failed test answers 422). False when the object is gone.
    */
   async jsonPatch(kind: string, namespace: string, name: string, operations: object[]): Promise<boolean> {
-    return (await this.patch(kind, namespace, name, operations, k8s.PatchStrategy.JsonPatch, false)) !== undefined;
+    return (await this.patch(kind, namespace, name, operations, JSON_PATCH, false)) !== undefined;
   }
 
   /**
@@ -198,7 +186,7 @@ export class CustomObjects {
     name: string,
     operations: object[],
   ): Promise<CustomObject | undefined> {
-    return this.patch(kind, namespace, name, operations, k8s.PatchStrategy.JsonPatch, true);
+    return this.patch(kind, namespace, name, operations, JSON_PATCH, true);
   }
 
   /** Merge-patches the status subresource; false when the object is gone. */
@@ -234,7 +222,7 @@ export class CustomObjects {
     body: object,
     status: boolean,
   ): Promise<CustomObject | undefined> {
-    return this.patch(kind, namespace, name, body, k8s.PatchStrategy.MergePatch, status);
+    return this.patch(kind, namespace, name, body, MERGE_PATCH, status);
   }
 
   /** The object as written; undefined when it is gone. */
@@ -243,20 +231,18 @@ export class CustomObjects {
     namespace: string,
     name: string,
     body: object,
-    strategy: k8s.PatchStrategy,
+    contentType: typeof JSON_PATCH | typeof MERGE_PATCH,
     status: boolean,
   ): Promise<CustomObject | undefined> {
-    const params = { group: GROUP, version: VERSION, namespace, plural: pluralOf(kind), name, body };
-    const options = k8s.setHeaderOptions(
-      'Content-Type',
-      strategy,
-      strategy === k8s.PatchStrategy.JsonPatch ? { middleware: [goEscapedBody] } : undefined,
-    );
+    const text = JSON.stringify(body);
     try {
-      const written = status
-        ? await this.api.patchNamespacedCustomObjectStatus(params, options)
-        : await this.api.patchNamespacedCustomObject(params, options);
-      return written as CustomObject;
+      return await this.requests.send<CustomObject>({
+        method: 'PATCH',
+        path: this.path(kind, namespace, name, status ? 'status' : undefined),
+        // A JSON patch's `test`s compare strings byte for byte with the object as Go writes it.
+        body: contentType === JSON_PATCH ? goEscaped(text) : text,
+        contentType,
+      });
     } catch (err) {
       if (apiStatus(err) === 404) return undefined;
       throw err;
@@ -266,13 +252,10 @@ export class CustomObjects {
   /** Deletes the object (only if it still has `uid`, when given); gone already is fine. */
   async delete(kind: string, namespace: string, name: string, uid?: string): Promise<void> {
     try {
-      await this.api.deleteNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace,
-        plural: pluralOf(kind),
-        name,
-        ...(uid ? { body: { preconditions: { uid } } } : {}),
+      await this.requests.send({
+        method: 'DELETE',
+        path: this.path(kind, namespace, name),
+        ...(uid ? { body: JSON.stringify({ preconditions: { uid } }) } : {}),
       });
     } catch (err) {
       // 409: the uid precondition failed, the object is another one by now.

@@ -20,6 +20,7 @@ import { API_VERSION, GROUP } from '../api/group.js';
 import type { EventSpec } from '../decisions/events.js';
 import { apiMessage, apiStatus, k8s } from './client.js';
 import { CustomObjects } from './custom-objects.js';
+import { JsonRequests, segments } from './json-requests.js';
 
 export interface Regarding {
   apiVersion: string;
@@ -179,10 +180,11 @@ export function eventRecorder(
   log: (message: string) => void = (m) => console.warn(m),
   remembered: SeriesCache = processSeries,
 ) {
-  const api = kc.makeApiClient(k8s.EventsV1Api);
+  const requests = new JsonRequests(kc);
   const objects = new CustomObjects(kc);
+  const eventsOf = (namespace: string, name?: string) =>
+    segments('apis', 'events.k8s.io', 'v1', 'namespaces', namespace, 'events', ...(name ? [name] : []));
   const instance = (process.env.HOSTNAME ?? 'local').slice(0, INSTANCE_CHARS);
-  const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 
   /** The regarding reference with its uid; for the project's kinds read from the object when missing. */
   async function complete(regarding: Regarding): Promise<Regarding> {
@@ -197,10 +199,12 @@ export function eventRecorder(
     const series = { count: existing.count + 1, lastObservedTime: microTime(nowMicros()) };
     const body = { metadata: { resourceVersion: existing.resourceVersion }, series };
     try {
-      const patched = await api.patchNamespacedEvent(
-        { name: existing.name, namespace: existing.namespace, body },
-        mergePatch,
-      );
+      const patched = await requests.send<k8s.EventsV1Event>({
+        method: 'PATCH',
+        path: eventsOf(existing.namespace, existing.name),
+        body: JSON.stringify(body),
+        contentType: 'application/merge-patch+json',
+      });
       remembered.remember(key, {
         ...existing,
         count: series.count,
@@ -236,7 +240,13 @@ export function eventRecorder(
       : `regarding.kind=${regarding.kind},regarding.name=${regarding.name}`;
     const items = once
       ? []
-      : (await api.listNamespacedEvent({ namespace, fieldSelector: `${selector},reason=${reason}` })).items;
+      : (
+          await requests.send<k8s.EventsV1EventList>({
+            method: 'GET',
+            path: eventsOf(namespace),
+            query: { fieldSelector: `${selector},reason=${reason}` },
+          })
+        ).items;
     const existing = items.find((e) => saysTheSame(e, type, reason, action, note, regarding));
     if (existing)
       return count(key, {
@@ -247,12 +257,15 @@ export function eventRecorder(
       });
     const micros = nowMicros();
     const name = eventName(regarding.name, micros);
-    const created = await api.createNamespacedEvent({
-      namespace,
-      body: {
+    const created = await requests.send<k8s.EventsV1Event>({
+      method: 'POST',
+      path: eventsOf(namespace),
+      body: JSON.stringify({
+        apiVersion: 'events.k8s.io/v1',
+        kind: 'Event',
         metadata: { name, namespace },
-        // A string keeps the microseconds (the client's V1MicroTime would drop them).
-        eventTime: microTime(micros) as unknown as k8s.V1MicroTime,
+        // With its microseconds, as the apiserver keeps them.
+        eventTime: microTime(micros),
         reportingController: REPORTING_CONTROLLER,
         reportingInstance: instance,
         action,
@@ -260,7 +273,7 @@ export function eventRecorder(
         type,
         note,
         regarding: { ...regarding },
-      },
+      }),
     });
     remembered.remember(key, { name, namespace, count: 1, resourceVersion: created.metadata?.resourceVersion });
     return true;

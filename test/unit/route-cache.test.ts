@@ -1,15 +1,18 @@
 /**
  * The Stage controller's routes from a watch's cache (controllers/stage/cache.ts,
  * executors/routes.ts readRoute): what its cache keeps of a route, which changes of one cost a
- * pass, and a read that takes the cached route before asking the apiserver. No servers: the
- * apiserver is a stub that counts GETs.
+ * pass, and a read that takes the cached route before asking the apiserver. No servers: a local
+ * HTTP server stands for the apiserver's socket and counts GETs.
  */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { isRoute, relevantState, slim } from '../../controllers/stage/cache.js';
 import { builtInRouteKinds } from '../../executors/index.js';
 import { readRoute, routeKey } from '../../executors/routes.js';
 import type { RouteKind } from '../../executors/types.js';
 import type { ExecutorContext } from '../../executors/types.js';
 import type { CustomObject } from '../../k8s/custom-objects.js';
+import { offlineKubeConfig } from './support/kube-config.js';
 
 const HTTPROUTE: RouteKind = {
   group: 'gateway.networking.k8s.io',
@@ -91,24 +94,33 @@ describe('what the cache keeps of a route (slim)', () => {
 });
 
 describe('readRoute with a watch cache', () => {
-  /** A context whose apiserver answers every GET with a route of spec `{ from: 'apiserver' }`. */
+  /** Stands for the apiserver: counts GETs, answers each with a route of spec `{ from: 'apiserver' }`. */
+  let server: Server;
+  const requests: string[] = [];
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      requests.push(`${req.method} ${req.url}`);
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify(route({ spec: { from: 'apiserver' } })));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
   function context(cached: CustomObject | undefined, routes = new Map<string, Promise<unknown>>()) {
-    const gets: string[] = [];
-    const api = {
-      getNamespacedCustomObject: async (p: { namespace: string; name: string }) => {
-        gets.push(`${p.namespace}/${p.name}`);
-        return route({ spec: { from: 'apiserver' } });
-      },
-    };
+    requests.length = 0;
     const ctx: ExecutorContext = {
-      kubeConfig: { makeApiClient: () => api } as unknown as ExecutorContext['kubeConfig'],
+      kubeConfig: offlineKubeConfig('secret', `http://127.0.0.1:${(server.address() as AddressInfo).port}`),
       signal: new AbortController().signal,
       heartbeat: () => undefined,
       routes,
       cachedRoute: (kind, namespace, name) =>
         kind.kind === 'HTTPRoute' && namespace === 'ns' && name === 'shop' ? cached : undefined,
     };
-    return { ctx, gets };
+    return { ctx, gets: requests };
   }
 
   it('a cached route is read without a request, as a copy that an edit leaves the cache unchanged by', async () => {
@@ -125,7 +137,7 @@ describe('readRoute with a watch cache', () => {
     const { ctx, gets } = context(undefined);
     expect((await readRoute(HTTPROUTE, 'ns', 'shop', ctx)).spec).toEqual({ from: 'apiserver' });
     await readRoute(HTTPROUTE, 'ns', 'shop', ctx);
-    expect(gets).toEqual(['ns/shop']);
+    expect(gets).toEqual(['GET /apis/gateway.networking.k8s.io/v1/namespaces/ns/httproutes/shop']);
   });
 
   it('what the pass read first wins over the cache: every Stage of a pass sees the same route', async () => {

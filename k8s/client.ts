@@ -91,7 +91,8 @@ deadlineCalls();
 
 /**
  * Whether a call failed because it passed its deadline: node-fetch's AbortError, or node:http's
- * (k8s/json-requests.ts). Told by its name, not its class: node:http's comes from Node's own realm.
+ * (k8s/json-requests.ts). Told by its name, not its class: under Jest's VM modules node:http's
+ * comes from another realm than the test's Error.
  */
 const timedOut = (err: unknown) => (err as { name?: unknown } | null)?.name === 'AbortError';
 

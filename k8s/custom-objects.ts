@@ -6,7 +6,7 @@ import { GROUP, VERSION } from '../api/group.js';
 import { allKinds } from '../api/index.js';
 import { apiStatus, type k8s } from './client.js';
 import { goEscaped } from './go-json.js';
-import { customObjectPath, JsonRequests, segments } from './json-requests.js';
+import { customObjectPath, JsonRequests, pathOf } from './json-requests.js';
 
 export interface CustomObject {
   apiVersion: string;
@@ -86,7 +86,7 @@ export class CustomObjects {
   async listAllNamespaces<T extends CustomObject = CustomObject>(kind: string): Promise<T[]> {
     const res = await this.requests.send<{ items: T[] }>({
       method: 'GET',
-      path: segments('apis', GROUP, VERSION, pluralOf(kind)),
+      path: pathOf('apis', GROUP, VERSION, pluralOf(kind)),
     });
     return res.items;
   }

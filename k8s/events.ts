@@ -20,7 +20,18 @@ import { API_VERSION, GROUP } from '../api/group.js';
 import type { EventSpec } from '../decisions/events.js';
 import { apiMessage, apiStatus, k8s } from './client.js';
 import { CustomObjects } from './custom-objects.js';
-import { JsonRequests, segments } from './json-requests.js';
+import { JsonRequests, pathOf } from './json-requests.js';
+
+/** An Event as the apiserver answers it: the fields read here (its times are strings in JSON). */
+export interface EventAsSent {
+  metadata?: { name?: string; resourceVersion?: string };
+  series?: { count?: number };
+  type?: string;
+  reason?: string;
+  action?: string;
+  note?: string;
+  regarding?: { kind?: string; name?: string; uid?: string };
+}
 
 export interface Regarding {
   apiVersion: string;
@@ -68,7 +79,7 @@ export function eventName(regardingName: string, micros: number): string {
 
 /** Whether an existing Event says what we are about to say (client-go's isomorphic events, plus the note). */
 export function saysTheSame(
-  existing: Pick<k8s.EventsV1Event, 'type' | 'reason' | 'action' | 'note' | 'regarding'>,
+  existing: Pick<EventAsSent, 'type' | 'reason' | 'action' | 'note' | 'regarding'>,
   type: string,
   reason: string,
   action: string,
@@ -183,7 +194,7 @@ export function eventRecorder(
   const requests = new JsonRequests(kc);
   const objects = new CustomObjects(kc);
   const eventsOf = (namespace: string, name?: string) =>
-    segments('apis', 'events.k8s.io', 'v1', 'namespaces', namespace, 'events', ...(name ? [name] : []));
+    pathOf('apis', 'events.k8s.io', 'v1', 'namespaces', namespace, 'events', ...(name ? [name] : []));
   const instance = (process.env.HOSTNAME ?? 'local').slice(0, INSTANCE_CHARS);
 
   /** The regarding reference with its uid; for the project's kinds read from the object when missing. */
@@ -199,7 +210,7 @@ export function eventRecorder(
     const series = { count: existing.count + 1, lastObservedTime: microTime(nowMicros()) };
     const body = { metadata: { resourceVersion: existing.resourceVersion }, series };
     try {
-      const patched = await requests.send<k8s.EventsV1Event>({
+      const patched = await requests.send<EventAsSent>({
         method: 'PATCH',
         path: eventsOf(existing.namespace, existing.name),
         body: JSON.stringify(body),
@@ -241,7 +252,7 @@ export function eventRecorder(
     const items = once
       ? []
       : (
-          await requests.send<k8s.EventsV1EventList>({
+          await requests.send<{ items: EventAsSent[] }>({
             method: 'GET',
             path: eventsOf(namespace),
             query: { fieldSelector: `${selector},reason=${reason}` },
@@ -257,7 +268,7 @@ export function eventRecorder(
       });
     const micros = nowMicros();
     const name = eventName(regarding.name, micros);
-    const created = await requests.send<k8s.EventsV1Event>({
+    const created = await requests.send<EventAsSent>({
       method: 'POST',
       path: eventsOf(namespace),
       body: JSON.stringify({

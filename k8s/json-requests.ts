@@ -1,21 +1,24 @@
 /**
  * Apiserver requests of plain JSON on node:http(s), prepared by the KubeConfig as the generated
- * APIs' calls are (credentials, its shared keep-alive agent, a deadline). The hot path (custom resources, routes, Events) goes
- * this way instead of through the client's generated APIs, which pass every call through rxjs,
- * their middleware chain, node-fetch, an AbortSignal and their ObjectSerializer: about 0.3 ms more
- * of our CPU per request (`npx tsx bench/request-cost.ts`), some 30 requests an activation. A
- * refused request throws the client's own ApiException, so callers tell its status apart as before
- * (apiStatus).
+ * APIs' calls are (credentials, its shared keep-alive agent, a deadline). The hot path (custom
+ * resources, routes, Events) goes this way instead of through the client's generated APIs, which
+ * pass every call through rxjs, their middleware chain, node-fetch and their ObjectSerializer: a
+ * tenth to a fifth more of our CPU per request (`npx tsx bench/request-cost.ts`), some 30 requests
+ * an activation. A refused request throws the client's own ApiException, so callers tell its
+ * status apart as before (apiStatus). An apiserver answers the requests sent here itself: a
+ * redirect is not followed (it is refused like any status but 2xx), and a gzipped answer (a large
+ * list) is unzipped.
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
+import { gunzipSync } from 'node:zlib';
 import { k8s } from './client.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface JsonRequest {
   method: Method;
-  /** The path under the server's URL, its segments already encoded (see `segments`). */
+  /** The path under the server's URL, its segments already encoded (see `pathOf`). */
   path: string;
   query?: Record<string, string | undefined>;
   /** JSON text, sent as it is (a JSON patch's body is Go-escaped by its caller). */
@@ -25,7 +28,7 @@ export interface JsonRequest {
 }
 
 /** A path from its segments, each encoded as one segment of a URL. */
-export const segments = (...parts: string[]) => '/' + parts.map(encodeURIComponent).join('/');
+export const pathOf = (...parts: string[]) => '/' + parts.map(encodeURIComponent).join('/');
 
 /** The path of a namespaced custom resource's collection, object or subresource. */
 export function customObjectPath(
@@ -37,7 +40,7 @@ export function customObjectPath(
   subresource?: string,
 ): string {
   const rest = [name, subresource].filter((part): part is string => part !== undefined);
-  return segments('apis', group, version, 'namespaces', namespace, plural, ...rest);
+  return pathOf('apis', group, version, 'namespaces', namespace, plural, ...rest);
 }
 
 export class JsonRequests {
@@ -51,6 +54,7 @@ export class JsonRequests {
     for (const [key, value] of Object.entries(request.query ?? {}))
       if (value !== undefined) context.setQueryParam(key, value);
     context.setHeaderParam('Accept', 'application/json');
+    context.setHeaderParam('Accept-Encoding', 'gzip');
     if (request.body !== undefined) {
       context.setHeaderParam('Content-Type', request.contentType ?? 'application/json');
       context.setHeaderParam('Content-Length', String(Buffer.byteLength(request.body)));
@@ -61,7 +65,7 @@ export class JsonRequests {
     const { status, text, headers } = await exchange(context, request.body);
     // The body as text, as the generated APIs give it (statusMessage reads either).
     if (status < 200 || status > 299) throw new k8s.ApiException(status, `HTTP ${status}`, text, headers);
-    return parsed(text) as T;
+    return answerOf(request, status, text, headers) as T;
   }
 }
 
@@ -86,7 +90,13 @@ function exchange(
         const headers: Record<string, string> = {};
         for (const [key, value] of Object.entries(response.headers))
           if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(', ') : value;
-        resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), headers });
+        try {
+          const raw = Buffer.concat(chunks);
+          const unzipped = headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw;
+          resolve({ status: response.statusCode ?? 0, text: unzipped.toString('utf8'), headers });
+        } catch (err) {
+          reject(err);
+        }
       });
     });
     // A deadline passed is an AbortError, as the generated APIs' is (apiMessage says so).
@@ -95,12 +105,18 @@ function exchange(
   });
 }
 
-/** The body as JSON, or undefined when it is empty or not JSON. */
-function parsed(text: string): unknown {
-  if (!text) return undefined;
+/**
+ * The answer's JSON. Only a deletion may answer nothing; any other answer that is not JSON (a
+ * proxy's page in front of the apiserver) throws, rather than reading as an object that is gone.
+ */
+function answerOf(request: JsonRequest, status: number, text: string, headers: Record<string, string>): unknown {
+  if (!text && request.method === 'DELETE') return undefined;
   try {
     return JSON.parse(text);
   } catch {
-    return undefined;
+    const type = headers['content-type'] ?? 'no content type';
+    throw new Error(
+      `${request.method} ${request.path}: the apiserver answered ${status} with ${type}, not JSON: ${JSON.stringify(text.slice(0, 200))}`,
+    );
   }
 }

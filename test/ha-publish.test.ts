@@ -226,7 +226,12 @@ describe('status.activeController', () => {
       leaderSince: b.since!.toISOString(),
     });
     expect(Date.parse(second.leaderSince)).toBeGreaterThan(Date.parse(first.leaderSince));
-    expect(pb.lines.some((l) => l.includes('published pod-b') && l.includes('changed'))).toBe(true);
+    // The write is seen before pod-b has its answer and logs it.
+    await pollUntil(
+      () => pb.lines.some((l) => l.includes('published pod-b') && l.includes('changed')),
+      WAIT_MS,
+      'pod-b logging what it published',
+    );
 
     // From now on neither writes: pod-a does not lead, pod-b has converged.
     const settled = await read(name);

@@ -1,11 +1,14 @@
 /**
  * k8s/json-requests.ts: a request is prepared where the generated APIs' calls are (credentials, a
  * role's user agent, a write fence, the deadline), sent as given, and answered as JSON; a refusal
- * is the client's ApiException with the apiserver's own message. No servers: a local HTTP server
+ * is the client's ApiException with the apiserver's own message. What the custom resource helpers
+ * and the Event recorder send by it. TLS (the agent's CA, client certificate and server name) is
+ * the integration tests' part: every request there goes to the real apiserver over TLS. No servers: a local HTTP server
  * stands for the apiserver's socket and records what reaches it.
  */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import {
   apiMessage,
   apiStatus,
@@ -15,6 +18,8 @@ import {
   userAgentOf,
   withUserAgent,
 } from '../../k8s/client.js';
+import { CustomObjects } from '../../k8s/custom-objects.js';
+import { eventRecorder, SeriesCache } from '../../k8s/events.js';
 import { JsonRequests, customObjectPath } from '../../k8s/json-requests.js';
 import { fenceWrites, NotLeaderError } from '../../k8s/leader-election.js';
 import { offlineKubeConfig } from './support/kube-config.js';
@@ -27,7 +32,7 @@ interface Received {
 }
 const received: Received[] = [];
 /** What the server answers next: a status and a body, or nothing at all (a stalled apiserver). */
-let answer: { status: number; body: string } | 'never' = { status: 200, body: '{}' };
+let answer: { status: number; body: string; gzip?: boolean } | 'never' = { status: 200, body: '{}' };
 let server: Server;
 
 beforeAll(async () => {
@@ -37,8 +42,11 @@ beforeAll(async () => {
     req.on('end', () => {
       received.push({ method: req.method, url: req.url, headers: req.headers, body: Buffer.concat(chunks).toString() });
       if (answer === 'never') return;
-      res.writeHead(answer.status, { 'Content-Type': 'application/json' });
-      res.end(answer.body);
+      res.writeHead(answer.status, {
+        'Content-Type': 'application/json',
+        ...(answer.gzip ? { 'Content-Encoding': 'gzip' } : {}),
+      });
+      res.end(answer.gzip ? gzipSync(answer.body) : answer.body);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -96,9 +104,70 @@ test("a refusal is the client's ApiException, with the apiserver's status and me
   expect(apiMessage(err)).toBe('the server rejected our request due to an error in our request');
 });
 
-test('an empty answer is undefined', async () => {
+test('a deletion may answer nothing; any other answer that is not JSON is an error, not an object gone', async () => {
   answer = { status: 200, body: '' };
   expect(await new JsonRequests(kubeConfig()).send({ method: 'DELETE', path: stagePath })).toBeUndefined();
+  answer = { status: 200, body: '<html>sign in</html>' };
+  await expect(new JsonRequests(kubeConfig()).send({ method: 'GET', path: stagePath })).rejects.toThrow(
+    'the apiserver answered 200 with application/json, not JSON: "<html>sign in</html>"',
+  );
+  await expect(new CustomObjects(kubeConfig()).get('Stage', 'team-a', 'web')).rejects.toThrow('not JSON');
+});
+
+test('a gzipped answer (a large list) is unzipped', async () => {
+  answer = { status: 200, body: JSON.stringify({ items: [{ metadata: { name: 'web' } }] }), gzip: true };
+  expect(await new CustomObjects(kubeConfig()).list('Stage', 'team-a')).toEqual([{ metadata: { name: 'web' } }]);
+  expect(received[0]!.headers['accept-encoding']).toBe('gzip');
+});
+
+describe('what the custom resource helpers send', () => {
+  beforeEach(() => {
+    answer = { status: 200, body: JSON.stringify({ metadata: { name: 'to-2' } }) };
+  });
+
+  test("a JSON patch of the status, its strings escaped as Go writes them (a test's bytes match)", async () => {
+    const ops = [{ op: 'test', path: '/status/message', value: 'p < 0.05 & more' }];
+    await new CustomObjects(kubeConfig()).jsonPatchStatus('VectorActivation', 'team-a', 'to-2', ops);
+    expect(received[0]).toMatchObject({
+      method: 'PATCH',
+      url: '/apis/landscape.konfidence.cloud/v1alpha1/namespaces/team-a/vectoractivations/to-2/status',
+      headers: { 'content-type': 'application/json-patch+json' },
+      body: '[{"op":"test","path":"/status/message","value":"p \\u003c 0.05 \\u0026 more"}]',
+    });
+  });
+
+  test('a deletion of one object by its uid carries the precondition', async () => {
+    await new CustomObjects(kubeConfig()).delete('VectorActivation', 'team-a', 'to-2', 'uid-1');
+    expect(received[0]).toMatchObject({
+      method: 'DELETE',
+      url: '/apis/landscape.konfidence.cloud/v1alpha1/namespaces/team-a/vectoractivations/to-2',
+      body: '{"preconditions":{"uid":"uid-1"}}',
+    });
+  });
+
+  test('an Event is created as events.k8s.io/v1 with its time to the microsecond', async () => {
+    const record = eventRecorder(kubeConfig(), () => undefined, new SeriesCache());
+    const regarding = {
+      apiVersion: 'landscape.konfidence.cloud/v1alpha1',
+      kind: 'Stage',
+      namespace: 'team-a',
+      name: 'web',
+      uid: 'u1',
+    };
+    await record(regarding, 'Normal', 'ActivationStarted', 'to-2 started', 'Activate', { once: true });
+    expect(received).toHaveLength(1);
+    expect(received[0]).toMatchObject({ method: 'POST', url: '/apis/events.k8s.io/v1/namespaces/team-a/events' });
+    const event = JSON.parse(received[0]!.body);
+    expect(event).toMatchObject({
+      apiVersion: 'events.k8s.io/v1',
+      kind: 'Event',
+      reason: 'ActivationStarted',
+      action: 'Activate',
+      note: 'to-2 started',
+      regarding,
+    });
+    expect(event.eventTime).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+  });
 });
 
 test('a write fence refuses a write before it is sent, and lets a read pass', async () => {

@@ -65,14 +65,14 @@ const closings = new Set<number>([
 ]);
 
 /** Whether the history ends with the workflow's close. */
-function closed(history: HistoryEvent[]): boolean {
+function hasClosed(history: HistoryEvent[]): boolean {
   const last = history.at(-1)?.eventType;
   return last !== undefined && last !== null && closings.has(last);
 }
 
 /** Closed, or running with nothing outstanding: terminating it now leaves the clock running. */
 export function atRest(history: HistoryEvent[]): boolean {
-  return closed(history) || outstandingTasks(history) === 0;
+  return hasClosed(history) || outstandingTasks(history) === 0;
 }
 
 /**
@@ -99,7 +99,7 @@ export async function terminateAtRest(handle: WorkflowHandle, reason: string, wi
     () => true,
     async (err: unknown) => {
       // Closed on its own since the last look (a loaded machine's slow close): nothing to cut short.
-      if (err instanceof WorkflowNotFoundError && closed((await handle.fetchHistory()).events ?? [])) return false;
+      if (err instanceof WorkflowNotFoundError && hasClosed((await handle.fetchHistory()).events ?? [])) return false;
       throw err;
     },
   );

@@ -18,12 +18,15 @@ import { resumingWatch } from '../test/support/watch.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { NativeConnection } from '@temporalio/worker';
 import { builtInExecutors } from '../executors/index.js';
 import type { ControlPlane } from '../scripts/env/control-plane.js';
 import { repoRoot } from '../scripts/env/paths.js';
 import { freePort } from '../scripts/env/ports.js';
-import { distMain, nodeFlagsOf } from '../scripts/dist.js';
+import { buildDist, distMain, nodeFlagsOf } from '../scripts/dist.js';
+import { executorTaskQueue } from '../shared/task-queues.js';
 import { sleepyExecutor } from '../test/support/executors.js';
+import { createExecutorWorker } from '../worker/executor-worker.js';
 import { loadConfig } from '../worker/config.js';
 import { startSystem, type SystemOptions } from '../worker/system.js';
 
@@ -212,6 +215,52 @@ export async function startRole(
   killOnExit(child);
   await untilReady(port, `the ${role}${executorType ? ` ${executorType}` : ''}`, 300_000, 100);
   return { role, pid: child.pid!, stop: () => stopRole(child) };
+}
+
+/**
+ * The system as deployed: the core, the watcher and the Stage controller each its own process
+ * (startRole), so each one's CPU and memory are its own; the test suite's `sleepy` executor's worker
+ * runs in this process. stop() stops the roles, then the executor.
+ */
+export async function deployedSleepySystem(
+  cp: ControlPlane,
+  kc: k8s.KubeConfig,
+  systemNs: string,
+  namespaces: string[],
+  suffix: string,
+  env: Record<string, string> = {},
+) {
+  buildDist();
+  const connection = await NativeConnection.connect({ address: cp.temporalAddress });
+  const executor = await createExecutorWorker({
+    connection,
+    namespace: cp.testTemporalNamespace,
+    kubeConfig: kc,
+    executor: sleepyExecutor,
+    taskQueue: executorTaskQueue(sleepyExecutor.type) + suffix,
+  });
+  const executorRun = executor.run();
+  const stopExecutor = async () => {
+    executor.shutdown();
+    await executorRun;
+    await connection.close();
+  };
+  // A role that does not start stops the executor too (the roles started go as this process exits).
+  const [core, watcher, stageController] = await Promise.all(
+    (['core', 'watcher', 'stage-controller'] as const).map((role) =>
+      startRole(cp, role, systemNs, namespaces, suffix, { env }),
+    ),
+  ).catch(async (err: unknown) => {
+    await stopExecutor();
+    throw err;
+  });
+  return {
+    pids: { core: core!.pid, watcher: watcher!.pid, 'stage-controller': stageController!.pid },
+    stop: async () => {
+      await Promise.all([core!, watcher!, stageController!].map((r) => r.stop()));
+      await stopExecutor();
+    },
+  };
 }
 
 /** Signals the process group a detached child leads; a group gone already is no error. */

@@ -29,12 +29,8 @@ import { stageLockWorkflowId } from '../stage-lock/contract.js';
 import { removeNamespaces } from '../test/support/namespaces.js';
 import { resumingWatch } from '../test/support/watch.js';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
 import { buildDist } from '../scripts/dist.js';
-import { executorTaskQueue } from '../shared/task-queues.js';
-import { sleepyExecutor } from '../test/support/executors.js';
-import { createExecutorWorker } from '../worker/executor-worker.js';
-import { seedBench, seededBenchSystem, seedSleepyPlan, startRole } from './fixture.js';
+import { deployedSleepySystem, seedBench, seededBenchSystem, seedSleepyPlan, startRole } from './fixture.js';
 import {
   apiserverRequests,
   cpuNow,
@@ -242,10 +238,6 @@ async function gatesAgainstIdle() {
     await cr(ns, 'StageVersionUsage', `${stage}-active`, { reason: 'bench', stageVersionRef: { name: `${stage}-1` } });
     await cr(ns, 'Stage', stage, { vector: 'gate:2' });
   });
-  // Each role as its own process, as a deployment runs it, so that each one's CPU and peak memory
-  // is its own; the test suite's `sleepy` executor (which does nothing while activations wait) runs
-  // in this process.
-  buildDist();
   const suffix = `-${id}`;
   // Closed after the system (its watcher would close the terminated runs out): the activations'
   // workflows and their Stages' locks, then (above) the namespaces.
@@ -264,26 +256,12 @@ async function gatesAgainstIdle() {
     );
     await client.connection.close();
   });
-  const connection = await NativeConnection.connect({ address: cp.temporalAddress });
-  const executor = await createExecutorWorker({
-    connection,
-    namespace: cp.testTemporalNamespace,
-    kubeConfig: kc,
-    executor: sleepyExecutor,
-    taskQueue: executorTaskQueue(sleepyExecutor.type) + suffix,
-  });
-  const executorRun = executor.run();
-  cleanups.push(async () => {
-    executor.shutdown();
-    await executorRun;
-    await connection.close();
-  });
-  const roles = await Promise.all(
-    (['core', 'watcher', 'stage-controller'] as const).map((role) => startRole(cp, role, systemNs, namespaces, suffix)),
-  );
-  cleanups.push(() => Promise.all(roles.map((r) => r.stop())));
-  const core = roles[0]!;
-  const processes = { ...cpuProcesses(cp.pids), ...Object.fromEntries(roles.map((r) => [r.role, r.pid])) };
+  // Each role as its own process, as a deployment runs it, so that each one's CPU and peak memory
+  // is its own; the `sleepy` executor does nothing while activations wait.
+  const system = await deployedSleepySystem(cp, kc, systemNs, namespaces, suffix);
+  cleanups.push(system.stop);
+  const corePid = system.pids.core;
+  const processes = { ...cpuProcesses(cp.pids), ...system.pids };
   const settle = async () => new Promise((r) => setTimeout(r, numberArg('settle', 120) * 1000));
   /** What Temporal's server did (its own metrics): persistence requests and tasks, summed by name. */
   const temporalWork = async () => {
@@ -300,7 +278,7 @@ async function gatesAgainstIdle() {
   };
   const minute = async () => {
     const before = cpuNow(processes);
-    const threadsBefore = threadCpu(core.pid);
+    const threadsBefore = threadCpu(corePid);
     const requestsBefore = apiserverRequests(cp.kubeconfig);
     const workBefore = await temporalWork();
     const t0 = performance.now();
@@ -316,7 +294,7 @@ async function gatesAgainstIdle() {
         .slice(0, 10),
     );
     console.log(`  Temporal's server over the ${SECONDS} s: ${JSON.stringify(work)}`);
-    const threadsAfter = threadCpu(core.pid);
+    const threadsAfter = threadCpu(corePid);
     const threads = Object.keys(threadsAfter)
       .map((k) => [k, +(((threadsAfter[k]! - (threadsBefore[k] ?? 0)) / wall) * 100).toFixed(2)] as const)
       .filter(([, pct]) => pct > 0)
@@ -366,7 +344,7 @@ async function gatesAgainstIdle() {
   const waitStarted = Date.now();
   const coreRss: { seconds: number; rssMiB: number }[] = [];
   const sample = () =>
-    coreRss.push({ seconds: Math.round((Date.now() - waitStarted) / 1000), rssMiB: rssMiB(core.pid) });
+    coreRss.push({ seconds: Math.round((Date.now() - waitStarted) / 1000), rssMiB: rssMiB(corePid) });
   sample();
   const sampler = setInterval(sample, 10_000);
   await settle();
@@ -395,7 +373,7 @@ async function gatesAgainstIdle() {
   };
   console.log(`the core worker's RSS while they wait, MiB: ${JSON.stringify(coreWhileWaiting)}`);
   const peakRss = {
-    ...Object.fromEntries(roles.map((r) => [r.role, peakRssMiB(r.pid)])),
+    ...Object.fromEntries(Object.entries(system.pids).map(([role, pid]) => [role, peakRssMiB(pid)])),
     'sleepy executor (this process, with its watches)': peakRssMiB('self'),
   };
   console.log(`${GATES} waiting at gates, CPU % of one core over ${SECONDS} s: ${JSON.stringify(gated)}`);

@@ -15,18 +15,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { API_VERSION, GROUP, VERSION } from '../api/group.js';
 import { k8s, loadKubeConfig } from '../k8s/client.js';
 import { CustomObjects } from '../k8s/custom-objects.js';
 import { up } from '../scripts/env/control-plane.js';
 import { removeNamespaces } from '../test/support/namespaces.js';
-import { buildDist } from '../scripts/dist.js';
-import { executorTaskQueue } from '../shared/task-queues.js';
-import { sleepyExecutor } from '../test/support/executors.js';
 import { loadConfig } from '../worker/config.js';
-import { createExecutorWorker } from '../worker/executor-worker.js';
-import { seedSleepyPlan, startRole, startSleepySystem } from './fixture.js';
+import { deployedSleepySystem, seedSleepyPlan, startSleepySystem } from './fixture.js';
 import { cpuNow, cpuProcesses, machineCpuSeconds, numberArg, quantile, writeResult } from './report.js';
 
 const STAGES = numberArg('stages', 200);
@@ -62,38 +58,11 @@ const seeds = stages.map(({ namespace, stage }) => async () => {
 });
 for (let i = 0; i < seeds.length; i += 20) await Promise.all(seeds.slice(i, i + 20).map((s) => s()));
 
-const system = DEPLOYED
-  ? await deployedSystem(`-tp-${id}`)
+const system: { pids: Record<string, number>; stop: () => Promise<unknown> } = DEPLOYED
+  ? await deployedSleepySystem(cp, kc, systemNs, namespaces, `-tp-${id}`, {
+      KONFIDENCE_STAGES_PER_NAMESPACE: String(loadConfig().KONFIDENCE_STAGES_PER_NAMESPACE),
+    })
   : { ...(await startSleepySystem(cp, kc, systemNs, namespaces, `-tp-${id}`)), pids: {} };
-
-/** The roles as their own processes, the `sleepy` executor's worker in this one. */
-async function deployedSystem(suffix: string) {
-  buildDist();
-  const connection = await NativeConnection.connect({ address: cp.temporalAddress });
-  const executor = await createExecutorWorker({
-    connection,
-    namespace: cp.testTemporalNamespace,
-    kubeConfig: kc,
-    executor: sleepyExecutor,
-    taskQueue: executorTaskQueue(sleepyExecutor.type) + suffix,
-  });
-  const executorRun = executor.run();
-  const env = { KONFIDENCE_STAGES_PER_NAMESPACE: String(loadConfig().KONFIDENCE_STAGES_PER_NAMESPACE) };
-  const roles = await Promise.all(
-    (['core', 'watcher', 'stage-controller'] as const).map((role) =>
-      startRole(cp, role, systemNs, namespaces, suffix, { env }),
-    ),
-  );
-  return {
-    pids: Object.fromEntries(roles.map((r) => [r.role, r.pid])),
-    stop: async () => {
-      await Promise.all(roles.map((r) => r.stop()));
-      executor.shutdown();
-      await executorRun;
-      await connection.close();
-    },
-  };
-}
 
 const created = new Map<string, number>();
 const done: { at: number; ms: number; phase: string }[] = [];

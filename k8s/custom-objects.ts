@@ -6,7 +6,7 @@ import { GROUP, VERSION } from '../api/group.js';
 import { allKinds } from '../api/index.js';
 import { apiStatus, type k8s } from './client.js';
 import { goEscaped } from './go-json.js';
-import { customObjectPath, JsonRequests, pathOf } from './json-requests.js';
+import { customObjectPath, JSON_PATCH, JsonRequests, MERGE_PATCH, pathOf } from './json-requests.js';
 
 export interface CustomObject {
   apiVersion: string;
@@ -41,10 +41,6 @@ export function pluralOf(kind: string): string {
   if (!def) throw new Error(`unknown kind ${kind}`);
   return def.plural;
 }
-
-/** The media types of the two patches the helpers send. */
-const JSON_PATCH = 'application/json-patch+json';
-const MERGE_PATCH = 'application/merge-patch+json';
 
 export class CustomObjects {
   private readonly requests: JsonRequests;

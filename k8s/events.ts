@@ -20,7 +20,7 @@ import { API_VERSION, GROUP } from '../api/group.js';
 import type { EventSpec } from '../decisions/events.js';
 import { apiMessage, apiStatus, k8s } from './client.js';
 import { CustomObjects } from './custom-objects.js';
-import { JsonRequests, pathOf } from './json-requests.js';
+import { JsonRequests, MERGE_PATCH, pathOf } from './json-requests.js';
 
 /** An Event as the apiserver answers it: the fields read here (its times are strings in JSON). */
 export interface EventAsSent {
@@ -214,7 +214,7 @@ export function eventRecorder(
         method: 'PATCH',
         path: eventsOf(existing.namespace, existing.name),
         body: JSON.stringify(body),
-        contentType: 'application/merge-patch+json',
+        contentType: MERGE_PATCH,
       });
       remembered.remember(key, {
         ...existing,

@@ -16,6 +16,10 @@ import { k8s } from './client.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
+/** The media types of the two patches sent here. */
+export const JSON_PATCH = 'application/json-patch+json';
+export const MERGE_PATCH = 'application/merge-patch+json';
+
 export interface JsonRequest {
   method: Method;
   /** The path under the server's URL, its segments already encoded (see `pathOf`). */
@@ -46,7 +50,7 @@ export function customObjectPath(
 export class JsonRequests {
   constructor(private readonly kc: k8s.KubeConfig) {}
 
-  /** The answer's JSON (undefined for an empty body); a status other than 2xx throws ApiException. */
+  /** The answer's JSON (a deletion's may be undefined); a status other than 2xx throws ApiException. */
   async send<T>(request: JsonRequest): Promise<T> {
     const server = this.kc.getCurrentCluster()?.server;
     if (!server) throw new Error('the kubeconfig names no cluster to send a request to');

@@ -2,9 +2,8 @@
  * Terminating a workflow on the time-skipping test server without stopping its clock. The server
  * holds a time-skipping lock for each task of a workflow it waits on (a workflow task, an activity,
  * a child workflow's start, a signal to another workflow) and gives it back only when the task
- * completes (sdk-java#1138). A
- * workflow terminated with a task outstanding never completes it: its lock stays, and every timer
- * after it, in every later test of the file, waits in real time.
+ * completes (sdk-java#1138). A workflow terminated with a task outstanding never completes it: its
+ * lock stays, and every timer after it, in every later test of the file, waits in real time.
  */
 import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import proto from '@temporalio/proto';
@@ -99,7 +98,10 @@ export async function terminateAtRest(handle: WorkflowHandle, reason: string, wi
     () => true,
     async (err: unknown) => {
       // Closed on its own since the last look (a loaded machine's slow close): nothing to cut short.
-      if (err instanceof WorkflowNotFoundError && hasClosed((await handle.fetchHistory()).events ?? [])) return false;
+      // One that does not exist fails with the terminate's own error.
+      const history =
+        err instanceof WorkflowNotFoundError ? await handle.fetchHistory().catch(() => undefined) : undefined;
+      if (history && hasClosed(history.events ?? [])) return false;
       throw err;
     },
   );

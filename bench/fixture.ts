@@ -156,7 +156,8 @@ export function startSleepySystem(
 /**
  * A role as its own process group on the local servers, in the test Temporal namespace, run as the
  * image runs it (compiled, dist/: call buildDist() once before) with the runtime settings of its
- * Deployment (its command's Node flags, NODE_OPTIONS and the malloc settings); `env` adds the role's settings.
+ * Deployment (its command's Node flags, NODE_OPTIONS and the malloc settings); `env` adds the role's settings,
+ * `nodeFlags` Node flags NODE_OPTIONS refuses (`--cpu-prof`, say).
  * An executor is ['executor', TYPE]: its Deployment is executor-TYPE.
  */
 export function spawnRole(
@@ -165,10 +166,11 @@ export function spawnRole(
   systemNs: string,
   env: Record<string, string>,
   stdio: StdioOptions,
+  nodeFlags: readonly string[] = [],
 ) {
   const argv = typeof role === 'string' ? [role] : [...role];
   const runtime = deployedRuntime(argv.join('-'));
-  return spawn(process.execPath, [...runtime.nodeFlags, distMain, ...argv], {
+  return spawn(process.execPath, [...runtime.nodeFlags, ...nodeFlags, distMain, ...argv], {
     cwd: repoRoot,
     env: {
       ...process.env,
@@ -186,8 +188,8 @@ export function spawnRole(
 
 /**
  * A role as its own process on the local servers (spawnRole's), ready (its caches listed); stop()
- * SIGTERMs it and waits. `env` adds to or overrides the role's settings (by default no fair-share
- * limit of Stages per namespace).
+ * SIGTERMs it and waits, metrics() reads its /metrics (the project's and the Temporal SDK's). `env`
+ * adds to or overrides the role's settings (by default no fair-share limit of Stages per namespace).
  */
 export async function startRole(
   cp: ControlPlane,
@@ -195,7 +197,11 @@ export async function startRole(
   systemNs: string,
   namespaces: string[],
   suffix: string,
-  { executorType, env = {} }: { executorType?: string; env?: Record<string, string> } = {},
+  {
+    executorType,
+    env = {},
+    nodeFlags = [],
+  }: { executorType?: string; env?: Record<string, string>; nodeFlags?: readonly string[] } = {},
 ) {
   const port = await freePort();
   const child = spawnRole(
@@ -211,16 +217,19 @@ export async function startRole(
       ...env,
     },
     ['ignore', 'ignore', 'inherit'],
+    nodeFlags,
   );
   killOnExit(child);
   await untilReady(port, `the ${role}${executorType ? ` ${executorType}` : ''}`, 300_000, 100);
-  return { role, pid: child.pid!, stop: () => stopRole(child) };
+  const metrics = async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return { role, pid: child.pid!, metrics, stop: () => stopRole(child) };
 }
 
 /**
  * The system as deployed: the core, the watcher and the Stage controller each its own process
  * (startRole), so each one's CPU and memory are its own; the test suite's `sleepy` executor's worker
- * runs in this process. stop() stops the roles, then the executor.
+ * runs in this process. stop() stops the roles, then the executor. `env` adds to every role's
+ * settings, `coreNodeFlags` to the core's Node flags.
  */
 export async function deployedSleepySystem(
   cp: ControlPlane,
@@ -228,7 +237,7 @@ export async function deployedSleepySystem(
   systemNs: string,
   namespaces: string[],
   suffix: string,
-  env: Record<string, string> = {},
+  { env = {}, coreNodeFlags = [] }: { env?: Record<string, string>; coreNodeFlags?: readonly string[] } = {},
 ) {
   buildDist();
   const connection = await NativeConnection.connect({ address: cp.temporalAddress });
@@ -248,7 +257,10 @@ export async function deployedSleepySystem(
   // A role that does not start stops the executor too (the roles started go as this process exits).
   const [core, watcher, stageController] = await Promise.all(
     (['core', 'watcher', 'stage-controller'] as const).map((role) =>
-      startRole(cp, role, systemNs, namespaces, suffix, { env }),
+      startRole(cp, role, systemNs, namespaces, suffix, {
+        env,
+        ...(role === 'core' ? { nodeFlags: coreNodeFlags } : {}),
+      }),
     ),
   ).catch(async (err: unknown) => {
     await stopExecutor();
@@ -256,6 +268,7 @@ export async function deployedSleepySystem(
   });
   return {
     pids: { core: core!.pid, watcher: watcher!.pid, 'stage-controller': stageController!.pid },
+    coreMetrics: core!.metrics,
     stop: async () => {
       await Promise.all([core!, watcher!, stageController!].map((r) => r.stop()));
       await stopExecutor();

@@ -10,8 +10,13 @@
  * measured is orchestration (Temporal, the apiserver, our code), not a mesh.
  * --deployed: the core, the watcher and the Stage controller each in its own process as deployed
  * (compiled, with their Deployments' Node flags and malloc settings), their CPU apiece; the
- * `sleepy` executor stays in this process, with the benchmark's creates and watches.
- * Run: npm run bench:throughput [-- --stages 200 --namespaces 20 --seconds 60 --warmup 120 --deployed]
+ * `sleepy` executor stays in this process, with the benchmark's creates and watches; it also prints
+ * the core worker's workflow tasks, local activities and workflow cache hits per activation (the
+ * Temporal SDK's counters on its /metrics).
+ * --profile-core DIR (with --deployed): the core runs under `node --cpu-prof`, one profile per
+ * thread written to DIR as it stops (`npx tsx bench/cpu-profile.ts DIR/*.cpuprofile` sums them up);
+ * the profiler's own cost is in the figures of such a run.
+ * Run: npm run bench:throughput [-- --stages 200 --namespaces 20 --seconds 60 --warmup 120 --deployed [--profile-core DIR]]
  */
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
@@ -23,6 +28,7 @@ import { up } from '../scripts/env/control-plane.js';
 import { removeNamespaces } from '../test/support/namespaces.js';
 import { loadConfig } from '../worker/config.js';
 import { deployedSleepySystem, seedSleepyPlan, startSleepySystem } from './fixture.js';
+import { countsPerActivation, describeCounts, sdkCounts, type SdkCounts } from './sdk-metrics.js';
 import { cpuNow, cpuProcesses, machineCpuSeconds, numberArg, quantile, writeResult } from './report.js';
 
 const STAGES = numberArg('stages', 200);
@@ -35,6 +41,12 @@ const SECONDS = numberArg('seconds', 60);
 const WARMUP = numberArg('warmup', 120);
 const REVISIONS = numberArg('revisions', 12);
 const DEPLOYED = process.argv.includes('--deployed');
+const profileAt = process.argv.indexOf('--profile-core');
+const PROFILE_DIR = profileAt > 0 ? process.argv[profileAt + 1] : undefined;
+if (PROFILE_DIR !== undefined && (!DEPLOYED || PROFILE_DIR.startsWith('--'))) {
+  console.error('--profile-core DIR needs --deployed and a directory');
+  process.exit(2);
+}
 const THIS_PROCESS = DEPLOYED ? 'this process (sleepy executor, benchmark)' : 'konfidence (this process)';
 const FINAL = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'];
 
@@ -58,11 +70,13 @@ const seeds = stages.map(({ namespace, stage }) => async () => {
 });
 for (let i = 0; i < seeds.length; i += 20) await Promise.all(seeds.slice(i, i + 20).map((s) => s()));
 
-const system: { pids: Record<string, number>; stop: () => Promise<unknown> } = DEPLOYED
-  ? await deployedSleepySystem(cp, kc, systemNs, namespaces, `-tp-${id}`, {
-      KONFIDENCE_STAGES_PER_NAMESPACE: String(loadConfig().KONFIDENCE_STAGES_PER_NAMESPACE),
-    })
-  : { ...(await startSleepySystem(cp, kc, systemNs, namespaces, `-tp-${id}`)), pids: {} };
+const system: { pids: Record<string, number>; coreMetrics?: () => Promise<string>; stop: () => Promise<unknown> } =
+  DEPLOYED
+    ? await deployedSleepySystem(cp, kc, systemNs, namespaces, `-tp-${id}`, {
+        env: { KONFIDENCE_STAGES_PER_NAMESPACE: String(loadConfig().KONFIDENCE_STAGES_PER_NAMESPACE) },
+        coreNodeFlags: PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [],
+      })
+    : { ...(await startSleepySystem(cp, kc, systemNs, namespaces, `-tp-${id}`)), pids: {} };
 
 const created = new Map<string, number>();
 const done: { at: number; ms: number; phase: string }[] = [];
@@ -101,9 +115,22 @@ const windowStart = performance.now() + WARMUP * 1000;
 let cpuAtStart: Record<string, number> = {};
 let cpuAtEnd: Record<string, number> = {};
 const stamped = () => ({ ...cpu(), at: performance.now() });
+// The core's SDK counters, read beside the CPU (--deployed).
+const readCounts = async () => (system.coreMetrics ? sdkCounts(await system.coreMetrics()) : undefined);
+let countsAtStart: Promise<SdkCounts | undefined> = Promise.resolve(undefined);
+let countsAtEnd: Promise<SdkCounts | undefined> | undefined;
 const cpuTimers = [
-  setTimeout(() => (cpuAtStart = stamped()), WARMUP * 1000),
-  setTimeout(() => (cpuAtEnd = stamped()), (WARMUP + SECONDS) * 1000),
+  setTimeout(() => {
+    cpuAtStart = stamped();
+    countsAtStart = readCounts();
+  }, WARMUP * 1000),
+  setTimeout(
+    () => {
+      cpuAtEnd = stamped();
+      countsAtEnd = readCounts();
+    },
+    (WARMUP + SECONDS) * 1000,
+  ),
 ];
 
 async function loop({ namespace, stage }: { namespace: string; stage: string }): Promise<void> {
@@ -124,8 +151,13 @@ async function loop({ namespace, stage }: { namespace: string; stage: string }):
 }
 await Promise.all(stages.map(loop));
 for (const t of cpuTimers) clearTimeout(t);
-if (!cpuAtEnd.apiserver) cpuAtEnd = stamped(); // every Stage ran out of StageVersions before the window closed
+if (!cpuAtEnd.apiserver) {
+  // every Stage ran out of StageVersions before the window closed
+  cpuAtEnd = stamped();
+  countsAtEnd = readCounts();
+}
 const windowEnd = Math.min(performance.now(), deadline);
+const [coreCountsAtStart, coreCountsAtEnd] = await Promise.all([countsAtStart, countsAtEnd]);
 for (const w of watches) w.abort();
 await system.stop();
 
@@ -187,6 +219,9 @@ const figures = {
     ),
   },
   cpuMsPerActivation: cpuPerActivation,
+  ...(coreCountsAtStart && coreCountsAtEnd && inWindow.length > 0
+    ? { coreWorkPerActivation: countsPerActivation(coreCountsAtStart, coreCountsAtEnd, inWindow.length) }
+    : {}),
   serversMsPerActivation: serversMs,
   serversAllowPerSecond,
   coresBusy,
@@ -207,6 +242,8 @@ console.log(
 if (DEPLOYED) {
   const roles = Object.keys(system.pids).reduce((sum, k) => sum + (cpuPerActivation[k] ?? 0), 0);
   console.log(`  our roles as deployed (${Object.keys(system.pids).join(' + ')}): ${roles} ms an activation`);
+  if (figures.coreWorkPerActivation)
+    console.log(`  the core worker per succeeded activation: ${describeCounts(figures.coreWorkPerActivation)}`);
 }
 if (figures.ranOutOfRevisions)
   console.log(`  note: the Stages ran out of their ${REVISIONS} StageVersions before the window ended (--revisions)`);

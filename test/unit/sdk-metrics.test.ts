@@ -1,0 +1,65 @@
+/**
+ * bench/sdk-metrics.ts: the core worker's workflow tasks, local activities and cache hits per
+ * activation, read from the Temporal SDK's Prometheus text as a role's /metrics serves it (the
+ * samples below are lines of that text, other series and comments among them).
+ */
+import { countsPerActivation, describeCounts, sdkCounts } from '../../bench/sdk-metrics.js';
+
+const labels = (type: string) =>
+  `namespace="konfidence-test",service_name="temporal-core-sdk",task_queue="konfidence-core-tp",${type}`;
+
+function exposition(o: {
+  activationTasks: number;
+  lockTasks: number;
+  takeStage: number;
+  hits: number;
+  misses: number;
+}) {
+  return [
+    '# HELP temporal_workflow_task_execution_latency Histogram of workflow task execution latencies',
+    '# TYPE temporal_workflow_task_execution_latency histogram',
+    `temporal_workflow_task_execution_latency_bucket{${labels('workflow_type="vectorActivation"')},le="1"} 3`,
+    `temporal_workflow_task_execution_latency_count{${labels('workflow_type="vectorActivation"')}} ${o.activationTasks}`,
+    `temporal_workflow_task_execution_latency_count{${labels('workflow_type="stageLock"')}} ${o.lockTasks}`,
+    `temporal_workflow_task_execution_latency_sum{${labels('workflow_type="stageLock"')}} 999`,
+    `temporal_local_activity_execution_latency_count{${labels('workflow_type="vectorActivation",activity_type="takeStage"')}} ${o.takeStage}`,
+    `temporal_sticky_cache_hit{${labels('workflow_type="vectorActivation"')}} ${o.hits}`,
+    `temporal_sticky_cache_miss{${labels('').slice(0, -1)}} ${o.misses}`,
+    `temporal_sticky_cache_size{${labels('').slice(0, -1)}} 61`,
+    'konfidence_status_writes_total{kind="VectorActivation"} 12',
+    '',
+  ].join('\n');
+}
+
+describe('the SDK counters of a role', () => {
+  it('are read by type, the histograms by their count, other series left out', () => {
+    const counts = sdkCounts(exposition({ activationTasks: 10, lockTasks: 14, takeStage: 4, hits: 20, misses: 2 }));
+    expect(counts).toEqual({
+      workflowTasks: { vectorActivation: 10, stageLock: 14 },
+      localActivities: { takeStage: 4 },
+      cacheHits: { vectorActivation: 20 },
+      cacheMisses: { all: 2 },
+    });
+  });
+
+  it('give what the activations of a window cost each, to a tenth', () => {
+    const start = sdkCounts(exposition({ activationTasks: 10, lockTasks: 14, takeStage: 4, hits: 20, misses: 2 }));
+    const end = sdkCounts(exposition({ activationTasks: 34, lockTasks: 47, takeStage: 14, hits: 51, misses: 2 }));
+    const per = countsPerActivation(start, end, 10);
+    expect(per).toEqual({
+      workflowTasks: { vectorActivation: 2.4, stageLock: 3.3 },
+      localActivities: { takeStage: 1 },
+      cacheHits: { vectorActivation: 3.1 },
+      cacheMisses: { all: 0 },
+    });
+    expect(describeCounts(per)).toBe(
+      'workflowTasks 5.7 (vectorActivation 2.4, stageLock 3.3); localActivities 1 (takeStage 1); cacheHits 3.1 (vectorActivation 3.1); cacheMisses 0',
+    );
+  });
+
+  it('count a series first seen inside the window from zero', () => {
+    const start = sdkCounts('');
+    const end = sdkCounts(exposition({ activationTasks: 5, lockTasks: 0, takeStage: 0, hits: 0, misses: 3 }));
+    expect(countsPerActivation(start, end, 5).cacheMisses).toEqual({ all: 0.6 });
+  });
+});

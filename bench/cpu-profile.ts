@@ -8,7 +8,8 @@
  * Run: npx tsx bench/cpu-profile.ts FILE.cpuprofile... [--top 15]
  */
 import { readFileSync } from 'node:fs';
-import { basename } from 'node:path';
+import { basename, dirname } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { numberArg } from './report.js';
 
 interface ProfileNode {
@@ -22,6 +23,9 @@ interface Profile {
 }
 
 const TOP = numberArg('top', 15);
+const REPO_PATH = dirname(dirname(fileURLToPath(import.meta.url)));
+/** How a frame names a file of ours: an ES module by its URL, a CommonJS one by its path. */
+const REPO_PREFIXES = [`${pathToFileURL(REPO_PATH).href}/`, `${REPO_PATH}/`];
 const files = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && all[i - 1] !== '--top');
 if (files.length === 0) {
   console.error('usage: npx tsx bench/cpu-profile.ts FILE.cpuprofile... [--top 15]');
@@ -36,12 +40,14 @@ function packageOf(url: string, functionName: string): string {
   const inModules = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
   if (inModules) return inModules[1]!;
   if (url.startsWith('node:')) return 'node';
-  const ours =
-    /\/(?:dist\/)?(activities|api|controllers|decisions|executors|k8s|shared|stage-lock|telemetry|worker|workflows)\//.exec(
-      url,
-    );
-  if (ours) return ours[1]!;
   if (/workflow-bundle-|evalmachine/.test(url)) return 'workflow sandbox';
+  // Our code, compiled (dist/) or not: its folder.
+  const prefix = REPO_PREFIXES.find((p) => url.startsWith(p));
+  if (prefix)
+    return url
+      .slice(prefix.length)
+      .replace(/^dist\//, '')
+      .split('/')[0]!;
   if (url !== '') return url;
   if (functionName.startsWith('(')) return functionName;
   return functionName.startsWith('RegExp:') ? '(regular expressions)' : `(native) ${functionName || '(anonymous)'}`;
@@ -54,8 +60,9 @@ function summarize(file: string): void {
   const byFunction = new Map<string, number>();
   let sampled = 0;
   let idle = 0;
+  // As DevTools reads a profile: a sample lasts until the next one (timeDeltas[i] is the gap before sample i).
   for (const [i, id] of profile.samples.entries()) {
-    const micros = profile.timeDeltas[i] ?? 0;
+    const micros = profile.timeDeltas[i + 1] ?? 0;
     const frame = frames.get(id)!;
     sampled += micros;
     if (frame.functionName === '(idle)') {
@@ -69,6 +76,10 @@ function summarize(file: string): void {
     byFunction.set(fn, (byFunction.get(fn) ?? 0) + micros);
   }
   const busy = sampled - idle;
+  if (busy <= 0) {
+    console.log(`${basename(file)}: ${(sampled / 1e6).toFixed(1)} s sampled, never busy`);
+    return;
+  }
   const share = (micros: number) => `${((micros / busy) * 100).toFixed(1)} %`;
   const top = (m: Map<string, number>) =>
     [...m.entries()]

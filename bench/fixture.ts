@@ -221,7 +221,11 @@ export async function startRole(
   );
   killOnExit(child);
   await untilReady(port, `the ${role}${executorType ? ` ${executorType}` : ''}`, 300_000, 100);
-  const metrics = async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const metrics = async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(10_000) });
+    if (!res.ok) throw new Error(`the ${role}'s /metrics answered ${res.status}`);
+    return res.text();
+  };
   return { role, pid: child.pid!, metrics, stop: () => stopRole(child) };
 }
 

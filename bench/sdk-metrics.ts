@@ -16,20 +16,29 @@ export type SdkCounter = keyof typeof COUNTERS;
 export type SdkCounts = Record<SdkCounter, Record<string, number>>;
 
 const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/;
+const COUNTER_OF_NAME = new Map(
+  Object.entries(COUNTERS).map(([counter, name]) => [name as string, counter as SdkCounter]),
+);
 
-export function sdkCounts(text: string): SdkCounts {
+/**
+ * The counters in a role's /metrics text; undefined when it has no sample of the SDK's at all (its
+ * exporter did not answer, and /metrics says so in a comment): counting from nothing would be wrong.
+ */
+export function sdkCounts(text: string): SdkCounts | undefined {
   const counts = Object.fromEntries(Object.keys(COUNTERS).map((k) => [k, {}])) as SdkCounts;
-  const byName = new Map(Object.entries(COUNTERS).map(([counter, name]) => [name as string, counter as SdkCounter]));
+  let fromSdk = false;
   for (const line of text.split('\n')) {
     const sample = SAMPLE.exec(line);
-    const counter = sample && byName.get(sample[1]!);
+    if (!sample) continue;
+    if (sample[1]!.startsWith('temporal_')) fromSdk = true;
+    const counter = COUNTER_OF_NAME.get(sample[1]!);
     if (!counter) continue;
     const labels = sample[2] ?? '';
     const type = labelOf(labels, 'activity_type') ?? labelOf(labels, 'workflow_type') ?? 'all';
     const value = Number(sample[3]);
     if (Number.isFinite(value)) counts[counter][type] = (counts[counter][type] ?? 0) + value;
   }
-  return counts;
+  return fromSdk ? counts : undefined;
 }
 
 function labelOf(labels: string, name: string): string | undefined {
@@ -38,6 +47,7 @@ function labelOf(labels: string, name: string): string | undefined {
 
 /** What the window's activations cost each, to a tenth: the counts at its end less those at its start. */
 export function countsPerActivation(start: SdkCounts, end: SdkCounts, activations: number): SdkCounts {
+  if (!(activations > 0)) throw new RangeError(`no activations to divide by (${activations})`);
   const per = (counter: SdkCounter) =>
     Object.fromEntries(
       Object.entries(end[counter]).map(([type, value]) => [
@@ -53,7 +63,7 @@ export function describeCounts(counts: SdkCounts): string {
   const total = (values: Record<string, number>) =>
     Math.round(Object.values(values).reduce((sum, v) => sum + v, 0) * 10) / 10;
   const detail = (values: Record<string, number>) =>
-    Object.keys(values).length > 1 || !('all' in values)
+    Object.keys(values).length > 1 || (Object.keys(values).length === 1 && !('all' in values))
       ? ` (${Object.entries(values)
           .map(([type, v]) => `${type} ${v}`)
           .join(', ')})`

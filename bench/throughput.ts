@@ -19,6 +19,7 @@
  * Run: npm run bench:throughput [-- --stages 200 --namespaces 20 --seconds 60 --warmup 120 --deployed [--profile-core DIR]]
  */
 import { randomBytes } from 'node:crypto';
+import { resolve as resolvePath } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { API_VERSION, GROUP, VERSION } from '../api/group.js';
@@ -42,11 +43,13 @@ const WARMUP = numberArg('warmup', 120);
 const REVISIONS = numberArg('revisions', 12);
 const DEPLOYED = process.argv.includes('--deployed');
 const profileAt = process.argv.indexOf('--profile-core');
-const PROFILE_DIR = profileAt > 0 ? process.argv[profileAt + 1] : undefined;
-if (PROFILE_DIR !== undefined && (!DEPLOYED || PROFILE_DIR.startsWith('--'))) {
+const profileArg = profileAt > 0 ? (process.argv[profileAt + 1] ?? '') : undefined;
+if (profileArg !== undefined && (!DEPLOYED || profileArg === '' || profileArg.startsWith('--'))) {
   console.error('--profile-core DIR needs --deployed and a directory');
   process.exit(2);
 }
+// The core runs in the repository's root: a relative DIR is the caller's.
+const PROFILE_DIR = profileArg !== undefined ? resolvePath(profileArg) : undefined;
 const THIS_PROCESS = DEPLOYED ? 'this process (sleepy executor, benchmark)' : 'konfidence (this process)';
 const FINAL = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'];
 
@@ -111,26 +114,32 @@ const cpu = () => ({ ...cpuNow(processes), machine: machineCpuSeconds() });
 
 const deadline = performance.now() + (WARMUP + SECONDS) * 1000;
 const windowStart = performance.now() + WARMUP * 1000;
-// CPU is read when the window opens and when it closes, not after the last laps drain.
-let cpuAtStart: Record<string, number> = {};
-let cpuAtEnd: Record<string, number> = {};
-const stamped = () => ({ ...cpu(), at: performance.now() });
-// The core's SDK counters, read beside the CPU (--deployed).
-const readCounts = async () => (system.coreMetrics ? sdkCounts(await system.coreMetrics()) : undefined);
-let countsAtStart: Promise<SdkCounts | undefined> = Promise.resolve(undefined);
-let countsAtEnd: Promise<SdkCounts | undefined> | undefined;
-const cpuTimers = [
-  setTimeout(() => {
-    cpuAtStart = stamped();
-    countsAtStart = readCounts();
-  }, WARMUP * 1000),
-  setTimeout(
-    () => {
-      cpuAtEnd = stamped();
-      countsAtEnd = readCounts();
-    },
-    (WARMUP + SECONDS) * 1000,
-  ),
+// CPU and the core's SDK counters (--deployed) are read when the window opens and when it closes,
+// not after the last laps drain.
+interface WindowEdge {
+  cpu: Record<string, number>;
+  counts: Promise<SdkCounts | undefined>;
+}
+/** The core's counters, or undefined (said once) when they cannot be read: no figure rather than a wrong one. */
+async function readCounts(): Promise<SdkCounts | undefined> {
+  if (!system.coreMetrics) return undefined;
+  try {
+    const counts = sdkCounts(await system.coreMetrics());
+    if (counts) return counts;
+    console.error("  the core's /metrics has no Temporal SDK counters: its workflow work is not reported");
+  } catch (err) {
+    console.error(
+      `  could not read the core's /metrics (${(err as Error).message}): its workflow work is not reported`,
+    );
+  }
+  return undefined;
+}
+const edge = (): WindowEdge => ({ cpu: { ...cpu(), at: performance.now() }, counts: readCounts() });
+let windowOpened: WindowEdge | undefined;
+let windowClosed: WindowEdge | undefined;
+const windowTimers = [
+  setTimeout(() => (windowOpened = edge()), WARMUP * 1000),
+  setTimeout(() => (windowClosed = edge()), (WARMUP + SECONDS) * 1000),
 ];
 
 async function loop({ namespace, stage }: { namespace: string; stage: string }): Promise<void> {
@@ -150,14 +159,14 @@ async function loop({ namespace, stage }: { namespace: string; stage: string }):
   }
 }
 await Promise.all(stages.map(loop));
-for (const t of cpuTimers) clearTimeout(t);
-if (!cpuAtEnd.apiserver) {
-  // every Stage ran out of StageVersions before the window closed
-  cpuAtEnd = stamped();
-  countsAtEnd = readCounts();
-}
+for (const t of windowTimers) clearTimeout(t);
+// Every Stage ran out of StageVersions before the window opened or closed.
+windowOpened ??= edge();
+windowClosed ??= edge();
 const windowEnd = Math.min(performance.now(), deadline);
-const [coreCountsAtStart, coreCountsAtEnd] = await Promise.all([countsAtStart, countsAtEnd]);
+const cpuAtStart = windowOpened.cpu;
+const cpuAtEnd = windowClosed.cpu;
+const [coreCountsAtStart, coreCountsAtEnd] = await Promise.all([windowOpened.counts, windowClosed.counts]);
 for (const w of watches) w.abort();
 await system.stop();
 

@@ -43,8 +43,8 @@ describe('the SDK counters of a role', () => {
   });
 
   it('give what the activations of a window cost each, to a tenth', () => {
-    const start = sdkCounts(exposition({ activationTasks: 10, lockTasks: 14, takeStage: 4, hits: 20, misses: 2 }));
-    const end = sdkCounts(exposition({ activationTasks: 34, lockTasks: 47, takeStage: 14, hits: 51, misses: 2 }));
+    const start = sdkCounts(exposition({ activationTasks: 10, lockTasks: 14, takeStage: 4, hits: 20, misses: 2 }))!;
+    const end = sdkCounts(exposition({ activationTasks: 34, lockTasks: 47, takeStage: 14, hits: 51, misses: 2 }))!;
     const per = countsPerActivation(start, end, 10);
     expect(per).toEqual({
       workflowTasks: { vectorActivation: 2.4, stageLock: 3.3 },
@@ -58,8 +58,41 @@ describe('the SDK counters of a role', () => {
   });
 
   it('count a series first seen inside the window from zero', () => {
-    const start = sdkCounts('');
-    const end = sdkCounts(exposition({ activationTasks: 5, lockTasks: 0, takeStage: 0, hits: 0, misses: 3 }));
+    const start = sdkCounts('temporal_num_pollers{poller_type="workflow_task"} 2')!;
+    const end = sdkCounts(exposition({ activationTasks: 5, lockTasks: 0, takeStage: 0, hits: 0, misses: 3 }))!;
     expect(countsPerActivation(start, end, 5).cacheMisses).toEqual({ all: 0.6 });
+  });
+
+  it('round what does not divide evenly to a tenth', () => {
+    const start = sdkCounts(exposition({ activationTasks: 0, lockTasks: 0, takeStage: 0, hits: 0, misses: 0 }))!;
+    const end = sdkCounts(exposition({ activationTasks: 7, lockTasks: 10, takeStage: 3, hits: 2, misses: 1 }))!;
+    expect(countsPerActivation(start, end, 3).workflowTasks).toEqual({ vectorActivation: 2.3, stageLock: 3.3 });
+  });
+
+  it('add up the task queues of one type, whichever label comes first', () => {
+    const counts = sdkCounts(
+      [
+        'temporal_sticky_cache_hit{workflow_type="stageLock",task_queue="a"} 4',
+        'temporal_sticky_cache_hit{task_queue="b",workflow_type="stageLock"} 5',
+      ].join('\n'),
+    );
+    expect(counts?.cacheHits).toEqual({ stageLock: 9 });
+  });
+
+  it("are no counts at all when the SDK's part of the text is missing", () => {
+    const unavailable = [
+      '# Temporal SDK metrics unavailable: http://127.0.0.1:9464/metrics: fetch failed',
+      'konfidence_status_writes_total{kind="VectorActivation"} 12',
+    ].join('\n');
+    expect(sdkCounts(unavailable)).toBeUndefined();
+    expect(sdkCounts('')).toBeUndefined();
+  });
+
+  it('read as nothing when a counter has no series, and cannot be divided by no activations', () => {
+    const start = sdkCounts('temporal_num_pollers 1')!;
+    expect(describeCounts(countsPerActivation(start, start, 4))).toBe(
+      'workflowTasks 0; localActivities 0; cacheHits 0; cacheMisses 0',
+    );
+    expect(() => countsPerActivation(start, start, 0)).toThrow(RangeError);
   });
 });

@@ -20,6 +20,8 @@ interface Profile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
+  startTime: number;
+  endTime: number;
 }
 
 const TOP = numberArg('top', 15);
@@ -60,9 +62,14 @@ function summarize(file: string): void {
   const byFunction = new Map<string, number>();
   let sampled = 0;
   let idle = 0;
+  // The last sample lasts until the profile's end.
+  const lastSampleMicros = Math.max(
+    profile.endTime - profile.startTime - profile.timeDeltas.reduce((sum, d) => sum + d, 0),
+    0,
+  );
   // As DevTools reads a profile: a sample lasts until the next one (timeDeltas[i] is the gap before sample i).
   for (const [i, id] of profile.samples.entries()) {
-    const micros = profile.timeDeltas[i + 1] ?? 0;
+    const micros = profile.timeDeltas[i + 1] ?? lastSampleMicros;
     const frame = frames.get(id)!;
     sampled += micros;
     if (frame.functionName === '(idle)') {

@@ -30,7 +30,7 @@ import { removeNamespaces } from '../test/support/namespaces.js';
 import { loadConfig } from '../worker/config.js';
 import { deployedSleepySystem, seedSleepyPlan, startSleepySystem } from './fixture.js';
 import { countsPerActivation, describeCounts, sdkCounts, type SdkCounts } from './sdk-metrics.js';
-import { cpuNow, cpuProcesses, machineCpuSeconds, numberArg, quantile, writeResult } from './report.js';
+import { cpuNow, cpuProcesses, machineCpuSeconds, numberArg, quantile, stringArg, writeResult } from './report.js';
 
 const STAGES = numberArg('stages', 200);
 const NAMESPACES = numberArg('namespaces', 20);
@@ -42,14 +42,11 @@ const SECONDS = numberArg('seconds', 60);
 const WARMUP = numberArg('warmup', 120);
 const REVISIONS = numberArg('revisions', 12);
 const DEPLOYED = process.argv.includes('--deployed');
-const profileAt = process.argv.indexOf('--profile-core');
-const profileArg = profileAt > 0 ? (process.argv[profileAt + 1] ?? '') : undefined;
-if (profileArg !== undefined && (!DEPLOYED || profileArg === '' || profileArg.startsWith('--'))) {
-  console.error('--profile-core DIR needs --deployed and a directory');
-  process.exit(2);
-}
-// The core runs in the repository's root: a relative DIR is the caller's.
-const PROFILE_DIR = profileArg !== undefined ? resolvePath(profileArg) : undefined;
+const profileArg = stringArg('profile-core');
+if (profileArg !== undefined && !DEPLOYED) throw new Error('--profile-core DIR needs --deployed');
+// The core runs in the repository's root: a relative DIR is the caller's (npm's INIT_CWD under `npm run`).
+const PROFILE_DIR =
+  profileArg !== undefined ? resolvePath(process.env.INIT_CWD ?? process.cwd(), profileArg) : undefined;
 const THIS_PROCESS = DEPLOYED ? 'this process (sleepy executor, benchmark)' : 'konfidence (this process)';
 const FINAL = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'];
 
@@ -120,7 +117,7 @@ interface WindowEdge {
   cpu: Record<string, number>;
   counts: Promise<SdkCounts | undefined>;
 }
-/** The core's counters, or undefined (said once) when they cannot be read: no figure rather than a wrong one. */
+/** The core's counters, or undefined (said why) when they cannot be read: no figure rather than a wrong one. */
 async function readCounts(): Promise<SdkCounts | undefined> {
   if (!system.coreMetrics) return undefined;
   try {
@@ -160,7 +157,8 @@ async function loop({ namespace, stage }: { namespace: string; stage: string }):
 }
 await Promise.all(stages.map(loop));
 for (const t of windowTimers) clearTimeout(t);
-// Every Stage ran out of StageVersions before the window opened or closed.
+// Every Stage ran out of StageVersions before the window closed (or even opened: no figures then).
+const opened = windowOpened !== undefined;
 windowOpened ??= edge();
 windowClosed ??= edge();
 const windowEnd = Math.min(performance.now(), deadline);
@@ -171,6 +169,12 @@ for (const w of watches) w.abort();
 await system.stop();
 
 await removeNamespaces(kc, [...namespaces, systemNs]);
+if (!opened) {
+  console.error(
+    `throughput: every Stage ran out of its ${REVISIONS} StageVersions before the window opened: raise --revisions or lower --warmup`,
+  );
+  process.exit(1);
+}
 
 // Only an activation that switched its Stage counts; any other ending is reported beside it.
 const ended = done.filter((d) => d.at >= windowStart && d.at <= windowEnd);

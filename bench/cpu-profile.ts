@@ -8,8 +8,9 @@
  * Run: npx tsx bench/cpu-profile.ts FILE.cpuprofile... [--top 15]
  */
 import { readFileSync } from 'node:fs';
-import { basename, dirname } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { basename } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { repoRoot } from '../scripts/env/paths.js';
 import { numberArg } from './report.js';
 
 interface ProfileNode {
@@ -25,9 +26,8 @@ interface Profile {
 }
 
 const TOP = numberArg('top', 15);
-const REPO_PATH = dirname(dirname(fileURLToPath(import.meta.url)));
 /** How a frame names a file of ours: an ES module by its URL, a CommonJS one by its path. */
-const REPO_PREFIXES = [`${pathToFileURL(REPO_PATH).href}/`, `${REPO_PATH}/`];
+const REPO_PREFIXES = [pathToFileURL(repoRoot).href, repoRoot];
 const files = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && all[i - 1] !== '--top');
 if (files.length === 0) {
   console.error('usage: npx tsx bench/cpu-profile.ts FILE.cpuprofile... [--top 15]');

@@ -31,6 +31,7 @@ import { resumingWatch } from '../test/support/watch.js';
 import { Client, Connection } from '@temporalio/client';
 import { buildDist } from '../scripts/dist.js';
 import { deployedSleepySystem, seedBench, seededBenchSystem, seedSleepyPlan, startRole } from './fixture.js';
+import { metricSamples } from './prometheus-text.js';
 import {
   apiserverRequests,
   cpuNow,
@@ -267,12 +268,10 @@ async function gatesAgainstIdle() {
   const temporalWork = async () => {
     const text = await (await fetch(`http://127.0.0.1:${cp.ports.temporalMetrics}/metrics`)).text().catch(() => '');
     const sums: Record<string, number> = {};
-    for (const line of text.split('\n')) {
-      const m = /^(persistence_requests|service_requests)\{([^}]*)\} ([0-9.e+]+)$/.exec(line);
-      if (!m) continue;
-      const operation = /operation="([^"]*)"/.exec(m[2]!)?.[1] ?? '';
-      const key = `${m[1]}:${operation}`;
-      sums[key] = (sums[key] ?? 0) + Number(m[3]);
+    for (const { name, labels, value } of metricSamples(text)) {
+      if (name !== 'persistence_requests' && name !== 'service_requests') continue;
+      const key = `${name}:${labels.operation ?? ''}`;
+      sums[key] = (sums[key] ?? 0) + value;
     }
     return sums;
   };

@@ -20,6 +20,7 @@ import { auditLogPath } from '../scripts/env/components.js';
 import { k8s, withUserAgent } from '../k8s/client.js';
 import { pollUntil } from '../scripts/env/process.js';
 import { binaries, repoRoot } from '../scripts/env/paths.js';
+import { metricSamples } from './prometheus-text.js';
 
 export const resultsDir = join(repoRoot, 'bench', 'results');
 
@@ -145,12 +146,10 @@ export function apiserverRequests(kubeconfig: string): Map<string, number> {
     maxBuffer: 64 << 20,
   });
   const counts = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
-    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
-    if (labels.verb === 'WATCH' || labels.dry_run) continue;
+  for (const { name, labels, value } of metricSamples(text)) {
+    if (name !== 'apiserver_request_total' || labels.verb === 'WATCH' || labels.dry_run) continue;
     const key = requestKey(labels.verb!, labels.group, labels.resource, labels.subresource);
-    counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+    counts.set(key, (counts.get(key) ?? 0) + value);
   }
   return counts;
 }

@@ -4,6 +4,8 @@
  * whose workflow was no longer cached (each replays its history). Read when a window opens and when
  * it closes; the difference over the activations in it is the work one activation costs.
  */
+import { metricSamples } from './prometheus-text.js';
+
 const COUNTERS = {
   workflowTasks: 'temporal_workflow_task_execution_latency_count',
   localActivities: 'temporal_local_activity_execution_latency_count',
@@ -15,7 +17,6 @@ export type SdkCounter = keyof typeof COUNTERS;
 /** Each counter's value by its type label (workflow or activity type; 'all' when it has none), summed over task queues. */
 export type SdkCounts = Record<SdkCounter, Record<string, number>>;
 
-const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/;
 const COUNTER_OF_NAME = new Map(
   Object.entries(COUNTERS).map(([counter, name]) => [name as string, counter as SdkCounter]),
 );
@@ -27,22 +28,14 @@ const COUNTER_OF_NAME = new Map(
 export function sdkCounts(text: string): SdkCounts | undefined {
   const counts = Object.fromEntries(Object.keys(COUNTERS).map((k) => [k, {}])) as SdkCounts;
   let fromSdk = false;
-  for (const line of text.split('\n')) {
-    const sample = SAMPLE.exec(line);
-    if (!sample) continue;
-    if (sample[1]!.startsWith('temporal_')) fromSdk = true;
-    const counter = COUNTER_OF_NAME.get(sample[1]!);
-    if (!counter) continue;
-    const labels = sample[2] ?? '';
-    const type = labelOf(labels, 'activity_type') ?? labelOf(labels, 'workflow_type') ?? 'all';
-    const value = Number(sample[3]);
-    if (Number.isFinite(value)) counts[counter][type] = (counts[counter][type] ?? 0) + value;
+  for (const { name, labels, value } of metricSamples(text)) {
+    if (name.startsWith('temporal_')) fromSdk = true;
+    const counter = COUNTER_OF_NAME.get(name);
+    if (!counter || !Number.isFinite(value)) continue;
+    const type = labels.activity_type ?? labels.workflow_type ?? 'all';
+    counts[counter][type] = (counts[counter][type] ?? 0) + value;
   }
   return fromSdk ? counts : undefined;
-}
-
-function labelOf(labels: string, name: string): string | undefined {
-  return new RegExp(`(?:^|,)${name}="([^"]*)"`).exec(labels)?.[1];
 }
 
 /** What the window's activations cost each, to a tenth: the counts at its end less those at its start. */

@@ -1,8 +1,10 @@
 /**
  * bench/sdk-metrics.ts: the core worker's workflow tasks, local activities and cache hits per
  * activation, read from the Temporal SDK's Prometheus text as a role's /metrics serves it (the
- * samples below are lines of that text, other series and comments among them).
+ * samples below are lines of that text, other series and comments among them), and the parser of
+ * that text the benchmarks share (bench/prometheus-text.ts).
  */
+import { metricSamples } from '../../bench/prometheus-text.js';
 import { countsPerActivation, describeCounts, sdkCounts } from '../../bench/sdk-metrics.js';
 
 const labels = (type: string) =>
@@ -94,5 +96,26 @@ describe('the SDK counters of a role', () => {
       'workflowTasks 0; localActivities 0; cacheHits 0; cacheMisses 0',
     );
     expect(() => countsPerActivation(start, start, 0)).toThrow(RangeError);
+  });
+});
+
+describe('a Prometheus text exposition', () => {
+  it('gives each sample with its labels, a value with a comma or an escaped quote kept whole', () => {
+    const text = [
+      '# HELP apiserver_request_total Counter of apiserver requests',
+      'apiserver_request_total{code="200",resource="leases",verb="PUT"} 6',
+      'service_requests{operation="PollWorkflowTaskQueue",note="a, \\"quoted\\" one"} 1.5e+2',
+      'process_start_time_seconds 1.7e9',
+      '',
+    ].join('\n');
+    expect([...metricSamples(text)]).toEqual([
+      { name: 'apiserver_request_total', labels: { code: '200', resource: 'leases', verb: 'PUT' }, value: 6 },
+      {
+        name: 'service_requests',
+        labels: { operation: 'PollWorkflowTaskQueue', note: 'a, \\"quoted\\" one' },
+        value: 150,
+      },
+      { name: 'process_start_time_seconds', labels: {}, value: 1.7e9 },
+    ]);
   });
 });
